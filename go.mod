@@ -1,0 +1,3 @@
+module github.com/seqd/seqd
+
+go 1.26.8

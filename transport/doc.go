@@ -1,0 +1,20 @@
+// Package transport defines the small interface every seqd transport
+// implements (mem, tcp, shm, multicast) so that the sequencer and node code
+// never know which one carries their frames.
+//
+// A transport moves opaque frames (encoded by package wire). It does not
+// interpret them, repair loss or order them: reliability is the protocol's
+// job (sequence numbers, NAKs, heartbeats, resends), so a lossy datagram
+// transport and a reliable stream transport look the same from above.
+//
+// Buffers: Publish, SendTo and Send copy the frame before they return, so
+// the caller may reuse its buffer at once. A frame passed to a Handler is
+// valid only during that call; a handler that keeps bytes must copy them.
+//
+// Concurrency: an endpoint (Server or Client) is used by one goroutine at a
+// time, except Close, which may be called from any goroutine and makes a
+// blocked Poll return ErrClosed.
+//
+// The conformance suite in transport/transporttest runs against every
+// implementation.
+package transport

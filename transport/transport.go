@@ -1,0 +1,70 @@
+package transport
+
+import (
+	"errors"
+	"time"
+)
+
+// ErrClosed is returned by every method of an endpoint after Close.
+var ErrClosed = errors.New("transport: closed")
+
+// ErrFrameTooLarge is returned when a frame exceeds what the transport can
+// carry in one unit (for UDP, one datagram).
+var ErrFrameTooLarge = errors.New("transport: frame too large")
+
+// Peer names the sender of a received frame, so that a reply can be sent to
+// it alone with Server.SendTo. Values are meaningful only to the endpoint
+// that produced them. NoPeer means unknown.
+type Peer uint32
+
+// NoPeer is the zero Peer: the sender is unknown or not addressable.
+const NoPeer Peer = 0
+
+// Handler is called once per received frame. frame is valid only during
+// the call. Build handlers once (a method value), not per call.
+type Handler func(frame []byte, from Peer)
+
+// Server is the sequencer's end: it broadcasts the event stream to every
+// client and receives commands and NAKs from all of them.
+type Server interface {
+	// Publish queues frame for every client (the event stream).
+	Publish(frame []byte) error
+	// SendTo queues frame for one client only (retransmits, refusals).
+	SendTo(to Peer, frame []byte) error
+	// Flush hands every queued frame to the network. Transports may also
+	// flush on their own when their batch is full.
+	Flush() error
+	// Poll calls h for each frame that has arrived, waiting up to wait for
+	// the first one (0: do not wait). It returns how many frames it handed
+	// to h. It flushes queued output before it waits.
+	Poll(h Handler, wait time.Duration) (int, error)
+	// Close releases the endpoint; later calls return ErrClosed.
+	Close() error
+}
+
+// Client is a node's end: it sends commands and NAKs to the sequencer and
+// receives the event stream and the sequencer's replies.
+type Client interface {
+	// Send queues frame for the sequencer.
+	Send(frame []byte) error
+	// Flush hands every queued frame to the network.
+	Flush() error
+	// Poll is as Server.Poll. from is NoPeer or the sequencer.
+	Poll(h Handler, wait time.Duration) (int, error)
+	// Close releases the endpoint; later calls return ErrClosed.
+	Close() error
+}
+
+// Stats is an optional ability: endpoints that count what they did.
+type Stats interface {
+	Counters() Counters
+}
+
+// Counters are an endpoint's totals since it was opened.
+type Counters struct {
+	FramesSent     uint64
+	FramesReceived uint64
+	BytesSent      uint64
+	BytesReceived  uint64
+	Dropped        uint64 // frames discarded by the endpoint (malformed, faults, full queues)
+}

@@ -1,0 +1,189 @@
+package wire
+
+// Sizes of the command layout (see the package comment).
+const (
+	CommandHeaderBytes = 32
+	CommandRecordBytes = 12
+)
+
+// Command record flags.
+const (
+	CmdFragment uint8 = 1 << 1 // record holds part of a larger command
+	CmdTimer    uint8 = 1 << 3 // payload is a TimerRequest for the sequencer
+	cmdFlags          = CmdFragment | CmdTimer
+)
+
+// CommandPacket is the decoded header of a command frame plus a cursor over
+// its records. It holds a view of the frame.
+type CommandPacket struct {
+	Account     Account
+	Instance    uint8
+	Incarnation uint64
+	Session     uint64
+	Count       int
+
+	body []byte
+}
+
+// Command is one command, or one fragment of a command. Payload is a view.
+type Command struct {
+	CmdSeq  uint64
+	Flags   uint8
+	Total   uint32
+	Offset  uint32
+	Payload []byte
+}
+
+// Fragment reports whether the command record holds only part of it.
+func (c *Command) Fragment() bool { return c.Flags&CmdFragment != 0 }
+
+// DecodeCommand validates b as a command frame and fills p.
+func DecodeCommand(b []byte, p *CommandPacket) error {
+	if err := checkPrefix(b, CommandHeaderBytes, KindCommand); err != nil {
+		return err
+	}
+	p.Count = int(le.Uint16(b[4:]))
+	p.Instance = b[6]
+	if b[7] != 0 {
+		return ErrRecord
+	}
+	p.Account = Account(le.Uint64(b[8:]))
+	p.Incarnation = le.Uint64(b[16:])
+	p.Session = le.Uint64(b[24:])
+	body := b[CommandHeaderBytes:]
+	p.body = body
+	for i := 0; i < p.Count; i++ {
+		if len(body) < CommandRecordBytes {
+			return ErrRecord
+		}
+		if le.Uint64(body) == 0 {
+			return ErrZeroSeq
+		}
+		n := int(le.Uint16(body[8:]))
+		flags := body[10]
+		if flags&^cmdFlags != 0 || body[11] != 0 {
+			return ErrRecord
+		}
+		h := CommandRecordBytes
+		if flags&CmdFragment != 0 {
+			if len(body) < h+FragmentHeaderBytes {
+				return ErrRecord
+			}
+			total := le.Uint32(body[12:])
+			off := le.Uint32(body[16:])
+			if total > MaxMessageBytes {
+				return ErrTooLarge
+			}
+			if uint64(off)+uint64(n) > uint64(total) {
+				return ErrFragment
+			}
+			h += FragmentHeaderBytes
+		}
+		if len(body) < h+n {
+			return ErrRecord
+		}
+		body = body[h+n:]
+	}
+	if len(body) != 0 {
+		return ErrTrailing
+	}
+	return nil
+}
+
+// Next fills c with the next command and reports whether there was one.
+func (p *CommandPacket) Next(c *Command) bool {
+	b := p.body
+	if len(b) == 0 {
+		return false
+	}
+	c.CmdSeq = le.Uint64(b)
+	n := int(le.Uint16(b[8:]))
+	c.Flags = b[10]
+	h := CommandRecordBytes
+	if c.Flags&CmdFragment != 0 {
+		c.Total = le.Uint32(b[12:])
+		c.Offset = le.Uint32(b[16:])
+		h += FragmentHeaderBytes
+	} else {
+		c.Total = uint32(n)
+		c.Offset = 0
+	}
+	c.Payload = b[h : h+n : h+n]
+	p.body = b[h+n:]
+	return true
+}
+
+// CommandWriter builds a command frame in a caller-owned buffer.
+type CommandWriter struct {
+	buf   []byte
+	n     int
+	count int
+}
+
+// Reset starts a command frame in buf (whose length is the size limit).
+func (w *CommandWriter) Reset(buf []byte, account Account, instance uint8, incarnation, session uint64) error {
+	if len(buf) < CommandHeaderBytes {
+		return ErrNoRoom
+	}
+	putPrefix(buf, KindCommand)
+	le.PutUint16(buf[4:], 0)
+	buf[6] = instance
+	buf[7] = 0
+	le.PutUint64(buf[8:], uint64(account))
+	le.PutUint64(buf[16:], incarnation)
+	le.PutUint64(buf[24:], session)
+	w.buf = buf
+	w.n = CommandHeaderBytes
+	w.count = 0
+	return nil
+}
+
+// Count is the number of commands appended since Reset.
+func (w *CommandWriter) Count() int { return w.count }
+
+// Len is the number of bytes written so far.
+func (w *CommandWriter) Len() int { return w.n }
+
+// Room is how many payload bytes one more whole command can carry.
+func (w *CommandWriter) Room() int { return len(w.buf) - w.n - CommandRecordBytes }
+
+// FragmentRoom is how many payload bytes one more fragment can carry.
+func (w *CommandWriter) FragmentRoom() int {
+	return len(w.buf) - w.n - CommandRecordBytes - FragmentHeaderBytes
+}
+
+// Append adds a command; c.Total and c.Offset are written only with
+// CmdFragment. Nothing is written on error.
+func (w *CommandWriter) Append(c *Command) error {
+	if c.CmdSeq == 0 {
+		return ErrZeroSeq
+	}
+	h := CommandRecordBytes
+	if c.Flags&CmdFragment != 0 {
+		h += FragmentHeaderBytes
+	}
+	n := len(c.Payload)
+	if n > 0xFFFF {
+		return ErrPayloadSize
+	}
+	if w.count == 0xFFFF || w.n+h+n > len(w.buf) {
+		return ErrNoRoom
+	}
+	b := w.buf[w.n:]
+	le.PutUint64(b, c.CmdSeq)
+	le.PutUint16(b[8:], uint16(n))
+	b[10] = c.Flags & cmdFlags
+	b[11] = 0
+	if h > CommandRecordBytes {
+		le.PutUint32(b[12:], c.Total)
+		le.PutUint32(b[16:], c.Offset)
+	}
+	copy(b[h:], c.Payload)
+	w.n += h + n
+	w.count++
+	le.PutUint16(w.buf[4:], uint16(w.count))
+	return nil
+}
+
+// Bytes returns the frame built so far (a view of the buffer).
+func (w *CommandWriter) Bytes() []byte { return w.buf[:w.n] }

@@ -1,0 +1,23 @@
+package wire
+
+import "errors"
+
+// Sentinel errors returned by decoders. Hot paths compare with errors.Is.
+var (
+	ErrShort       = errors.New("wire: frame too short")
+	ErrMagic       = errors.New("wire: bad magic")
+	ErrVersion     = errors.New("wire: unsupported version")
+	ErrKind        = errors.New("wire: unexpected frame kind")
+	ErrRecord      = errors.New("wire: malformed record")
+	ErrTrailing    = errors.New("wire: trailing bytes after last record")
+	ErrFragment    = errors.New("wire: fragment out of bounds")
+	ErrTooLarge    = errors.New("wire: message larger than MaxMessageBytes")
+	ErrNoRoom      = errors.New("wire: buffer too small")
+	ErrAccount     = errors.New("wire: account must be 1 to 8 printable ASCII bytes")
+	ErrInternal    = errors.New("wire: malformed internal message")
+	ErrTimerReq    = errors.New("wire: malformed timer request")
+	ErrNakRange    = errors.New("wire: NAK range is empty or reversed")
+	ErrZeroSeq     = errors.New("wire: sequence number 0 is not valid")
+	ErrCountLimit  = errors.New("wire: record count exceeds frame")
+	ErrPayloadSize = errors.New("wire: payload exceeds what one record can hold")
+)

@@ -1,0 +1,140 @@
+package wire
+
+// InternalBytes is the fixed size of an internal message payload.
+const InternalBytes = 32
+
+// InternalType tells what an internal (sequencer-generated) message means.
+type InternalType uint8
+
+// Internal message types.
+const (
+	InternalSessionStart    InternalType = 1 // a session begins; Value = start time (ns)
+	InternalEpochStart      InternalType = 2 // Epoch begins at this record's seq
+	InternalNodeActivated   InternalType = 3 // Account/Instance is now the active instance
+	InternalNodeDeactivated InternalType = 4 // Account/Instance is no longer active
+	InternalForcePassive    InternalType = 5 // operator asks Account/Instance to go passive
+	InternalTimer           InternalType = 6 // centralized timer ID of Account/Instance fired; Value = scheduled time
+	InternalIncarnation     InternalType = 7 // Account/Instance restarted as incarnation Value; its cmdSeq restarts at 1
+)
+
+func (t InternalType) String() string {
+	switch t {
+	case InternalSessionStart:
+		return "session-start"
+	case InternalEpochStart:
+		return "epoch-start"
+	case InternalNodeActivated:
+		return "node-activated"
+	case InternalNodeDeactivated:
+		return "node-deactivated"
+	case InternalForcePassive:
+		return "force-passive"
+	case InternalTimer:
+		return "timer"
+	case InternalIncarnation:
+		return "incarnation"
+	}
+	return "unknown"
+}
+
+// Internal is the payload of a record with FlagInternal. One fixed layout
+// serves every type; fields a type does not use are zero.
+//
+//	0 type u8, 1 instance u8, 2 reserved u16, 4 epoch u32,
+//	8 account u64, 16 id u64, 24 value u64
+type Internal struct {
+	Type     InternalType
+	Instance uint8
+	Epoch    uint32
+	Account  Account
+	ID       uint64
+	Value    uint64
+}
+
+// AppendInternal encodes m into buf[:InternalBytes] and returns that slice.
+func AppendInternal(buf []byte, m *Internal) ([]byte, error) {
+	if len(buf) < InternalBytes {
+		return nil, ErrNoRoom
+	}
+	buf[0] = byte(m.Type)
+	buf[1] = m.Instance
+	le.PutUint16(buf[2:], 0)
+	le.PutUint32(buf[4:], m.Epoch)
+	le.PutUint64(buf[8:], uint64(m.Account))
+	le.PutUint64(buf[16:], m.ID)
+	le.PutUint64(buf[24:], m.Value)
+	return buf[:InternalBytes], nil
+}
+
+// DecodeInternal validates b as an internal message payload and fills m.
+func DecodeInternal(b []byte, m *Internal) error {
+	if len(b) != InternalBytes {
+		return ErrInternal
+	}
+	t := InternalType(b[0])
+	if t < InternalSessionStart || t > InternalIncarnation || le.Uint16(b[2:]) != 0 {
+		return ErrInternal
+	}
+	m.Type = t
+	m.Instance = b[1]
+	m.Epoch = le.Uint32(b[4:])
+	m.Account = Account(le.Uint64(b[8:]))
+	m.ID = le.Uint64(b[16:])
+	m.Value = le.Uint64(b[24:])
+	return nil
+}
+
+// TimerRequestBytes is the fixed size of a TimerRequest payload.
+const TimerRequestBytes = 32
+
+// TimerRequest is the payload of a command with CmdTimer: schedule (or
+// cancel) centralized timer ID to fire at sequencer time At, then every
+// Period ns if Period > 0.
+//
+//	0 id u64, 8 at i64, 16 period i64, 24 cancel u8, 25 reserved [7]u8
+type TimerRequest struct {
+	ID     uint64
+	At     int64
+	Period int64
+	Cancel bool
+}
+
+// AppendTimerRequest encodes t into buf[:TimerRequestBytes].
+func AppendTimerRequest(buf []byte, t *TimerRequest) ([]byte, error) {
+	if len(buf) < TimerRequestBytes {
+		return nil, ErrNoRoom
+	}
+	if t.Period < 0 {
+		return nil, ErrTimerReq
+	}
+	le.PutUint64(buf[0:], t.ID)
+	le.PutUint64(buf[8:], uint64(t.At))
+	le.PutUint64(buf[16:], uint64(t.Period))
+	for i := 24; i < 32; i++ {
+		buf[i] = 0
+	}
+	if t.Cancel {
+		buf[24] = 1
+	}
+	return buf[:TimerRequestBytes], nil
+}
+
+// DecodeTimerRequest validates b as a timer request and fills t.
+func DecodeTimerRequest(b []byte, t *TimerRequest) error {
+	if len(b) != TimerRequestBytes || b[24] > 1 {
+		return ErrTimerReq
+	}
+	for i := 25; i < 32; i++ {
+		if b[i] != 0 {
+			return ErrTimerReq
+		}
+	}
+	t.ID = le.Uint64(b[0:])
+	t.At = int64(le.Uint64(b[8:]))
+	t.Period = int64(le.Uint64(b[16:]))
+	t.Cancel = b[24] == 1
+	if t.Period < 0 {
+		return ErrTimerReq
+	}
+	return nil
+}

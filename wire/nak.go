@@ -1,0 +1,99 @@
+package wire
+
+// Sizes of the NAK and Gone frames.
+const (
+	NakBytes  = 40
+	GoneBytes = 32
+)
+
+// Nak asks for the records FromSeq..ToSeq (inclusive) again. FromOffset is
+// how many leading bytes of a fragmented FromSeq the receiver already holds,
+// so the sender may skip fragments that lie wholly before it.
+type Nak struct {
+	Epoch      uint32
+	Session    uint64
+	FromSeq    uint64
+	ToSeq      uint64
+	FromOffset uint32
+}
+
+// AppendNak encodes n into buf[:NakBytes] and returns that slice.
+func AppendNak(buf []byte, n *Nak) ([]byte, error) {
+	if len(buf) < NakBytes {
+		return nil, ErrNoRoom
+	}
+	if n.FromSeq == 0 {
+		return nil, ErrZeroSeq
+	}
+	if n.ToSeq < n.FromSeq {
+		return nil, ErrNakRange
+	}
+	putPrefix(buf, KindNak)
+	le.PutUint32(buf[4:], n.Epoch)
+	le.PutUint64(buf[8:], n.Session)
+	le.PutUint64(buf[16:], n.FromSeq)
+	le.PutUint64(buf[24:], n.ToSeq)
+	le.PutUint32(buf[32:], n.FromOffset)
+	le.PutUint32(buf[36:], 0)
+	return buf[:NakBytes], nil
+}
+
+// DecodeNak validates b as a NAK frame and fills n.
+func DecodeNak(b []byte, n *Nak) error {
+	if err := checkPrefix(b, NakBytes, KindNak); err != nil {
+		return err
+	}
+	if len(b) != NakBytes {
+		return ErrTrailing
+	}
+	n.Epoch = le.Uint32(b[4:])
+	n.Session = le.Uint64(b[8:])
+	n.FromSeq = le.Uint64(b[16:])
+	n.ToSeq = le.Uint64(b[24:])
+	n.FromOffset = le.Uint32(b[32:])
+	if n.FromSeq == 0 {
+		return ErrZeroSeq
+	}
+	if n.ToSeq < n.FromSeq {
+		return ErrNakRange
+	}
+	return nil
+}
+
+// Gone tells a receiver that the records from FromSeq on can no longer be
+// repaired by this sender: Oldest is the oldest seq it still retains (0 if
+// none). The receiver must rewind from a replayer or stop with an error.
+type Gone struct {
+	Epoch   uint32
+	Session uint64
+	FromSeq uint64
+	Oldest  uint64
+}
+
+// AppendGone encodes g into buf[:GoneBytes] and returns that slice.
+func AppendGone(buf []byte, g *Gone) ([]byte, error) {
+	if len(buf) < GoneBytes {
+		return nil, ErrNoRoom
+	}
+	putPrefix(buf, KindGone)
+	le.PutUint32(buf[4:], g.Epoch)
+	le.PutUint64(buf[8:], g.Session)
+	le.PutUint64(buf[16:], g.FromSeq)
+	le.PutUint64(buf[24:], g.Oldest)
+	return buf[:GoneBytes], nil
+}
+
+// DecodeGone validates b as a Gone frame and fills g.
+func DecodeGone(b []byte, g *Gone) error {
+	if err := checkPrefix(b, GoneBytes, KindGone); err != nil {
+		return err
+	}
+	if len(b) != GoneBytes {
+		return ErrTrailing
+	}
+	g.Epoch = le.Uint32(b[4:])
+	g.Session = le.Uint64(b[8:])
+	g.FromSeq = le.Uint64(b[16:])
+	g.Oldest = le.Uint64(b[24:])
+	return nil
+}
