@@ -1,7 +1,7 @@
 package wire
 
 // InternalBytes is the fixed size of an internal message payload.
-const InternalBytes = 32
+const InternalBytes = 40
 
 // InternalType tells what an internal (sequencer-generated) message means.
 type InternalType uint8
@@ -15,6 +15,9 @@ const (
 	InternalForcePassive    InternalType = 5 // operator asks Account/Instance to go passive
 	InternalTimer           InternalType = 6 // centralized timer ID of Account/Instance fired; Value = scheduled time
 	InternalIncarnation     InternalType = 7 // Account/Instance restarted as incarnation Value; its cmdSeq restarts at 1
+	InternalTimerSet        InternalType = 8 // Account/Instance scheduled timer ID at Value, every Extra ns if > 0
+	InternalTimerCancel     InternalType = 9 // Account/Instance cancelled timer ID
+	internalLast                         = InternalTimerCancel
 )
 
 func (t InternalType) String() string {
@@ -33,6 +36,10 @@ func (t InternalType) String() string {
 		return "timer"
 	case InternalIncarnation:
 		return "incarnation"
+	case InternalTimerSet:
+		return "timer-set"
+	case InternalTimerCancel:
+		return "timer-cancel"
 	}
 	return "unknown"
 }
@@ -41,7 +48,7 @@ func (t InternalType) String() string {
 // serves every type; fields a type does not use are zero.
 //
 //	0 type u8, 1 instance u8, 2 reserved u16, 4 epoch u32,
-//	8 account u64, 16 id u64, 24 value u64
+//	8 account u64, 16 id u64, 24 value u64, 32 extra i64
 type Internal struct {
 	Type     InternalType
 	Instance uint8
@@ -49,6 +56,7 @@ type Internal struct {
 	Account  Account
 	ID       uint64
 	Value    uint64
+	Extra    int64
 }
 
 // AppendInternal encodes m into buf[:InternalBytes] and returns that slice.
@@ -63,6 +71,7 @@ func AppendInternal(buf []byte, m *Internal) ([]byte, error) {
 	le.PutUint64(buf[8:], uint64(m.Account))
 	le.PutUint64(buf[16:], m.ID)
 	le.PutUint64(buf[24:], m.Value)
+	le.PutUint64(buf[32:], uint64(m.Extra))
 	return buf[:InternalBytes], nil
 }
 
@@ -72,7 +81,7 @@ func DecodeInternal(b []byte, m *Internal) error {
 		return ErrInternal
 	}
 	t := InternalType(b[0])
-	if t < InternalSessionStart || t > InternalIncarnation || le.Uint16(b[2:]) != 0 {
+	if t < InternalSessionStart || t > internalLast || le.Uint16(b[2:]) != 0 {
 		return ErrInternal
 	}
 	m.Type = t
@@ -81,6 +90,7 @@ func DecodeInternal(b []byte, m *Internal) error {
 	m.Account = Account(le.Uint64(b[8:]))
 	m.ID = le.Uint64(b[16:])
 	m.Value = le.Uint64(b[24:])
+	m.Extra = int64(le.Uint64(b[32:]))
 	return nil
 }
 
