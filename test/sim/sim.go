@@ -1,0 +1,283 @@
+package sim
+
+import (
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"time"
+
+	"github.com/seqd/seqd/node"
+	"github.com/seqd/seqd/sequencer"
+	"github.com/seqd/seqd/transport"
+	"github.com/seqd/seqd/transport/fault"
+	"github.com/seqd/seqd/transport/mem"
+	"github.com/seqd/seqd/wire"
+)
+
+// Config describes one simulated run. Zero fields take the defaults of
+// DefaultConfig.
+type Config struct {
+	Seed       uint64
+	Senders    int           // nodes that send commands
+	ReadOnly   int           // nodes that only read
+	Commands   int           // commands in all, split between senders
+	Loss       float64       // per frame, each direction
+	Dup        float64       // per frame
+	Reorder    float64       // per frame
+	MaxDelay   time.Duration // uniform virtual delay per frame
+	Partitions bool          // cut nodes off for short spells
+	LargeEvery int           // every LargeEvery-th command is fragmented
+	MaxVirtual time.Duration // give up (liveness failure) after this much virtual time
+}
+
+// DefaultConfig is what `make sim` runs: 5% loss, 1% duplication and
+// reordering, three senders and a read-only node, 20k commands.
+func DefaultConfig() Config {
+	return Config{
+		Seed:       1,
+		Senders:    3,
+		ReadOnly:   1,
+		Commands:   20000,
+		Loss:       0.05,
+		Dup:        0.01,
+		Reorder:    0.01,
+		MaxDelay:   200 * time.Microsecond,
+		Partitions: true,
+		LargeEvery: 400,
+		MaxVirtual: 10 * time.Minute,
+	}
+}
+
+// Result is the outcome of one run.
+type Result struct {
+	Config    Config
+	Steps     int
+	Virtual   time.Duration
+	Sequenced uint64 // last seq the sequencer published
+	Commands  uint64 // commands the senders issued (all acknowledged when Err is nil)
+	Err       error
+}
+
+// Replay is the one command that reruns this seed exactly.
+func (r Result) Replay() string {
+	return fmt.Sprintf("go run ./test/sim/cmd/simrun -seed %d -commands %d", r.Config.Seed, r.Config.Commands)
+}
+
+// ErrInvariant is wrapped by every checker failure.
+var ErrInvariant = errors.New("sim: invariant violated")
+
+const tick = 100 * time.Microsecond
+
+// entry is the sequencer's truth about one seq, taken from what it published.
+type entry struct {
+	account  wire.Account
+	instance uint8
+	cmdSeq   uint64
+	flags    uint8
+	time     int64
+}
+
+type world struct {
+	cfg   Config
+	rng   *rand.Rand
+	now   int64
+	skew  int64 // the sequencer's wall clock error; it sometimes jumps back
+	net   *mem.Network
+	srv   transport.Server
+	seq   *sequencer.Core
+	nodes []*simNode
+	log   []entry
+	err   error
+
+	onServerFrame transport.Handler
+}
+
+// Run simulates cfg and returns the outcome; it never panics on a
+// protocol failure, it reports it.
+func Run(cfg Config) (res Result) {
+	d := DefaultConfig()
+	if cfg.Senders == 0 {
+		cfg.Senders = d.Senders
+	}
+	if cfg.Commands == 0 {
+		cfg.Commands = d.Commands
+	}
+	if cfg.MaxVirtual == 0 {
+		cfg.MaxVirtual = d.MaxVirtual
+	}
+	if cfg.LargeEvery == 0 {
+		cfg.LargeEvery = d.LargeEvery
+	}
+	res.Config = cfg
+	w, err := newWorld(cfg)
+	if err != nil {
+		res.Err = err
+		return res
+	}
+	res.Steps, res.Err = w.run()
+	res.Virtual = time.Duration(w.now)
+	res.Sequenced = uint64(len(w.log))
+	for _, n := range w.nodes {
+		res.Commands += n.sent
+	}
+	return res
+}
+
+func newWorld(cfg Config) (*world, error) {
+	w := &world{cfg: cfg, rng: rand.New(rand.NewPCG(cfg.Seed, 0x5eed))}
+	w.onServerFrame = w.serverFrame
+	net, err := mem.NewNetwork(mem.Config{
+		Faults:   fault.Config{Loss: cfg.Loss, Dup: cfg.Dup, Reorder: cfg.Reorder, Seed: cfg.Seed},
+		MaxDelay: cfg.MaxDelay,
+	})
+	if err != nil {
+		return nil, err
+	}
+	w.net = net
+	w.srv = net.Server()
+	sc := sequencer.DefaultConfig()
+	sc.Session = 1
+	sc.Epoch = 1
+	sc.HeartbeatInterval = time.Millisecond
+	sc.RingPackets = 1 << 16
+	w.seq, err = sequencer.New(sc, w)
+	if err != nil {
+		return nil, err
+	}
+	for i := 0; i < cfg.Senders+cfg.ReadOnly; i++ {
+		n, err := newSimNode(w, i, i >= cfg.Senders)
+		if err != nil {
+			return nil, err
+		}
+		w.nodes = append(w.nodes, n)
+	}
+	return w, nil
+}
+
+// Publish is the sequencer's sink: record the truth, then send.
+func (w *world) Publish(pkt []byte) {
+	w.record(pkt)
+	_ = w.srv.Publish(pkt)
+}
+
+// SendTo is the sequencer's unicast sink.
+func (w *world) SendTo(to transport.Peer, pkt []byte) { _ = w.srv.SendTo(to, pkt) }
+
+func (w *world) record(pkt []byte) {
+	var p wire.Packet
+	if err := wire.DecodePacket(pkt, &p); err != nil {
+		w.fail("sequencer published a frame that does not decode: %v", err)
+		return
+	}
+	var r wire.Record
+	for p.Next(&r) {
+		e := entry{account: r.Account, instance: r.Instance, cmdSeq: r.CmdSeq, flags: r.Flags &^ wire.FlagFragment, time: r.Time}
+		if n := uint64(len(w.log)); n > 0 && r.Time < w.log[n-1].time {
+			w.fail("sequencer time went back at seq %d: %d < %d", r.Seq, r.Time, w.log[n-1].time)
+		}
+		switch {
+		case r.Seq == uint64(len(w.log))+1:
+			w.log = append(w.log, e)
+		case r.Seq == uint64(len(w.log)) && r.Fragment() && r.Offset > 0:
+			if w.log[r.Seq-1] != e {
+				w.fail("fragments of seq %d disagree: %+v vs %+v", r.Seq, w.log[r.Seq-1], e)
+			}
+		default:
+			w.fail("sequencer published seq %d after %d (not dense)", r.Seq, len(w.log))
+		}
+	}
+}
+
+func (w *world) fail(format string, args ...any) {
+	if w.err == nil {
+		w.err = fmt.Errorf("%w at t=%v: %s", ErrInvariant, time.Duration(w.now), fmt.Sprintf(format, args...))
+	}
+}
+
+func (w *world) serverFrame(frame []byte, from transport.Peer) {
+	// Malformed frames are the sequencer's to count; the simulator never
+	// sends any, so an error here is a bug.
+	if err := w.seq.Step(w.now+w.skew, frame, from); err != nil {
+		w.fail("sequencer rejected a frame: %v", err)
+	}
+}
+
+func (w *world) run() (int, error) {
+	limit := int64(w.cfg.MaxVirtual)
+	var cut *simNode
+	var healAt int64
+	for step := 1; ; step++ {
+		next := w.now + int64(tick)
+		if at, ok := w.net.NextDelivery(); ok && at > w.now && at < next {
+			next = at
+		}
+		w.now = next
+		w.net.SetNow(w.now)
+
+		// The sequencer's wall clock wanders and sometimes steps back.
+		if w.rng.IntN(1000) == 0 {
+			w.skew -= int64(w.rng.IntN(int(5 * time.Millisecond)))
+		}
+
+		if w.cfg.Partitions {
+			switch {
+			case cut == nil && w.rng.IntN(20000) == 0:
+				cut = w.nodes[w.rng.IntN(len(w.nodes))]
+				healAt = w.now + int64(time.Millisecond)*int64(1+w.rng.IntN(50))
+				w.net.Partition(cut.peer, true)
+			case cut != nil && w.now >= healAt:
+				w.net.Partition(cut.peer, false)
+				cut = nil
+			}
+		}
+
+		for _, n := range w.nodes {
+			n.work()
+		}
+		if _, err := w.srv.Poll(w.onServerFrame, 0); err != nil {
+			return step, err
+		}
+		w.seq.Flush(w.now + w.skew)
+		w.seq.Tick(w.now + w.skew)
+		for _, n := range w.nodes {
+			n.receive()
+		}
+		if w.err != nil {
+			return step, w.err
+		}
+		if cut == nil && w.done() {
+			return step, nil
+		}
+		if w.now > limit {
+			return step, fmt.Errorf("%w: no convergence after %v of virtual time: %s", ErrInvariant, time.Duration(w.now), w.progress())
+		}
+	}
+}
+
+func (w *world) done() bool {
+	last := uint64(len(w.log))
+	for _, n := range w.nodes {
+		if !n.readOnly && (n.sent < uint64(n.target) || n.core.InFlight() > 0) {
+			return false
+		}
+		if n.core.Delivered() < last {
+			return false
+		}
+	}
+	// Everything delivered: the last packet was stable and seen by all.
+	for _, n := range w.nodes {
+		if err := n.finalCheck(); err != nil {
+			w.fail("%v", err)
+			return false
+		}
+	}
+	return true
+}
+
+func (w *world) progress() string {
+	s := fmt.Sprintf("sequenced=%d", len(w.log))
+	for _, n := range w.nodes {
+		s += fmt.Sprintf(" %s{sent=%d/%d inflight=%d delivered=%d err=%v}", n.name, n.sent, n.target, n.core.InFlight(), n.core.Delivered(), n.core.Err())
+	}
+	return s
+}
