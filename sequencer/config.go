@@ -1,0 +1,107 @@
+package sequencer
+
+import (
+	"fmt"
+	"time"
+
+	"github.com/seqd/seqd/wire"
+)
+
+// Config sets up a Core. Start from DefaultConfig and set Session.
+type Config struct {
+	// Session is the session id stamped on every packet; must be != 0.
+	Session uint64
+	// Epoch is the epoch this core sequences (>= 1).
+	Epoch uint32
+	// FirstSeq is the first sequence number to assign: 1 for a fresh
+	// session (the core then starts with InternalSessionStart), cut+1 for a
+	// new epoch after failover.
+	FirstSeq uint64
+	// StartTime (ns) is the clock floor: sequencer time never goes below it,
+	// so a new primary carries on from the last timestamp of the old one.
+	StartTime int64
+	// MaxPacketBytes is the size limit of a stream packet (UDP payload).
+	MaxPacketBytes int
+	// HeartbeatInterval: when nothing was published for this long, Tick
+	// publishes a heartbeat so receivers learn the tail and detect loss.
+	HeartbeatInterval time.Duration
+	// FlushDelay bounds how long Tick lets an open (unpublished) packet wait
+	// when the shell did not call Flush; 0 makes every Tick flush.
+	FlushDelay time.Duration
+	// RingPackets is the retransmit ring's capacity in packets. The ring
+	// (RingPackets*MaxPacketBytes bytes) is allocated once, in New.
+	RingPackets int
+	// MaxRetransmitPacketsPerNak caps the answer to one NAK; the receiver
+	// asks again for the rest, which paces repair.
+	MaxRetransmitPacketsPerNak int
+	// MaxMessageBytes is the largest command payload accepted (whole or
+	// reassembled from fragments).
+	MaxMessageBytes int
+	// MaxSenders is the capacity of the dedupe table, allocated up front.
+	MaxSenders int
+	// ActiveTimeout (hot-hot): when the active instance of an account has
+	// been silent this long and another instance was heard within it, the
+	// other becomes active. 0 never switches.
+	ActiveTimeout time.Duration
+	// Standalone: no standbys, so stable is the last seq published. When
+	// false, stable moves only through SetStable (the cluster's quorum).
+	Standalone bool
+}
+
+// DefaultConfig returns the defaults; Session is left 0 and must be set.
+func DefaultConfig() Config {
+	return Config{
+		Epoch:                      1,
+		FirstSeq:                   1,
+		MaxPacketBytes:             wire.DefaultMaxPacketBytes,
+		HeartbeatInterval:          10 * time.Millisecond,
+		FlushDelay:                 time.Millisecond,
+		RingPackets:                32768,
+		MaxRetransmitPacketsPerNak: 2048,
+		MaxMessageBytes:            16 << 20,
+		MaxSenders:                 4096,
+		Standalone:                 true,
+	}
+}
+
+// Limits checked by Validate.
+const (
+	minPacketBytes = 256
+	maxPacketBytes = 65507 // largest UDP payload over IPv4
+	maxRingPackets = 1 << 22
+	maxSenders     = 1 << 20
+)
+
+// Validate reports the first field outside its allowed range.
+func (c Config) Validate() error {
+	bad := func(field string, v any, want string) error {
+		return fmt.Errorf("%w: %s = %v, want %s", ErrConfig, field, v, want)
+	}
+	switch {
+	case c.Session == 0:
+		return bad("Session", c.Session, "a non-zero session id")
+	case c.Epoch == 0:
+		return bad("Epoch", c.Epoch, ">= 1")
+	case c.FirstSeq == 0:
+		return bad("FirstSeq", c.FirstSeq, ">= 1")
+	case c.StartTime < 0:
+		return bad("StartTime", c.StartTime, ">= 0")
+	case c.MaxPacketBytes < minPacketBytes || c.MaxPacketBytes > maxPacketBytes:
+		return bad("MaxPacketBytes", c.MaxPacketBytes, fmt.Sprintf("%d..%d", minPacketBytes, maxPacketBytes))
+	case c.HeartbeatInterval < time.Microsecond || c.HeartbeatInterval > time.Minute:
+		return bad("HeartbeatInterval", c.HeartbeatInterval, "1µs..1m")
+	case c.FlushDelay < 0 || c.FlushDelay > time.Second:
+		return bad("FlushDelay", c.FlushDelay, "0..1s")
+	case c.RingPackets < 2 || c.RingPackets > maxRingPackets:
+		return bad("RingPackets", c.RingPackets, fmt.Sprintf("2..%d", maxRingPackets))
+	case c.MaxRetransmitPacketsPerNak < 1 || c.MaxRetransmitPacketsPerNak > c.RingPackets:
+		return bad("MaxRetransmitPacketsPerNak", c.MaxRetransmitPacketsPerNak, fmt.Sprintf("1..RingPackets (%d)", c.RingPackets))
+	case c.MaxMessageBytes < 1 || c.MaxMessageBytes > wire.MaxMessageBytes:
+		return bad("MaxMessageBytes", c.MaxMessageBytes, fmt.Sprintf("1..%d", wire.MaxMessageBytes))
+	case c.MaxSenders < 1 || c.MaxSenders > maxSenders:
+		return bad("MaxSenders", c.MaxSenders, fmt.Sprintf("1..%d", maxSenders))
+	case c.ActiveTimeout < 0:
+		return bad("ActiveTimeout", c.ActiveTimeout, ">= 0 (0 = never switch)")
+	}
+	return nil
+}

@@ -1,0 +1,212 @@
+package sequencer
+
+import (
+	"github.com/seqd/seqd/transport"
+	"github.com/seqd/seqd/wire"
+)
+
+// Sink receives the Core's output. Both methods are called synchronously
+// from Step, Flush, Tick or Emit; pkt is valid only during the call (it is
+// a view of the retransmit ring), so a sink that keeps it must copy it.
+type Sink interface {
+	// Publish sends a finished stream packet (data or heartbeat) to everyone.
+	Publish(pkt []byte)
+	// SendTo sends a unicast reply (a retransmitted packet or a Gone).
+	SendTo(to transport.Peer, pkt []byte)
+}
+
+// Stats are the Core's counters since New.
+type Stats struct {
+	Commands         uint64 // commands sequenced (whole or reassembled)
+	Duplicates       uint64 // commands dropped: cmdSeq <= last sequenced
+	OutOfOrder       uint64 // commands dropped: cmdSeq > last+1
+	StaleFrames      uint64 // command frames dropped: incarnation older than on record
+	Fragments        uint64 // command fragments accepted into a reassembly
+	BadFragments     uint64 // fragments dropped: Total disagrees with the reassembly in progress
+	Malformed        uint64 // frames rejected by a decoder or a sanity check
+	WrongSession     uint64 // command frames and NAKs for another session (ignored)
+	Rejected         uint64 // frames from new senders refused because the table is full
+	Naks             uint64 // NAKs received for this session
+	NaksBeyondTail   uint64 // NAKs starting after the last published seq (ignored)
+	Retransmitted    uint64 // packets sent again in answer to NAKs
+	Gones            uint64 // Gone replies (range left the ring)
+	Heartbeats       uint64 // heartbeats published
+	Packets          uint64 // data packets published (first sends)
+	Messages         uint64 // sequence numbers assigned
+	TimersFired      uint64 // InternalTimer messages emitted
+	ActivationSwitch uint64 // hot-hot switches by ActiveTimeout
+}
+
+// Core is the sequencing state machine. See the package comment.
+type Core struct {
+	cfg     Config
+	sink    Sink
+	session uint64
+	epoch   uint32
+
+	now        int64  // sequencer clock: max of every input time and StartTime
+	nextSeq    uint64 // next sequence number to assign
+	tail       uint64 // last seq with at least one published record
+	published  uint64 // last seq whose every byte has been published
+	stable     uint64
+	stableSent uint64 // stable carried by the last packet or heartbeat published
+	lastSend   int64  // sequencer time of the last publish (drives heartbeats)
+
+	// The open packet is built in place in the ring slot it will occupy.
+	w         wire.PacketWriter
+	open      bool
+	partial   bool // the open packet ends with a non-final fragment
+	emptyRoom int  // payload bytes one whole record can carry in an empty packet
+
+	ring     ring
+	senders  senderTable
+	accounts accountTable
+	timers   timerTable
+
+	// Scratch values reused on every call so that nothing escapes to the heap.
+	cmd  wire.CommandPacket
+	c    wire.Command
+	rec  wire.Record
+	nak  wire.Nak
+	gone wire.Gone
+	in   wire.Internal
+	tr   wire.TimerRequest
+	ibuf [wire.InternalBytes]byte
+	hb   [wire.PacketHeaderBytes]byte
+	gbuf [wire.GoneBytes]byte
+
+	stats Stats
+}
+
+// New validates cfg and returns a Core whose first records are
+// InternalSessionStart (only when FirstSeq == 1) and InternalEpochStart,
+// sequenced at StartTime and published by the first Flush or Tick. All the
+// memory the steady state needs (ring, dedupe table) is allocated here.
+func New(cfg Config, sink Sink) (*Core, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	c := &Core{
+		cfg:       cfg,
+		sink:      sink,
+		session:   cfg.Session,
+		epoch:     cfg.Epoch,
+		now:       cfg.StartTime,
+		nextSeq:   cfg.FirstSeq,
+		tail:      cfg.FirstSeq - 1,
+		published: cfg.FirstSeq - 1,
+		lastSend:  cfg.StartTime,
+		emptyRoom: cfg.MaxPacketBytes - wire.PacketHeaderBytes - wire.RecordHeaderBytes,
+	}
+	// Whatever came before FirstSeq was made stable by the previous epoch's
+	// cut (or does not exist).
+	c.stable = cfg.FirstSeq - 1
+	c.stableSent = c.stable
+	c.ring.init(cfg.RingPackets, cfg.MaxPacketBytes)
+	c.senders.init(cfg.MaxSenders)
+	c.accounts.init(cfg.MaxSenders)
+	c.timers.init()
+	if cfg.FirstSeq == 1 {
+		c.in = wire.Internal{Type: wire.InternalSessionStart, Value: uint64(cfg.StartTime)}
+		c.emitInternal(wire.FlagInternal|wire.FlagSeqGen, 0, 0, 0)
+	}
+	c.in = wire.Internal{Type: wire.InternalEpochStart, Value: cfg.FirstSeq}
+	c.emitInternal(wire.FlagInternal|wire.FlagSeqGen, 0, 0, 0)
+	return c, nil
+}
+
+// advance moves the sequencer clock to now unless that would move it back.
+func (c *Core) advance(now int64) {
+	if now > c.now {
+		c.now = now
+	}
+}
+
+// Step handles one frame from the network: a command frame or a NAK. A
+// malformed frame returns a sentinel error (wire's or this package's) and
+// changes nothing but the Malformed counter. Frames that are valid but
+// ignored (duplicates, another session, stale incarnation) return nil and
+// are counted. Records land in the open packet; full packets are published
+// at once, the rest by Flush.
+func (c *Core) Step(now int64, frame []byte, from transport.Peer) error {
+	k, err := wire.PeekKind(frame)
+	if err != nil {
+		c.stats.Malformed++
+		return err
+	}
+	switch k {
+	case wire.KindCommand:
+		return c.stepCommand(now, frame)
+	case wire.KindNak:
+		return c.stepNak(frame, from)
+	}
+	c.stats.Malformed++
+	return wire.ErrKind
+}
+
+// Flush publishes the open packet. The shell calls it when its input is
+// drained, so a lone command is not held back waiting for company.
+func (c *Core) Flush(now int64) {
+	c.advance(now)
+	if c.open {
+		c.publishOpen()
+	}
+}
+
+// Tick does the time-driven work, in this order: hot-hot activity
+// timeouts, centralized timers that are due, publication of the open
+// packet (when Tick added records or it is older than FlushDelay), and a
+// heartbeat when nothing was published for HeartbeatInterval or stable
+// moved since the last header went out.
+func (c *Core) Tick(now int64) {
+	c.advance(now)
+	before := c.nextSeq
+	if c.cfg.ActiveTimeout > 0 {
+		c.checkActivity()
+	}
+	c.fireTimers()
+	if c.open && (c.nextSeq != before || c.now-c.w.BaseTime() >= int64(c.cfg.FlushDelay)) {
+		c.publishOpen()
+	}
+	if !c.open && (c.now-c.lastSend >= int64(c.cfg.HeartbeatInterval) || c.stable != c.stableSent) {
+		c.heartbeat()
+	}
+}
+
+// Emit sequences an internal message generated by the sequencer itself
+// (FlagInternal|FlagSeqGen, record account/instance/cmdSeq zero) and
+// returns its seq. m.Epoch is replaced by the core's epoch. Like Step, it
+// leaves the record in the open packet for Flush.
+func (c *Core) Emit(now int64, m *wire.Internal) uint64 {
+	c.advance(now)
+	c.in = *m
+	return c.emitInternal(wire.FlagInternal|wire.FlagSeqGen, 0, 0, 0)
+}
+
+// SetStable records that the sequencer group holds every seq up to seq
+// (the cluster's quorum). Stable never moves back nor beyond what was
+// published. The next packet carries it; if none is due, the next Tick
+// publishes a heartbeat with it.
+func (c *Core) SetStable(seq uint64) {
+	if seq > c.published {
+		seq = c.published
+	}
+	if seq > c.stable {
+		c.stable = seq
+	}
+}
+
+// NextSeq is the sequence number the next message will get.
+func (c *Core) NextSeq() uint64 { return c.nextSeq }
+
+// LastTime is the sequencer clock: the latest time sequenced or seen.
+func (c *Core) LastTime() int64 { return c.now }
+
+// Stable is the stable seq the next header will carry.
+func (c *Core) Stable() uint64 { return c.stable }
+
+// Published is the last seq whose every byte has been published.
+func (c *Core) Published() uint64 { return c.published }
+
+// Stats returns a copy of the counters.
+func (c *Core) Stats() Stats { return c.stats }

@@ -1,0 +1,62 @@
+// Package sequencer is the pure sequencing state machine of seqd: it
+// dedupes commands, numbers them densely, stamps them with a clock that
+// never goes back, batches them into stream packets, fragments large
+// messages, keeps a retransmit ring that answers NAKs, and emits the
+// internal messages (session and epoch start, incarnations, hot-hot
+// activation, centralized timers, heartbeats).
+//
+// # State machine
+//
+// A Core has no goroutines, locks, timers, sockets or wall clock. Input
+// arrives through Step(now, frame, from) (a command frame or a NAK),
+// Flush(now) (the shell's input is drained), Tick(now) (time passed) and
+// Emit(now, m) (an internal message from the cluster layer); time is always
+// passed in, so the simulator can drive a Core step by step. Output goes to
+// a Sink, synchronously: Publish for stream packets (to everyone), SendTo
+// for unicast replies (retransmits, Gone). A packet handed to the sink is a
+// view of the retransmit ring, valid only during the call.
+//
+// Sequencer time is max(every now seen, Config.StartTime). All commands of
+// one frame share one reading.
+//
+// # Output order
+//
+// Sequence numbers are dense and start at Config.FirstSeq. A fresh session
+// (FirstSeq 1) begins with InternalSessionStart (seq 1) then
+// InternalEpochStart; a later epoch begins with InternalEpochStart. For a
+// command frame the order is: InternalNodeActivated (the account's first
+// instance heard from), InternalIncarnation (a larger incarnation than on
+// record), then its accepted commands in cmdSeq order. A CmdTimer command
+// becomes an InternalTimerSet/InternalTimerCancel record that keeps the
+// requester's account, instance and cmdSeq. Tick emits, in order, hot-hot
+// switches (InternalNodeDeactivated then InternalNodeActivated) and due
+// timers (InternalTimer), then publishes the open packet, then a heartbeat
+// if nothing was published for HeartbeatInterval.
+//
+// Records accumulate in an open packet built in place in its ring slot; the
+// packet is published when the next record does not fit, when its time
+// delta would overflow, on Flush, and by Tick. A message that does not fit
+// an empty packet is fragmented: each fragment fills a packet of its own,
+// only the last may share its packet with later records. Every published
+// packet carries the current stable seq; standalone, that is the last seq
+// published in full.
+//
+// # Repair
+//
+// NAKs are answered from the ring (binary search by seq) with the original
+// packets flagged PacketRetransmit and stamped with the current stable, at
+// most MaxRetransmitPacketsPerNak per NAK; a range that left the ring gets
+// a Gone naming the oldest seq still held.
+//
+// # Concurrency
+//
+// A Core is used by one goroutine (the sequencer's shell). Nothing in it is
+// safe for concurrent use, and the Sink is called on that goroutine.
+//
+// # Allocation
+//
+// New allocates the ring and the dedupe table. In steady state Step (a
+// command frame from a known sender, or a NAK), Flush and Tick allocate
+// nothing. A new sender, a new timer, and the reassembly buffer of a
+// fragmented command larger than any before from that sender allocate once.
+package sequencer

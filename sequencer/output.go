@@ -1,0 +1,125 @@
+package sequencer
+
+import (
+	"encoding/binary"
+
+	"github.com/seqd/seqd/wire"
+)
+
+// maxTimeDelta is the largest record time offset a packet header can carry.
+const maxTimeDelta = 0xFFFFFFFF
+
+// maxRecords is the record count a packet header can carry.
+const maxRecords = 0xFFFF
+
+// emitInternal sequences c.in as an internal record at the current time.
+func (c *Core) emitInternal(flags uint8, account wire.Account, instance uint8, cmdSeq uint64) uint64 {
+	c.in.Epoch = c.epoch
+	p, err := wire.AppendInternal(c.ibuf[:], &c.in)
+	if err != nil {
+		panic("sequencer: internal buffer too small: " + err.Error())
+	}
+	return c.appendMessage(flags, account, instance, cmdSeq, p)
+}
+
+// appendMessage assigns the next seq to payload at the current time and
+// writes it to the open packet, fragmenting it when it cannot fit an empty
+// packet. Full packets are published on the way.
+func (c *Core) appendMessage(flags uint8, account wire.Account, instance uint8, cmdSeq uint64, payload []byte) uint64 {
+	seq := c.nextSeq
+	r := &c.rec
+	r.Time = c.now
+	r.Account = account
+	r.Instance = instance
+	r.CmdSeq = cmdSeq
+	if len(payload) <= c.emptyRoom {
+		r.Flags = flags
+		r.Payload = payload
+		if c.open && (c.w.Room() < len(payload) || c.now-c.w.BaseTime() > maxTimeDelta || c.w.Count() == maxRecords) {
+			c.publishOpen()
+		}
+		if !c.open {
+			c.startPacket()
+		}
+		if err := c.w.Append(r); err != nil {
+			panic("sequencer: record rejected by a packet with room: " + err.Error())
+		}
+	} else {
+		c.appendFragments(flags, payload)
+	}
+	c.nextSeq++
+	c.stats.Messages++
+	return seq
+}
+
+// appendFragments writes a message too large for one packet: every
+// fragment starts a packet of its own and all but the last are published
+// at once; the last stays open so later records can share its packet.
+func (c *Core) appendFragments(flags uint8, payload []byte) {
+	if c.open {
+		c.publishOpen()
+	}
+	r := &c.rec
+	r.Flags = flags | wire.FlagFragment
+	r.Total = uint32(len(payload))
+	for off := 0; off < len(payload); {
+		c.startPacket()
+		n := min(c.w.FragmentRoom(), len(payload)-off)
+		r.Offset = uint32(off)
+		r.Payload = payload[off : off+n]
+		if err := c.w.Append(r); err != nil {
+			panic("sequencer: fragment rejected by an empty packet: " + err.Error())
+		}
+		off += n
+		if off < len(payload) {
+			c.partial = true
+			c.publishOpen()
+		}
+	}
+}
+
+// startPacket opens a packet in the next ring slot, evicting the oldest
+// packet if the ring is full.
+func (c *Core) startPacket() {
+	buf := c.ring.claim()
+	if err := c.w.Reset(buf, wire.KindData, c.epoch, c.session, c.nextSeq, c.now); err != nil {
+		panic("sequencer: ring slot smaller than a packet header: " + err.Error())
+	}
+	c.open = true
+}
+
+// publishOpen stamps stable into the open packet, commits it to the ring
+// and hands it to the sink.
+func (c *Core) publishOpen() {
+	pkt := c.w.Bytes()
+	first := binary.LittleEndian.Uint64(pkt[16:])
+	last := first + uint64(c.w.Count()) - 1
+	c.ring.commit(len(pkt), first, c.w.Count(), pkt)
+	c.tail = last
+	if c.partial {
+		last--
+	}
+	c.published = last
+	if c.cfg.Standalone {
+		c.stable = last
+	}
+	wire.SetStable(pkt, c.stable)
+	c.stableSent = c.stable
+	c.lastSend = c.now
+	c.open = false
+	c.partial = false
+	c.stats.Packets++
+	c.sink.Publish(pkt)
+}
+
+// heartbeat publishes an empty packet telling the next seq and stable.
+func (c *Core) heartbeat() {
+	pkt, err := wire.AppendHeartbeat(c.hb[:], c.epoch, c.session, c.nextSeq, c.stable, c.now)
+	if err != nil {
+		panic("sequencer: heartbeat buffer too small: " + err.Error())
+	}
+	c.stableSent = c.stable
+	c.lastSend = c.now
+	c.stats.Heartbeats++
+	c.sink.Publish(pkt)
+}
