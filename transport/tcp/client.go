@@ -1,0 +1,200 @@
+package tcp
+
+import (
+	"fmt"
+	"log/slog"
+	"math/rand/v2"
+	"net"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/seqd/seqd/transport"
+)
+
+// Client is a node's end over TCP. It keeps one connection to cfg.Addr and
+// reconnects on its own, with backoff, when it drops. Frames flushed while
+// disconnected are dropped (counted): the node resends unacked commands and
+// repairs the stream gap by NAK, so the transport does not resume itself.
+type Client struct {
+	cfg Config
+	log *slog.Logger
+	ep  endpoint
+
+	out       []byte // owned by the endpoint goroutine: frames Sent since the last Flush
+	outFrames int
+
+	// mu orders connection changes against Close, so that no connection
+	// is installed after Close.
+	mu         sync.Mutex
+	cur        atomic.Pointer[conn]
+	reconnects atomic.Uint64
+
+	closed atomic.Bool
+	wg     sync.WaitGroup
+}
+
+var _ transport.Client = (*Client)(nil)
+
+// Dial validates cfg and connects to cfg.Addr. The first connection is made
+// before Dial returns, so a wrong address fails here; later ones are made
+// in the background.
+func Dial(cfg Config) (*Client, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	nc, err := net.DialTimeout("tcp", cfg.Addr, cfg.DialTimeout)
+	if err != nil {
+		return nil, fmt.Errorf("tcp: dial %s: %w", cfg.Addr, err)
+	}
+	c := &Client{cfg: cfg, log: cfg.logger(), out: make([]byte, 0, cfg.WriteBufferBytes)}
+	c.ep.init(cfg, 1)
+	c.wg.Add(1)
+	go c.run(nc)
+	return c, nil
+}
+
+// run owns the connection: it serves one until it dies, then dials again
+// with backoff until it succeeds or the client closes.
+func (c *Client) run(nc net.Conn) {
+	defer c.wg.Done()
+	fr := newFrameReader(c.cfg.ReadBufferBytes, c.cfg.MaxFrameBytes)
+	for {
+		if nc != nil {
+			c.serve(nc, fr)
+			nc = nil
+		}
+		backoff := c.cfg.ReconnectMin
+		for nc == nil {
+			// Jitter spreads the reconnects of many nodes after a restart.
+			sleep := backoff/2 + rand.N(backoff/2+1)
+			select {
+			case <-c.ep.closing:
+				return
+			case <-time.After(sleep):
+			}
+			var err error
+			if nc, err = net.DialTimeout("tcp", c.cfg.Addr, c.cfg.DialTimeout); err != nil {
+				backoff = min(2*backoff, c.cfg.ReconnectMax)
+			}
+		}
+		c.reconnects.Add(1)
+	}
+}
+
+// serve runs one connection until it dies.
+func (c *Client) serve(nc net.Conn, fr *frameReader) {
+	cn := newConn(nc, transport.NoPeer, c.cfg)
+	c.mu.Lock()
+	if c.closed.Load() {
+		c.mu.Unlock()
+		_ = nc.Close()
+		return
+	}
+	c.cur.Store(cn)
+	c.mu.Unlock()
+
+	var writer sync.WaitGroup
+	writer.Add(1)
+	go cn.writeLoop(c.log, &writer)
+	// A fresh connection starts at a frame boundary.
+	fr.start, fr.end = 0, 0
+	cn.readLoop(c.ep.inbox, fr, &c.ep, c.log)
+	c.cur.Store(nil)
+	writer.Wait()
+}
+
+// Send queues frame for the sequencer.
+func (c *Client) Send(frame []byte) error {
+	if c.closed.Load() {
+		return transport.ErrClosed
+	}
+	if len(frame) > c.cfg.MaxFrameBytes {
+		return transport.ErrFrameTooLarge
+	}
+	c.out = appendFrame(c.out, frame)
+	c.outFrames++
+	c.ep.framesSent.Add(1)
+	c.ep.bytesSent.Add(uint64(len(frame)))
+	if len(c.out) > c.cfg.SlowClientBytes {
+		c.dropQueue(true)
+	}
+	return nil
+}
+
+// Flush hands the queued frames to the connection's writer, or drops them
+// if there is no connection right now.
+func (c *Client) Flush() error {
+	if c.closed.Load() {
+		return transport.ErrClosed
+	}
+	if c.outFrames == 0 {
+		return nil
+	}
+	cn := c.cur.Load()
+	if cn == nil || cn.dead.Load() {
+		c.dropQueue(false)
+		return nil
+	}
+	c.outFrames = 0
+	if pending := cn.enqueue(&c.out); pending > c.cfg.SlowClientBytes {
+		// The sequencer does not read: start over on a new connection.
+		c.ep.slow.Add(1)
+		cn.kill(ErrSlowClient, c.log)
+	}
+	return nil
+}
+
+func (c *Client) dropQueue(slow bool) {
+	c.ep.dropped.Add(uint64(c.outFrames))
+	c.out, c.outFrames = c.out[:0], 0
+	if slow {
+		c.ep.slow.Add(1)
+		if cn := c.cur.Load(); cn != nil {
+			cn.kill(ErrSlowClient, c.log)
+		}
+	}
+}
+
+// Poll flushes, then calls h for every frame received from the sequencer
+// (from is NoPeer), waiting up to wait for the first.
+func (c *Client) Poll(h transport.Handler, wait time.Duration) (int, error) {
+	if err := c.Flush(); err != nil {
+		return 0, err
+	}
+	return c.ep.poll(h, wait)
+}
+
+// Reconnects counts the connections made after the first one.
+func (c *Client) Reconnects() uint64 { return c.reconnects.Load() }
+
+// Connected reports whether the client has a live connection now.
+func (c *Client) Connected() bool {
+	cn := c.cur.Load()
+	return cn != nil && !cn.dead.Load()
+}
+
+// Close stops reconnecting, closes the connection and waits for the
+// client's goroutines. A concurrent Poll returns transport.ErrClosed.
+func (c *Client) Close() error {
+	c.mu.Lock()
+	if c.closed.Swap(true) {
+		c.mu.Unlock()
+		return transport.ErrClosed
+	}
+	close(c.ep.closing)
+	if cn := c.cur.Load(); cn != nil {
+		cn.kill(transport.ErrClosed, c.log)
+	}
+	c.mu.Unlock()
+	c.ep.inbox.close()
+	c.wg.Wait()
+	return nil
+}
+
+// Counters returns the client's totals. FramesSent counts frames accepted
+// by Send, including those later dropped while disconnected (in Dropped).
+func (c *Client) Counters() transport.Counters { return c.ep.counters() }
+
+// Drops counts connections the client closed for cause.
+func (c *Client) Drops() Drops { return c.ep.drops() }

@@ -1,0 +1,135 @@
+package tcp
+
+import (
+	"fmt"
+	"log/slog"
+	"net"
+	"time"
+
+	"github.com/seqd/seqd/transport/fault"
+)
+
+// Config shapes a Server or a Client. The zero value is not valid: start
+// from DefaultConfig.
+type Config struct {
+	// Addr is where the Server listens (port 0 picks a free port, see
+	// Server.Addr) and where the Client connects.
+	Addr string
+	// MaxFrameBytes is the largest frame accepted in either direction. A
+	// peer announcing a longer frame is disconnected (counted in
+	// Drops.OversizedFrames); Publish, SendTo and Send refuse longer frames
+	// with transport.ErrFrameTooLarge. It must carry any wire frame
+	// (MinMaxFrameBytes).
+	MaxFrameBytes int
+	// ReadBufferBytes is each connection's read buffer: one read syscall
+	// fills it and yields as many frames as it holds. It grows once, up to
+	// MaxFrameBytes+4, if a frame does not fit.
+	ReadBufferBytes int
+	// WriteBufferBytes is the initial capacity of each connection's send
+	// queue buffers (three per connection, rotating between the endpoint
+	// and the writer goroutine); they grow to the largest burst and stay.
+	WriteBufferBytes int
+	// InboxBytes is the endpoint's receive ring shared by all connections.
+	// When it is full, reader goroutines stop reading (TCP flow control
+	// pushes back on the sender) until Poll makes room.
+	InboxBytes int
+	// SlowClientBytes bounds the bytes queued for one connection and not
+	// yet written to its socket; a connection beyond it is closed with
+	// ErrSlowClient (logged, counted in Drops.SlowClients). A node that is
+	// cut off reconnects and repairs its gap by NAK.
+	SlowClientBytes int
+	// DialTimeout bounds each connection attempt of a Client.
+	DialTimeout time.Duration
+	// ReconnectMin and ReconnectMax bound the Client's backoff between
+	// connection attempts; it doubles from Min up to Max, with jitter.
+	ReconnectMin, ReconnectMax time.Duration
+	// Faults are applied to received frames at the edge, in Poll (a lost
+	// frame is simply not delivered). The Server uses fault stream 0 and a
+	// Client stream 1: give endpoints different seeds to decorrelate them.
+	Faults fault.Config
+	// Logger receives one line per disconnect with its reason. nil means
+	// slog.Default().
+	Logger *slog.Logger
+}
+
+// Limits and defaults of Config.
+const (
+	DefaultAddr = "127.0.0.1:9200"
+	// MinMaxFrameBytes is the largest wire frame (a maximal UDP datagram).
+	MinMaxFrameBytes        = 65507
+	DefaultMaxFrameBytes    = 1 << 20
+	DefaultReadBufferBytes  = 256 << 10
+	DefaultWriteBufferBytes = 64 << 10
+	DefaultInboxBytes       = 4 << 20
+	DefaultSlowClientBytes  = 64 << 20
+	DefaultDialTimeout      = 2 * time.Second
+	DefaultReconnectMin     = 20 * time.Millisecond
+	DefaultReconnectMax     = 2 * time.Second
+
+	maxMaxFrameBytes  = 1 << 30
+	minBufferBytes    = 4 << 10
+	maxBufferBytes    = 1 << 30
+	maxInboxBytes     = 1 << 34
+	maxSlowClientBytes = 1 << 40
+)
+
+// DefaultConfig listens on or connects to DefaultAddr with the defaults above
+// and no faults.
+func DefaultConfig() Config {
+	return Config{
+		Addr:             DefaultAddr,
+		MaxFrameBytes:    DefaultMaxFrameBytes,
+		ReadBufferBytes:  DefaultReadBufferBytes,
+		WriteBufferBytes: DefaultWriteBufferBytes,
+		InboxBytes:       DefaultInboxBytes,
+		SlowClientBytes:  DefaultSlowClientBytes,
+		DialTimeout:      DefaultDialTimeout,
+		ReconnectMin:     DefaultReconnectMin,
+		ReconnectMax:     DefaultReconnectMax,
+	}
+}
+
+// minInboxBytes is the smallest inbox that holds one maximal frame.
+func (c Config) minInboxBytes() int { return recordBytes(c.MaxFrameBytes) }
+
+// Validate reports the first field out of its allowed range.
+func (c Config) Validate() error {
+	if _, _, err := net.SplitHostPort(c.Addr); err != nil {
+		return fmt.Errorf("%w: Addr=%q, want host:port: %v", ErrConfig, c.Addr, err)
+	}
+	if c.MaxFrameBytes < MinMaxFrameBytes || c.MaxFrameBytes > maxMaxFrameBytes {
+		return fmt.Errorf("%w: MaxFrameBytes=%d, want %d..%d", ErrConfig, c.MaxFrameBytes, MinMaxFrameBytes, maxMaxFrameBytes)
+	}
+	if c.ReadBufferBytes < minBufferBytes || c.ReadBufferBytes > maxBufferBytes {
+		return fmt.Errorf("%w: ReadBufferBytes=%d, want %d..%d", ErrConfig, c.ReadBufferBytes, minBufferBytes, maxBufferBytes)
+	}
+	if c.WriteBufferBytes < minBufferBytes || c.WriteBufferBytes > maxBufferBytes {
+		return fmt.Errorf("%w: WriteBufferBytes=%d, want %d..%d", ErrConfig, c.WriteBufferBytes, minBufferBytes, maxBufferBytes)
+	}
+	if c.InboxBytes < c.minInboxBytes() || c.InboxBytes > maxInboxBytes {
+		return fmt.Errorf("%w: InboxBytes=%d, want %d (one MaxFrameBytes frame)..%d", ErrConfig, c.InboxBytes, c.minInboxBytes(), maxInboxBytes)
+	}
+	if c.SlowClientBytes < c.MaxFrameBytes+lenPrefixBytes || c.SlowClientBytes > maxSlowClientBytes {
+		return fmt.Errorf("%w: SlowClientBytes=%d, want %d (MaxFrameBytes+4)..%d", ErrConfig, c.SlowClientBytes, c.MaxFrameBytes+lenPrefixBytes, maxSlowClientBytes)
+	}
+	if c.DialTimeout <= 0 {
+		return fmt.Errorf("%w: DialTimeout=%v, want > 0", ErrConfig, c.DialTimeout)
+	}
+	if c.ReconnectMin <= 0 {
+		return fmt.Errorf("%w: ReconnectMin=%v, want > 0", ErrConfig, c.ReconnectMin)
+	}
+	if c.ReconnectMax < c.ReconnectMin {
+		return fmt.Errorf("%w: ReconnectMax=%v, want >= ReconnectMin (%v)", ErrConfig, c.ReconnectMax, c.ReconnectMin)
+	}
+	if err := c.Faults.Validate(); err != nil {
+		return fmt.Errorf("%w: Faults: %w", ErrConfig, err)
+	}
+	return nil
+}
+
+func (c Config) logger() *slog.Logger {
+	if c.Logger != nil {
+		return c.Logger
+	}
+	return slog.Default()
+}

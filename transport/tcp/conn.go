@@ -1,0 +1,155 @@
+package tcp
+
+import (
+	"errors"
+	"io"
+	"log/slog"
+	"net"
+	"sync"
+	"sync/atomic"
+
+	"github.com/seqd/seqd/transport"
+)
+
+// conn is one TCP connection of an endpoint: a reader goroutine copies its
+// frames into the endpoint's inbox, a writer goroutine writes what Flush
+// hands it, so a stalled peer blocks only its own writer.
+//
+// Send queue: three buffers rotate. The endpoint goroutine appends frames
+// to out (no lock); Flush moves out into queued under mu and wakes the
+// writer; the writer swaps queued with its own buffer and writes it with
+// one Write call. Each buffer grows to the largest burst and is kept.
+type conn struct {
+	nc   net.Conn
+	peer transport.Peer
+
+	out []byte // owned by the endpoint goroutine (Server only; a Client keeps its own)
+
+	mu       sync.Mutex
+	queued   []byte // flushed, waiting for the writer
+	inflight int    // bytes the writer is writing now
+
+	wake chan struct{} // cap 1: Flush -> writer
+	done chan struct{} // closed by kill
+
+	dead     atomic.Bool
+	killOnce sync.Once
+	reason   error // why the connection ended; set once by kill
+}
+
+func newConn(nc net.Conn, peer transport.Peer, cfg Config) *conn {
+	if tc, ok := nc.(*net.TCPConn); ok {
+		// Frames are small and latency matters; batching is done by Flush.
+		_ = tc.SetNoDelay(true)
+	}
+	return &conn{
+		nc:     nc,
+		peer:   peer,
+		out:    make([]byte, 0, cfg.WriteBufferBytes),
+		queued: make([]byte, 0, cfg.WriteBufferBytes),
+		wake:   make(chan struct{}, 1),
+		done:   make(chan struct{}),
+	}
+}
+
+// enqueue hands the frames in *out to the writer and leaves *out empty (an
+// emptied buffer of the rotation). It reports the bytes now waiting to be
+// written, including those being written, so the caller can detect a slow
+// peer.
+func (c *conn) enqueue(out *[]byte) (pending int) {
+	if len(*out) == 0 {
+		return 0
+	}
+	c.mu.Lock()
+	if len(c.queued) == 0 {
+		c.queued, *out = *out, c.queued[:0]
+	} else {
+		c.queued = append(c.queued, *out...)
+		*out = (*out)[:0]
+	}
+	pending = len(c.queued) + c.inflight
+	c.mu.Unlock()
+	select {
+	case c.wake <- struct{}{}:
+	default:
+	}
+	return pending
+}
+
+// writeLoop writes what enqueue hands over until the connection dies.
+func (c *conn) writeLoop(log *slog.Logger, wg *sync.WaitGroup) {
+	defer wg.Done()
+	writing := make([]byte, 0, cap(c.queued))
+	for {
+		select {
+		case <-c.wake:
+		case <-c.done:
+			return
+		}
+		c.mu.Lock()
+		writing, c.queued = c.queued, writing[:0]
+		c.inflight = len(writing)
+		c.mu.Unlock()
+		if len(writing) == 0 {
+			continue
+		}
+		_, err := c.nc.Write(writing)
+		c.mu.Lock()
+		c.inflight = 0
+		c.mu.Unlock()
+		if err != nil {
+			c.kill(err, log)
+			return
+		}
+	}
+}
+
+// readLoop copies frames from the socket into q until the connection dies
+// or q closes. Frames parsed from one read are pushed under one lock.
+func (c *conn) readLoop(q *inbox, fr *frameReader, e *endpoint, log *slog.Logger) {
+	for {
+		if _, err := fr.fill(c.nc); err != nil {
+			c.kill(err, log)
+			return
+		}
+		q.mu.Lock()
+		for {
+			frame, err := fr.next()
+			if err != nil {
+				q.mu.Unlock()
+				q.signal()
+				e.oversized.Add(1)
+				c.kill(err, log)
+				return
+			}
+			if frame == nil {
+				break
+			}
+			if !q.pushLocked(c.peer, frame) {
+				q.mu.Unlock()
+				c.kill(transport.ErrClosed, log)
+				return
+			}
+		}
+		q.mu.Unlock()
+		q.signal()
+	}
+}
+
+// kill closes the connection once and logs why, unless the reason is an
+// ordinary end (the peer hung up, or we closed).
+func (c *conn) kill(reason error, log *slog.Logger) {
+	c.killOnce.Do(func() {
+		c.reason = reason
+		c.dead.Store(true)
+		close(c.done)
+		_ = c.nc.Close()
+		if !isOrdinaryEnd(reason) {
+			log.Warn("tcp: connection closed", "peer", uint32(c.peer), "remote", c.nc.RemoteAddr().String(), "reason", reason)
+		}
+	})
+}
+
+func isOrdinaryEnd(err error) bool {
+	return errors.Is(err, io.EOF) || errors.Is(err, net.ErrClosed) || errors.Is(err, transport.ErrClosed)
+}

@@ -1,0 +1,42 @@
+// Package tcp carries seqd frames over TCP, for networks without multicast
+// (clouds). A Server (the sequencer's end) accepts any number of Clients
+// (nodes); Publish sends the event stream to all of them, SendTo to one,
+// and each Client sends commands and NAKs back. It implements
+// transport.Server and transport.Client.
+//
+// Framing: each frame is preceded by its length (u32 little endian). A peer
+// that announces a frame above Config.MaxFrameBytes is disconnected and
+// counted (Drops.OversizedFrames); nothing past a bad length can be trusted.
+//
+// Batching: Publish, SendTo and Send append frames to a per-connection
+// buffer; Flush (and Poll, before it waits) hands each buffer to that
+// connection's writer goroutine, which writes it with one Write call.
+// TCP_NODELAY is on, so a flush goes out at once. Reads go through a large
+// per-connection buffer and yield many frames per read.
+//
+// Goroutines per connection: one reader, which copies frames into the
+// endpoint's inbox (a byte ring shared by all connections, drained by
+// Poll), and one writer, so that a stalled peer blocks only its own writer.
+// A connection whose unwritten bytes exceed Config.SlowClientBytes is
+// closed with ErrSlowClient, logged and counted (Drops.SlowClients); the
+// node reconnects and repairs its gap by NAK. When the inbox is full the
+// readers stop reading and TCP flow control pushes back on the senders.
+//
+// Reconnection: a Client whose connection drops dials again with
+// exponential backoff (ReconnectMin..ReconnectMax, jittered) until Close.
+// Frames flushed while it is disconnected are dropped and counted: the
+// protocol resends commands and repairs the stream, so the transport does
+// not resume by itself. Reconnects counts the reconnections.
+//
+// Faults: Config.Faults (transport/fault) are applied to received frames
+// in Poll, on the endpoint's goroutine, so a seed replays the same
+// decisions for the same sequence of received frames.
+//
+// Buffers and concurrency: as package transport says. Publish, SendTo and
+// Send copy the frame; a frame passed to a Handler is a view into the inbox
+// valid only during the call. An endpoint is used by one goroutine at a
+// time; Close, Counters, Drops, Clients, Reconnects and Connected may be
+// called from any goroutine. Steady-state sending and receiving allocate
+// nothing: buffers are allocated once per connection and grow only to the
+// largest burst or frame seen.
+package tcp

@@ -1,0 +1,18 @@
+package tcp
+
+import "errors"
+
+// Sentinel errors of package tcp. Callers test them with errors.Is.
+var (
+	// ErrConfig is wrapped by Config.Validate errors, which name the field.
+	ErrConfig = errors.New("tcp: bad config")
+	// ErrOversizedFrame is why a connection whose peer announced a frame
+	// longer than MaxFrameBytes was closed.
+	ErrOversizedFrame = errors.New("tcp: received frame length exceeds MaxFrameBytes")
+	// ErrSlowClient is why a connection whose send queue grew beyond
+	// SlowClientBytes was closed.
+	ErrSlowClient = errors.New("tcp: send queue exceeds SlowClientBytes")
+	// ErrDisconnected is why a connection closed by Server.Disconnect
+	// ended.
+	ErrDisconnected = errors.New("tcp: disconnected by the server")
+)

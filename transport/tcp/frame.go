@@ -1,0 +1,71 @@
+package tcp
+
+import (
+	"encoding/binary"
+	"io"
+)
+
+// On the stream every frame is preceded by its length, a u32 little endian.
+const lenPrefixBytes = 4
+
+// appendFrame appends frame with its length prefix to dst.
+func appendFrame(dst, frame []byte) []byte {
+	dst = binary.LittleEndian.AppendUint32(dst, uint32(len(frame)))
+	return append(dst, frame...)
+}
+
+// frameReader splits a byte stream into length-prefixed frames. One fill
+// (one read syscall) usually yields many frames; next hands them out as
+// views into the buffer, valid until the following fill.
+type frameReader struct {
+	buf        []byte
+	start, end int // buf[start:end] is read but not yet returned by next
+	maxFrame   int
+}
+
+func newFrameReader(bufBytes, maxFrame int) *frameReader {
+	return &frameReader{buf: make([]byte, bufBytes), maxFrame: maxFrame}
+}
+
+// next returns the next complete frame, or nil if the buffer holds none.
+// A length above maxFrame is ErrOversizedFrame: the stream cannot be
+// trusted past it, so the caller closes the connection.
+func (f *frameReader) next() ([]byte, error) {
+	avail := f.end - f.start
+	if avail < lenPrefixBytes {
+		return nil, nil
+	}
+	n := binary.LittleEndian.Uint32(f.buf[f.start:])
+	if uint64(n) > uint64(f.maxFrame) {
+		return nil, ErrOversizedFrame
+	}
+	total := lenPrefixBytes + int(n)
+	if avail < total {
+		return nil, nil
+	}
+	frame := f.buf[f.start+lenPrefixBytes : f.start+total : f.start+total]
+	f.start += total
+	return frame, nil
+}
+
+// fill reads once from r. Call it only after next returned nil, nil: it
+// moves the partial frame left over to the front of the buffer (so reads
+// stay large) and grows the buffer once if that frame cannot fit.
+func (f *frameReader) fill(r io.Reader) (int, error) {
+	if f.start > 0 {
+		f.end = copy(f.buf, f.buf[f.start:f.end])
+		f.start = 0
+	}
+	if f.end >= lenPrefixBytes {
+		// The header is validated by next before fill is called.
+		need := lenPrefixBytes + int(binary.LittleEndian.Uint32(f.buf))
+		if need > len(f.buf) && need <= lenPrefixBytes+f.maxFrame {
+			grown := make([]byte, need)
+			copy(grown, f.buf[:f.end])
+			f.buf = grown
+		}
+	}
+	n, err := r.Read(f.buf[f.end:])
+	f.end += n
+	return n, err
+}
