@@ -1,0 +1,135 @@
+package node
+
+import (
+	"fmt"
+	"time"
+
+	"github.com/seqd/seqd/wire"
+)
+
+// Mode selects when a received message is delivered.
+type Mode uint8
+
+const (
+	// Safe delivers a message only once its seq is stable (held by a quorum
+	// of the sequencer group), so a failover can never take it back.
+	Safe Mode = iota
+	// Fast delivers on arrival, in order. If a failover later cuts a message
+	// that was delivered, the node stops with ErrDiverged.
+	Fast
+)
+
+func (m Mode) String() string {
+	if m == Fast {
+		return "fast"
+	}
+	return "safe"
+}
+
+// Config configures a Core (and the Node shell around it). Start from
+// DefaultConfig: some defaults (Rewind) are not the zero value.
+type Config struct {
+	Account  string // sender name, 1..8 printable ASCII bytes; may be empty when ReadOnly
+	Instance uint8  // hot-hot instances share an Account and differ here
+
+	// Incarnation numbers this process's life. The sequencer resets its
+	// duplicate table for (Account, Instance) when it sees a larger one, so
+	// every start must use a larger value and command numbering restarts
+	// at 1. 0 lets New pick the wall clock in ns; NewCore requires > 0.
+	Incarnation uint64
+
+	Session uint64 // 0 = lock onto the first session seen
+
+	Mode     Mode
+	ReadOnly bool // never sends commands (Send returns ErrReadOnly); still NAKs
+
+	// Rewind makes a late joiner repair the stream from seq 1 (Rewinding()
+	// is true until it reaches the first seq it saw live). false: start at
+	// the first seq seen.
+	Rewind bool
+
+	Window         int           // max unacked commands in flight
+	BlockWhenFull  bool          // Node.Send waits for window space instead of ErrWindowFull
+	ResendInterval time.Duration // resend unacked commands after this long without an ack
+
+	NakDelay    time.Duration // first NAK after a random delay in [NakDelay/2, 3*NakDelay/2)
+	NakMaxDelay time.Duration // exponential backoff cap while a gap stays open
+	Seed        uint64        // seeds the NAK jitter so that a simulation replays
+
+	MaxPacketBytes  int // size limit of command frames
+	MaxMessageBytes int // largest command payload accepted by Send
+
+	// FlushDelay lets commands wait for company: a partly filled frame is
+	// sent by Tick once its first command is this old. 0: every Tick and
+	// Flush send it. A full frame is always sent at once.
+	FlushDelay time.Duration
+
+	// PendingRecords bounds the receive ring: records ahead of the next one
+	// to deliver (out of order, or not yet stable) are copied into it.
+	// Power of two.
+	PendingRecords int
+}
+
+// DefaultConfig returns the defaults: safe mode, rewinding, window 1024.
+func DefaultConfig() Config {
+	return Config{
+		Mode:            Safe,
+		Rewind:          true,
+		Window:          1024,
+		ResendInterval:  50 * time.Millisecond,
+		NakDelay:        time.Millisecond,
+		NakMaxDelay:     100 * time.Millisecond,
+		MaxPacketBytes:  wire.DefaultMaxPacketBytes,
+		MaxMessageBytes: 16 << 20,
+		PendingRecords:  1 << 16,
+	}
+}
+
+// Limits checked by Validate.
+const (
+	maxWindow         = 1 << 20
+	minPacketBytes    = wire.CommandHeaderBytes + wire.CommandRecordBytes + wire.FragmentHeaderBytes + 64
+	maxPacketBytes    = 1 << 20
+	minPendingRecords = 16
+	maxPendingRecords = 1 << 22
+)
+
+// Validate reports the first bad field and its allowed range.
+func (c Config) Validate() error {
+	if c.Account == "" {
+		if !c.ReadOnly {
+			return fmt.Errorf("%w: Account is empty, want 1..8 printable ASCII bytes (empty only with ReadOnly)", ErrConfig)
+		}
+	} else if _, err := wire.ParseAccount(c.Account); err != nil {
+		return fmt.Errorf("%w: Account %q: want 1..8 printable ASCII bytes", ErrConfig, c.Account)
+	}
+	if c.Mode != Safe && c.Mode != Fast {
+		return fmt.Errorf("%w: Mode = %d, want Safe (0) or Fast (1)", ErrConfig, c.Mode)
+	}
+	if c.Window < 1 || c.Window > maxWindow {
+		return fmt.Errorf("%w: Window = %d, want 1..%d", ErrConfig, c.Window, maxWindow)
+	}
+	if c.ResendInterval <= 0 {
+		return fmt.Errorf("%w: ResendInterval = %v, want > 0", ErrConfig, c.ResendInterval)
+	}
+	if c.NakDelay <= 0 {
+		return fmt.Errorf("%w: NakDelay = %v, want > 0", ErrConfig, c.NakDelay)
+	}
+	if c.NakMaxDelay < c.NakDelay {
+		return fmt.Errorf("%w: NakMaxDelay = %v, want >= NakDelay (%v)", ErrConfig, c.NakMaxDelay, c.NakDelay)
+	}
+	if c.MaxPacketBytes < minPacketBytes || c.MaxPacketBytes > maxPacketBytes {
+		return fmt.Errorf("%w: MaxPacketBytes = %d, want %d..%d", ErrConfig, c.MaxPacketBytes, minPacketBytes, maxPacketBytes)
+	}
+	if c.MaxMessageBytes < 1 || c.MaxMessageBytes > wire.MaxMessageBytes {
+		return fmt.Errorf("%w: MaxMessageBytes = %d, want 1..%d", ErrConfig, c.MaxMessageBytes, wire.MaxMessageBytes)
+	}
+	if c.FlushDelay < 0 {
+		return fmt.Errorf("%w: FlushDelay = %v, want >= 0", ErrConfig, c.FlushDelay)
+	}
+	p := c.PendingRecords
+	if p < minPendingRecords || p > maxPendingRecords || p&(p-1) != 0 {
+		return fmt.Errorf("%w: PendingRecords = %d, want a power of two in %d..%d", ErrConfig, p, minPendingRecords, maxPendingRecords)
+	}
+	return nil
+}

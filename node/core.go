@@ -1,0 +1,220 @@
+package node
+
+import (
+	"fmt"
+	"time"
+
+	"github.com/seqd/seqd/wire"
+)
+
+// Core is the node's pure state machine: it turns stream frames into
+// in-order deliveries, asks for repairs, and numbers, batches, fragments
+// and resends this node's commands. It has no goroutines, locks or clock:
+// the caller passes now (local monotonic ns) to every method and must not
+// call it from two goroutines at once. Handler callbacks run inside Step
+// and Tick; they may call Send, SendTimer, CancelTimer, SetLocalTimer and
+// Flush, but not Step or Tick.
+type Core struct {
+	cfg     Config
+	account wire.Account
+	h       Handler
+	act     ActivationHandler // nil unless h implements it
+	tim     TimerHandler
+	ltim    LocalTimerHandler
+	out     Output
+	rng     uint64
+	err     error // sticky fatal error
+	stats   Stats
+
+	recv
+	send
+
+	localTimers []localTimer
+
+	// Decode scratch, kept here so that the hot path allocates nothing.
+	pkt  wire.Packet
+	rec  wire.Record
+	msg  Message
+	ix   wire.Internal
+	gone wire.Gone
+}
+
+type localTimer struct {
+	id uint64
+	at int64
+}
+
+// NewCore validates cfg and builds a Core that delivers to h and sends
+// frames to out. Every buffer of the hot path is allocated here.
+func NewCore(cfg Config, h Handler, out Output) (*Core, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	if cfg.Incarnation == 0 && !cfg.ReadOnly {
+		return nil, fmt.Errorf("%w: Incarnation = 0, want > 0 (New picks one from the wall clock)", ErrConfig)
+	}
+	if h == nil || out == nil {
+		return nil, fmt.Errorf("%w: Handler and Output must not be nil", ErrConfig)
+	}
+	c := &Core{cfg: cfg, h: h, out: out, rng: cfg.Seed ^ 0x9e3779b97f4a7c15}
+	if cfg.Account != "" {
+		c.account = wire.MustAccount(cfg.Account)
+	}
+	c.act, _ = h.(ActivationHandler)
+	c.tim, _ = h.(TimerHandler)
+	c.ltim, _ = h.(LocalTimerHandler)
+	c.initRecv()
+	if !cfg.ReadOnly {
+		c.initSend()
+	}
+	return c, nil
+}
+
+// Step feeds one frame received from the transport: a stream packet (data
+// or heartbeat) or a Gone reply. A malformed frame is counted and its
+// decoder's sentinel error returned, with no other change. After a fatal
+// error Step does nothing and returns Err().
+func (c *Core) Step(now int64, frame []byte) error {
+	if c.err != nil {
+		return c.err
+	}
+	k, err := wire.PeekKind(frame)
+	if err != nil {
+		c.stats.Malformed++
+		return err
+	}
+	switch k {
+	case wire.KindData, wire.KindHeartbeat:
+		if err := wire.DecodePacket(frame, &c.pkt); err != nil {
+			c.stats.Malformed++
+			return err
+		}
+		c.onPacket(now)
+	case wire.KindGone:
+		if err := wire.DecodeGone(frame, &c.gone); err != nil {
+			c.stats.Malformed++
+			return err
+		}
+		c.onGone()
+	default:
+		c.stats.Malformed++
+		return ErrFrameKind
+	}
+	return c.err
+}
+
+// Tick runs what is due at now: NAKs of open gaps, resends of unacked
+// commands, local timers, and the flush of a partly filled command frame.
+func (c *Core) Tick(now int64) {
+	if c.err != nil {
+		return
+	}
+	c.updateGap(now)
+	if c.nakArmed && now >= c.nakAt {
+		c.sendNak(now)
+	}
+	if !c.cfg.ReadOnly {
+		c.resend(now)
+	}
+	if len(c.localTimers) > 0 {
+		c.fireLocalTimers(now)
+	}
+	if c.frameOpen && (c.cfg.FlushDelay == 0 || now-c.frameSince >= int64(c.cfg.FlushDelay)) {
+		c.flushFrame()
+	}
+}
+
+// Flush sends the partly filled command frame now.
+func (c *Core) Flush(now int64) {
+	if c.frameOpen {
+		c.flushFrame()
+	}
+}
+
+// SetLocalTimer arranges OnLocalTimer(id) at the first Tick at or after
+// now+after, on the local clock. Setting an id that is pending replaces it.
+func (c *Core) SetLocalTimer(now int64, id uint64, after time.Duration) {
+	at := now + int64(after)
+	for i := range c.localTimers {
+		if c.localTimers[i].id == id {
+			c.localTimers[i].at = at
+			return
+		}
+	}
+	c.localTimers = append(c.localTimers, localTimer{id: id, at: at})
+}
+
+// fireLocalTimers fires due timers earliest first, one at a time, because
+// a callback may set timers again.
+func (c *Core) fireLocalTimers(now int64) {
+	for {
+		best := -1
+		for i := range c.localTimers {
+			t := &c.localTimers[i]
+			if t.at <= now && (best < 0 || t.at < c.localTimers[best].at) {
+				best = i
+			}
+		}
+		if best < 0 {
+			return
+		}
+		id := c.localTimers[best].id
+		last := len(c.localTimers) - 1
+		c.localTimers[best] = c.localTimers[last]
+		c.localTimers = c.localTimers[:last]
+		if c.ltim != nil {
+			c.ltim.OnLocalTimer(id)
+		}
+	}
+}
+
+// Now is sequencer time: the timestamp of the last delivered message, or
+// of a heartbeat once everything it announced was delivered. It never
+// reads the local clock, so a replay makes the same decisions.
+func (c *Core) Now() int64 { return c.now }
+
+// Rewinding reports whether the node is replaying history from before it
+// joined: true (with Config.Rewind) until it delivers the first seq it saw
+// live. Inside OnMessage it describes the message being delivered.
+func (c *Core) Rewinding() bool {
+	return c.cfg.Rewind && (!c.started || c.next < c.firstLive)
+}
+
+// Delivered is the last seq fully delivered (during OnMessage, the one
+// before the message being delivered).
+func (c *Core) Delivered() uint64 { return c.next - 1 }
+
+// Stable is the highest stable seq seen.
+func (c *Core) Stable() uint64 { return c.stable }
+
+// Session is the session the core locked onto (0 before the first packet).
+func (c *Core) Session() uint64 { return c.session }
+
+// Epoch is the newest epoch seen.
+func (c *Core) Epoch() uint32 { return c.epoch }
+
+// InFlight is the number of commands sent but not yet seen in the stream.
+func (c *Core) InFlight() int { return int(c.nextCmd - 1 - c.acked) }
+
+// Err is the fatal error that stopped the core (ErrUnrecoverable,
+// ErrDiverged, ErrTooLarge), or nil. Once set it never changes.
+func (c *Core) Err() error { return c.err }
+
+// Stats returns the counters.
+func (c *Core) Stats() Stats { return c.stats }
+
+func (c *Core) fail(err error) {
+	if c.err == nil {
+		c.err = err
+	}
+}
+
+// random returns the next value of a splitmix64 sequence seeded by
+// Config.Seed, so NAK jitter replays in the simulator.
+func (c *Core) random() uint64 {
+	c.rng += 0x9e3779b97f4a7c15
+	z := c.rng
+	z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9
+	z = (z ^ (z >> 27)) * 0x94d049bb133111eb
+	return z ^ (z >> 31)
+}

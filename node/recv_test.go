@@ -1,0 +1,410 @@
+package node
+
+import (
+	"bytes"
+	"errors"
+	"math/rand/v2"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/seqd/seqd/wire"
+)
+
+func TestCore_InOrderOutOfOrderAndDuplicates(t *testing.T) {
+	s := newStream(t)
+	c, h, _ := newTestCore(t, testConfig())
+	p1, p2, p3 := s.msgs(1, 3), s.msgs(4, 3), s.msgs(7, 2)
+	// 3 arrives first, 1 twice, 2 last.
+	step(t, c, 0, p3, p1, p1, p2, p3)
+	if got, want := h.seqs(), seqRange(1, 8); !slices.Equal(got, want) {
+		t.Fatalf("delivered %v, want %v", got, want)
+	}
+	for _, d := range h.got {
+		if want := string(payloadOf(d.seq)); d.payload != want {
+			t.Fatalf("seq %d payload %q, want %q", d.seq, d.payload, want)
+		}
+	}
+	st := c.Stats()
+	if st.Duplicates != 3+2 || st.Delivered != 8 {
+		t.Fatalf("stats %+v, want 5 duplicates, 8 delivered", st)
+	}
+	if c.Delivered() != 8 {
+		t.Fatalf("Delivered() = %d", c.Delivered())
+	}
+}
+
+func TestCore_NakAfterDelayWithBackoffAndSuppression(t *testing.T) {
+	s := newStream(t)
+	cfg := testConfig()
+	cfg.NakDelay = 10 * time.Millisecond
+	cfg.NakMaxDelay = 40 * time.Millisecond
+	c, h, o := newTestCore(t, cfg)
+	ms := int64(time.Millisecond)
+	step(t, c, 0, s.msgs(1, 2), s.msgs(6, 2)) // 3..5 missing
+	if got := h.seqs(); !slices.Equal(got, []uint64{1, 2}) {
+		t.Fatalf("delivered %v before repair", got)
+	}
+	c.Tick(4 * ms) // jitter lies in [5ms, 15ms)
+	if n := len(o.naks(t)); n != 0 {
+		t.Fatalf("%d NAKs before NakDelay/2", n)
+	}
+	var times []int64
+	for now := int64(0); now <= 200*ms; now += ms {
+		before := len(o.naks(t))
+		c.Tick(now)
+		if len(o.naks(t)) > before {
+			times = append(times, now)
+		}
+	}
+	naks := o.naks(t)
+	want := wire.Nak{Epoch: 1, Session: 77, FromSeq: 3, ToSeq: 5}
+	for _, n := range naks {
+		if n != want {
+			t.Fatalf("NAK %+v, want %+v", n, want)
+		}
+	}
+	if len(times) < 4 {
+		t.Fatalf("NAK times %v: want at least 4 in 200ms", times)
+	}
+	// Backoff: 10, 20, 40, 40 ms between NAKs.
+	for i, wantGap := range []int64{10, 20, 40, 40} {
+		if i+1 >= len(times) {
+			break
+		}
+		if gap := (times[i+1] - times[i]) / ms; gap != wantGap {
+			t.Fatalf("NAK times %v: gap %d is %dms, want %dms", times, i, gap, wantGap)
+		}
+	}
+	// A repair (ours or multicast for another receiver) cancels the NAK.
+	step(t, c, 201*ms, s.msgs(3, 3))
+	sent := len(o.naks(t))
+	for now := 201 * ms; now < 500*ms; now += ms {
+		c.Tick(now)
+	}
+	if len(o.naks(t)) != sent {
+		t.Fatalf("NAK sent after the gap was repaired")
+	}
+	if got := h.seqs(); !slices.Equal(got, seqRange(1, 7)) {
+		t.Fatalf("delivered %v", got)
+	}
+	if g := c.Stats().Gaps; g != 1 {
+		t.Fatalf("Gaps = %d, want 1", g)
+	}
+}
+
+func TestCore_RepairBeforeNakSuppressesIt(t *testing.T) {
+	s := newStream(t)
+	c, _, o := newTestCore(t, testConfig())
+	step(t, c, 0, s.msgs(1, 1), s.msgs(3, 1))
+	step(t, c, 100, s.msgs(2, 1)) // someone else's repair, multicast
+	for now := int64(0); now < int64(time.Second); now += int64(time.Millisecond) {
+		c.Tick(now)
+	}
+	if n := len(o.naks(t)); n != 0 {
+		t.Fatalf("%d NAKs for a gap repaired before the delay", n)
+	}
+}
+
+func TestCore_TailLossFromHeartbeat(t *testing.T) {
+	s := newStream(t)
+	c, _, o := newTestCore(t, testConfig())
+	step(t, c, 0, s.msgs(1, 3), s.heartbeat(6, 5, 9000)) // 4, 5 lost at the tail
+	c.Tick(int64(time.Second))
+	naks := o.naks(t)
+	if len(naks) != 1 || naks[0].FromSeq != 4 || naks[0].ToSeq != 5 {
+		t.Fatalf("NAKs %+v, want one for 4..5", naks)
+	}
+}
+
+func TestCore_NakNamesLastMissingSeqAndFragmentOffset(t *testing.T) {
+	s := newStream(t)
+	c, _, o := newTestCore(t, testConfig())
+	big := bytes.Repeat([]byte("x"), 300)
+	frag := rec{payload: big[:100], flags: wire.FlagFragment, total: 300, account: wire.MustAccount("a")}
+	step(t, c, 0, s.msgs(1, 1), s.packet(2, 2, 0, frag), s.msgs(4, 1), s.msgs(6, 1))
+	c.Tick(int64(time.Second))
+	naks := o.naks(t)
+	want := wire.Nak{Epoch: 1, Session: 77, FromSeq: 2, ToSeq: 5, FromOffset: 100}
+	if len(naks) != 1 || naks[0] != want {
+		t.Fatalf("NAKs %+v, want %+v", naks, want)
+	}
+}
+
+func TestCore_Reassembly16MiBShuffledWithDuplicates(t *testing.T) {
+	s := newStream(t)
+	c, h, _ := newTestCore(t, testConfig())
+	const total = 16 << 20
+	msg := make([]byte, total)
+	rng := rand.New(rand.NewPCG(1, 2))
+	for i := range msg {
+		msg[i] = byte(rng.Uint32())
+	}
+	const chunk = 60000
+	var frames [][]byte
+	for off := 0; off < total; off += chunk {
+		end := min(off+chunk, total)
+		frames = append(frames, s.packet(2, 3, 1000, rec{payload: msg[off:end], flags: wire.FlagFragment,
+			total: total, offset: uint32(off), account: wire.MustAccount("big"), cmdSeq: 9}))
+	}
+	for i := 0; i < 40; i++ {
+		frames = append(frames, frames[rng.IntN(len(frames))])
+	}
+	rng.Shuffle(len(frames), func(i, j int) { frames[i], frames[j] = frames[j], frames[i] })
+	step(t, c, 0, s.msgs(1, 1))
+	step(t, c, 0, frames...)
+	step(t, c, 0, s.msgs(3, 1))
+	if got := h.seqs(); !slices.Equal(got, []uint64{1, 2, 3}) {
+		t.Fatalf("delivered %v", got)
+	}
+	if h.got[1].payload != string(msg) {
+		t.Fatalf("reassembled message differs (len %d)", len(h.got[1].payload))
+	}
+	if d := c.Stats().Duplicates; d != 40 {
+		t.Fatalf("Duplicates = %d, want 40", d)
+	}
+}
+
+func TestCore_SafeWaitsForStableFastDoesNot(t *testing.T) {
+	for _, mode := range []Mode{Safe, Fast} {
+		t.Run(mode.String(), func(t *testing.T) {
+			s := newStream(t)
+			cfg := testConfig()
+			cfg.Mode = mode
+			c, h, _ := newTestCore(t, cfg)
+			recs := []rec{{payload: []byte("a")}, {payload: []byte("b")}, {payload: []byte("c")}}
+			step(t, c, 0, s.packet(1, 1, 0, recs...)) // only seq 1 stable
+			want := []uint64{1}
+			if mode == Fast {
+				want = []uint64{1, 2, 3}
+			}
+			if got := h.seqs(); !slices.Equal(got, want) {
+				t.Fatalf("before stable advanced: delivered %v, want %v", got, want)
+			}
+			step(t, c, 0, s.heartbeat(4, 3, 10))
+			if got := h.seqs(); !slices.Equal(got, []uint64{1, 2, 3}) {
+				t.Fatalf("after stable 3: delivered %v", got)
+			}
+		})
+	}
+}
+
+func TestCore_EpochFencingDropsOldEpochAndUnstableBuffer(t *testing.T) {
+	s := newStream(t)
+	c, h, _ := newTestCore(t, testConfig())
+	step(t, c, 0, s.packet(1, 2, 0, rec{payload: []byte("1")}, rec{payload: []byte("2")}, rec{payload: []byte("old3")}))
+	// Epoch 2 starts at 3: the old epoch's unstable seq 3 is cut.
+	s.epoch = 2
+	start := s.internal(wire.Internal{Type: wire.InternalEpochStart, Epoch: 2})
+	step(t, c, 0, s.packet(3, 4, 0, start, rec{payload: []byte("new4")}))
+	// A late packet from the deposed primary is fenced.
+	s.epoch = 1
+	step(t, c, 0, s.packet(5, 5, 0, rec{payload: []byte("stale5")}))
+	if got := h.seqs(); !slices.Equal(got, []uint64{1, 2, 3, 4}) {
+		t.Fatalf("delivered %v", got)
+	}
+	if h.got[3].payload != "new4" {
+		t.Fatalf("seq 4 = %q, want new4", h.got[3].payload)
+	}
+	st := c.Stats()
+	if st.Fenced != 1 || st.DroppedByEpoch != 1 {
+		t.Fatalf("stats %+v: want Fenced 1, DroppedByEpoch 1", st)
+	}
+	if c.Epoch() != 2 {
+		t.Fatalf("Epoch() = %d", c.Epoch())
+	}
+}
+
+func TestCore_FastNodeDivergesWhenNewEpochCutsDelivered(t *testing.T) {
+	s := newStream(t)
+	cfg := testConfig()
+	cfg.Mode = Fast
+	c, h, _ := newTestCore(t, cfg)
+	step(t, c, 0, s.packet(1, 1, 0, rec{payload: []byte("1")}, rec{payload: []byte("2")}, rec{payload: []byte("3")}))
+	if len(h.got) != 3 {
+		t.Fatalf("fast node delivered %v", h.seqs())
+	}
+	s.epoch = 2
+	start := s.internal(wire.Internal{Type: wire.InternalEpochStart, Epoch: 2})
+	err := c.Step(0, s.packet(2, 2, 0, start))
+	if !errors.Is(err, ErrDiverged) || !errors.Is(c.Err(), ErrDiverged) {
+		t.Fatalf("Step err %v, Err() %v; want ErrDiverged", err, c.Err())
+	}
+	want := "node: diverged: a new epoch cut messages this node already delivered: epoch 2 starts at seq 2 but seqs up to 3 were delivered in epoch 0"
+	if c.Err().Error() != want {
+		t.Fatalf("Err() = %q\nwant %q", c.Err(), want)
+	}
+	if err := c.Step(0, s.msgs(4, 1)); err != c.Err() {
+		t.Fatalf("Step after fatal error returned %v", err)
+	}
+}
+
+func TestCore_GoneIsUnrecoverableNamingTheRange(t *testing.T) {
+	s := newStream(t)
+	cfg := testConfig()
+	cfg.PendingRecords = 1 << 13
+	c, _, _ := newTestCore(t, cfg)
+	step(t, c, 0, s.msgs(1, 119), s.msgs(4001, 1), s.msgs(5000, 1))
+	err := c.Step(0, s.gone(120, 5000))
+	want := "node: unrecoverable gap: seqs 120..4000 no longer retained by sequencer (oldest 5000)"
+	if !errors.Is(err, ErrUnrecoverable) || err.Error() != want {
+		t.Fatalf("err = %v\nwant %s", err, want)
+	}
+}
+
+func TestCore_StaleGoneIsIgnored(t *testing.T) {
+	s := newStream(t)
+	c, h, _ := newTestCore(t, testConfig())
+	step(t, c, 0, s.msgs(1, 3))
+	if err := c.Step(0, s.gone(1, 2)); err != nil {
+		t.Fatalf("Gone with no open gap: %v", err)
+	}
+	step(t, c, 0, s.msgs(4, 1))
+	if len(h.got) != 4 {
+		t.Fatalf("delivered %v", h.seqs())
+	}
+}
+
+func TestCore_RewindLateJoiner(t *testing.T) {
+	s := newStream(t)
+	c, h, o := newTestCore(t, testConfig())
+	if !c.Rewinding() {
+		t.Fatal("Rewinding() false before the first packet")
+	}
+	step(t, c, 0, s.msgs(10, 2)) // live stream is at 10
+	c.Tick(int64(time.Second))
+	naks := o.naks(t)
+	if len(naks) != 1 || naks[0].FromSeq != 1 || naks[0].ToSeq != 9 {
+		t.Fatalf("NAKs %+v, want 1..9", naks)
+	}
+	step(t, c, 0, s.msgs(1, 9))
+	if got := h.seqs(); !slices.Equal(got, seqRange(1, 11)) {
+		t.Fatalf("delivered %v", got)
+	}
+	for _, d := range h.got {
+		if d.rewind != (d.seq < 10) {
+			t.Fatalf("seq %d delivered with Rewinding() = %v", d.seq, d.rewind)
+		}
+	}
+	if c.Rewinding() {
+		t.Fatal("still rewinding after catching up")
+	}
+}
+
+func TestCore_NoRewindStartsLive(t *testing.T) {
+	s := newStream(t)
+	cfg := testConfig()
+	cfg.Rewind = false
+	c, h, o := newTestCore(t, cfg)
+	step(t, c, 0, s.msgs(10, 2), s.msgs(5, 2))
+	c.Tick(int64(time.Second))
+	if got := h.seqs(); !slices.Equal(got, []uint64{10, 11}) || len(o.frames) != 0 || c.Rewinding() {
+		t.Fatalf("delivered %v, frames %d, rewinding %v", got, len(o.frames), c.Rewinding())
+	}
+}
+
+func TestCore_NowFollowsStreamTime(t *testing.T) {
+	s := newStream(t)
+	c, h, _ := newTestCore(t, testConfig())
+	var seen []int64
+	h.onMessage = func(m *Message) { seen = append(seen, c.Now()) }
+	step(t, c, 999_999, s.packet(1, 2, 5000, rec{payload: []byte("a")}, rec{payload: []byte("b"), dt: 250}))
+	if !slices.Equal(seen, []int64{5000, 5250}) {
+		t.Fatalf("Now() during delivery %v, want [5000 5250]", seen)
+	}
+	step(t, c, 0, s.heartbeat(3, 2, 9000))
+	if c.Now() != 9000 {
+		t.Fatalf("Now() after idle heartbeat = %d, want 9000", c.Now())
+	}
+	// A heartbeat announcing undelivered seqs does not move time past them.
+	step(t, c, 0, s.heartbeat(5, 4, 12000))
+	if c.Now() != 9000 {
+		t.Fatalf("Now() = %d with seqs 3..4 missing, want 9000", c.Now())
+	}
+}
+
+func TestCore_TimersAndActivationForThisInstanceOnly(t *testing.T) {
+	s := newStream(t)
+	c, h, _ := newTestCore(t, testConfig())
+	me, other := wire.MustAccount("me"), wire.MustAccount("other")
+	step(t, c, 0, s.packet(1, 6, 100,
+		s.internal(wire.Internal{Type: wire.InternalNodeActivated, Account: me}),
+		s.internal(wire.Internal{Type: wire.InternalNodeActivated, Account: me, Instance: 1}),
+		s.internal(wire.Internal{Type: wire.InternalTimer, Account: me, ID: 42, Value: 777}),
+		s.internal(wire.Internal{Type: wire.InternalTimer, Account: other, ID: 43, Value: 778}),
+		s.internal(wire.Internal{Type: wire.InternalNodeDeactivated, Account: me}),
+		rec{payload: []byte("x"), account: me, cmdSeq: 1},
+	))
+	if !slices.Equal(h.activations, []string{"activated", "deactivated"}) {
+		t.Fatalf("activations %v", h.activations)
+	}
+	if !slices.Equal(h.timers, []uint64{42}) || !slices.Equal(h.scheduled, []int64{777}) {
+		t.Fatalf("timers %v at %v, want [42] at [777]", h.timers, h.scheduled)
+	}
+	if len(h.got) != 6 || h.got[0].mine || !h.got[5].mine {
+		t.Fatalf("every message goes to OnMessage, Mine only for own commands: %+v", h.got)
+	}
+}
+
+func TestCore_LocalTimers(t *testing.T) {
+	c, h, _ := newTestCore(t, testConfig())
+	c.SetLocalTimer(0, 1, 10*time.Millisecond)
+	c.SetLocalTimer(0, 2, 5*time.Millisecond)
+	c.SetLocalTimer(0, 1, 20*time.Millisecond) // replaces
+	c.Tick(int64(6 * time.Millisecond))
+	c.Tick(int64(15 * time.Millisecond))
+	if !slices.Equal(h.local, []uint64{2}) {
+		t.Fatalf("fired %v by 15ms, want [2]", h.local)
+	}
+	c.Tick(int64(30 * time.Millisecond))
+	if !slices.Equal(h.local, []uint64{2, 1}) {
+		t.Fatalf("fired %v, want [2 1]", h.local)
+	}
+}
+
+func TestCore_MalformedFrameChangesNothing(t *testing.T) {
+	s := newStream(t)
+	c, h, o := newTestCore(t, testConfig())
+	good := s.msgs(1, 2)
+	bad := good[:len(good)-1]
+	if err := c.Step(0, bad); !errors.Is(err, wire.ErrRecord) {
+		t.Fatalf("truncated frame: %v", err)
+	}
+	if err := c.Step(0, []byte{1, 2}); !errors.Is(err, wire.ErrShort) {
+		t.Fatalf("short frame: %v", err)
+	}
+	nak, _ := wire.AppendNak(make([]byte, wire.NakBytes), &wire.Nak{FromSeq: 1, ToSeq: 1})
+	if err := c.Step(0, nak); !errors.Is(err, ErrFrameKind) {
+		t.Fatalf("NAK frame: %v", err)
+	}
+	c.Tick(int64(time.Second))
+	if len(h.got) != 0 || len(o.frames) != 0 || c.Stats().Malformed != 3 || c.Session() != 0 {
+		t.Fatalf("state changed: got %v frames %d stats %+v", h.got, len(o.frames), c.Stats())
+	}
+}
+
+func TestCore_OtherSessionFenced(t *testing.T) {
+	s := newStream(t)
+	c, h, _ := newTestCore(t, testConfig())
+	step(t, c, 0, s.msgs(1, 1))
+	s.session = 78
+	step(t, c, 0, s.msgs(2, 1))
+	if len(h.got) != 1 || c.Stats().Fenced != 1 {
+		t.Fatalf("delivered %v, stats %+v", h.seqs(), c.Stats())
+	}
+}
+
+func TestCore_OverflowBeyondRingIsNakedLater(t *testing.T) {
+	s := newStream(t)
+	cfg := testConfig()
+	cfg.PendingRecords = 16
+	c, h, _ := newTestCore(t, cfg)
+	step(t, c, 0, s.msgs(2, 30))
+	if c.Stats().Overflow == 0 {
+		t.Fatal("no overflow counted")
+	}
+	step(t, c, 0, s.msgs(1, 1), s.msgs(2, 30))
+	if got := h.seqs(); !slices.Equal(got, seqRange(1, 31)) {
+		t.Fatalf("delivered %v", got)
+	}
+}
