@@ -27,7 +27,20 @@ type timerTable struct {
 
 func (t *timerTable) init() { t.index = make(map[timerKey]int32) }
 
-func (t *timerTable) less(i, j int) bool { return t.list[t.heap[i]].at < t.list[t.heap[j]].at }
+// less orders by due time, then by key, so timers due at the same time
+// fire in the same order in every run, whatever the order they were set.
+func (t *timerTable) less(i, j int) bool {
+	a, b := &t.list[t.heap[i]], &t.list[t.heap[j]]
+	switch {
+	case a.at != b.at:
+		return a.at < b.at
+	case a.key.account != b.key.account:
+		return a.key.account < b.key.account
+	case a.key.instance != b.key.instance:
+		return a.key.instance < b.key.instance
+	}
+	return a.key.id < b.key.id
+}
 
 func (t *timerTable) swap(i, j int) {
 	t.heap[i], t.heap[j] = t.heap[j], t.heap[i]

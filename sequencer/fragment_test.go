@@ -1,0 +1,164 @@
+package sequencer
+
+import (
+	"bytes"
+	"math/rand/v2"
+	"testing"
+
+	"github.com/seqd/seqd/wire"
+)
+
+// fragmentFrames splits payload into command frames of at most frameBytes,
+// one fragment each, as a node would.
+func fragmentFrames(t testing.TB, cmdSeq uint64, payload []byte, frameBytes int) [][]byte {
+	t.Helper()
+	room := frameBytes - wire.CommandHeaderBytes - wire.CommandRecordBytes - wire.FragmentHeaderBytes
+	var frames [][]byte
+	for off := 0; off < len(payload); off += room {
+		end := min(off+room, len(payload))
+		frames = append(frames, frame(t, acctA, 1, 0, wire.Command{
+			CmdSeq: cmdSeq, Flags: wire.CmdFragment, Total: uint32(len(payload)), Offset: uint32(off), Payload: payload[off:end],
+		}))
+	}
+	return frames
+}
+
+func TestCore_FragmentReassembly16MiB(t *testing.T) {
+	cfg := testConfig()
+	c, sink := newCore(t, cfg)
+	rng := rand.New(rand.NewPCG(1, 2))
+	big := make([]byte, 16<<20)
+	for i := range big {
+		big[i] = byte(rng.Uint32())
+	}
+	mustStep(t, c, 1, frame(t, acctA, 1, 0, cmd(1, "before")))
+
+	frames := fragmentFrames(t, 2, big, 1472)
+	// Odd order, with about a tenth of the fragments delivered twice.
+	order := rng.Perm(len(frames))
+	for i := 0; i < len(frames)/10; i++ {
+		order = append(order, rng.IntN(len(frames)))
+	}
+	rng.Shuffle(len(order), func(i, j int) { order[i], order[j] = order[j], order[i] })
+	// The last delivery completes the message; hold one fragment back so
+	// we can check that nothing is sequenced before it.
+	held := order[0]
+	for _, i := range order {
+		if i != held {
+			mustStep(t, c, 2, frames[i])
+		}
+	}
+	c.Flush(2)
+	if got := commands(decodeStream(t, sink.published, cfg.MaxPacketBytes)); len(got) != 1 {
+		t.Fatalf("sequenced %d commands before the last fragment arrived", len(got))
+	}
+	// A resend of the missing fragment, with the next command behind it.
+	last := frames[held]
+	var p wire.CommandPacket
+	var fc wire.Command
+	if err := wire.DecodeCommand(last, &p); err != nil {
+		t.Fatal(err)
+	}
+	p.Next(&fc)
+	mustStep(t, c, 3, frame(t, acctA, 1, 0, fc, cmd(3, "after")))
+	c.Flush(3)
+
+	ms := decodeStream(t, sink.published, cfg.MaxPacketBytes)
+	got := commands(ms)
+	if len(got) != 3 || got[0] != "before" || got[2] != "after" {
+		t.Fatalf("stream has %d commands", len(got))
+	}
+	if !bytes.Equal([]byte(got[1]), big) {
+		t.Fatal("reassembled stream message differs from the 16 MiB command")
+	}
+	st := c.Stats()
+	if st.Commands != 3 || st.Duplicates != 0 || st.BadFragments != 0 {
+		t.Fatalf("stats %+v", st)
+	}
+	// Fragment packets stand alone; only the last shares its packet.
+	frag, shared := 0, 0
+	for _, b := range sink.published {
+		var pk wire.Packet
+		_ = wire.DecodePacket(b, &pk)
+		var r wire.Record
+		for i := 0; pk.Next(&r); i++ {
+			if !r.Fragment() {
+				continue
+			}
+			frag++
+			if i != 0 {
+				t.Fatalf("fragment at offset %d is record %d of its packet", r.Offset, i)
+			}
+			if pk.Count > 1 {
+				if int(r.Offset)+len(r.Payload) != len(big) {
+					t.Fatalf("non-final fragment at offset %d shares its packet", r.Offset)
+				}
+				shared++
+			}
+		}
+	}
+	if room := cfg.MaxPacketBytes - wire.PacketHeaderBytes - wire.RecordHeaderBytes - wire.FragmentHeaderBytes; frag != (len(big)+room-1)/room || shared != 1 {
+		t.Fatalf("%d fragment packets (%d shared), want %d (1 shared)", frag, shared, (len(big)+room-1)/room)
+	}
+}
+
+func TestCore_FragmentTotalMismatchDropped(t *testing.T) {
+	c, sink := newCore(t, testConfig())
+	f := func(total, off uint32, p string) []byte {
+		return frame(t, acctA, 1, 0, wire.Command{CmdSeq: 1, Flags: wire.CmdFragment, Total: total, Offset: off, Payload: []byte(p)})
+	}
+	mustStep(t, c, 0, f(6, 0, "abc"))
+	mustStep(t, c, 0, f(9, 3, "def")) // disagrees with the reassembly in progress
+	mustStep(t, c, 0, f(6, 3, "def"))
+	c.Flush(0)
+	if got := commands(decodeStream(t, sink.published, 1472)); len(got) != 1 || got[0] != "abcdef" {
+		t.Fatalf("stream %q", got)
+	}
+	if c.Stats().BadFragments != 1 {
+		t.Fatalf("stats %+v", c.Stats())
+	}
+}
+
+func TestAssembly_KeepsRangesAcrossResends(t *testing.T) {
+	tests := []struct {
+		name  string
+		total uint32
+		adds  [][2]uint32 // offset, length
+		want  []span
+		done  bool
+	}{
+		{"empty message", 0, nil, nil, true},
+		{"in order", 10, [][2]uint32{{0, 5}, {5, 5}}, []span{{0, 10}}, true},
+		{"reverse", 10, [][2]uint32{{5, 5}, {0, 5}}, []span{{0, 10}}, true},
+		{"hole", 10, [][2]uint32{{0, 3}, {6, 4}}, []span{{0, 3}, {6, 10}}, false},
+		{"hole filled by overlapping resend", 10, [][2]uint32{{0, 3}, {6, 4}, {2, 5}}, []span{{0, 10}}, true},
+		{"bridging three", 20, [][2]uint32{{0, 2}, {4, 2}, {8, 2}, {12, 2}, {1, 10}}, []span{{0, 11}, {12, 14}}, false},
+		{"duplicate", 10, [][2]uint32{{3, 3}, {3, 3}}, []span{{3, 6}}, false},
+		{"insert in the middle", 30, [][2]uint32{{0, 2}, {20, 2}, {10, 2}}, []span{{0, 2}, {10, 12}, {20, 22}}, false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var a assembly
+			a.start(1, tt.total)
+			src := make([]byte, tt.total)
+			for i := range src {
+				src[i] = byte(i + 1)
+			}
+			done := tt.total == 0 && a.add(0, nil)
+			for _, ad := range tt.adds {
+				done = a.add(ad[0], src[ad[0]:ad[0]+ad[1]])
+			}
+			if done != tt.done || len(a.have) != len(tt.want) {
+				t.Fatalf("done %v spans %v, want %v %v", done, a.have, tt.done, tt.want)
+			}
+			for i := range tt.want {
+				if a.have[i] != tt.want[i] {
+					t.Fatalf("spans %v, want %v", a.have, tt.want)
+				}
+				if !bytes.Equal(a.buf[tt.want[i].from:tt.want[i].to], src[tt.want[i].from:tt.want[i].to]) {
+					t.Fatalf("bytes of span %v differ", tt.want[i])
+				}
+			}
+		})
+	}
+}

@@ -1,0 +1,225 @@
+package sequencer
+
+import (
+	"bytes"
+	"strings"
+	"testing"
+
+	"github.com/seqd/seqd/transport"
+	"github.com/seqd/seqd/wire"
+)
+
+func nakFrame(t testing.TB, session, from, to uint64, fromOffset uint32) []byte {
+	t.Helper()
+	b, err := wire.AppendNak(make([]byte, wire.NakBytes), &wire.Nak{Epoch: 1, Session: session, FromSeq: from, ToSeq: to, FromOffset: fromOffset})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
+// wantRetransmit is the oracle: the published data packets overlapping
+// [from, to], minus fragments of from ending at or before fromOffset, at
+// most limit of them, among the last ringPackets published.
+func wantRetransmit(t testing.TB, published [][]byte, ringPackets int, from, to uint64, fromOffset uint32, limit int) [][]byte {
+	t.Helper()
+	var data [][]byte
+	for _, b := range published {
+		var p wire.Packet
+		if err := wire.DecodePacket(b, &p); err != nil {
+			t.Fatal(err)
+		}
+		if p.Kind == wire.KindData {
+			data = append(data, b)
+		}
+	}
+	if len(data) > ringPackets {
+		data = data[len(data)-ringPackets:]
+	}
+	var out [][]byte
+	for _, b := range data {
+		var p wire.Packet
+		_ = wire.DecodePacket(b, &p)
+		if p.LastSeq() < from || p.FirstSeq > to {
+			continue
+		}
+		var r wire.Record
+		p.Next(&r)
+		if p.Count == 1 && r.Seq == from && r.Fragment() && r.Offset+uint32(len(r.Payload)) <= fromOffset {
+			continue
+		}
+		if len(out) < limit {
+			out = append(out, b)
+		}
+	}
+	return out
+}
+
+// sameExceptStable compares a retransmitted packet with its original.
+func checkRetransmits(t testing.TB, sent []sentPacket, want [][]byte, peer transport.Peer, stable uint64) {
+	t.Helper()
+	if len(sent) != len(want) {
+		t.Fatalf("retransmitted %d packets, want %d", len(sent), len(want))
+	}
+	for i, s := range sent {
+		var p wire.Packet
+		if err := wire.DecodePacket(s.pkt, &p); err != nil {
+			t.Fatalf("retransmit %d: %v", i, err)
+		}
+		if s.to != peer || p.Flags != wire.PacketRetransmit || p.Stable != stable {
+			t.Fatalf("retransmit %d: to %d flags %d stable %d, want to %d flags %d stable %d", i, s.to, p.Flags, p.Stable, peer, wire.PacketRetransmit, stable)
+		}
+		// Apart from stable (24..32) and flags (42..44) it is the original.
+		a, b := s.pkt, want[i]
+		if len(a) != len(b) || !bytes.Equal(a[:24], b[:24]) || !bytes.Equal(a[32:42], b[32:42]) || !bytes.Equal(a[44:], b[44:]) {
+			var q wire.Packet
+			_ = wire.DecodePacket(b, &q)
+			t.Fatalf("retransmit %d is packet first seq %d, want first seq %d", i, p.FirstSeq, q.FirstSeq)
+		}
+	}
+}
+
+func TestCore_NakRetransmits(t *testing.T) {
+	type nak struct {
+		from, to   uint64
+		fromOffset uint32
+		session    uint64
+	}
+	tests := []struct {
+		name     string
+		ring     int
+		limit    int
+		commands int  // 100-byte commands: one per 256-byte packet
+		big      bool // a 2000-byte command (fragmented) after the first 5
+		nak      nak
+		gone     *wire.Gone // want a Gone instead of packets
+		ignored  bool
+	}{
+		{name: "one seq", ring: 64, limit: 16, commands: 20, nak: nak{from: 10, to: 10}},
+		{name: "range", ring: 64, limit: 16, commands: 20, nak: nak{from: 4, to: 12}},
+		{name: "range past the tail is clipped", ring: 64, limit: 16, commands: 20, nak: nak{from: 20, to: 1000}},
+		{name: "rate limited", ring: 64, limit: 3, commands: 20, nak: nak{from: 5, to: 20}},
+		{name: "fragmented message", ring: 64, limit: 16, commands: 10, big: true, nak: nak{from: 9, to: 10}},
+		{name: "fragments already held are skipped", ring: 64, limit: 16, commands: 10, big: true, nak: nak{from: 9, to: 10, fromOffset: 700}},
+		{name: "gone after the ring wrapped", ring: 8, limit: 8, commands: 20, nak: nak{from: 3, to: 10}, gone: &wire.Gone{Epoch: 1, Session: testSession, FromSeq: 3, Oldest: 16}},
+		{name: "oldest still held", ring: 8, limit: 8, commands: 20, nak: nak{from: 16, to: 30}},
+		{name: "beyond the tail", ring: 64, limit: 16, commands: 5, nak: nak{from: 9, to: 9}, ignored: true},
+		{name: "another session", ring: 64, limit: 16, commands: 5, nak: nak{from: 2, to: 3, session: 99}, ignored: true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			cfg := testConfig()
+			cfg.MaxPacketBytes = 256
+			cfg.RingPackets = tt.ring
+			cfg.MaxRetransmitPacketsPerNak = tt.limit
+			c, sink := newCore(t, cfg)
+			c.Flush(0) // session start, epoch start: seqs 1, 2
+			for i := 1; i <= tt.commands; i++ {
+				p := strings.Repeat(string(rune('a'+i%26)), 100)
+				if tt.big && i == 6 {
+					p = strings.Repeat("B", 2000)
+				}
+				mustStep(t, c, int64(i), frame(t, acctA, 1, 0, cmd(uint64(i), p)))
+			}
+			c.Flush(100)
+			session := uint64(testSession)
+			if tt.nak.session != 0 {
+				session = tt.nak.session
+			}
+			const peer = transport.Peer(42)
+			before := c.Stats()
+			if err := c.Step(200, nakFrame(t, session, tt.nak.from, tt.nak.to, tt.nak.fromOffset), peer); err != nil {
+				t.Fatal(err)
+			}
+			st := c.Stats()
+			switch {
+			case tt.ignored:
+				if len(sink.sent) != 0 || st.NaksBeyondTail+st.WrongSession != before.NaksBeyondTail+before.WrongSession+1 {
+					t.Fatalf("answered an ignorable NAK: %d packets, stats %+v", len(sink.sent), st)
+				}
+			case tt.gone != nil:
+				if len(sink.sent) != 1 {
+					t.Fatalf("%d replies, want one Gone", len(sink.sent))
+				}
+				var g wire.Gone
+				if err := wire.DecodeGone(sink.sent[0].pkt, &g); err != nil {
+					t.Fatal(err)
+				}
+				if g != *tt.gone || sink.sent[0].to != peer || st.Gones != 1 {
+					t.Fatalf("gone %+v to %d, want %+v", g, sink.sent[0].to, *tt.gone)
+				}
+			default:
+				want := wantRetransmit(t, sink.published, tt.ring, tt.nak.from, tt.nak.to, tt.nak.fromOffset, tt.limit)
+				if len(want) == 0 {
+					t.Fatal("test expects no packet: the case is wrong")
+				}
+				checkRetransmits(t, sink.sent, want, peer, c.Stable())
+				if st.Retransmitted != uint64(len(want)) || st.Naks != 1 {
+					t.Fatalf("stats %+v", st)
+				}
+			}
+		})
+	}
+}
+
+// TestCore_NakRateLimitResume checks that a receiver NAKing again from
+// where the limited answer stopped gets the rest of the range.
+func TestCore_NakRateLimitResume(t *testing.T) {
+	cfg := testConfig()
+	cfg.MaxPacketBytes = 256
+	cfg.MaxRetransmitPacketsPerNak = 4
+	c, sink := newCore(t, cfg)
+	for i := 1; i <= 30; i++ {
+		mustStep(t, c, int64(i), frame(t, acctA, 1, 0, cmd(uint64(i), strings.Repeat("x", 150))))
+	}
+	c.Flush(100)
+	var got []uint64
+	from := uint64(1)
+	for rounds := 0; from <= c.Published(); rounds++ {
+		if rounds > 20 {
+			t.Fatal("repair does not converge")
+		}
+		sink.sent = nil
+		mustStep(t, c, 100, nakFrame(t, testSession, from, c.Published(), 0))
+		if len(sink.sent) > 4 {
+			t.Fatalf("%d packets for one NAK", len(sink.sent))
+		}
+		for _, s := range sink.sent {
+			var p wire.Packet
+			_ = wire.DecodePacket(s.pkt, &p)
+			var r wire.Record
+			for p.Next(&r) {
+				if r.Seq >= from {
+					got = append(got, r.Seq)
+				}
+			}
+			from = p.LastSeq() + 1
+		}
+	}
+	for i, s := range got {
+		if s != uint64(i+1) {
+			t.Fatalf("repaired seqs %v, want 1..%d", got, c.Published())
+		}
+	}
+	if uint64(len(got)) != c.Published() {
+		t.Fatalf("repaired %d seqs, want %d", len(got), c.Published())
+	}
+}
+
+// TestCore_GoneBeforeFirstSeq: a new epoch's core has nothing of the
+// previous epochs.
+func TestCore_GoneBeforeFirstSeq(t *testing.T) {
+	cfg := testConfig()
+	cfg.FirstSeq = 50
+	c, sink := newCore(t, cfg)
+	mustStep(t, c, 0, nakFrame(t, testSession, 10, 20, 0))
+	var g wire.Gone
+	if len(sink.sent) != 1 || wire.DecodeGone(sink.sent[0].pkt, &g) != nil || g.FromSeq != 10 || g.Oldest != 0 {
+		t.Fatalf("replies %d gone %+v", len(sink.sent), g)
+	}
+	c.Flush(0)
+	mustStep(t, c, 0, nakFrame(t, testSession, 10, 20, 0))
+	if wire.DecodeGone(sink.sent[1].pkt, &g) != nil || g.Oldest != 50 {
+		t.Fatalf("gone %+v, want oldest 50", g)
+	}
+}
