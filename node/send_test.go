@@ -1,0 +1,278 @@
+package node
+
+import (
+	"bytes"
+	"errors"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/seqd/seqd/wire"
+)
+
+// ackPacket echoes this node's commands into the stream, as the sequencer
+// would, preceded by the incarnation record.
+func ackPacket(s *stream, first uint64, incarnation uint64, cmdSeqs ...uint64) []byte {
+	me := wire.MustAccount("me")
+	recs := []rec{s.internal(wire.Internal{Type: wire.InternalIncarnation, Account: me, Value: incarnation})}
+	for _, q := range cmdSeqs {
+		recs = append(recs, rec{payload: []byte("c"), account: me, cmdSeq: q})
+	}
+	last := first + uint64(len(recs)) - 1
+	return s.packet(first, last, 0, recs...)
+}
+
+func cmdSeqsOf(cs []sentCommand) []uint64 {
+	var out []uint64
+	for _, c := range cs {
+		out = append(out, c.cmdSeq)
+	}
+	return out
+}
+
+func TestCore_SendBatchesIntoOneFrameOnFlush(t *testing.T) {
+	c, _, o := newTestCore(t, testConfig())
+	for i := 1; i <= 3; i++ {
+		q, err := c.Send(0, []byte(strings.Repeat("p", i)))
+		if err != nil || q != uint64(i) {
+			t.Fatalf("Send %d: cmdSeq %d err %v", i, q, err)
+		}
+	}
+	if len(o.frames) != 0 {
+		t.Fatal("frame sent before Flush")
+	}
+	c.Flush(0)
+	if len(o.frames) != 1 {
+		t.Fatalf("%d frames, want 1", len(o.frames))
+	}
+	var p wire.CommandPacket
+	if err := wire.DecodeCommand(o.frames[0], &p); err != nil {
+		t.Fatal(err)
+	}
+	if p.Account != wire.MustAccount("me") || p.Incarnation != 5 || p.Count != 3 {
+		t.Fatalf("frame header %+v", p)
+	}
+	cs := o.commands(t)
+	if !slices.Equal(cmdSeqsOf(cs), []uint64{1, 2, 3}) || string(cs[2].payload) != "ppp" {
+		t.Fatalf("commands %+v", cs)
+	}
+}
+
+func TestCore_WindowFullAndAckFreesIt(t *testing.T) {
+	s := newStream(t)
+	cfg := testConfig()
+	cfg.Window = 4
+	c, _, _ := newTestCore(t, cfg)
+	for i := 0; i < 4; i++ {
+		if _, err := c.Send(0, []byte("x")); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := c.Send(0, []byte("x")); !errors.Is(err, ErrWindowFull) {
+		t.Fatalf("5th Send: %v, want ErrWindowFull", err)
+	}
+	step(t, c, 0, ackPacket(s, 1, 5, 1, 2))
+	if c.InFlight() != 2 {
+		t.Fatalf("InFlight() = %d after ack of 2, want 2", c.InFlight())
+	}
+	if q, err := c.Send(0, []byte("x")); err != nil || q != 5 {
+		t.Fatalf("Send after ack: %d %v", q, err)
+	}
+}
+
+func TestCore_ResendUnackedInOrderAfterInterval(t *testing.T) {
+	s := newStream(t)
+	cfg := testConfig()
+	cfg.ResendInterval = 50 * time.Millisecond
+	c, _, o := newTestCore(t, cfg)
+	ms := int64(time.Millisecond)
+	for i := 0; i < 4; i++ {
+		c.Send(0, []byte{byte('a' + i)})
+	}
+	c.Tick(0)
+	step(t, c, ms, ackPacket(s, 1, 5, 1)) // 1 acked; 2 was lost, so 3 and 4 were dropped
+	o.frames = nil
+	c.Tick(49 * ms)
+	if len(o.frames) != 0 {
+		t.Fatal("resent before ResendInterval")
+	}
+	c.Tick(50 * ms)
+	cs := o.commands(t)
+	if !slices.Equal(cmdSeqsOf(cs), []uint64{2, 3, 4}) || string(cs[0].payload) != "b" {
+		t.Fatalf("resent %+v, want 2,3,4 in order", cs)
+	}
+	if r := c.Stats().Resends; r != 3 {
+		t.Fatalf("Resends = %d", r)
+	}
+	step(t, c, 60*ms, ackPacket(s, 3, 5, 2, 3, 4))
+	o.frames = nil
+	c.Tick(500 * ms)
+	if len(o.frames) != 0 || c.InFlight() != 0 {
+		t.Fatalf("after full ack: %d frames, InFlight %d", len(o.frames), c.InFlight())
+	}
+}
+
+func TestCore_OldIncarnationDoesNotAck(t *testing.T) {
+	s := newStream(t)
+	c, _, _ := newTestCore(t, testConfig())
+	c.Send(0, []byte("x"))
+	step(t, c, 0, ackPacket(s, 1, 4, 1)) // a previous life of this node, seen while rewinding
+	if c.InFlight() != 1 {
+		t.Fatalf("InFlight() = %d: an old incarnation's command acked ours", c.InFlight())
+	}
+	step(t, c, 0, ackPacket(s, 3, 5, 1))
+	if c.InFlight() != 0 {
+		t.Fatalf("InFlight() = %d after own ack", c.InFlight())
+	}
+}
+
+func TestCore_ReadOnlySendsNoCommandsButNaks(t *testing.T) {
+	s := newStream(t)
+	cfg := testConfig()
+	cfg.ReadOnly = true
+	cfg.Account = ""
+	cfg.Incarnation = 0
+	c, _, o := newTestCore(t, cfg)
+	if _, err := c.Send(0, []byte("x")); !errors.Is(err, ErrReadOnly) {
+		t.Fatalf("Send: %v", err)
+	}
+	if err := c.SendTimer(0, 1, 10, 0); !errors.Is(err, ErrReadOnly) {
+		t.Fatalf("SendTimer: %v", err)
+	}
+	step(t, c, 0, s.msgs(1, 1), s.msgs(3, 1))
+	c.Tick(int64(time.Second))
+	for _, f := range o.frames {
+		if k, _ := wire.PeekKind(f); k != wire.KindNak {
+			t.Fatalf("read-only node sent a %v frame", k)
+		}
+	}
+	if len(o.naks(t)) != 1 {
+		t.Fatalf("read-only node should still NAK: %d frames", len(o.frames))
+	}
+}
+
+func TestCore_BigCommandIsFragmented(t *testing.T) {
+	cfg := testConfig()
+	c, _, o := newTestCore(t, cfg)
+	c.Send(0, []byte("small"))
+	big := make([]byte, 100_000)
+	for i := range big {
+		big[i] = byte(i * 7)
+	}
+	q, err := c.Send(0, big)
+	if err != nil || q != 2 {
+		t.Fatal(q, err)
+	}
+	c.Flush(0)
+	got := make([]byte, len(big))
+	n := 0
+	for _, f := range o.frames {
+		if len(f) > cfg.MaxPacketBytes {
+			t.Fatalf("frame of %d bytes > MaxPacketBytes", len(f))
+		}
+	}
+	for _, cmd := range o.commands(t) {
+		if cmd.cmdSeq != 2 {
+			continue
+		}
+		if cmd.flags&wire.CmdFragment == 0 || cmd.total != uint32(len(big)) {
+			t.Fatalf("fragment %+v", cmd)
+		}
+		copy(got[cmd.offset:], cmd.payload)
+		n += len(cmd.payload)
+	}
+	if n != len(big) || !bytes.Equal(got, big) {
+		t.Fatalf("fragments carry %d bytes; reassembled equal=%v", n, bytes.Equal(got, big))
+	}
+	if _, err := c.Send(0, make([]byte, cfg.MaxMessageBytes+1)); !errors.Is(err, ErrTooLarge) {
+		t.Fatalf("oversized Send: %v", err)
+	}
+}
+
+func TestCore_SendTimerIsACommandAckedByTimerSet(t *testing.T) {
+	s := newStream(t)
+	c, h, o := newTestCore(t, testConfig())
+	if err := c.SendTimer(0, 42, 1000, 500); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.CancelTimer(0, 43); err != nil {
+		t.Fatal(err)
+	}
+	c.Flush(0)
+	cs := o.commands(t)
+	var tr wire.TimerRequest
+	if len(cs) != 2 || cs[0].flags != wire.CmdTimer || wire.DecodeTimerRequest(cs[0].payload, &tr) != nil ||
+		tr != (wire.TimerRequest{ID: 42, At: 1000, Period: 500}) {
+		t.Fatalf("timer commands %+v (%+v)", cs, tr)
+	}
+	me := wire.MustAccount("me")
+	set := s.internal(wire.Internal{Type: wire.InternalTimerSet, Account: me, ID: 42, Value: 1000, Extra: 500})
+	set.flags, set.account, set.cmdSeq = wire.FlagInternal, me, 1
+	inc := s.internal(wire.Internal{Type: wire.InternalIncarnation, Account: me, Value: 5})
+	fire := s.internal(wire.Internal{Type: wire.InternalTimer, Account: me, ID: 42, Value: 1000})
+	step(t, c, 0, s.packet(1, 3, 1000, inc, set, fire))
+	if c.InFlight() != 1 {
+		t.Fatalf("InFlight() = %d, want 1 (the cancel)", c.InFlight())
+	}
+	if !slices.Equal(h.timers, []uint64{42}) {
+		t.Fatalf("timers fired %v", h.timers)
+	}
+}
+
+func TestCore_SendFromInsideOnMessage(t *testing.T) {
+	s := newStream(t)
+	c, h, o := newTestCore(t, testConfig())
+	h.onMessage = func(m *Message) {
+		if _, err := c.Send(0, m.Payload); err != nil {
+			t.Error(err)
+		}
+	}
+	step(t, c, 0, s.msgs(1, 2))
+	c.Tick(0)
+	if cs := o.commands(t); len(cs) != 2 {
+		t.Fatalf("commands sent from OnMessage: %+v", cs)
+	}
+}
+
+func TestCore_FlushDelayHoldsPartialFrame(t *testing.T) {
+	cfg := testConfig()
+	cfg.FlushDelay = 2 * time.Millisecond
+	c, _, o := newTestCore(t, cfg)
+	ms := int64(time.Millisecond)
+	c.Send(10*ms, []byte("x"))
+	c.Tick(11 * ms)
+	if len(o.frames) != 0 {
+		t.Fatal("frame sent before FlushDelay")
+	}
+	c.Tick(12 * ms)
+	if len(o.frames) != 1 {
+		t.Fatalf("%d frames after FlushDelay", len(o.frames))
+	}
+}
+
+func TestConfig_ValidateNamesField(t *testing.T) {
+	for _, tc := range []struct {
+		mut  func(*Config)
+		want string
+	}{
+		{func(c *Config) { c.Account = "" }, "Account is empty"},
+		{func(c *Config) { c.Account = "toolongname" }, `Account "toolongname"`},
+		{func(c *Config) { c.Window = 0 }, "Window = 0, want 1..1048576"},
+		{func(c *Config) { c.NakMaxDelay = 0 }, "NakMaxDelay = 0s, want >= NakDelay (1ms)"},
+		{func(c *Config) { c.PendingRecords = 1000 }, "PendingRecords = 1000, want a power of two in 16..4194304"},
+		{func(c *Config) { c.MaxPacketBytes = 10 }, "MaxPacketBytes = 10, want 116..1048576"},
+	} {
+		cfg := testConfig()
+		tc.mut(&cfg)
+		err := cfg.Validate()
+		if !errors.Is(err, ErrConfig) || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("Validate() = %v, want it to contain %q", err, tc.want)
+		}
+	}
+	cfg := testConfig()
+	cfg.Incarnation = 0
+	if _, err := NewCore(cfg, &recorder{}, &outbox{}); err == nil || !strings.Contains(err.Error(), "Incarnation = 0") {
+		t.Errorf("NewCore with Incarnation 0: %v", err)
+	}
+}
