@@ -46,6 +46,11 @@ func DecodeNak(b []byte, n *Nak) error {
 	if len(b) != NakBytes {
 		return ErrTrailing
 	}
+	// Reserved bytes must be zero, as in every other frame, so that each
+	// NAK has exactly one encoding and a later version can use them.
+	if le.Uint32(b[36:]) != 0 {
+		return ErrRecord
+	}
 	n.Epoch = le.Uint32(b[4:])
 	n.Session = le.Uint64(b[8:])
 	n.FromSeq = le.Uint64(b[16:])
