@@ -49,23 +49,25 @@ func Dial(cfg Config) (*Client, error) {
 	}
 	c := &Client{cfg: cfg, log: cfg.logger(), out: make([]byte, 0, cfg.WriteBufferBytes)}
 	c.ep.init(cfg, 1)
+	// The first connection is installed before Dial returns, so that
+	// frames sent right away are not dropped.
+	cn := newConn(nc, transport.NoPeer, cfg)
+	c.cur.Store(cn)
 	c.wg.Add(1)
-	go c.run(nc)
+	go c.run(cn)
 	return c, nil
 }
 
 // run owns the connection: it serves one until it dies, then dials again
 // with backoff until it succeeds or the client closes.
-func (c *Client) run(nc net.Conn) {
+func (c *Client) run(cn *conn) {
 	defer c.wg.Done()
 	fr := newFrameReader(c.cfg.ReadBufferBytes, c.cfg.MaxFrameBytes)
 	for {
-		if nc != nil {
-			c.serve(nc, fr)
-			nc = nil
-		}
+		c.serve(cn, fr)
+		cn = nil
 		backoff := c.cfg.ReconnectMin
-		for nc == nil {
+		for cn == nil {
 			// Jitter spreads the reconnects of many nodes after a restart.
 			sleep := backoff/2 + rand.N(backoff/2+1)
 			select {
@@ -73,34 +75,33 @@ func (c *Client) run(nc net.Conn) {
 				return
 			case <-time.After(sleep):
 			}
-			var err error
-			if nc, err = net.DialTimeout("tcp", c.cfg.Addr, c.cfg.DialTimeout); err != nil {
+			nc, err := net.DialTimeout("tcp", c.cfg.Addr, c.cfg.DialTimeout)
+			if err != nil {
 				backoff = min(2*backoff, c.cfg.ReconnectMax)
+				continue
 			}
+			cn = newConn(nc, transport.NoPeer, c.cfg)
+			c.mu.Lock()
+			if c.closed.Load() {
+				c.mu.Unlock()
+				_ = nc.Close()
+				return
+			}
+			c.cur.Store(cn)
+			c.mu.Unlock()
 		}
 		c.reconnects.Add(1)
 	}
 }
 
-// serve runs one connection until it dies.
-func (c *Client) serve(nc net.Conn, fr *frameReader) {
-	cn := newConn(nc, transport.NoPeer, c.cfg)
-	c.mu.Lock()
-	if c.closed.Load() {
-		c.mu.Unlock()
-		_ = nc.Close()
-		return
-	}
-	c.cur.Store(cn)
-	c.mu.Unlock()
-
+// serve runs the current connection until it dies.
+func (c *Client) serve(cn *conn, fr *frameReader) {
 	var writer sync.WaitGroup
 	writer.Add(1)
 	go cn.writeLoop(c.log, &writer)
 	// A fresh connection starts at a frame boundary.
 	fr.start, fr.end = 0, 0
 	cn.readLoop(c.ep.inbox, fr, &c.ep, c.log)
-	c.cur.Store(nil)
 	writer.Wait()
 }
 

@@ -66,10 +66,10 @@ const (
 	DefaultReconnectMin     = 20 * time.Millisecond
 	DefaultReconnectMax     = 2 * time.Second
 
-	maxMaxFrameBytes  = 1 << 30
-	minBufferBytes    = 4 << 10
-	maxBufferBytes    = 1 << 30
-	maxInboxBytes     = 1 << 34
+	maxMaxFrameBytes   = 1 << 30
+	minBufferBytes     = 4 << 10
+	maxBufferBytes     = 1 << 30
+	maxInboxBytes      = 1 << 34
 	maxSlowClientBytes = 1 << 40
 )
 
@@ -133,3 +133,9 @@ func (c Config) logger() *slog.Logger {
 	}
 	return slog.Default()
 }
+
+// MaxFrameBytes is the largest frame the server sends and accepts.
+func (s *Server) MaxFrameBytes() int { return s.cfg.MaxFrameBytes }
+
+// MaxFrameBytes is the largest frame the client sends and accepts.
+func (c *Client) MaxFrameBytes() int { return c.cfg.MaxFrameBytes }

@@ -23,7 +23,8 @@ type conn struct {
 	nc   net.Conn
 	peer transport.Peer
 
-	out []byte // owned by the endpoint goroutine (Server only; a Client keeps its own)
+	bufBytes int    // initial capacity of each send buffer
+	out      []byte // owned by the endpoint goroutine (Server only; a Client keeps its own)
 
 	mu       sync.Mutex
 	queued   []byte // flushed, waiting for the writer
@@ -43,12 +44,13 @@ func newConn(nc net.Conn, peer transport.Peer, cfg Config) *conn {
 		_ = tc.SetNoDelay(true)
 	}
 	return &conn{
-		nc:     nc,
-		peer:   peer,
-		out:    make([]byte, 0, cfg.WriteBufferBytes),
-		queued: make([]byte, 0, cfg.WriteBufferBytes),
-		wake:   make(chan struct{}, 1),
-		done:   make(chan struct{}),
+		nc:       nc,
+		peer:     peer,
+		bufBytes: cfg.WriteBufferBytes,
+		out:      make([]byte, 0, cfg.WriteBufferBytes),
+		queued:   make([]byte, 0, cfg.WriteBufferBytes),
+		wake:     make(chan struct{}, 1),
+		done:     make(chan struct{}),
 	}
 }
 
@@ -79,7 +81,7 @@ func (c *conn) enqueue(out *[]byte) (pending int) {
 // writeLoop writes what enqueue hands over until the connection dies.
 func (c *conn) writeLoop(log *slog.Logger, wg *sync.WaitGroup) {
 	defer wg.Done()
-	writing := make([]byte, 0, cap(c.queued))
+	writing := make([]byte, 0, c.bufBytes)
 	for {
 		select {
 		case <-c.wake:

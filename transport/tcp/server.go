@@ -205,7 +205,7 @@ func (s *Server) Disconnect(peer transport.Peer) bool {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	for _, c := range s.live {
-		if c.peer == peer {
+		if c.peer == peer && !c.dead.Load() {
 			c.kill(ErrDisconnected, s.log)
 			return true
 		}
@@ -218,7 +218,9 @@ func (s *Server) Peers(dst []transport.Peer) []transport.Peer {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	for _, c := range s.live {
-		dst = append(dst, c.peer)
+		if !c.dead.Load() {
+			dst = append(dst, c.peer)
+		}
 	}
 	return dst
 }
@@ -251,8 +253,13 @@ func (s *Server) Drops() Drops { return s.ep.drops() }
 // Clients is the number of connections currently open.
 func (s *Server) Clients() int {
 	s.mu.Lock()
-	n := len(s.live)
-	s.mu.Unlock()
+	defer s.mu.Unlock()
+	n := 0
+	for _, c := range s.live {
+		if !c.dead.Load() {
+			n++
+		}
+	}
 	return n
 }
 
