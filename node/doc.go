@@ -1,0 +1,61 @@
+// Package node is the application side of seqd: the API a Handler uses to
+// read the totally ordered stream and send commands, the receiving and
+// sending state machine (Core), and a thin shell (Node) that runs it over a
+// transport.Client.
+//
+// # Core (pure)
+//
+// Core has no goroutines, locks or clock. Step(now, frame) feeds a stream
+// packet, heartbeat or Gone; Tick(now) runs timers (NAKs, resends, local
+// timers, frame flush). now is the caller's monotonic clock in ns and is
+// used only for those local timers; the application sees sequencer time
+// (Now) only, so a replay makes the same decisions.
+//
+// Receiving: messages are delivered in seq order, each once. Records ahead
+// of the next seq (out of order, or not yet stable in Safe mode) are copied
+// into a ring of Config.PendingRecords slots allocated once; in-order
+// deliverable records are delivered straight from the packet (zero copy).
+// A gap (from data, heartbeats or stable) is NAKed after a seeded random
+// delay, then with exponential backoff up to NakMaxDelay; one NAK covers the
+// region from the first to the last missing seq, and it is cancelled as
+// soon as a repair (ours, or one multicast for another receiver) fills it.
+// Fragments are reassembled by byte offset; held ranges survive
+// retransmissions. Packets of another session or an older epoch are
+// dropped; at a new epoch, buffered records above the old stable are
+// discarded (the failover may have cut them). In Fast mode, an
+// InternalEpochStart at or below a delivered seq stops the core with
+// ErrDiverged. A Gone for a needed seq stops it with ErrUnrecoverable,
+// naming the missing range. Fatal errors are sticky (Err).
+//
+// Sending: commands are numbered 1, 2, ... per incarnation. Every process
+// start must use a larger Config.Incarnation (New uses the wall clock): the
+// sequencer then publishes InternalIncarnation and expects cmdSeq 1, so a
+// restarted node never has fresh commands dropped as duplicates, and its
+// old commands seen while rewinding do not ack new ones (acks count only
+// after this incarnation's InternalIncarnation). Commands are batched into
+// frames of MaxPacketBytes, fragmented when large, kept in a window of
+// Config.Window copies, acked by seeing (account, instance, cmdSeq) in the
+// delivered stream, and resent in cmdSeq order after ResendInterval.
+//
+// Callbacks: OnMessage gets every message, internal ones included. After
+// it, InternalNodeActivated/Deactivated and InternalTimer for this
+// account and instance call OnActivated/OnDeactivated/OnTimer when the
+// Handler implements them. Callbacks may call the Core's Send, SendTimer,
+// CancelTimer, SetLocalTimer and Flush, never Step or Tick.
+//
+// Hot paths (Step delivering, Send of a small payload, idle Tick) allocate
+// nothing; alloc_test.go asserts it.
+//
+// # Node (shell)
+//
+// Only the goroutine in Node.Run touches the Core and the client: it polls
+// the client (waiting at most 1ms), steps the Core, ticks it and flushes.
+// Send, SetTimer, SetLocalTimer etc. may be called from any goroutine and
+// from callbacks: they copy the request into a mutex-guarded queue that
+// Run applies to the Core (right after each frame, so replies from a
+// callback leave with that batch). The mutex is never held while the Core
+// runs, so a callback can never deadlock on it. With BlockWhenFull, Send
+// waits on a sync.Cond for window space, except on the Run goroutine
+// (inside a callback), where it returns ErrWindowFull. Now and Rewinding
+// read atomics refreshed before each callback.
+package node
