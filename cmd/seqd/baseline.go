@@ -1,0 +1,494 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/netip"
+	"os"
+	"os/exec"
+	"strings"
+	"time"
+
+	"github.com/urfave/cli/v2"
+)
+
+// The baseline measures what this machine does with no seqd protocol at
+// all: plain UDP between two processes on loopback. Every seqd figure is
+// meant to be read as a ratio of these.
+
+const (
+	// maxDatagramBytes is what fits in one Ethernet frame (1500 - 20 IPv4
+	// - 8 UDP), the batch size seqd itself aims for.
+	maxDatagramBytes = 1472
+	// maxUDPPayloadBytes is the largest IPv4 UDP payload.
+	maxUDPPayloadBytes = 65507
+
+	baselineMaxRTTSamples = 200_000
+	baselineWarmupRTTs    = 1000
+	// baselineBlastTime bounds the blast when --count would take longer.
+	baselineBlastTime = 2 * time.Second
+	// socketBufferBytes is asked for on every socket; Linux caps it at
+	// net.core.rmem_max / wmem_max.
+	socketBufferBytes = 8 << 20
+
+	// rttReplyTimeout is how long a ping waits before it counts as lost.
+	rttReplyTimeout = time.Second
+	// rttMaxLost stops the run when loopback loses more than a handful of
+	// pings: something is wrong with the peer, not with the network.
+	rttMaxLost = 20
+	// peerStartTimeout bounds the wait for a peer to print its address.
+	peerStartTimeout = 10 * time.Second
+	// peerStopTimeout is how long a peer gets to exit once its stdin is
+	// closed before it is killed.
+	peerStopTimeout = 2 * time.Second
+	// blastReportTimeout bounds the wait for the sink's report.
+	blastReportTimeout = 5 * time.Second
+)
+
+// peerCommandFunc makes the command that runs `seqd bench-peer args...`.
+// Tests substitute one that re-executes the test binary.
+type peerCommandFunc func(args ...string) *exec.Cmd
+
+// runBaseline prints exactly one line:
+//
+//	bench transport=udp mode=baseline size=S udp_rtt_p50_us=.. udp_rtt_p999_us=.. udp_blast_rate=R msg/s
+//
+// and, when outDir is not empty, the round-trip histogram files made by
+// writeHistogram(outDir, "baseline_rtt", ...).
+func runBaseline(ctx context.Context, size, count int, batch bool, outDir string) error {
+	return runBaselineWith(ctx, baselineOptions{size: size, count: count, batch: batch, outDir: outDir}, selfPeerCommand, os.Stdout)
+}
+
+// selfPeerCommand runs this very binary as the peer.
+func selfPeerCommand(args ...string) *exec.Cmd {
+	exe, err := os.Executable()
+	if err != nil {
+		exe = os.Args[0]
+	}
+	return exec.Command(exe, append([]string{"bench-peer"}, args...)...)
+}
+
+type baselineOptions struct {
+	size, count int
+	batch       bool
+	outDir      string
+}
+
+func runBaselineWith(ctx context.Context, o baselineOptions, peerCommand peerCommandFunc, out io.Writer) error {
+	switch {
+	case o.size < 1 || o.size > maxUDPPayloadBytes:
+		return fmt.Errorf("bench baseline: --size %d out of range (1..%d)", o.size, maxUDPPayloadBytes)
+	case o.count < 1:
+		return fmt.Errorf("bench baseline: --count %d must be at least 1", o.count)
+	}
+	samples, err := baselineRTT(ctx, o.size, min(o.count, baselineMaxRTTSamples), peerCommand)
+	if err != nil {
+		return fmt.Errorf("bench baseline: round trip: %w", err)
+	}
+	rate, err := baselineBlast(ctx, o.size, o.count, o.batch, peerCommand)
+	if err != nil {
+		return fmt.Errorf("bench baseline: blast: %w", err)
+	}
+	if o.outDir != "" {
+		if _, _, err := writeHistogram(o.outDir, "baseline_rtt", samples); err != nil {
+			return fmt.Errorf("bench baseline: %w", err)
+		}
+	}
+	s := summarize(samples)
+	_, err = fmt.Fprintf(out, "bench transport=udp mode=baseline size=%d udp_rtt_p50_us=%.1f udp_rtt_p999_us=%.1f udp_blast_rate=%.0f msg/s\n",
+		o.size, micros(s.P50), micros(s.P999), rate)
+	return err
+}
+
+// baselineRTT ping-pongs size-byte datagrams with an echo peer and returns
+// n round trips in nanoseconds, after a warm-up that is thrown away (page
+// faults, scheduler placement, the peer's first reads).
+func baselineRTT(ctx context.Context, size, n int, peerCommand peerCommandFunc) (_ []int64, err error) {
+	peer, err := startPeer(ctx, peerCommand, "--role", "echo", "--size", fmt.Sprint(size))
+	if err != nil {
+		return nil, err
+	}
+	defer peer.stopInto(&err)
+	conn, err := listenLoopbackUDP()
+	if err != nil {
+		return nil, err
+	}
+	defer conn.Close()
+
+	ping := make([]byte, size)
+	pong := make([]byte, maxUDPPayloadBytes)
+	// Each ping carries its number in its first bytes (as many as fit) so
+	// that a late reply to a ping given up as lost is not taken for the
+	// reply to the next one.
+	tag := ping[:min(size, 8)]
+	var tagBuf [8]byte
+	samples := make([]int64, 0, n)
+	lost := 0
+	var deadlineSetAt time.Time
+	for seq := uint64(1); len(samples) < n; seq++ {
+		if seq%1024 == 0 && ctx.Err() != nil {
+			return nil, ctx.Err()
+		}
+		binary.LittleEndian.PutUint64(tagBuf[:], seq)
+		copy(tag, tagBuf[:])
+		start := time.Now()
+		// Moving the deadline costs a timer update; once per 100 ms is
+		// enough to give every ping at least rttReplyTimeout-100ms.
+		if start.Sub(deadlineSetAt) > 100*time.Millisecond {
+			if err := conn.SetReadDeadline(start.Add(rttReplyTimeout)); err != nil {
+				return nil, err
+			}
+			deadlineSetAt = start
+		}
+		if _, err := conn.WriteToUDPAddrPort(ping, peer.addr); err != nil {
+			return nil, err
+		}
+		for {
+			m, _, _, _, err := conn.ReadMsgUDPAddrPort(pong, nil)
+			if err != nil {
+				if !errors.Is(err, os.ErrDeadlineExceeded) {
+					return nil, err
+				}
+				if lost++; lost > rttMaxLost {
+					return nil, fmt.Errorf("%d pings without a reply", lost)
+				}
+				deadlineSetAt = time.Time{}
+				break
+			}
+			if m == size && bytes.Equal(pong[:len(tag)], tag) {
+				if seq > baselineWarmupRTTs {
+					samples = append(samples, int64(time.Since(start)))
+				}
+				break
+			}
+		}
+	}
+	return samples, nil
+}
+
+// baselineBlast sends count size-byte messages (or as many as go in
+// baselineBlastTime) to a sink peer as fast as one goroutine can, several
+// per datagram when batch is set, and returns the messages per second the
+// sink received between its first and last arrival. Datagrams the sink's
+// socket has no room for are dropped by the kernel; that is the point of a
+// blast: the rate counts what arrived, which is what a receiver can take.
+func baselineBlast(ctx context.Context, size, count int, batch bool, peerCommand peerCommandFunc) (_ float64, err error) {
+	peer, err := startPeer(ctx, peerCommand, "--role", "sink", "--size", fmt.Sprint(size))
+	if err != nil {
+		return 0, err
+	}
+	defer peer.stopInto(&err)
+	conn, err := listenLoopbackUDP()
+	if err != nil {
+		return 0, err
+	}
+	defer conn.Close()
+
+	perDatagram := 1
+	if batch {
+		perDatagram = max(1, maxDatagramBytes/size)
+	}
+	datagram := make([]byte, perDatagram*size)
+	deadline := time.Now().Add(baselineBlastTime)
+	for sent, i := 0, 0; sent < count; i++ {
+		k := min(perDatagram, count-sent)
+		if _, err := conn.WriteToUDPAddrPort(datagram[:k*size], peer.addr); err != nil {
+			return 0, err
+		}
+		sent += k
+		if i%256 == 255 {
+			if ctx.Err() != nil {
+				return 0, ctx.Err()
+			}
+			if time.Now().After(deadline) {
+				break
+			}
+		}
+	}
+	r, err := askBlastReport(ctx, conn, peer.addr)
+	if err != nil {
+		return 0, err
+	}
+	if r.interval <= 0 || r.msgs <= r.firstMsgs {
+		return 0, fmt.Errorf("sink received %d messages in %d datagrams: too few to time", r.msgs, r.datagrams)
+	}
+	// The first datagram opens the interval, so its messages are not in it.
+	return float64(r.msgs-r.firstMsgs) / r.interval.Seconds(), nil
+}
+
+// blastReport is what the sink saw: msgs in datagrams, the first of which
+// held firstMsgs, over interval from the first arrival to the last.
+type blastReport struct {
+	msgs, datagrams, firstMsgs int64
+	interval                   time.Duration
+}
+
+func (r blastReport) String() string {
+	return fmt.Sprintf("msgs=%d datagrams=%d first_msgs=%d interval_ns=%d", r.msgs, r.datagrams, r.firstMsgs, r.interval.Nanoseconds())
+}
+
+func parseBlastReport(s string) (blastReport, error) {
+	var r blastReport
+	var ns int64
+	if _, err := fmt.Sscanf(s, "msgs=%d datagrams=%d first_msgs=%d interval_ns=%d", &r.msgs, &r.datagrams, &r.firstMsgs, &ns); err != nil {
+		return blastReport{}, fmt.Errorf("sink report %q: %w", s, err)
+	}
+	r.interval = time.Duration(ns)
+	return r, nil
+}
+
+// askBlastReport sends the sink empty datagrams, its end-of-blast mark,
+// until it answers with its report. The mark queues behind the data in the
+// sink's socket, so the sink has read every datagram that arrived before it
+// answers; the mark itself may be dropped when that socket is full, hence
+// the repeats.
+func askBlastReport(ctx context.Context, conn *net.UDPConn, sink netip.AddrPort) (blastReport, error) {
+	buf := make([]byte, 512)
+	giveUp := time.Now().Add(blastReportTimeout)
+	for time.Now().Before(giveUp) {
+		if err := ctx.Err(); err != nil {
+			return blastReport{}, err
+		}
+		if _, err := conn.WriteToUDPAddrPort(nil, sink); err != nil {
+			return blastReport{}, err
+		}
+		if err := conn.SetReadDeadline(time.Now().Add(50 * time.Millisecond)); err != nil {
+			return blastReport{}, err
+		}
+		n, from, err := conn.ReadFromUDPAddrPort(buf)
+		if errors.Is(err, os.ErrDeadlineExceeded) {
+			continue
+		}
+		if err != nil {
+			return blastReport{}, err
+		}
+		if from == sink {
+			return parseBlastReport(string(buf[:n]))
+		}
+	}
+	return blastReport{}, fmt.Errorf("no report from the sink in %v", blastReportTimeout)
+}
+
+func listenLoopbackUDP() (*net.UDPConn, error) {
+	conn, err := net.ListenUDP("udp4", &net.UDPAddr{IP: net.IPv4(127, 0, 0, 1)})
+	if err != nil {
+		return nil, err
+	}
+	// Best effort: the kernel caps the sizes silently, and a smaller buffer
+	// only means more drops in the blast.
+	_ = conn.SetReadBuffer(socketBufferBytes)
+	_ = conn.SetWriteBuffer(socketBufferBytes)
+	return conn, nil
+}
+
+// peerProcess is a running bench-peer child and the address it listens on.
+type peerProcess struct {
+	cmd    *exec.Cmd
+	stdin  io.WriteCloser
+	stdout *os.File
+	stderr *bytes.Buffer
+	exited chan struct{}
+	err    error // of cmd.Wait, once exited is closed
+	addr   netip.AddrPort
+}
+
+// startPeer starts the peer and waits for the address it prints. On any
+// error the child has been stopped already.
+func startPeer(ctx context.Context, peerCommand peerCommandFunc, args ...string) (*peerProcess, error) {
+	p := &peerProcess{cmd: peerCommand(args...), stderr: new(bytes.Buffer), exited: make(chan struct{})}
+	// The child exits when its stdin closes: when we stop it, and also when
+	// this process dies without stopping it, since the kernel closes the pipe.
+	stdin, err := p.cmd.StdinPipe()
+	if err != nil {
+		return nil, err
+	}
+	p.stdin = stdin
+	// A pipe of our own rather than StdoutPipe, which must not be read
+	// after Wait, and Wait runs as soon as the child starts.
+	r, w, err := os.Pipe()
+	if err != nil {
+		return nil, err
+	}
+	p.cmd.Stdout = w
+	p.cmd.Stderr = p.stderr
+	if err := p.cmd.Start(); err != nil {
+		r.Close()
+		w.Close()
+		return nil, fmt.Errorf("start peer %v: %w", args, err)
+	}
+	w.Close()
+	p.stdout = r
+	go func() {
+		p.err = p.cmd.Wait()
+		close(p.exited)
+	}()
+
+	line := make(chan string, 1)
+	go func() {
+		s, _ := bufio.NewReader(r).ReadString('\n')
+		line <- strings.TrimSpace(s)
+	}()
+	timeout := time.NewTimer(peerStartTimeout)
+	defer timeout.Stop()
+	var got string
+	select {
+	case got = <-line:
+	case <-p.exited:
+		// The line may have been printed just before the exit.
+		select {
+		case got = <-line:
+		default:
+		}
+	case <-timeout.C:
+		err = fmt.Errorf("peer %v printed no address in %v", args, peerStartTimeout)
+	case <-ctx.Done():
+		err = ctx.Err()
+	}
+	if err == nil {
+		addr, ok := strings.CutPrefix(got, "listening ")
+		if p.addr, err = netip.ParseAddrPort(addr); !ok || err != nil {
+			err = fmt.Errorf("peer %v printed %q, want \"listening <addr:port>\"", args, got)
+		}
+	}
+	if err != nil {
+		if stopErr := p.stop(); stopErr != nil {
+			err = fmt.Errorf("%w (%v)", err, stopErr)
+		}
+		return nil, err
+	}
+	return p, nil
+}
+
+// stop closes the child's stdin, which asks it to exit, and kills it if it
+// has not exited within peerStopTimeout. It returns the child's failure,
+// with what it wrote on stderr.
+func (p *peerProcess) stop() error {
+	p.stdin.Close()
+	timer := time.NewTimer(peerStopTimeout)
+	defer timer.Stop()
+	select {
+	case <-p.exited:
+	case <-timer.C:
+		_ = p.cmd.Process.Kill() // SIGKILL
+		<-p.exited
+	}
+	p.stdout.Close()
+	if p.err != nil {
+		return fmt.Errorf("peer: %w: %s", p.err, strings.TrimSpace(p.stderr.String()))
+	}
+	return nil
+}
+
+// stopInto stops the peer and reports its failure in *err unless *err
+// already holds the error that ended the run.
+func (p *peerProcess) stopInto(err *error) {
+	if stopErr := p.stop(); *err == nil {
+		*err = stopErr
+	}
+}
+
+// benchPeerCommand is the child side of `bench --mode baseline`. It is
+// hidden: only the bench runs it.
+func benchPeerCommand() *cli.Command {
+	return &cli.Command{
+		Name:   "bench-peer",
+		Usage:  "the other process of bench --mode baseline (echo or sink UDP on loopback)",
+		Hidden: true,
+		Flags: []cli.Flag{
+			&cli.StringFlag{Name: "role", Required: true, Usage: "echo | sink"},
+			&cli.StringFlag{Name: "addr", Value: "127.0.0.1:0", Usage: "UDP address to listen on"},
+			&cli.IntFlag{Name: "size", Value: 256, Usage: "bytes per message (the sink counts datagram bytes / size)"},
+		},
+		Action: func(c *cli.Context) error {
+			return runBenchPeer(c.String("role"), c.String("addr"), c.Int("size"), os.Stdin, os.Stdout)
+		},
+	}
+}
+
+// runBenchPeer listens on addr, prints "listening <addr:port>" on stdout,
+// and serves its role until stdin reaches EOF.
+func runBenchPeer(role, addr string, size int, stdin io.Reader, stdout io.Writer) error {
+	if role != "echo" && role != "sink" {
+		return fmt.Errorf("bench-peer: --role %q (want echo or sink)", role)
+	}
+	if size < 1 || size > maxUDPPayloadBytes {
+		return fmt.Errorf("bench-peer: --size %d out of range (1..%d)", size, maxUDPPayloadBytes)
+	}
+	ap, err := netip.ParseAddrPort(addr)
+	if err != nil {
+		return fmt.Errorf("bench-peer: --addr: %w", err)
+	}
+	conn, err := net.ListenUDP("udp", net.UDPAddrFromAddrPort(ap))
+	if err != nil {
+		return fmt.Errorf("bench-peer: %w", err)
+	}
+	_ = conn.SetReadBuffer(socketBufferBytes)
+	_ = conn.SetWriteBuffer(socketBufferBytes)
+	go func() {
+		_, _ = io.Copy(io.Discard, stdin)
+		conn.Close()
+	}()
+	if _, err := fmt.Fprintf(stdout, "listening %s\n", conn.LocalAddr()); err != nil {
+		conn.Close()
+		return err
+	}
+	if role == "echo" {
+		err = serveEcho(conn)
+	} else {
+		err = serveSink(conn, size)
+	}
+	if errors.Is(err, net.ErrClosed) {
+		return nil
+	}
+	return fmt.Errorf("bench-peer %s: %w", role, err)
+}
+
+// serveEcho sends every datagram back where it came from.
+func serveEcho(conn *net.UDPConn) error {
+	buf := make([]byte, maxUDPPayloadBytes)
+	for {
+		n, _, _, from, err := conn.ReadMsgUDPAddrPort(buf, nil)
+		if err != nil {
+			return err
+		}
+		if _, err := conn.WriteToUDPAddrPort(buf[:n], from); err != nil {
+			return err
+		}
+	}
+}
+
+// serveSink counts the messages (datagram bytes / size) that arrive, and
+// answers each empty datagram, the end-of-blast mark, with its counts so
+// far. Only the data datagrams move the interval.
+func serveSink(conn *net.UDPConn, size int) error {
+	buf := make([]byte, maxUDPPayloadBytes)
+	var r blastReport
+	var first time.Time
+	for {
+		n, _, _, from, err := conn.ReadMsgUDPAddrPort(buf, nil)
+		if err != nil {
+			return err
+		}
+		if n == 0 {
+			if _, err := conn.WriteToUDPAddrPort([]byte(r.String()), from); err != nil {
+				return err
+			}
+			continue
+		}
+		now := time.Now()
+		msgs := int64(max(1, n/size))
+		if r.datagrams == 0 {
+			first = now
+			r.firstMsgs = msgs
+		}
+		r.datagrams++
+		r.msgs += msgs
+		r.interval = now.Sub(first)
+	}
+}
