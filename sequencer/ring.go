@@ -31,6 +31,11 @@ type slotMeta struct {
 
 func (r *ring) init(packets, size int) {
 	r.mem = make([]byte, packets*size)
+	// Touch every page now: the kernel maps fresh zero pages lazily, and a
+	// page fault on the hot path costs more than a thousand commands.
+	for i := 0; i < len(r.mem); i += 4096 {
+		r.mem[i] = 0
+	}
 	r.size = size
 	r.meta = make([]slotMeta, packets)
 }

@@ -1,6 +1,10 @@
 package sequencer
 
-import "github.com/seqd/seqd/wire"
+import (
+	"encoding/binary"
+
+	"github.com/seqd/seqd/wire"
+)
 
 // sender is the dedupe entry of one (account, instance): the incarnation
 // on record, the last cmdSeq sequenced, and the command being reassembled.
@@ -77,7 +81,7 @@ func (c *Core) stepCommand(now int64, frame []byte) error {
 		c.stats.Malformed++
 		return err
 	}
-	if err := c.checkCommands(); err != nil {
+	if err := c.checkCommands(frame); err != nil {
 		c.stats.Malformed++
 		return err
 	}
@@ -135,22 +139,33 @@ func (c *Core) stepCommand(now int64, frame []byte) error {
 
 // checkCommands rejects, before anything changes, commands that decode but
 // that the sequencer cannot take: oversized ones and bad timer requests.
-func (c *Core) checkCommands() error {
-	p := c.cmd // a copy: its cursor is consumed here
-	cmd := &c.c
+// It walks the record headers of the frame DecodeCommand has validated
+// (layout in package wire's doc) instead of decoding every command: this
+// pass runs for every frame and only timer requests need a closer look.
+func (c *Core) checkCommands(frame []byte) error {
 	max := uint64(c.cfg.MaxMessageBytes)
-	for p.Next(cmd) {
-		if uint64(cmd.Total) > max {
+	b := frame[wire.CommandHeaderBytes:]
+	for len(b) > 0 {
+		n := int(binary.LittleEndian.Uint16(b[8:]))
+		flags := b[10]
+		h := wire.CommandRecordBytes
+		total := uint64(n)
+		if flags&wire.CmdFragment != 0 {
+			total = uint64(binary.LittleEndian.Uint32(b[12:]))
+			h += wire.FragmentHeaderBytes
+		}
+		if total > max {
 			return ErrCommandTooLarge
 		}
-		if cmd.Flags&wire.CmdTimer != 0 {
-			if cmd.Flags&wire.CmdFragment != 0 {
+		if flags&wire.CmdTimer != 0 {
+			if flags&wire.CmdFragment != 0 {
 				return ErrFragmentedTimer
 			}
-			if err := wire.DecodeTimerRequest(cmd.Payload, &c.tr); err != nil {
+			if err := wire.DecodeTimerRequest(b[h:h+n], &c.tr); err != nil {
 				return err
 			}
 		}
+		b = b[h+n:]
 	}
 	return nil
 }

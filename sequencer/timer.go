@@ -1,6 +1,10 @@
 package sequencer
 
-import "github.com/seqd/seqd/wire"
+import (
+	"math"
+
+	"github.com/seqd/seqd/wire"
+)
 
 // timerKey names a centralized timer: the requester and its timer ID.
 type timerKey struct {
@@ -162,12 +166,15 @@ func (c *Core) fireTimers() {
 		c.emitInternal(wire.FlagInternal|wire.FlagSeqGen, 0, 0, 0)
 		c.stats.TimersFired++
 		if tm.period > 0 {
-			next := tm.at + ((c.now-tm.at)/tm.period+1)*tm.period
-			if next <= tm.at { // overflowed int64: the timer can never fire again
-				t.cancel(tm.key)
+			// In uint64 so that far-apart times cannot overflow:
+			// now-at < 2^64 always, and the step is whole periods.
+			behind := uint64(c.now - tm.at)
+			step := (behind/uint64(tm.period) + 1) * uint64(tm.period)
+			if step <= behind || step > uint64(math.MaxInt64)-uint64(tm.at) {
+				t.cancel(tm.key) // the next firing is past the end of time
 				continue
 			}
-			tm.at = next
+			tm.at += int64(step)
 			t.down(0)
 		} else {
 			t.cancel(tm.key)

@@ -2,6 +2,7 @@ package sequencer
 
 import (
 	"fmt"
+	"math"
 	"slices"
 	"testing"
 	"time"
@@ -241,5 +242,31 @@ func TestCore_Activation(t *testing.T) {
 				t.Fatalf("stream\n%q\nwant\n%q", got, tt.want)
 			}
 		})
+	}
+}
+
+// TestCore_TimerFarTimes checks times near the ends of int64: a periodic
+// timer far in the past fires once and one whose next period would pass
+// the end of time is dropped, instead of looping or wrapping.
+func TestCore_TimerFarTimes(t *testing.T) {
+	c, sink := newCore(t, testConfig())
+	mustStep(t, c, 100, frame(t, acctA, 1, 0,
+		timerCmd(t, 1, wire.TimerRequest{ID: 1, At: math.MinInt64 + 5, Period: 3}),
+		timerCmd(t, 2, wire.TimerRequest{ID: 2, At: math.MaxInt64 - 10, Period: math.MaxInt64})))
+	c.Tick(1000)
+	c.Tick(math.MaxInt64 - 5)
+	c.Tick(math.MaxInt64)
+	c.Tick(math.MaxInt64)
+	want := []firing{
+		{1, math.MinInt64 + 5, 1000},
+		{1, 1002, math.MaxInt64 - 5},
+		{2, math.MaxInt64 - 10, math.MaxInt64 - 5},
+		{1, math.MaxInt64 - 4, math.MaxInt64}, // the last period before the end of time
+	}
+	if got := timerFirings(decodeStream(t, sink.published, 1472)); !slices.Equal(got, want) {
+		t.Fatalf("firings %v, want %v", got, want)
+	}
+	if len(c.timers.heap) != 0 || len(c.timers.index) != 0 {
+		t.Fatalf("%d timers still scheduled", len(c.timers.heap))
 	}
 }
