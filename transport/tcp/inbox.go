@@ -3,6 +3,7 @@ package tcp
 import (
 	"encoding/binary"
 	"sync"
+	"sync/atomic"
 
 	"github.com/seqd/seqd/transport"
 )
@@ -42,6 +43,9 @@ type inbox struct {
 	// ready wakes a waiting Poll; buffered so a push between Poll's check
 	// and its wait is not missed.
 	ready chan struct{}
+	// also, if set, is signalled with ready: a hybrid server waiting on
+	// several endpoints at once (see Server.NotifyOnReceive).
+	also atomic.Pointer[chan<- struct{}]
 }
 
 func newInbox(bytes int) *inbox {
@@ -96,6 +100,12 @@ func (q *inbox) signal() {
 	select {
 	case q.ready <- struct{}{}:
 	default:
+	}
+	if also := q.also.Load(); also != nil {
+		select {
+		case *also <- struct{}{}:
+		default:
+		}
 	}
 }
 

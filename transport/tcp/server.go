@@ -198,6 +198,12 @@ func (s *Server) Poll(h transport.Handler, wait time.Duration) (int, error) {
 	return s.ep.poll(h, wait)
 }
 
+// NotifyOnReceive makes the server also signal ch (without blocking: give
+// it a buffer of 1) whenever frames arrive, so that a caller serving
+// several endpoints from one goroutine (package hybrid) can wait on all of
+// them at once. Call it before polling.
+func (s *Server) NotifyOnReceive(ch chan<- struct{}) { s.ep.inbox.also.Store(&ch) }
+
 // Disconnect closes the connection of peer (an operator kicking a node, or
 // a test). The client reconnects by itself. It reports whether peer was
 // connected.
