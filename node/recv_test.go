@@ -408,3 +408,21 @@ func TestCore_OverflowBeyondRingIsNakedLater(t *testing.T) {
 		t.Fatalf("delivered %v", got)
 	}
 }
+
+func TestCore_FragmentInProgressIsNotAGapUntilHeartbeat(t *testing.T) {
+	s := newStream(t)
+	c, _, o := newTestCore(t, testConfig())
+	frag := rec{payload: bytes.Repeat([]byte("y"), 100), flags: wire.FlagFragment, total: 300}
+	step(t, c, 0, s.msgs(1, 1), s.packet(2, 1, 0, frag))
+	c.Tick(int64(time.Second))
+	if n := len(o.naks(t)); n != 0 {
+		t.Fatalf("%d NAKs for a message still being published", n)
+	}
+	// The heartbeat says seq 2 was published whole: its tail is lost.
+	step(t, c, int64(time.Second), s.heartbeat(3, 2, 0))
+	c.Tick(int64(2 * time.Second))
+	naks := o.naks(t)
+	if len(naks) != 1 || naks[0].FromSeq != 2 || naks[0].ToSeq != 2 || naks[0].FromOffset != 100 {
+		t.Fatalf("NAKs %+v, want 2..2 from offset 100", naks)
+	}
+}
