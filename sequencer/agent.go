@@ -1,0 +1,108 @@
+package sequencer
+
+import (
+	"context"
+	"sync"
+	"time"
+
+	"github.com/seqd/seqd/transport"
+)
+
+// Agent is the thin shell that runs a Core over a transport.Server: one
+// goroutine polls frames, steps them into the core, flushes when the input
+// is drained (the idle flush), ticks, and flushes the transport. The core
+// never sees a socket, a goroutine or the wall clock.
+type Agent struct {
+	core  *Core
+	srv   transport.Server
+	clock func() int64
+	wait  time.Duration
+
+	onFrame transport.Handler
+
+	mu    sync.Mutex // guards stats and published, copied from the core on the Run goroutine
+	stats Stats
+	seq   uint64
+}
+
+// agentSink publishes the core's output on the server.
+type agentSink struct{ srv transport.Server }
+
+func (s agentSink) Publish(p []byte)                    { _ = s.srv.Publish(p) }
+func (s agentSink) SendTo(to transport.Peer, p []byte) { _ = s.srv.SendTo(to, p) }
+
+// NewAgent builds a Core for cfg publishing on srv, reading time from
+// clock (ns; the core keeps it monotonic).
+func NewAgent(cfg Config, srv transport.Server, clock func() int64) (*Agent, error) {
+	core, err := New(cfg, agentSink{srv})
+	if err != nil {
+		return nil, err
+	}
+	a := &Agent{core: core, srv: srv, clock: clock, wait: cfg.HeartbeatInterval / 4}
+	if a.wait <= 0 || a.wait > time.Millisecond {
+		a.wait = time.Millisecond
+	}
+	a.onFrame = a.frame
+	return a, nil
+}
+
+// Core returns the state machine. Use it only before Run starts or after it
+// returns; while it runs, read Stats and Published instead.
+func (a *Agent) Core() *Core { return a.core }
+
+func (a *Agent) frame(frame []byte, from transport.Peer) {
+	// A malformed frame is counted by the core and dropped; there is no
+	// one to return the error to.
+	_ = a.core.Step(a.clock(), frame, from)
+}
+
+// Run serves until ctx ends or the transport fails. It returns ctx.Err()
+// on cancellation.
+func (a *Agent) Run(ctx context.Context) error {
+	a.core.Flush(a.clock())
+	lastSnap := time.Now()
+	for {
+		if err := ctx.Err(); err != nil {
+			a.snapshot()
+			return err
+		}
+		if _, err := a.srv.Poll(a.onFrame, a.wait); err != nil {
+			a.snapshot()
+			return err
+		}
+		now := a.clock()
+		a.core.Flush(now)
+		a.core.Tick(now)
+		if err := a.srv.Flush(); err != nil {
+			a.snapshot()
+			return err
+		}
+		if t := time.Now(); t.Sub(lastSnap) > 50*time.Millisecond {
+			lastSnap = t
+			a.snapshot()
+		}
+	}
+}
+
+func (a *Agent) snapshot() {
+	a.mu.Lock()
+	a.stats = a.core.Stats()
+	a.seq = a.core.NextSeq() - 1
+	a.mu.Unlock()
+}
+
+// Stats returns the core's counters as of a recent loop iteration; safe
+// from any goroutine.
+func (a *Agent) Stats() Stats {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return a.stats
+}
+
+// LastSeq returns the last sequence number assigned, as of a recent loop
+// iteration; safe from any goroutine.
+func (a *Agent) LastSeq() uint64 {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return a.seq
+}
