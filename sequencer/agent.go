@@ -28,7 +28,7 @@ type Agent struct {
 // agentSink publishes the core's output on the server.
 type agentSink struct{ srv transport.Server }
 
-func (s agentSink) Publish(p []byte)                    { _ = s.srv.Publish(p) }
+func (s agentSink) Publish(p []byte)                   { _ = s.srv.Publish(p) }
 func (s agentSink) SendTo(to transport.Peer, p []byte) { _ = s.srv.SendTo(to, p) }
 
 // NewAgent builds a Core for cfg publishing on srv, reading time from
