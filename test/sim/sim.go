@@ -6,7 +6,6 @@ import (
 	"math/rand/v2"
 	"time"
 
-	"github.com/seqd/seqd/node"
 	"github.com/seqd/seqd/sequencer"
 	"github.com/seqd/seqd/transport"
 	"github.com/seqd/seqd/transport/fault"
