@@ -119,7 +119,7 @@ func (benchSender) OnMessage(*node.Message) {}
 // memSink publishes the sequencer's packets on the mem network.
 type memSink struct{ srv transport.Server }
 
-func (s memSink) Publish(p []byte)                    { _ = s.srv.Publish(p) }
+func (s memSink) Publish(p []byte)                   { _ = s.srv.Publish(p) }
 func (s memSink) SendTo(to transport.Peer, p []byte) { _ = s.srv.SendTo(to, p) }
 
 // clientOut hands a node core's frames to its mem client.
