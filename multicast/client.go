@@ -1,0 +1,54 @@
+package multicast
+
+import (
+	"github.com/seqd/seqd/transport"
+)
+
+// SequencerPeer is the Peer a Client reports for frames the sequencer sent
+// to it alone (unicast replies); stream frames come from transport.NoPeer.
+const SequencerPeer transport.Peer = 1
+
+// Client is a node's end: it reads the event stream from StreamGroup and
+// unicast replies on its own socket, and sends commands and NAKs to
+// CommandGroup from that socket (so its address is the one the sequencer
+// answers). It implements transport.Client and transport.Stats.
+type Client struct {
+	endpoint
+}
+
+var _ transport.Client = (*Client)(nil)
+var _ transport.Stats = (*Client)(nil)
+
+// NewClient joins StreamGroup on cfg.Interface and opens its unicast socket
+// on an ephemeral port.
+func NewClient(cfg Config) (*Client, error) {
+	c, err := cfg.resolve()
+	if err != nil {
+		return nil, err
+	}
+	stream, err := listenGroup(c, c.streamUDP)
+	if err != nil {
+		return nil, err
+	}
+	uni, err := listenSender(c)
+	if err != nil {
+		stream.conn.Close()
+		return nil, err
+	}
+	rs := newReceiver(stream, c, 2)
+	ru := newReceiver(uni, c, 3)
+	ru.from = SequencerPeer
+	cl := &Client{endpoint{
+		cfg: c, role: "client", rx: []*receiver{rs, ru}, sockets: []*socket{stream, uni},
+		sender: uni, out: newSendQueue(uni, c),
+	}}
+	if err := cl.init(); err != nil {
+		stream.conn.Close()
+		uni.conn.Close()
+		return nil, err
+	}
+	return cl, nil
+}
+
+// Send queues frame for the sequencer (one datagram to CommandGroup).
+func (c *Client) Send(frame []byte) error { return c.queue(frame, c.cfg.cmdUDP) }

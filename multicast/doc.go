@@ -1,0 +1,60 @@
+// Package multicast is seqd's UDP multicast transport: a transport.Server
+// for the sequencer and a transport.Client for nodes, over IPv4 multicast
+// on one interface. It is the only package that imports golang.org/x/net/ipv4.
+//
+// # Sockets
+//
+// The server sends the event stream to StreamGroup (default
+// 239.77.0.1:9100) from a socket on an ephemeral port, which also carries
+// its unicast replies (SendTo). It joins CommandGroup (default
+// 239.77.0.2:9101) and reads commands and NAKs there, so after a failover
+// whichever sequencer is primary hears them with no reconfiguration. It
+// maps each sender's address to a transport.Peer in a fixed table (lookups
+// allocate nothing; a new sender costs one allocation).
+//
+// A client joins StreamGroup, and sends to CommandGroup from its own
+// ephemeral-port socket, on which it also receives the server's unicast
+// replies (from SequencerPeer; stream frames come from transport.NoPeer).
+// Group sockets set SO_REUSEADDR (many members per host share the port)
+// and IP_MULTICAST_ALL=0 (hear only the groups they joined, so sessions
+// on one host need only distinct groups). One frame is one datagram.
+//
+// # Batched I/O, buffers and threads
+//
+// Sends are queued by copying into an arena allocated once and handed to
+// the kernel with sendmmsg (ipv4.PacketConn.WriteBatch) on Flush, when a
+// batch of BatchSize fills, or when Poll starts. Reads use recvmmsg
+// directly (not ipv4.PacketConn.ReadBatch, which allocates a source
+// address per datagram) into BatchSize slots of MaxDatagramBytes each,
+// allocated once per socket; the handler's frame is a view of a slot,
+// valid only during the call. Nothing is allocated per datagram.
+//
+// No goroutine is started. Poll reads every receive socket without
+// blocking; when all are empty and wait > 0 it parks in epoll_wait on an
+// epoll set holding the receive sockets and an eventfd, so a client
+// waits on its two sockets at once without spinning a core, and Close
+// (from any goroutine) signals the eventfd to unblock it. A timed wait is
+// rounded up to whole milliseconds. An endpoint is used by one goroutine
+// at a time; Close and Counters may be called from any goroutine.
+//
+// Fault injection (Config.Faults, from SEQD_FAULTS) passes every received
+// datagram through a seeded fault.Injector, one per socket (stream ids
+// derived from Config.FaultStream); a datagram held back for reordering is
+// released when its socket is next found empty. Counters().Dropped counts
+// injected losses, oversized datagrams and datagrams the kernel refused.
+//
+// # Host configuration
+//
+//   - Socket buffers: the kernel caps SO_RCVBUF/SO_SNDBUF at
+//     net.core.rmem_max/wmem_max unless the process may use SO_RCVBUFFORCE
+//     (root or CAP_NET_ADMIN), which is tried first. Granted and SocketInfo
+//     report what was granted; raise the caps with
+//     sysctl -w net.core.rmem_max=16777216 net.core.wmem_max=16777216.
+//   - Interface: the groups are joined and sent on Config.Interface (the
+//     sockets set IP_MULTICAST_IF), so no multicast route is needed; tools
+//     that rely on routing want ip route add 224.0.0.0/4 dev <if>. On one
+//     host, "lo" works with Loopback on (IP_MULTICAST_LOOP), with or without
+//     ip link set lo multicast on.
+//   - TTL 1 keeps the stream on the local subnet; routed multicast needs a
+//     larger TTL and IGMP/PIM-capable switches and routers.
+package multicast

@@ -1,0 +1,225 @@
+package multicast
+
+import (
+	"errors"
+	"fmt"
+	"net"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/seqd/seqd/transport"
+)
+
+// maxRounds bounds the batches read from each socket in one Poll, so a
+// flooded endpoint still returns to its caller's other work.
+const maxRounds = 4
+
+// endpoint is what Server and Client share: receive sockets polled
+// together, one sending socket with its queue, counters and Close.
+//
+// Lock order: pollMu only. Poll and Close hold pollMu while they touch raw
+// file descriptors (recvmmsg, epoll), so Close cannot close an fd that
+// Poll is using and the kernel cannot hand its number to someone else
+// under Poll's feet. Close first wakes the poller, so a Poll parked in
+// epoll_wait returns and lets go of pollMu at once.
+type endpoint struct {
+	cfg     *resolved
+	role    string
+	rx      []*receiver
+	sockets []*socket // every socket, closed by Close
+	sender  *socket
+	out     *sendQueue
+	poller  *poller
+
+	pollMu sync.Mutex
+	closed atomic.Bool
+	once   sync.Once
+
+	// Counters published after each batch, so Counters may be read from
+	// another goroutine (metrics) without a race.
+	framesSent, bytesSent, framesRecv, bytesRecv, dropped atomic.Uint64
+}
+
+func (e *endpoint) init() error {
+	fds := make([]int, len(e.rx))
+	for i, r := range e.rx {
+		fds[i] = r.s.fd
+	}
+	p, err := newPoller(fds...)
+	if err != nil {
+		return err
+	}
+	e.poller = p
+	return nil
+}
+
+// queue adds frame for to, mapping errors of a closed socket.
+func (e *endpoint) queue(frame []byte, to *net.UDPAddr) error {
+	if e.closed.Load() {
+		return transport.ErrClosed
+	}
+	err := e.out.add(frame, to)
+	e.publishSent()
+	return e.mapErr(err)
+}
+
+// Flush hands every queued frame to the kernel.
+func (e *endpoint) Flush() error {
+	if e.closed.Load() {
+		return transport.ErrClosed
+	}
+	if e.out.n == 0 {
+		return nil
+	}
+	err := e.out.flush()
+	e.publishSent()
+	return e.mapErr(err)
+}
+
+func (e *endpoint) mapErr(err error) error {
+	if err != nil && (e.closed.Load() || errors.Is(err, net.ErrClosed)) {
+		return transport.ErrClosed
+	}
+	return err
+}
+
+func (e *endpoint) publishSent() {
+	q := e.out
+	if q.frames|q.bytes|q.failed != 0 {
+		e.framesSent.Add(q.frames)
+		e.bytesSent.Add(q.bytes)
+		e.dropped.Add(q.failed)
+		q.frames, q.bytes, q.failed = 0, 0, 0
+	}
+}
+
+// Poll hands every frame that has arrived to h, waiting up to wait for the
+// first; see transport.Server.Poll.
+func (e *endpoint) Poll(h transport.Handler, wait time.Duration) (int, error) {
+	e.pollMu.Lock()
+	n, err := e.pollLocked(h, wait)
+	e.pollMu.Unlock()
+	return n, err
+}
+
+func (e *endpoint) pollLocked(h transport.Handler, wait time.Duration) (int, error) {
+	// Output goes first, even for wait 0: callers queue and then poll, and
+	// replies should not sit in the queue while we read.
+	if e.out.n > 0 && !e.closed.Load() {
+		if err := e.Flush(); err != nil {
+			return 0, err
+		}
+	}
+	var deadline time.Time
+	for {
+		if e.closed.Load() {
+			return 0, transport.ErrClosed
+		}
+		n, err := e.drain(h)
+		if n > 0 || err != nil || wait <= 0 {
+			return n, err
+		}
+		if deadline.IsZero() {
+			deadline = time.Now().Add(wait)
+		} else if wait = time.Until(deadline); wait <= 0 {
+			return 0, nil
+		}
+		woken, err := e.poller.wait(wait)
+		if woken {
+			return 0, transport.ErrClosed
+		}
+		if err != nil {
+			return 0, fmt.Errorf("multicast: %s poll: %w", e.role, err)
+		}
+	}
+}
+
+// drain reads what is available on every socket without blocking and
+// returns the frames delivered.
+func (e *endpoint) drain(h transport.Handler) (int, error) {
+	var delivered uint64
+	for round := 0; round < maxRounds; round++ {
+		more := false
+		for _, r := range e.rx {
+			before, drops := r.frames, r.faultDrops()
+			k, err := r.read(h)
+			if k == 0 {
+				r.release(h) // idle: a held-back datagram goes now
+			}
+			more = more || k == len(r.msgs)
+			delivered += r.frames - before
+			e.framesRecv.Add(r.frames - before)
+			e.bytesRecv.Add(r.bytes)
+			r.bytes = 0
+			e.dropped.Add(r.faultDrops() - drops + r.truncated)
+			r.truncated = 0
+			if err != nil {
+				return int(delivered), fmt.Errorf("multicast: %s recvmmsg: %w", e.role, err)
+			}
+		}
+		if !more {
+			break
+		}
+	}
+	return int(delivered), nil
+}
+
+// Counters returns the endpoint's totals; safe from any goroutine.
+// Dropped counts datagrams discarded by fault injection, datagrams longer
+// than MaxDatagramBytes, and datagrams the kernel refused to send.
+func (e *endpoint) Counters() transport.Counters {
+	return transport.Counters{
+		FramesSent:     e.framesSent.Load(),
+		FramesReceived: e.framesRecv.Load(),
+		BytesSent:      e.bytesSent.Load(),
+		BytesReceived:  e.bytesRecv.Load(),
+		Dropped:        e.dropped.Load(),
+	}
+}
+
+// MaxFrameBytes is the largest frame carried (MaxDatagramBytes).
+func (e *endpoint) MaxFrameBytes() int { return e.cfg.MaxDatagramBytes }
+
+// Close releases the sockets and makes a Poll blocked in another goroutine
+// return transport.ErrClosed. It is safe from any goroutine, more than once.
+func (e *endpoint) Close() error {
+	if e.closed.Swap(true) {
+		return nil
+	}
+	e.poller.wake()
+	e.pollMu.Lock()
+	for _, s := range e.sockets {
+		s.conn.Close()
+	}
+	e.poller.close()
+	e.pollMu.Unlock()
+	return nil
+}
+
+// Granted returns the receive and send buffer sizes the kernel granted
+// (as getsockopt reports them: Linux doubles the size asked for, to count
+// its bookkeeping, so a granted value below the one asked means capped).
+func (e *endpoint) Granted() (rcv, snd int) {
+	return e.rx[0].s.rcvGranted, e.sender.sndGranted
+}
+
+// SocketInfo describes the endpoint in one line for a shell to log at start,
+// with the fix when the kernel capped the buffers.
+func (e *endpoint) SocketInfo() string {
+	c := e.cfg
+	rcv, snd := e.Granted()
+	s := fmt.Sprintf("multicast %s: stream %s, commands %s, interface %s, ttl %d, loopback %t, batch %d, max datagram %d B, SO_RCVBUF %d (asked %d), SO_SNDBUF %d (asked %d), local %s",
+		e.role, c.StreamGroup, c.CommandGroup, c.Interface, c.TTL, c.Loopback, c.BatchSize, c.MaxDatagramBytes,
+		rcv, c.ReadBufferBytes, snd, c.WriteBufferBytes, e.sender.conn.LocalAddr())
+	if c.Faults.Enabled() {
+		s += ", faults " + c.Faults.String()
+	}
+	if rcv < c.ReadBufferBytes {
+		s += fmt.Sprintf("; kernel capped SO_RCVBUF at %d: raise net.core.rmem_max (sysctl -w net.core.rmem_max=%d) or run with CAP_NET_ADMIN", rcv, c.ReadBufferBytes)
+	}
+	if snd < c.WriteBufferBytes {
+		s += fmt.Sprintf("; kernel capped SO_SNDBUF at %d: raise net.core.wmem_max (sysctl -w net.core.wmem_max=%d) or run with CAP_NET_ADMIN", snd, c.WriteBufferBytes)
+	}
+	return s
+}

@@ -1,0 +1,74 @@
+package multicast
+
+import (
+	"fmt"
+	"math"
+	"time"
+
+	"golang.org/x/sys/unix"
+)
+
+// poller waits, without spinning, until any of an endpoint's sockets is
+// readable or Close wakes it: an epoll set holding the sockets and an
+// eventfd. Go's own netpoller cannot wait on two sockets from one
+// goroutine, and a goroutine per socket would add a hand-off (and a copy)
+// per datagram; epoll_wait parks only the polling goroutine's thread, and
+// only when there is nothing to read.
+type poller struct {
+	epfd, evfd int
+	events     [4]unix.EpollEvent
+}
+
+func newPoller(fds ...int) (*poller, error) {
+	epfd, err := unix.EpollCreate1(unix.EPOLL_CLOEXEC)
+	if err != nil {
+		return nil, fmt.Errorf("multicast: epoll_create1: %w", err)
+	}
+	evfd, err := unix.Eventfd(0, unix.EFD_CLOEXEC|unix.EFD_NONBLOCK)
+	if err != nil {
+		unix.Close(epfd)
+		return nil, fmt.Errorf("multicast: eventfd: %w", err)
+	}
+	p := &poller{epfd: epfd, evfd: evfd}
+	for _, fd := range append(fds, evfd) {
+		ev := unix.EpollEvent{Events: unix.EPOLLIN, Fd: int32(fd)}
+		if err := unix.EpollCtl(epfd, unix.EPOLL_CTL_ADD, fd, &ev); err != nil {
+			p.close()
+			return nil, fmt.Errorf("multicast: epoll_ctl: %w", err)
+		}
+	}
+	return p, nil
+}
+
+// wait blocks until a socket is readable, d passes (rounded up to a
+// millisecond, epoll's unit) or wake is called; it reports the wake.
+func (p *poller) wait(d time.Duration) (woken bool, err error) {
+	ms := int64((d + time.Millisecond - 1) / time.Millisecond)
+	if ms > math.MaxInt32 {
+		ms = math.MaxInt32
+	}
+	n, err := unix.EpollWait(p.epfd, p.events[:], int(ms))
+	if err == unix.EINTR {
+		return false, nil
+	}
+	if err != nil {
+		return false, err
+	}
+	for i := range n {
+		if int(p.events[i].Fd) == p.evfd {
+			return true, nil
+		}
+	}
+	return false, nil
+}
+
+// wake makes a current or later wait return woken; safe from any goroutine.
+func (p *poller) wake() {
+	one := [8]byte{1}
+	_, _ = unix.Write(p.evfd, one[:])
+}
+
+func (p *poller) close() {
+	unix.Close(p.evfd)
+	unix.Close(p.epfd)
+}

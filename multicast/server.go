@@ -1,0 +1,66 @@
+package multicast
+
+import (
+	"net"
+
+	"github.com/seqd/seqd/transport"
+)
+
+// Server is the sequencer's end: it publishes the event stream to
+// StreamGroup and receives commands and NAKs sent to CommandGroup. It
+// implements transport.Server and transport.Stats.
+type Server struct {
+	endpoint
+	stream *net.UDPAddr
+	peers  *peerTable
+}
+
+var _ transport.Server = (*Server)(nil)
+var _ transport.Stats = (*Server)(nil)
+
+// NewServer joins CommandGroup on cfg.Interface and opens the socket that
+// sends the stream (and unicast replies) from an ephemeral port.
+func NewServer(cfg Config) (*Server, error) {
+	c, err := cfg.resolve()
+	if err != nil {
+		return nil, err
+	}
+	cmd, err := listenGroup(c, c.cmdUDP)
+	if err != nil {
+		return nil, err
+	}
+	out, err := listenSender(c)
+	if err != nil {
+		cmd.conn.Close()
+		return nil, err
+	}
+	s := &Server{stream: c.streamUDP, peers: newPeerTable()}
+	r := newReceiver(cmd, c, 1)
+	r.peers = s.peers
+	s.endpoint = endpoint{
+		cfg: c, role: "server", rx: []*receiver{r}, sockets: []*socket{cmd, out},
+		sender: out, out: newSendQueue(out, c),
+	}
+	if err := s.init(); err != nil {
+		cmd.conn.Close()
+		out.conn.Close()
+		return nil, err
+	}
+	return s, nil
+}
+
+// Publish queues frame for every client (one datagram to StreamGroup).
+func (s *Server) Publish(frame []byte) error { return s.queue(frame, s.stream) }
+
+// SendTo queues frame for one client, unicast to the address its commands
+// came from.
+func (s *Server) SendTo(to transport.Peer, frame []byte) error {
+	a := s.peers.addr(to)
+	if a == nil {
+		if s.closed.Load() {
+			return transport.ErrClosed
+		}
+		return ErrUnknownPeer
+	}
+	return s.queue(frame, a)
+}
