@@ -1,0 +1,37 @@
+package multicast
+
+import (
+	"testing"
+
+	"golang.org/x/net/ipv4"
+)
+
+// BenchmarkReadBatchXNet keeps the measurement behind receiver's choice of
+// raw recvmmsg: x/net's ReadBatch on the same socket allocates per
+// datagram (it builds a *net.UDPAddr for each Message.Addr).
+func BenchmarkReadBatchXNet(b *testing.B) {
+	cfg := testConfig(b)
+	srv, cls := session(b, cfg, 1)
+	pc := cls[0].rx[0].s.pc
+	msgs := make([]ipv4.Message, cfg.BatchSize)
+	for i := range msgs {
+		msgs[i].Buffers = [][]byte{make([]byte, 2048)}
+	}
+	frame := make([]byte, 256)
+	b.ReportAllocs()
+	b.ResetTimer()
+	for sent, got := 0, 0; got < b.N; {
+		if sent == got {
+			for range min(cfg.BatchSize, b.N-sent) {
+				srv.Publish(frame)
+				sent++
+			}
+			srv.Flush()
+		}
+		n, err := pc.ReadBatch(msgs, 0) // blocks until at least one arrives
+		if err != nil {
+			b.Fatal(err)
+		}
+		got += n
+	}
+}
