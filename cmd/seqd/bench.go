@@ -3,7 +3,9 @@ package main
 import (
 	"errors"
 	"fmt"
+	"os"
 	"runtime"
+	"runtime/pprof"
 	"time"
 
 	"github.com/urfave/cli/v2"
@@ -27,6 +29,7 @@ func benchCommand() *cli.Command {
 			&cli.IntFlag{Name: "count", Value: 3_000_000, Usage: "messages in all"},
 			&cli.BoolFlag{Name: "batch", Value: true, Usage: "let nodes put several commands in one frame"},
 			&cli.StringFlag{Name: "out", Usage: "write latency histograms (CSV and PNG) into this directory"},
+			&cli.StringFlag{Name: "cpuprofile", Usage: "write a CPU profile of this process to the file"},
 		},
 		Action: func(c *cli.Context) error {
 			opt := benchOptions{
@@ -40,6 +43,17 @@ func benchCommand() *cli.Command {
 			if err := opt.validate(); err != nil {
 				return err
 			}
+			if p := c.String("cpuprofile"); p != "" {
+				f, err := os.Create(p)
+				if err != nil {
+					return err
+				}
+				defer f.Close()
+				if err := pprof.StartCPUProfile(f); err != nil {
+					return err
+				}
+				defer pprof.StopCPUProfile()
+			}
 			if opt.mode == "baseline" {
 				return runBaseline(c.Context, opt.size, opt.count, opt.batch, c.String("out"))
 			}
@@ -49,8 +63,10 @@ func benchCommand() *cli.Command {
 					return fmt.Errorf("bench: --mode %s needs a real transport (udp or tcp)", opt.mode)
 				}
 				return benchMem(opt)
+			case "udp", "tcp":
+				return benchProcesses(c.Context, opt, c.String("out"))
 			}
-			return fmt.Errorf("bench: --transport %q not supported yet (want mem)", opt.transport)
+			return fmt.Errorf("bench: --transport %q not supported yet (want mem, udp or tcp)", opt.transport)
 		},
 	}
 }

@@ -18,6 +18,9 @@ func main() {
 			demoCommand(),
 			benchCommand(),
 			benchPeerCommand(),
+			sequencerCommand(),
+			nodeCommand(),
+			tailCommand(),
 		},
 	}
 	if err := app.Run(os.Args); err != nil {

@@ -1,0 +1,286 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"fmt"
+	"io"
+	"math/rand/v2"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/seqd/seqd/wire"
+)
+
+// proc is one child process of a real-socket bench: its stdout is scanned
+// for the line that tells it is ready and the line with its results.
+type proc struct {
+	name  string
+	cmd   *exec.Cmd
+	lines chan string
+	done  chan error
+}
+
+func startProc(ctx context.Context, name string, args ...string) (*proc, error) {
+	exe, err := os.Executable()
+	if err != nil {
+		return nil, err
+	}
+	cmd := exec.CommandContext(ctx, exe, args...)
+	cmd.Cancel = func() error { return cmd.Process.Signal(syscall.SIGKILL) }
+	cmd.Stderr = &prefixWriter{prefix: name + ": ", w: os.Stderr}
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		return nil, err
+	}
+	if err := cmd.Start(); err != nil {
+		return nil, fmt.Errorf("bench: start %s: %w", name, err)
+	}
+	p := &proc{name: name, cmd: cmd, lines: make(chan string, 64), done: make(chan error, 1)}
+	go func() {
+		sc := bufio.NewScanner(out)
+		for sc.Scan() {
+			p.lines <- sc.Text()
+		}
+		close(p.lines)
+		p.done <- cmd.Wait()
+	}()
+	return p, nil
+}
+
+// waitLine returns the first stdout line starting with prefix.
+func (p *proc) waitLine(prefix string, timeout time.Duration) (string, error) {
+	t := time.NewTimer(timeout)
+	defer t.Stop()
+	for {
+		select {
+		case l, ok := <-p.lines:
+			if !ok {
+				err := <-p.done
+				p.done <- err
+				return "", fmt.Errorf("bench: %s exited before printing %q: %v", p.name, prefix, err)
+			}
+			if strings.HasPrefix(l, prefix) {
+				return l, nil
+			}
+		case <-t.C:
+			return "", fmt.Errorf("bench: %s printed no %q within %v", p.name, prefix, timeout)
+		}
+	}
+}
+
+// stop asks the process to end (SIGTERM) and kills it if it does not.
+func (p *proc) stop() {
+	if p.cmd.ProcessState != nil {
+		return
+	}
+	_ = p.cmd.Process.Signal(syscall.SIGTERM)
+	select {
+	case err := <-p.done:
+		p.done <- err
+	case <-time.After(3 * time.Second):
+		_ = p.cmd.Process.Kill()
+	}
+}
+
+type prefixWriter struct {
+	prefix string
+	w      io.Writer
+	buf    []byte
+}
+
+func (p *prefixWriter) Write(b []byte) (int, error) {
+	p.buf = append(p.buf, b...)
+	for {
+		i := strings.IndexByte(string(p.buf), '\n')
+		if i < 0 {
+			break
+		}
+		fmt.Fprintf(p.w, "%s%s\n", p.prefix, p.buf[:i])
+		p.buf = p.buf[i+1:]
+	}
+	return len(b), nil
+}
+
+// field reads key=value out of a result line.
+func field(line, key string) (float64, error) {
+	for _, f := range strings.Fields(line) {
+		if v, ok := strings.CutPrefix(f, key+"="); ok {
+			return strconv.ParseFloat(v, 64)
+		}
+	}
+	return 0, fmt.Errorf("bench: no %s= in %q", key, line)
+}
+
+// benchNet picks addresses no other run on this host uses: random
+// multicast groups and ports, a free TCP port.
+func benchNet(transportName string) ([]string, error) {
+	r := rand.New(rand.NewPCG(uint64(time.Now().UnixNano()), uint64(os.Getpid())))
+	port := 20000 + r.IntN(30000)
+	a, b := 1+r.IntN(250), 1+r.IntN(250)
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return nil, err
+	}
+	tcpAddr := l.Addr().String()
+	l.Close()
+	return []string{
+		"--transport", transportName,
+		"--udp.stream-group", fmt.Sprintf("239.77.%d.%d:%d", a, b, port),
+		"--udp.command-group", fmt.Sprintf("239.78.%d.%d:%d", a, b, port+1),
+		"--tcp.addr", tcpAddr,
+	}, nil
+}
+
+// benchProcesses runs `seqd bench --transport udp|tcp`: the sequencer and
+// every node are separate processes on loopback.
+func benchProcesses(ctx context.Context, o benchOptions, outDir string) error {
+	netArgs, err := benchNet(o.transport)
+	if err != nil {
+		return err
+	}
+	ctx, cancel := context.WithTimeout(ctx, 10*time.Minute)
+	defer cancel()
+	seqArgs := append([]string{"sequencer"}, netArgs...)
+	seqArgs = append(seqArgs, "--session", strconv.FormatInt(time.Now().UnixNano(), 10))
+	seq, err := startProc(ctx, "sequencer", seqArgs...)
+	if err != nil {
+		return err
+	}
+	defer seq.stop()
+	if _, err := seq.waitLine("sequencer: ready", 10*time.Second); err != nil {
+		return err
+	}
+	nodeArgs := func(extra ...string) []string {
+		a := append([]string{"node"}, netArgs...)
+		a = append(a, "--size", strconv.Itoa(o.size), "--node.window", "4096")
+		if !o.batch {
+			// One command per frame: the frame limit fits exactly one.
+			a = append(a, "--node.max-packet-bytes", strconv.Itoa(wire.CommandHeaderBytes+wire.CommandRecordBytes+o.size))
+		}
+		return append(a, extra...)
+	}
+	var procs []*proc
+	defer func() {
+		for _, p := range procs {
+			p.stop()
+		}
+	}()
+	if o.mode == "rtt" {
+		samples := ""
+		if outDir != "" {
+			if err := os.MkdirAll(outDir, 0o755); err != nil {
+				return err
+			}
+			samples = filepath.Join(outDir, "rtt_samples_ns.txt")
+		}
+		args := nodeArgs("--account", "RTT", "--rtt", "--count", strconv.Itoa(o.count))
+		if samples != "" {
+			args = append(args, "--samples", samples)
+		}
+		p, err := startProc(ctx, "rtt-node", args...)
+		if err != nil {
+			return err
+		}
+		procs = append(procs, p)
+		line, err := p.waitLine("node: ok", 10*time.Minute)
+		if err != nil {
+			return err
+		}
+		fmt.Printf("bench transport=%s mode=rtt size=%d msgs=%d %s\n", o.transport, o.size, o.count, latencyFields(line))
+		if samples != "" {
+			if err := histogramFromFile(outDir, o.transport, samples); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+
+	per := o.count / o.nodes
+	total := per * o.nodes
+	recv, err := startProc(ctx, "receiver", nodeArgs("--read-only", "--expect", strconv.Itoa(total))...)
+	if err != nil {
+		return err
+	}
+	procs = append(procs, recv)
+	time.Sleep(200 * time.Millisecond) // let the receiver join before traffic starts
+	var senders []*proc
+	for i := 0; i < o.nodes; i++ {
+		p, err := startProc(ctx, fmt.Sprintf("sender%d", i), nodeArgs("--account", fmt.Sprintf("B%d", i), "--count", strconv.Itoa(per))...)
+		if err != nil {
+			return err
+		}
+		procs = append(procs, p)
+		senders = append(senders, p)
+	}
+	rline, err := recv.waitLine("node: ok", 10*time.Minute)
+	if err != nil {
+		return err
+	}
+	rate, err := field(rline, "rate")
+	if err != nil {
+		return err
+	}
+	worst, err := field(rline, "allocs_per_msg")
+	if err != nil {
+		return err
+	}
+	for _, s := range senders {
+		l, err := s.waitLine("node: ok", time.Minute)
+		if err != nil {
+			return err
+		}
+		if a, err := field(l, "allocs_per_msg"); err == nil && a > worst {
+			worst = a
+		}
+	}
+	seq.stop()
+	if l, err := seq.waitLine("sequencer: stopped", 5*time.Second); err == nil {
+		if a, err := field(l, "allocs_per_msg"); err == nil && a > worst {
+			worst = a
+		}
+	}
+	fmt.Printf("bench transport=%s mode=tput size=%d nodes=%d msgs=%d rate=%.0f msg/s allocs_per_msg=%.4f\n",
+		o.transport, o.size, o.nodes, total, rate, worst)
+	return nil
+}
+
+// latencyFields keeps the percentile fields of a node's rtt result line.
+func latencyFields(line string) string {
+	var keep []string
+	for _, f := range strings.Fields(line) {
+		for _, k := range []string{"p50_us=", "p90_us=", "p99_us=", "p999_us=", "max_us="} {
+			if strings.HasPrefix(f, k) {
+				keep = append(keep, f)
+			}
+		}
+	}
+	return strings.Join(keep, " ")
+}
+
+func histogramFromFile(dir, name, path string) error {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return err
+	}
+	var samples []int64
+	for _, l := range strings.Fields(string(b)) {
+		v, err := strconv.ParseInt(l, 10, 64)
+		if err != nil {
+			return fmt.Errorf("bench: %s: %w", path, err)
+		}
+		samples = append(samples, v)
+	}
+	csv, png, err := writeHistogram(dir, name+"_rtt", samples)
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(os.Stderr, "bench: histogram %s %s\n", csv, png)
+	return nil
+}

@@ -1,0 +1,133 @@
+package main
+
+import (
+	"fmt"
+	"log/slog"
+	"os"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/BurntSushi/toml"
+	"github.com/urfave/cli/v2"
+	"github.com/urfave/cli/v2/altsrc"
+
+	"github.com/seqd/seqd/transport/fault"
+)
+
+// Configuration: every key can come from a TOML file (--config), an
+// environment variable (SEQD_ + the key in upper case, dots and dashes as
+// underscores) or a flag (--key); a flag beats the environment, which
+// beats the file, which beats the default. The TOML key of "udp.stream-group"
+// is stream-group in table [udp].
+
+// envName is the environment variable of a configuration key.
+func envName(key string) string {
+	r := strings.NewReplacer(".", "_", "-", "_")
+	return "SEQD_" + strings.ToUpper(r.Replace(key))
+}
+
+func strFlag(key, value, usage string) cli.Flag {
+	return altsrc.NewStringFlag(&cli.StringFlag{Name: key, Value: value, Usage: usage, EnvVars: []string{envName(key)}})
+}
+
+func intFlag(key string, value int, usage string) cli.Flag {
+	return altsrc.NewIntFlag(&cli.IntFlag{Name: key, Value: value, Usage: usage, EnvVars: []string{envName(key)}})
+}
+
+func uintFlag(key string, value uint64, usage string) cli.Flag {
+	return altsrc.NewUint64Flag(&cli.Uint64Flag{Name: key, Value: value, Usage: usage, EnvVars: []string{envName(key)}})
+}
+
+func boolFlag(key string, value bool, usage string) cli.Flag {
+	return altsrc.NewBoolFlag(&cli.BoolFlag{Name: key, Value: value, Usage: usage, EnvVars: []string{envName(key)}})
+}
+
+func durFlag(key string, value time.Duration, usage string) cli.Flag {
+	return altsrc.NewDurationFlag(&cli.DurationFlag{Name: key, Value: value, Usage: usage, EnvVars: []string{envName(key)}})
+}
+
+// withConfig adds --config to flags and returns a Before hook that loads
+// the TOML file, refusing keys no flag knows (a typo must not be ignored).
+func withConfig(flags []cli.Flag) ([]cli.Flag, cli.BeforeFunc) {
+	all := append([]cli.Flag{&cli.StringFlag{Name: "config", Usage: "TOML configuration file", EnvVars: []string{"SEQD_CONFIG"}}}, flags...)
+	load := altsrc.InitInputSourceWithContext(flags, altsrc.NewTomlSourceFromFlagFunc("config"))
+	return all, func(c *cli.Context) error {
+		if path := c.String("config"); path != "" {
+			if err := checkConfigKeys(path, flags); err != nil {
+				return err
+			}
+		}
+		return load(c)
+	}
+}
+
+func checkConfigKeys(path string, flags []cli.Flag) error {
+	var doc map[string]any
+	if _, err := toml.DecodeFile(path, &doc); err != nil {
+		return fmt.Errorf("config %s: %w", path, err)
+	}
+	known := map[string]bool{}
+	for _, f := range flags {
+		for _, n := range f.Names() {
+			known[n] = true
+		}
+	}
+	var bad []string
+	var walk func(prefix string, m map[string]any)
+	walk = func(prefix string, m map[string]any) {
+		for k, v := range m {
+			key := prefix + k
+			if sub, ok := v.(map[string]any); ok {
+				walk(key+".", sub)
+				continue
+			}
+			if !known[key] {
+				bad = append(bad, key)
+			}
+		}
+	}
+	walk("", doc)
+	if len(bad) > 0 {
+		var keys []string
+		for k := range known {
+			keys = append(keys, k)
+		}
+		sort.Strings(bad)
+		sort.Strings(keys)
+		return fmt.Errorf("config %s: unknown key(s) %s (known keys: %s)", path, strings.Join(bad, ", "), strings.Join(keys, ", "))
+	}
+	return nil
+}
+
+// oneOf checks an enumerated configuration value.
+func oneOf(key, value string, allowed ...string) error {
+	for _, a := range allowed {
+		if value == a {
+			return nil
+		}
+	}
+	return fmt.Errorf("config key %s: %q is not allowed (want one of: %s)", key, value, strings.Join(allowed, ", "))
+}
+
+// faultsFromEnv reads SEQD_FAULTS and says so loudly: a chaos drill must
+// never be mistaken for production.
+func faultsFromEnv(log *slog.Logger, role string) (fault.Config, error) {
+	f, err := fault.FromEnv()
+	if err != nil {
+		return f, fmt.Errorf("%s: %w", fault.EnvVar, err)
+	}
+	if f.Enabled() {
+		log.Warn("FAULT INJECTION ENABLED: this process drops, duplicates and reorders frames on purpose",
+			"role", role, "env", fault.EnvVar, "faults", f.String())
+	}
+	return f, nil
+}
+
+func newLogger(c *cli.Context) *slog.Logger {
+	level := slog.LevelInfo
+	if c.Bool("verbose") {
+		level = slog.LevelDebug
+	}
+	return slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: level}))
+}

@@ -1,0 +1,311 @@
+package main
+
+import (
+	"context"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"runtime"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/urfave/cli/v2"
+
+	"github.com/seqd/seqd/node"
+	"github.com/seqd/seqd/wire"
+)
+
+func nodeCommand() *cli.Command {
+	d := node.DefaultConfig()
+	flags, before := withConfig(append(transportFlags(),
+		strFlag("account", "", "this node's account (1..8 ASCII bytes); empty with --read-only"),
+		intFlag("instance", 1, "instance id (hot-hot pairs share an account)"),
+		intFlag("count", 1000, "commands to send; the node exits 0 once all are acknowledged"),
+		intFlag("size", 256, "payload bytes per command"),
+		intFlag("rate", 0, "commands per second (0: as fast as the window allows)"),
+		intFlag("expect", 0, "also wait until this many messages of other accounts were delivered"),
+		boolFlag("read-only", false, "send nothing; only read and verify the stream"),
+		strFlag("node.mode", "safe", "safe (deliver what the group holds as stable) | fast (deliver on arrival)"),
+		intFlag("node.window", d.Window, "commands in flight before Send blocks"),
+		durFlag("node.resend-interval", d.ResendInterval, "resend a command not seen in the stream after this long"),
+		intFlag("node.max-packet-bytes", d.MaxPacketBytes, "largest command frame (smaller: less batching)"),
+		boolFlag("rtt", false, "round-trip mode: send a command, wait to see it, repeat; report percentiles"),
+		strFlag("samples", "", "rtt mode: write the round trips (ns, one per line) to this file"),
+		durFlag("timeout", 10*time.Minute, "give up after this long"),
+	))
+	return &cli.Command{
+		Name:   "node",
+		Usage:  "run a built-in node: send commands, verify the whole stream, exit 0 once all commands are acknowledged",
+		Flags:  flags,
+		Before: before,
+		Action: runNode,
+	}
+}
+
+// checker verifies a delivered stream: dense sequence numbers, each
+// sender's commands once and in order, and this node's own payloads intact.
+type checker struct {
+	self     wire.Account
+	instance uint8
+	last     uint64
+	senders  map[uint64]uint64 // account<<8|instance -> last cmdSeq
+	err      error
+}
+
+func (k *checker) check(m *node.Message) {
+	if k.err != nil {
+		return
+	}
+	if k.last != 0 && m.Seq != k.last+1 {
+		k.err = fmt.Errorf("stream gap or repeat: seq %d after %d", m.Seq, k.last)
+		return
+	}
+	k.last = m.Seq
+	if m.Internal() {
+		return
+	}
+	key := uint64(m.Account)<<8 | uint64(m.Instance)
+	if m.CmdSeq != k.senders[key]+1 && k.senders[key] != 0 {
+		k.err = fmt.Errorf("seq %d: command %d of %v/%d after %d: lost or duplicated", m.Seq, m.CmdSeq, m.Account, m.Instance, k.senders[key])
+		return
+	}
+	k.senders[key] = m.CmdSeq
+	if m.Account == k.self && m.Instance == k.instance && !checkBenchPayload(m.Payload, m.CmdSeq) {
+		k.err = fmt.Errorf("seq %d: my command %d came back corrupt", m.Seq, m.CmdSeq)
+	}
+}
+
+// fillBenchPayload writes the command number and a pattern derived from it,
+// so the sender can verify its own messages end to end.
+func fillBenchPayload(p []byte, cmd uint64) {
+	for i := range p {
+		p[i] = byte(cmd) + byte(i)
+	}
+	if len(p) >= 8 {
+		binary.LittleEndian.PutUint64(p, cmd)
+	}
+}
+
+func checkBenchPayload(p []byte, cmd uint64) bool {
+	if len(p) >= 8 && binary.LittleEndian.Uint64(p) != cmd {
+		return false
+	}
+	for i := 8; i < len(p); i++ {
+		if p[i] != byte(cmd)+byte(i) {
+			return false
+		}
+	}
+	return true
+}
+
+type cliNode struct {
+	n      *node.Node
+	check  checker
+	count  int
+	expect int
+	rtt    bool
+
+	mine, others int
+	first, lastT time.Time
+	done         chan struct{}
+	doneOnce     sync.Once
+
+	// rtt mode
+	sentAt  int64
+	samples []int64
+	payload []byte
+
+	allocs0 atomic.Uint64
+}
+
+func (c *cliNode) OnMessage(m *node.Message) {
+	c.check.check(m)
+	if m.Internal() {
+		return
+	}
+	now := time.Now()
+	if c.first.IsZero() {
+		c.first = now
+		var ms runtime.MemStats
+		runtime.ReadMemStats(&ms)
+		c.allocs0.Store(ms.Mallocs)
+	}
+	c.lastT = now
+	if m.Account == c.check.self && m.Instance == c.check.instance {
+		c.mine++
+		if c.rtt {
+			c.samples = append(c.samples, now.UnixNano()-c.sentAt)
+			if c.mine < c.count {
+				c.sendRTT(uint64(c.mine + 1))
+			}
+		}
+	} else {
+		c.others++
+	}
+	if c.check.err != nil || (c.mine >= c.count && c.others >= c.expect) {
+		c.doneOnce.Do(func() { close(c.done) })
+	}
+}
+
+func (c *cliNode) sendRTT(cmd uint64) {
+	fillBenchPayload(c.payload, cmd)
+	c.sentAt = time.Now().UnixNano()
+	if err := c.n.Send(c.payload); err != nil && c.check.err == nil {
+		c.check.err = fmt.Errorf("send: %w", err)
+	}
+}
+
+func runNode(cc *cli.Context) error {
+	log := newLogger(cc)
+	cfg := node.DefaultConfig()
+	cfg.Account = cc.String("account")
+	cfg.Instance = uint8(cc.Int("instance"))
+	cfg.ReadOnly = cc.Bool("read-only")
+	cfg.Window = cc.Int("node.window")
+	cfg.ResendInterval = cc.Duration("node.resend-interval")
+	cfg.MaxPacketBytes = cc.Int("node.max-packet-bytes")
+	cfg.BlockWhenFull = true
+	mode := cc.String("node.mode")
+	if err := oneOf("node.mode", mode, "safe", "fast"); err != nil {
+		return err
+	}
+	if mode == "fast" {
+		cfg.Mode = node.Fast
+	}
+	count, size := cc.Int("count"), cc.Int("size")
+	if cfg.ReadOnly {
+		count = 0
+	}
+	if cc.Int("instance") < 0 || cc.Int("instance") > 255 {
+		return fmt.Errorf("config key instance: %d out of range (0..255)", cc.Int("instance"))
+	}
+	if size < 0 || size > cfg.MaxMessageBytes {
+		return fmt.Errorf("config key size: %d out of range (0..%d)", size, cfg.MaxMessageBytes)
+	}
+	if err := cfg.Validate(); err != nil {
+		return configError(err)
+	}
+	client, err := openClient(cc, log, "node")
+	if err != nil {
+		return err
+	}
+	defer client.Close()
+	c := &cliNode{count: count, expect: cc.Int("expect"), rtt: cc.Bool("rtt"), done: make(chan struct{}), payload: make([]byte, size)}
+	c.check.senders = map[uint64]uint64{}
+	if cfg.Account != "" {
+		c.check.self, err = wire.ParseAccount(cfg.Account)
+		if err != nil {
+			return fmt.Errorf("config key account: %q: %w", cfg.Account, err)
+		}
+	}
+	c.check.instance = cfg.Instance
+	if c.rtt {
+		c.samples = make([]int64, 0, count)
+	}
+	c.n, err = node.New(cfg, c, client)
+	if err != nil {
+		return configError(err)
+	}
+	ctx, stop := signalContext(cc.Context)
+	defer stop()
+	ctx, cancel := context.WithTimeout(ctx, cc.Duration("timeout"))
+	defer cancel()
+	runErr := make(chan error, 1)
+	go func() { runErr <- c.n.Run(ctx) }()
+
+	start := time.Now()
+	if count == 0 && c.expect == 0 {
+		c.doneOnce.Do(func() { close(c.done) })
+	}
+	switch {
+	case count == 0:
+	case c.rtt:
+		c.n.SetLocalTimer(0, 0) // nothing: the first send happens below
+		fillBenchPayload(c.payload, 1)
+		c.sentAt = time.Now().UnixNano()
+		if err := c.n.Send(c.payload); err != nil {
+			return err
+		}
+	default:
+		go c.sendAll(ctx, log, cc.Int("rate"), size)
+	}
+	select {
+	case <-c.done:
+	case err := <-runErr:
+		if err == nil || errors.Is(err, context.Canceled) {
+			return fmt.Errorf("node: stopped before done: mine=%d/%d others=%d/%d", c.mine, c.count, c.others, c.expect)
+		}
+		return fmt.Errorf("node: %w", err)
+	case <-ctx.Done():
+		return fmt.Errorf("node: %v before done: mine=%d/%d others=%d/%d", ctx.Err(), c.mine, c.count, c.others, c.expect)
+	}
+	var ms runtime.MemStats
+	runtime.ReadMemStats(&ms)
+	cancel()
+	<-runErr
+	if c.check.err != nil {
+		return fmt.Errorf("node: verification failed: %w", c.check.err)
+	}
+	delivered := c.mine + c.others
+	span := c.lastT.Sub(c.first)
+	rate, allocs := 0.0, 0.0
+	if delivered > 0 && span > 0 {
+		rate = float64(delivered) / span.Seconds()
+		allocs = float64(ms.Mallocs-c.allocs0.Load()) / float64(delivered)
+	}
+	fields := fmt.Sprintf("account=%s sent=%d acked=%d delivered=%d others=%d last_seq=%d span_s=%.3f rate=%.0f allocs_per_msg=%.4f elapsed_s=%.3f",
+		orDash(cfg.Account), count, c.mine, delivered, c.others, c.check.last, span.Seconds(), rate, allocs, time.Since(start).Seconds())
+	if c.rtt {
+		fields += " " + summarize(c.samples).fields()
+		if p := cc.String("samples"); p != "" {
+			if err := writeSamples(p, c.samples); err != nil {
+				return err
+			}
+		}
+	}
+	fmt.Println("node: ok " + fields)
+	return nil
+}
+
+func (c *cliNode) sendAll(ctx context.Context, log *slog.Logger, rate, size int) {
+	p := make([]byte, size)
+	var interval time.Duration
+	if rate > 0 {
+		interval = time.Second / time.Duration(rate)
+	}
+	next := time.Now()
+	for i := 1; i <= c.count && ctx.Err() == nil; i++ {
+		fillBenchPayload(p, uint64(i))
+		if err := c.n.Send(p); err != nil {
+			if ctx.Err() == nil {
+				log.Error("send", "cmd", i, "err", err)
+			}
+			return
+		}
+		if interval > 0 {
+			next = next.Add(interval)
+			if d := time.Until(next); d > 0 {
+				time.Sleep(d)
+			}
+		}
+	}
+}
+
+func orDash(s string) string {
+	if s == "" {
+		return "-"
+	}
+	return s
+}
+
+func writeSamples(path string, samples []int64) error {
+	var b strings.Builder
+	for _, s := range samples {
+		fmt.Fprintf(&b, "%d\n", s)
+	}
+	return os.WriteFile(path, []byte(b.String()), 0o644)
+}

@@ -1,0 +1,104 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/signal"
+	"runtime"
+	"syscall"
+	"time"
+
+	"github.com/urfave/cli/v2"
+
+	"github.com/seqd/seqd/sequencer"
+	"github.com/seqd/seqd/transport/tcp"
+	"github.com/seqd/seqd/wire"
+)
+
+func sequencerCommand() *cli.Command {
+	d := sequencer.DefaultConfig()
+	flags, before := withConfig(append(transportFlags(),
+		uintFlag("session", 0, "session id (0: the start time in ns)"),
+		intFlag("sequencer.max-packet-bytes", d.MaxPacketBytes, "largest stream datagram (UDP payload)"),
+		durFlag("sequencer.heartbeat-interval", d.HeartbeatInterval, "heartbeat when idle this long"),
+		intFlag("sequencer.ring-packets", d.RingPackets, "retransmit ring capacity in packets"),
+		intFlag("sequencer.max-message-bytes", d.MaxMessageBytes, "largest command payload"),
+	))
+	return &cli.Command{
+		Name:   "sequencer",
+		Usage:  "run a standalone sequencer (the Raft cluster comes later)",
+		Flags:  flags,
+		Before: before,
+		Action: runSequencer,
+	}
+}
+
+// signalContext ends on SIGTERM or SIGINT: a graceful stop.
+func signalContext(parent context.Context) (context.Context, context.CancelFunc) {
+	return signal.NotifyContext(parent, syscall.SIGTERM, os.Interrupt)
+}
+
+func runSequencer(c *cli.Context) error {
+	log := newLogger(c)
+	cfg := sequencer.DefaultConfig()
+	cfg.Session = c.Uint64("session")
+	if cfg.Session == 0 {
+		cfg.Session = uint64(time.Now().UnixNano())
+	}
+	cfg.Epoch = 1
+	cfg.MaxPacketBytes = c.Int("sequencer.max-packet-bytes")
+	cfg.HeartbeatInterval = c.Duration("sequencer.heartbeat-interval")
+	cfg.RingPackets = c.Int("sequencer.ring-packets")
+	cfg.MaxMessageBytes = c.Int("sequencer.max-message-bytes")
+	if cfg.MaxPacketBytes > wire.DefaultMaxPacketBytes && c.String("transport") != "tcp" {
+		log.Warn("sequencer.max-packet-bytes above 1472 fragments IP datagrams on a 1500-byte MTU", "value", cfg.MaxPacketBytes)
+	}
+	if err := cfg.Validate(); err != nil {
+		return configError(err)
+	}
+	srv, err := openServer(c, log)
+	if err != nil {
+		return err
+	}
+	defer srv.Close()
+	agent, err := sequencer.NewAgent(cfg, srv, wallClock)
+	if err != nil {
+		return err
+	}
+	ctx, stop := signalContext(c.Context)
+	defer stop()
+	runtime.LockOSThread()
+	// The ready line is for scripts and `seqd bench`: the sequencer is
+	// serving once it is printed.
+	line := fmt.Sprintf("sequencer: ready transport=%s session=%d", c.String("transport"), cfg.Session)
+	if t, ok := srv.(*tcp.Server); ok {
+		line += " tcp=" + t.Addr().String()
+	}
+	fmt.Println(line)
+	var ms0, ms1 runtime.MemStats
+	runtime.ReadMemStats(&ms0)
+	log.Info("sequencer serving", "session", cfg.Session, "transport", c.String("transport"), "pid", os.Getpid())
+	err = agent.Run(ctx)
+	runtime.ReadMemStats(&ms1)
+	st := agent.Stats()
+	allocs := 0.0
+	if st.Messages > 0 {
+		allocs = float64(ms1.Mallocs-ms0.Mallocs) / float64(st.Messages)
+	}
+	fmt.Printf("sequencer: stopped last_seq=%d commands=%d duplicates=%d naks=%d retransmitted=%d allocs_per_msg=%.4f\n",
+		agent.LastSeq(), st.Commands, st.Duplicates, st.Naks, st.Retransmitted, allocs)
+	log.Info("sequencer stopped", "last_seq", agent.LastSeq(), "commands", st.Commands, "duplicates", st.Duplicates,
+		"naks", st.Naks, "retransmitted", st.Retransmitted, "gones", st.Gones, "malformed", st.Malformed)
+	if errors.Is(err, context.Canceled) {
+		return nil
+	}
+	return err
+}
+
+// configError names what to fix: the package validators name the field;
+// the flag, environment variable and file key are derived from it.
+func configError(err error) error {
+	return fmt.Errorf("invalid configuration: %w (set it with a flag, a SEQD_* variable or the --config file; see seqd help)", err)
+}

@@ -1,0 +1,120 @@
+package main
+
+import (
+	"fmt"
+	"log/slog"
+	"os"
+	"time"
+
+	"github.com/urfave/cli/v2"
+
+	"github.com/seqd/seqd/multicast"
+	"github.com/seqd/seqd/transport"
+	"github.com/seqd/seqd/transport/fault"
+	"github.com/seqd/seqd/transport/hybrid"
+	"github.com/seqd/seqd/transport/tcp"
+)
+
+// transportFlags are the keys that choose and shape the transport; the same
+// keys serve the sequencer and the nodes, so one file configures both.
+func transportFlags() []cli.Flag {
+	mc := multicast.DefaultConfig()
+	return []cli.Flag{
+		strFlag("transport", "udp", "udp (multicast) | tcp | hybrid (sequencer only: udp and tcp at once)"),
+		strFlag("udp.interface", mc.Interface, "network interface for multicast"),
+		strFlag("udp.stream-group", mc.StreamGroup, "multicast group:port of the event stream"),
+		strFlag("udp.command-group", mc.CommandGroup, "multicast group:port the sequencer reads commands from"),
+		intFlag("udp.ttl", mc.TTL, "multicast TTL (1 = this subnet)"),
+		intFlag("udp.read-buffer-bytes", mc.ReadBufferBytes, "SO_RCVBUF to ask the kernel for"),
+		intFlag("udp.write-buffer-bytes", mc.WriteBufferBytes, "SO_SNDBUF to ask the kernel for"),
+		strFlag("tcp.addr", tcp.DefaultAddr, "address the sequencer listens on and nodes connect to"),
+		boolFlag("verbose", false, "debug logging"),
+	}
+}
+
+func multicastConfig(c *cli.Context, faults fault.Config) multicast.Config {
+	mc := multicast.DefaultConfig()
+	mc.Interface = c.String("udp.interface")
+	mc.StreamGroup = c.String("udp.stream-group")
+	mc.CommandGroup = c.String("udp.command-group")
+	mc.TTL = c.Int("udp.ttl")
+	mc.ReadBufferBytes = c.Int("udp.read-buffer-bytes")
+	mc.WriteBufferBytes = c.Int("udp.write-buffer-bytes")
+	mc.Faults = faults
+	return mc
+}
+
+func tcpConfig(c *cli.Context, faults fault.Config, log *slog.Logger) tcp.Config {
+	tc := tcp.DefaultConfig()
+	tc.Addr = c.String("tcp.addr")
+	tc.Faults = faults
+	tc.Logger = log
+	return tc
+}
+
+// openServer opens the sequencer's end of the configured transport and
+// says what it got (groups, addresses, the buffers the kernel granted).
+func openServer(c *cli.Context, log *slog.Logger) (transport.Server, error) {
+	kind := c.String("transport")
+	if err := oneOf("transport", kind, "udp", "tcp", "hybrid"); err != nil {
+		return nil, err
+	}
+	faults, err := faultsFromEnv(log, "sequencer")
+	if err != nil {
+		return nil, err
+	}
+	var servers []transport.Server
+	if kind == "udp" || kind == "hybrid" {
+		s, err := multicast.NewServer(multicastConfig(c, faults))
+		if err != nil {
+			return nil, fmt.Errorf("udp: %w", err)
+		}
+		log.Info("udp multicast", "socket", s.SocketInfo())
+		servers = append(servers, s)
+	}
+	if kind == "tcp" || kind == "hybrid" {
+		s, err := tcp.NewServer(tcpConfig(c, faults, log))
+		if err != nil {
+			for _, o := range servers {
+				o.Close()
+			}
+			return nil, fmt.Errorf("tcp: %w", err)
+		}
+		log.Info("tcp listening", "addr", s.Addr().String())
+		servers = append(servers, s)
+	}
+	if len(servers) == 1 {
+		return servers[0], nil
+	}
+	return hybrid.NewServer(servers...), nil
+}
+
+// openClient opens a node's end of the configured transport.
+func openClient(c *cli.Context, log *slog.Logger, role string) (transport.Client, error) {
+	kind := c.String("transport")
+	if err := oneOf("transport", kind, "udp", "tcp"); err != nil {
+		return nil, err
+	}
+	faults, err := faultsFromEnv(log, role)
+	if err != nil {
+		return nil, err
+	}
+	if kind == "udp" {
+		mc := multicastConfig(c, faults)
+		// Processes that share a fault seed must not drop the same frames.
+		mc.FaultStream = uint64(os.Getpid())
+		cl, err := multicast.NewClient(mc)
+		if err != nil {
+			return nil, fmt.Errorf("udp: %w", err)
+		}
+		log.Info("udp multicast", "socket", cl.SocketInfo())
+		return cl, nil
+	}
+	tc := tcpConfig(c, faults, log)
+	tc.DialTimeout = 5 * time.Second
+	cl, err := tcp.Dial(tc)
+	if err != nil {
+		return nil, fmt.Errorf("tcp: %w", err)
+	}
+	return cl, nil
+}
