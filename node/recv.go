@@ -65,8 +65,18 @@ type recv struct {
 	nakBuf     [wire.NakBytes]byte
 }
 
+// pendingSlotBytes is the payload room each pending slot gets up front
+// from one arena, so that buffering small out-of-order records never
+// allocates, not even the first time a slot is used. Larger records grow
+// their slot's buffer once, and it stays grown.
+const pendingSlotBytes = 320
+
 func (c *Core) initRecv() {
 	c.ring = make([]slot, c.cfg.PendingRecords)
+	arena := make([]byte, len(c.ring)*pendingSlotBytes)
+	for i := range c.ring {
+		c.ring[i].buf = arena[i*pendingSlotBytes : i*pendingSlotBytes : (i+1)*pendingSlotBytes]
+	}
 	c.mask = uint64(c.cfg.PendingRecords - 1)
 	c.next = 1
 }
