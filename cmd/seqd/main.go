@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
+	"runtime/pprof"
 
 	"github.com/urfave/cli/v2"
 )
@@ -23,7 +24,17 @@ func main() {
 			tailCommand(),
 		},
 	}
+	// SEQD_CPUPROFILE=prefix makes every seqd process write a CPU profile
+	// to prefix.<pid>: the way to see inside `seqd bench`'s children.
+	if prefix := os.Getenv("SEQD_CPUPROFILE"); prefix != "" {
+		if f, err := os.Create(fmt.Sprintf("%s.%d", prefix, os.Getpid())); err == nil {
+			if pprof.StartCPUProfile(f) == nil {
+				defer pprof.StopCPUProfile()
+			}
+		}
+	}
 	if err := app.Run(os.Args); err != nil {
+		pprof.StopCPUProfile()
 		slog.Error("seqd", "err", err)
 		fmt.Fprintln(os.Stderr, "seqd:", err)
 		os.Exit(1)

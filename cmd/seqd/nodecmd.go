@@ -32,7 +32,7 @@ func nodeCommand() *cli.Command {
 		strFlag("node.mode", "safe", "safe (deliver what the group holds as stable) | fast (deliver on arrival)"),
 		intFlag("node.window", d.Window, "commands in flight before Send blocks"),
 		durFlag("node.resend-interval", d.ResendInterval, "resend a command not seen in the stream after this long"),
-		intFlag("node.max-packet-bytes", d.MaxPacketBytes, "largest command frame (smaller: less batching)"),
+		intFlag("node.max-packet-bytes", 0, "largest command frame; 0: the path MTU (smaller: less batching)"),
 		boolFlag("rtt", false, "round-trip mode: send a command, wait to see it, repeat; report percentiles"),
 		strFlag("samples", "", "rtt mode: write the round trips (ns, one per line) to this file"),
 		durFlag("timeout", 10*time.Minute, "give up after this long"),
@@ -167,7 +167,10 @@ func runNode(cc *cli.Context) error {
 	cfg.ReadOnly = cc.Bool("read-only")
 	cfg.Window = cc.Int("node.window")
 	cfg.ResendInterval = cc.Duration("node.resend-interval")
-	cfg.MaxPacketBytes = cc.Int("node.max-packet-bytes")
+	var err error
+	if cfg.MaxPacketBytes, err = packetBytes(cc, "node.max-packet-bytes"); err != nil {
+		return err
+	}
 	cfg.BlockWhenFull = true
 	mode := cc.String("node.mode")
 	if err := oneOf("node.mode", mode, "safe", "fast"); err != nil {

@@ -14,16 +14,16 @@ import (
 
 	"github.com/seqd/seqd/sequencer"
 	"github.com/seqd/seqd/transport/tcp"
-	"github.com/seqd/seqd/wire"
 )
 
 func sequencerCommand() *cli.Command {
 	d := sequencer.DefaultConfig()
 	flags, before := withConfig(append(transportFlags(),
 		uintFlag("session", 0, "session id (0: the start time in ns)"),
-		intFlag("sequencer.max-packet-bytes", d.MaxPacketBytes, "largest stream datagram (UDP payload)"),
+		intFlag("sequencer.max-packet-bytes", 0, "largest stream datagram (UDP payload); 0: the path MTU (1472 on Ethernet, 65507 on loopback)"),
 		durFlag("sequencer.heartbeat-interval", d.HeartbeatInterval, "heartbeat when idle this long"),
-		intFlag("sequencer.ring-packets", d.RingPackets, "retransmit ring capacity in packets"),
+		intFlag("sequencer.ring-bytes", 256<<20, "retransmit ring memory (allocated and touched at start)"),
+		intFlag("sequencer.nak-answer-bytes", 4<<20, "most bytes retransmitted for one NAK (the receiver asks again for the rest)"),
 		intFlag("sequencer.max-message-bytes", d.MaxMessageBytes, "largest command payload"),
 	))
 	return &cli.Command{
@@ -48,12 +48,18 @@ func runSequencer(c *cli.Context) error {
 		cfg.Session = uint64(time.Now().UnixNano())
 	}
 	cfg.Epoch = 1
-	cfg.MaxPacketBytes = c.Int("sequencer.max-packet-bytes")
+	var err error
+	if cfg.MaxPacketBytes, err = packetBytes(c, "sequencer.max-packet-bytes"); err != nil {
+		return err
+	}
 	cfg.HeartbeatInterval = c.Duration("sequencer.heartbeat-interval")
-	cfg.RingPackets = c.Int("sequencer.ring-packets")
+	// The ring holds whole packets, so its slot count follows the packet
+	// size: the memory, not the count, is what an operator budgets.
+	cfg.RingPackets = max(c.Int("sequencer.ring-bytes")/cfg.MaxPacketBytes, 16)
+	cfg.MaxRetransmitPacketsPerNak = min(max(c.Int("sequencer.nak-answer-bytes")/cfg.MaxPacketBytes, 1), cfg.RingPackets)
 	cfg.MaxMessageBytes = c.Int("sequencer.max-message-bytes")
-	if cfg.MaxPacketBytes > wire.DefaultMaxPacketBytes && c.String("transport") != "tcp" {
-		log.Warn("sequencer.max-packet-bytes above 1472 fragments IP datagrams on a 1500-byte MTU", "value", cfg.MaxPacketBytes)
+	if auto, err := autoPacketBytes(c); err == nil && cfg.MaxPacketBytes > auto {
+		log.Warn("sequencer.max-packet-bytes is above the path MTU: datagrams will be IP-fragmented, and one lost fragment loses the datagram", "value", cfg.MaxPacketBytes, "path_mtu_payload", auto)
 	}
 	if err := cfg.Validate(); err != nil {
 		return configError(err)

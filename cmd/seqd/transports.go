@@ -3,6 +3,7 @@ package main
 import (
 	"fmt"
 	"log/slog"
+	"net"
 	"os"
 	"time"
 
@@ -19,6 +20,9 @@ import (
 // keys serve the sequencer and the nodes, so one file configures both.
 func transportFlags() []cli.Flag {
 	mc := multicast.DefaultConfig()
+	// A process that is descheduled for a few milliseconds at a million
+	// messages a second needs deep socket buffers not to drop.
+	mc.ReadBufferBytes = 32 << 20
 	return []cli.Flag{
 		strFlag("transport", "udp", "udp (multicast) | tcp | hybrid (sequencer only: udp and tcp at once)"),
 		strFlag("udp.interface", mc.Interface, "network interface for multicast"),
@@ -50,6 +54,38 @@ func tcpConfig(c *cli.Context, faults fault.Config, log *slog.Logger) tcp.Config
 	tc.Faults = faults
 	tc.Logger = log
 	return tc
+}
+
+// autoPacketBytes is the largest datagram the configured path carries
+// without IP fragmentation: the interface MTU less the IPv4 and UDP
+// headers (1472 on Ethernet, 65507 on loopback), or the largest wire frame
+// over TCP. DESIGN.md: messages are batched up to the path MTU.
+func autoPacketBytes(c *cli.Context) (int, error) {
+	const maxUDPPayload = 65507
+	if c.String("transport") == "tcp" {
+		return maxUDPPayload, nil
+	}
+	name := c.String("udp.interface")
+	ifi, err := net.InterfaceByName(name)
+	if err != nil {
+		return 0, fmt.Errorf("config key udp.interface: %q: %w", name, err)
+	}
+	n := ifi.MTU - 28
+	if n > maxUDPPayload || ifi.MTU <= 0 {
+		n = maxUDPPayload
+	}
+	if n < 576-28 {
+		return 0, fmt.Errorf("config key udp.interface: %q has MTU %d; seqd needs at least 576", name, ifi.MTU)
+	}
+	return n, nil
+}
+
+// packetBytes resolves a max-packet-bytes key: 0 means the path MTU.
+func packetBytes(c *cli.Context, key string) (int, error) {
+	if n := c.Int(key); n != 0 {
+		return n, nil
+	}
+	return autoPacketBytes(c)
 }
 
 // openServer opens the sequencer's end of the configured transport and
