@@ -4,7 +4,6 @@ package main
 
 import (
 	"fmt"
-	"log/slog"
 	"os"
 	"runtime/pprof"
 
@@ -12,18 +11,6 @@ import (
 )
 
 func main() {
-	app := &cli.App{
-		Name:  "seqd",
-		Usage: "a replicated sequencer: total-order broadcast over reliable UDP multicast or TCP",
-		Commands: []*cli.Command{
-			demoCommand(),
-			benchCommand(),
-			benchPeerCommand(),
-			sequencerCommand(),
-			nodeCommand(),
-			tailCommand(),
-		},
-	}
 	// SEQD_CPUPROFILE=prefix makes every seqd process write a CPU profile
 	// to prefix.<pid>: the way to see inside `seqd bench`'s children.
 	if prefix := os.Getenv("SEQD_CPUPROFILE"); prefix != "" {
@@ -33,10 +20,24 @@ func main() {
 			}
 		}
 	}
-	if err := app.Run(os.Args); err != nil {
+	if err := newApp().Run(os.Args); err != nil {
 		pprof.StopCPUProfile()
-		slog.Error("seqd", "err", err)
 		fmt.Fprintln(os.Stderr, "seqd:", err)
 		os.Exit(1)
+	}
+}
+
+func newApp() *cli.App {
+	return &cli.App{
+		Name:  "seqd",
+		Usage: "a replicated sequencer: total-order broadcast over reliable UDP multicast or TCP",
+		Commands: []*cli.Command{
+			demoCommand(),
+			sequencerCommand(),
+			nodeCommand(),
+			tailCommand(),
+			benchCommand(),
+			benchPeerCommand(),
+		},
 	}
 }

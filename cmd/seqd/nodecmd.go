@@ -190,7 +190,7 @@ func runNode(cc *cli.Context) error {
 		return fmt.Errorf("config key size: %d out of range (0..%d)", size, cfg.MaxMessageBytes)
 	}
 	if err := cfg.Validate(); err != nil {
-		return configError(err)
+		return configError(err, nodeKeys)
 	}
 	client, err := openClient(cc, log, "node")
 	if err != nil {
@@ -211,7 +211,7 @@ func runNode(cc *cli.Context) error {
 	}
 	c.n, err = node.New(cfg, c, client)
 	if err != nil {
-		return configError(err)
+		return configError(err, nodeKeys)
 	}
 	ctx, stop := signalContext(cc.Context)
 	defer stop()

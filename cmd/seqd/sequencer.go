@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/signal"
 	"runtime"
+	"strings"
 	"syscall"
 	"time"
 
@@ -25,6 +26,7 @@ func sequencerCommand() *cli.Command {
 		intFlag("sequencer.ring-bytes", 256<<20, "retransmit ring memory (allocated and touched at start)"),
 		intFlag("sequencer.nak-answer-bytes", 4<<20, "most bytes retransmitted for one NAK (the receiver asks again for the rest)"),
 		intFlag("sequencer.max-message-bytes", d.MaxMessageBytes, "largest command payload"),
+		&cli.BoolFlag{Name: "dry-run", Usage: "validate the configuration, print it and exit"},
 	))
 	return &cli.Command{
 		Name:   "sequencer",
@@ -62,7 +64,19 @@ func runSequencer(c *cli.Context) error {
 		log.Warn("sequencer.max-packet-bytes is above the path MTU: datagrams will be IP-fragmented, and one lost fragment loses the datagram", "value", cfg.MaxPacketBytes, "path_mtu_payload", auto)
 	}
 	if err := cfg.Validate(); err != nil {
-		return configError(err)
+		return configError(err, sequencerKeys)
+	}
+	if err := oneOf("transport", c.String("transport"), "udp", "tcp", "hybrid"); err != nil {
+		return err
+	}
+	if err := validateTransport(c, c.String("transport")); err != nil {
+		return err
+	}
+	if c.Bool("dry-run") {
+		fmt.Printf("sequencer: config transport=%s session=%d max_packet_bytes=%d heartbeat_interval=%v ring_packets=%d nak_answer_packets=%d max_message_bytes=%d udp.stream-group=%s udp.command-group=%s udp.interface=%s tcp.addr=%s\n",
+			c.String("transport"), cfg.Session, cfg.MaxPacketBytes, cfg.HeartbeatInterval, cfg.RingPackets, cfg.MaxRetransmitPacketsPerNak, cfg.MaxMessageBytes,
+			c.String("udp.stream-group"), c.String("udp.command-group"), c.String("udp.interface"), c.String("tcp.addr"))
+		return nil
 	}
 	srv, err := openServer(c, log)
 	if err != nil {
@@ -103,8 +117,34 @@ func runSequencer(c *cli.Context) error {
 	return err
 }
 
-// configError names what to fix: the package validators name the field;
-// the flag, environment variable and file key are derived from it.
-func configError(err error) error {
-	return fmt.Errorf("invalid configuration: %w (set it with a flag, a SEQD_* variable or the --config file; see seqd help)", err)
+// Configuration keys of the fields the package validators name.
+var (
+	sequencerKeys = map[string]string{
+		"Session":                    "session",
+		"MaxPacketBytes":             "sequencer.max-packet-bytes",
+		"HeartbeatInterval":          "sequencer.heartbeat-interval",
+		"RingPackets":                "sequencer.ring-bytes",
+		"MaxRetransmitPacketsPerNak": "sequencer.nak-answer-bytes",
+		"MaxMessageBytes":            "sequencer.max-message-bytes",
+	}
+	nodeKeys = map[string]string{
+		"Account":        "account",
+		"Instance":       "instance",
+		"Window":         "node.window",
+		"ResendInterval": "node.resend-interval",
+		"MaxPacketBytes": "node.max-packet-bytes",
+	}
+)
+
+// configError names what to fix: the package validators name the Go
+// field; this adds the configuration key (flag --key, variable SEQD_KEY,
+// or the key in the --config file).
+func configError(err error, keys map[string]string) error {
+	msg := err.Error()
+	for field, key := range keys {
+		if strings.Contains(msg, field+" ") || strings.Contains(msg, field+"=") {
+			return fmt.Errorf("config key %s (flag --%s, variable %s): %w", key, key, envName(key), err)
+		}
+	}
+	return fmt.Errorf("invalid configuration: %w", err)
 }

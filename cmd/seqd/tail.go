@@ -155,7 +155,7 @@ func runTail(cc *cli.Context) error {
 	defer t.w.Flush()
 	n, err := node.New(cfg, t, client)
 	if err != nil {
-		return configError(err)
+		return configError(err, nodeKeys)
 	}
 	ctx, stop := signalContext(cc.Context)
 	defer stop()

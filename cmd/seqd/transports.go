@@ -88,11 +88,39 @@ func packetBytes(c *cli.Context, key string) (int, error) {
 	return autoPacketBytes(c)
 }
 
+var transportKeys = map[string]string{
+	"StreamGroup":      "udp.stream-group",
+	"CommandGroup":     "udp.command-group",
+	"Interface":        "udp.interface",
+	"TTL":              "udp.ttl",
+	"ReadBufferBytes":  "udp.read-buffer-bytes",
+	"WriteBufferBytes": "udp.write-buffer-bytes",
+	"Addr":             "tcp.addr",
+}
+
+// validateTransport checks the transport keys without opening anything.
+func validateTransport(c *cli.Context, kind string) error {
+	if kind == "udp" || kind == "hybrid" {
+		if err := multicastConfig(c, fault.Config{}).Validate(); err != nil {
+			return configError(err, transportKeys)
+		}
+	}
+	if kind == "tcp" || kind == "hybrid" {
+		if err := tcpConfig(c, fault.Config{}, nil).Validate(); err != nil {
+			return configError(err, transportKeys)
+		}
+	}
+	return nil
+}
+
 // openServer opens the sequencer's end of the configured transport and
 // says what it got (groups, addresses, the buffers the kernel granted).
 func openServer(c *cli.Context, log *slog.Logger) (transport.Server, error) {
 	kind := c.String("transport")
 	if err := oneOf("transport", kind, "udp", "tcp", "hybrid"); err != nil {
+		return nil, err
+	}
+	if err := validateTransport(c, kind); err != nil {
 		return nil, err
 	}
 	faults, err := faultsFromEnv(log, "sequencer")
@@ -129,6 +157,9 @@ func openServer(c *cli.Context, log *slog.Logger) (transport.Server, error) {
 func openClient(c *cli.Context, log *slog.Logger, role string) (transport.Client, error) {
 	kind := c.String("transport")
 	if err := oneOf("transport", kind, "udp", "tcp"); err != nil {
+		return nil, err
+	}
+	if err := validateTransport(c, kind); err != nil {
 		return nil, err
 	}
 	faults, err := faultsFromEnv(log, role)

@@ -1,0 +1,199 @@
+package e2e
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+)
+
+var (
+	buildOnce sync.Once
+	seqdBin   string
+	buildErr  error
+)
+
+// seqd builds the binary once per test run.
+func seqd(t *testing.T) string {
+	t.Helper()
+	buildOnce.Do(func() {
+		dir, err := os.MkdirTemp("", "seqd-e2e")
+		if err != nil {
+			buildErr = err
+			return
+		}
+		seqdBin = filepath.Join(dir, "seqd")
+		out, err := exec.Command("go", "build", "-o", seqdBin, "github.com/seqd/seqd/cmd/seqd").CombinedOutput()
+		if err != nil {
+			buildErr = fmt.Errorf("%v\n%s", err, out)
+		}
+	})
+	if buildErr != nil {
+		t.Fatalf("build seqd: %v", buildErr)
+	}
+	return seqdBin
+}
+
+// TestCLI_ConfigErrorsNameTheKey: bad configuration fails at start with
+// the key, the allowed values and exit code 1.
+func TestCLI_ConfigErrorsNameTheKey(t *testing.T) {
+	bin := seqd(t)
+	bad := filepath.Join(t.TempDir(), "bad.toml")
+	if err := os.WriteFile(bad, []byte("[udp]\nstrem-group = \"239.1.1.1:9\"\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		args []string
+		env  string
+		want string
+	}{
+		{[]string{"node", "--node.mode", "turbo"}, "", `config key node.mode: "turbo" is not allowed (want one of: safe, fast)`},
+		{[]string{"sequencer", "--dry-run", "--transport", "carrier-pigeon"}, "", `config key transport: "carrier-pigeon" is not allowed`},
+		{[]string{"sequencer", "--dry-run", "--config", bad}, "", "unknown key(s) udp.strem-group"},
+		{[]string{"sequencer", "--dry-run"}, "SEQD_SEQUENCER_HEARTBEAT_INTERVAL=0s", "config key sequencer.heartbeat-interval"},
+		{[]string{"sequencer", "--dry-run", "--udp.stream-group", "10.0.0.1:9100"}, "", "not a multicast address"},
+		{[]string{"node", "--account", "much-too-long"}, "", "config key account"},
+		{[]string{"tail", "--format", "xml"}, "", `config key format: "xml" is not allowed (want one of: text, json)`},
+		{[]string{"sequencer"}, "SEQD_FAULTS=loss=2", "SEQD_FAULTS"},
+	} {
+		cmd := exec.Command(bin, tc.args...)
+		cmd.Env = os.Environ()
+		if tc.env != "" {
+			cmd.Env = append(cmd.Env, tc.env)
+		}
+		out, err := cmd.CombinedOutput()
+		if code := cmd.ProcessState.ExitCode(); err == nil || code != 1 {
+			t.Errorf("%v: exit %d (%v), want 1\n%s", tc.args, code, err, out)
+			continue
+		}
+		if !strings.Contains(string(out), tc.want) {
+			t.Errorf("%v: error does not say %q:\n%s", tc.args, tc.want, out)
+		}
+	}
+}
+
+// TestCLI_ConfigPrecedence: flag beats environment beats file beats default.
+func TestCLI_ConfigPrecedence(t *testing.T) {
+	bin := seqd(t)
+	file := filepath.Join(t.TempDir(), "seqd.toml")
+	if err := os.WriteFile(file, []byte("transport = \"tcp\"\n[sequencer]\nheartbeat-interval = \"5ms\"\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	run := func(env string, args ...string) string {
+		cmd := exec.Command(bin, append([]string{"sequencer", "--dry-run", "--config", file}, args...)...)
+		cmd.Env = append(os.Environ(), env)
+		out, err := cmd.CombinedOutput()
+		if err != nil {
+			t.Fatalf("%v: %v\n%s", args, err, out)
+		}
+		return string(out)
+	}
+	for _, tc := range []struct {
+		env  string
+		args []string
+		want string
+	}{
+		{"X=1", nil, "heartbeat_interval=5ms"},
+		{"SEQD_SEQUENCER_HEARTBEAT_INTERVAL=7ms", nil, "heartbeat_interval=7ms"},
+		{"SEQD_SEQUENCER_HEARTBEAT_INTERVAL=7ms", []string{"--sequencer.heartbeat-interval", "9ms"}, "heartbeat_interval=9ms"},
+	} {
+		out := run(tc.env, tc.args...)
+		if !strings.Contains(out, tc.want) || !strings.Contains(out, "transport=tcp") {
+			t.Errorf("env %s args %v: got %q, want %s and transport=tcp from the file", tc.env, tc.args, out, tc.want)
+		}
+	}
+}
+
+// TestCLI_SequencerNodeTail: real processes over UDP multicast with 5%
+// loss at the node: the node exits 0 once all its commands are acked, the
+// JSON tail prints every command with the documented keys, and the
+// sequencer stops gracefully on SIGTERM.
+func TestCLI_SequencerNodeTail(t *testing.T) {
+	bin := seqd(t)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	mc := groups(99)
+	net := []string{"--transport", "udp", "--udp.stream-group", mc.StreamGroup, "--udp.command-group", mc.CommandGroup}
+
+	seq := exec.CommandContext(ctx, bin, append([]string{"sequencer"}, net...)...)
+	var seqErr bytes.Buffer
+	seq.Stderr = &seqErr
+	seqOut, err := seq.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := seq.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer seq.Process.Kill()
+	lines := bufio.NewScanner(seqOut)
+	if !lines.Scan() || !strings.HasPrefix(lines.Text(), "sequencer: ready") {
+		t.Fatalf("sequencer did not start: %q\n%s", lines.Text(), seqErr.String())
+	}
+
+	const count = 500
+	tail := exec.CommandContext(ctx, bin, append([]string{"tail", "--format", "json", "--internal=false", "--count", fmt.Sprint(count)}, net...)...)
+	var tailOut, tailErr bytes.Buffer
+	tail.Stdout, tail.Stderr = &tailOut, &tailErr
+	if err := tail.Start(); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(200 * time.Millisecond)
+
+	nodeCmd := exec.CommandContext(ctx, bin, append([]string{"node", "--account", "CLI", "--count", fmt.Sprint(count), "--size", "100"}, net...)...)
+	nodeCmd.Env = append(os.Environ(), "SEQD_FAULTS=loss=0.05,seed=11")
+	out, err := nodeCmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("node: %v\n%s", err, out)
+	}
+	if !strings.Contains(string(out), fmt.Sprintf("node: ok account=CLI sent=%d acked=%d", count, count)) {
+		t.Fatalf("node result:\n%s", out)
+	}
+	if err := tail.Wait(); err != nil {
+		t.Fatalf("tail: %v\n%s", err, tailErr.String())
+	}
+	var n int
+	for _, l := range strings.Split(strings.TrimSpace(tailOut.String()), "\n") {
+		var m map[string]any
+		if err := json.Unmarshal([]byte(l), &m); err != nil {
+			t.Fatalf("tail line %q: %v", l, err)
+		}
+		for _, k := range []string{"seq", "epoch", "time", "account", "instance", "cmd_seq", "size", "crc"} {
+			if _, ok := m[k]; !ok {
+				t.Fatalf("tail line %q lacks %q", l, k)
+			}
+		}
+		n++
+		if m["account"] != "CLI" || m["cmd_seq"].(float64) != float64(n) || m["size"].(float64) != 100 {
+			t.Fatalf("tail line %d: %q", n, l)
+		}
+	}
+	if n != count {
+		t.Fatalf("tail printed %d commands, want %d", n, count)
+	}
+
+	if err := seq.Process.Signal(syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	var stopped string
+	for lines.Scan() {
+		if strings.HasPrefix(lines.Text(), "sequencer: stopped") {
+			stopped = lines.Text()
+		}
+	}
+	if err := seq.Wait(); err != nil {
+		t.Fatalf("sequencer exit after SIGTERM: %v\n%s", err, seqErr.String())
+	}
+	if !strings.Contains(stopped, fmt.Sprintf("commands=%d", count)) {
+		t.Fatalf("sequencer final line %q", stopped)
+	}
+}
