@@ -34,7 +34,6 @@ type endpoint struct {
 
 	pollMu sync.Mutex
 	closed atomic.Bool
-	once   sync.Once
 
 	// Counters published after each batch, so Counters may be read from
 	// another goroutine (metrics) without a race.

@@ -128,7 +128,7 @@ func (r *benchReceiver) OnMessage(m *node.Message) {
 	}
 }
 
-type benchSender struct{ core *node.Core }
+type benchSender struct{}
 
 func (benchSender) OnMessage(*node.Message) {}
 

@@ -107,7 +107,8 @@ func runDemo(ctx context.Context, nodes, count int, faults fault.Config) error {
 	wg.Add(1)
 	go func() {
 		defer wg.Done()
-		if err := agent.Run(ctx); err != nil && !errors.Is(err, context.Canceled) {
+		// Run returns only on cancellation or a transport failure.
+		if err := agent.Run(ctx); !errors.Is(err, context.Canceled) {
 			seqErr <- err
 		}
 	}()

@@ -155,7 +155,7 @@ func (r *receiver) run() {
 	h := r.handle
 	for int(r.got.Load()) < r.want && r.first == nil && !r.stop.Load() {
 		if _, err := r.cl.Poll(h, 10*time.Millisecond); err != nil {
-			r.first = fmt.Errorf("Poll: %w", err)
+			r.first = fmt.Errorf("poll: %w", err)
 			return
 		}
 	}
