@@ -45,6 +45,7 @@ type recv struct {
 	session        uint64
 	epoch          uint32
 	next           uint64 // next seq to deliver
+	maxStored      uint64 // highest seq ever copied into the ring
 	contig         uint64 // every seq in [next, contig] is held whole
 	tail           uint64 // highest seq known to exist
 	sealed         uint64 // highest seq known to be published whole (all fragments)
@@ -128,9 +129,14 @@ func (c *Core) onPacket(now int64) {
 			continue
 		}
 		if r.Seq == c.next && r.Flags&wire.FlagFragment == 0 && (c.cfg.Mode == Fast || r.Seq <= c.stable) {
-			// In order and deliverable: zero-copy from the packet.
-			if s := &c.ring[r.Seq&c.mask]; s.seq == r.Seq {
-				s.state = slotEmpty
+			// In order and deliverable: zero-copy from the packet. A
+			// copy stored earlier (out of order) must not be delivered
+			// again; only seqs at or below maxStored can have one, which
+			// spares the hot path a cache miss in the ring.
+			if r.Seq <= c.maxStored {
+				if s := &c.ring[r.Seq&c.mask]; s.seq == r.Seq {
+					s.state = slotEmpty
+				}
 			}
 			c.deliver(r.Seq, r.Time, p.Epoch, r.Account, r.Instance, r.CmdSeq, r.Flags, r.Payload)
 			continue
@@ -196,6 +202,7 @@ func (c *Core) store(r *wire.Record, epoch uint32) {
 		c.stats.Overflow++
 		return
 	}
+	c.maxStored = max(c.maxStored, r.Seq)
 	s := &c.ring[r.Seq&c.mask]
 	if s.state != slotEmpty && s.seq != r.Seq {
 		s.state = slotEmpty

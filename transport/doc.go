@@ -9,7 +9,9 @@
 //
 // Buffers: Publish, SendTo and Send copy the frame before they return, so
 // the caller may reuse its buffer at once. A frame passed to a Handler is
-// valid only during that call; a handler that keeps bytes must copy them.
+// valid only during that call and is read-only (a transport may show the
+// same bytes to several receivers); a handler that keeps bytes must copy
+// them.
 //
 // Concurrency: an endpoint (Server or Client) is used by one goroutine at a
 // time, except Close, which may be called from any goroutine and makes a

@@ -143,6 +143,9 @@ type clientOut struct{ c transport.Client }
 
 func (o clientOut) Send(f []byte) { _ = o.c.Send(f) }
 
+// memFrameBytes is the largest frame the bench puts on the mem network.
+const memFrameBytes = 65507
+
 // benchMem runs the sequencer, the senders and one receiving node on one
 // goroutine over the mem transport: the cost of the protocol itself,
 // without system calls.
@@ -155,6 +158,10 @@ func benchMem(o benchOptions) error {
 	scfg := sequencer.DefaultConfig()
 	scfg.Session = 1
 	scfg.Epoch = 1
+	// The mem transport's "path MTU" is its frame limit: batch up to it,
+	// as the udp bench batches up to the interface MTU.
+	scfg.MaxPacketBytes = memFrameBytes
+	scfg.RingPackets = 4096
 	seq, err := sequencer.New(scfg, memSink{srv})
 	if err != nil {
 		return err
@@ -182,6 +189,10 @@ func benchMem(o benchOptions) error {
 			recv.accounts[i] = wire.MustAccount(cfg.Account)
 		}
 		cfg.Window = 4096
+		cfg.MaxPacketBytes = memFrameBytes
+		if !o.batch {
+			cfg.MaxPacketBytes = wire.CommandHeaderBytes + wire.CommandRecordBytes + o.size
+		}
 		cl := net.Client()
 		core, err := node.NewCore(cfg, h, clientOut{cl})
 		if err != nil {
@@ -213,9 +224,6 @@ func benchMem(o benchOptions) error {
 					return err
 				}
 				sent[i]++
-				if !o.batch {
-					c.Flush(now)
-				}
 			}
 			c.Flush(now)
 		}

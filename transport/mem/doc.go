@@ -26,6 +26,8 @@
 // goroutine. Handlers run without the lock held, so a handler may send.
 //
 // Buffers: Publish, SendTo and Send copy the frame into a buffer from the
-// network's free list; the buffer goes back to the list when the handler
-// that saw it returns. In steady state nothing is allocated per frame.
+// network's free list; a published frame is copied once and shared by
+// every client's inbox (handlers only read frames, as package transport
+// requires). The buffer goes back to the list when the last handler that
+// saw it returns. In steady state nothing is allocated per frame.
 package mem

@@ -113,9 +113,9 @@ func (e *endpoint) drain(h transport.Handler) (int, error) {
 			continue
 		}
 		e.c.FramesReceived++
-		e.c.BytesReceived += uint64(len(ent.buf))
+		e.c.BytesReceived += uint64(len(ent.buf.b))
 		n.mu.Unlock()
-		h(ent.buf, ent.from)
+		h(ent.buf.b, ent.from)
 		n.mu.Lock()
 		n.putBuf(ent.buf)
 		delivered++
@@ -178,9 +178,7 @@ func (s *Server) Publish(frame []byte) error {
 	n.mu.Lock()
 	err := s.checkSend(frame)
 	if err == nil {
-		for _, l := range s.out {
-			l.send(frame)
-		}
+		n.publish(s.out, frame)
 	}
 	n.mu.Unlock()
 	return err

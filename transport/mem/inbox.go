@@ -7,7 +7,7 @@ type entry struct {
 	at    int64  // virtual time at which it becomes deliverable
 	order uint64 // network-wide send order: ties on at keep send order
 	from  transport.Peer
-	buf   []byte // owned by the inbox until delivered, then recycled
+	buf   *frameBuf // one reference, dropped when delivered or discarded
 }
 
 func (a *entry) before(b *entry) bool {

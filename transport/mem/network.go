@@ -15,7 +15,8 @@ type Network struct {
 	mu      sync.Mutex // guards everything below and every endpoint's state
 	now     int64      // virtual clock, ns
 	order   uint64     // frames enqueued so far; orders ties in delivery time
-	free    [][]byte   // recycled frame buffers
+	free    []*frameBuf // recycled frame buffers
+	shared  *frameBuf   // the published frame being fanned out, if any
 	server  *Server
 	clients []*Client // clients[p-1] has Peer p
 }
@@ -133,23 +134,56 @@ func (n *Network) FaultCounters() fault.Counters {
 	return sum
 }
 
-// getBuf returns a buffer of length size from the free list. n.mu is held.
-func (n *Network) getBuf(size int) []byte {
-	if k := len(n.free); k > 0 {
-		b := n.free[k-1]
-		n.free[k-1] = nil
-		n.free = n.free[:k-1]
-		if cap(b) >= size {
-			return b[:size]
-		}
-	}
-	// Round up so a buffer serves later frames of any size up to a
-	// datagram without growing again.
-	return make([]byte, size, max(size, 2048))
+// frameBuf stores a frame in flight. A published frame is copied once and
+// shared by every inbox it reaches (handlers only read frames); refs
+// counts the inbox entries that still point at it.
+type frameBuf struct {
+	b    []byte
+	refs int
 }
 
-// putBuf recycles b. n.mu is held.
-func (n *Network) putBuf(b []byte) { n.free = append(n.free, b[:0]) }
+// getBuf returns a buffer holding a copy of frame, with no reference yet.
+// n.mu is held.
+func (n *Network) getBuf(frame []byte) *frameBuf {
+	var fb *frameBuf
+	if k := len(n.free); k > 0 {
+		fb = n.free[k-1]
+		n.free[k-1] = nil
+		n.free = n.free[:k-1]
+	} else {
+		fb = &frameBuf{}
+	}
+	if cap(fb.b) < len(frame) {
+		// Round up so a buffer serves later frames of any size up to a
+		// datagram without growing again.
+		fb.b = make([]byte, len(frame), max(len(frame), 2048))
+	}
+	fb.b = fb.b[:len(frame)]
+	copy(fb.b, frame)
+	return fb
+}
+
+// putBuf drops one reference to fb and recycles it when none is left.
+// n.mu is held.
+func (n *Network) putBuf(fb *frameBuf) {
+	fb.refs--
+	if fb.refs <= 0 {
+		fb.refs = 0
+		n.free = append(n.free, fb)
+	}
+}
+
+// publish fans frame out to every link, storing it once. n.mu is held.
+func (n *Network) publish(links []*link, frame []byte) {
+	fb := n.getBuf(frame)
+	fb.refs = 1 // held by the fan-out itself until it ends
+	n.shared = fb
+	for _, l := range links {
+		l.send(fb.b)
+	}
+	n.shared = nil
+	n.putBuf(fb)
+}
 
 // link is one direction between the server and one client.
 type link struct {
@@ -206,9 +240,14 @@ func (l *link) enqueue(frame []byte) {
 		lo, hi := int64(n.cfg.MinDelay), int64(n.cfg.MaxDelay)
 		at += lo + l.rng.Int64N(hi-lo+1)
 	}
-	buf := n.getBuf(len(frame))
-	copy(buf, frame)
+	// The frame is the shared copy of a publish in progress, or one the
+	// fault injector held back (its own buffer), or a unicast frame.
+	fb := n.shared
+	if fb == nil || len(frame) == 0 || len(frame) != len(fb.b) || &frame[0] != &fb.b[0] {
+		fb = n.getBuf(frame)
+	}
+	fb.refs++
 	n.order++
-	l.dst.in.push(entry{at: at, order: n.order, from: l.src.peer, buf: buf})
+	l.dst.in.push(entry{at: at, order: n.order, from: l.src.peer, buf: fb})
 	l.dst.wake()
 }
