@@ -12,9 +12,9 @@ import (
 type Network struct {
 	cfg Config
 
-	mu      sync.Mutex // guards everything below and every endpoint's state
-	now     int64      // virtual clock, ns
-	order   uint64     // frames enqueued so far; orders ties in delivery time
+	mu      sync.Mutex  // guards everything below and every endpoint's state
+	now     int64       // virtual clock, ns
+	order   uint64      // frames enqueued so far; orders ties in delivery time
 	free    []*frameBuf // recycled frame buffers
 	shared  *frameBuf   // the published frame being fanned out, if any
 	server  *Server
