@@ -33,9 +33,9 @@ type entry struct {
 }
 
 type recorder struct {
-	name   string
-	n      *node.Node
-	mu     sync.Mutex
+	name     string
+	n        *node.Node
+	mu       sync.Mutex
 	stream   []entry
 	mine     int
 	commands int
