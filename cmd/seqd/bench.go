@@ -27,7 +27,7 @@ func benchCommand() *cli.Command {
 			&cli.IntFlag{Name: "size", Value: 256, Usage: "payload bytes per message"},
 			&cli.IntFlag{Name: "nodes", Value: 3, Usage: "sending nodes"},
 			&cli.IntFlag{Name: "count", Value: 3_000_000, Usage: "messages in all"},
-			&cli.BoolFlag{Name: "batch", Value: true, Usage: "let nodes put several commands in one frame"},
+			&cli.BoolFlag{Name: "batch", Usage: "let nodes put several commands in one frame (the sequencer always batches)"},
 			&cli.StringFlag{Name: "out", Usage: "write latency histograms (CSV and PNG) into this directory"},
 			&cli.StringFlag{Name: "cpuprofile", Usage: "write a CPU profile of this process to the file"},
 		},
