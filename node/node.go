@@ -45,6 +45,7 @@ type Node struct {
 	user   Handler
 	start  time.Time
 	onRecv transport.Handler // method value built once
+	idle   transport.Idle    // Run goroutine only
 
 	// Mirrors of Core state for other goroutines; written by Run (during
 	// delivery, before each callback, so callbacks see the current value).
@@ -86,22 +87,28 @@ func New(cfg Config, h Handler, client transport.Client) (*Node, error) {
 	return n, nil
 }
 
+// SetIdleSpin makes Run poll without blocking for d after each frame
+// (see transport.Idle): lower latency for a busy core. Call it before Run.
+func (n *Node) SetIdleSpin(d time.Duration) { n.idle.Spin = d }
+
 // Run drives the node until ctx is done or the core stops with a fatal
 // error (ErrUnrecoverable, ErrDiverged), which it returns; a transport
 // error is returned too. Handler callbacks run on this goroutine.
 func (n *Node) Run(ctx context.Context) error {
 	n.runID.Store(goroutineID())
+	got := 0
 	for {
 		if err := ctx.Err(); err != nil {
 			return n.finish(err)
 		}
-		wait := maxPollWait
+		wait := n.idle.Wait(got, maxPollWait)
 		n.mu.Lock()
 		if len(n.ops) > 0 {
 			wait = 0
 		}
 		n.mu.Unlock()
-		if _, err := n.client.Poll(n.onRecv, wait); err != nil {
+		var err error
+		if got, err = n.client.Poll(n.onRecv, wait); err != nil {
 			return n.finish(err)
 		}
 		now := n.clock()
@@ -117,7 +124,7 @@ func (n *Node) Run(ctx context.Context) error {
 			return n.finish(err)
 		}
 		n.mu.Lock()
-		err := n.sendErr
+		err = n.sendErr
 		n.mu.Unlock()
 		if err != nil {
 			return n.finish(err)

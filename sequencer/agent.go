@@ -17,6 +17,7 @@ type Agent struct {
 	srv   transport.Server
 	clock func() int64
 	wait  time.Duration
+	idle  transport.Idle
 
 	onFrame transport.Handler
 
@@ -46,6 +47,10 @@ func NewAgent(cfg Config, srv transport.Server, clock func() int64) (*Agent, err
 	return a, nil
 }
 
+// SetIdleSpin makes Run poll without blocking for d after each frame
+// (see transport.Idle): lower latency for a busy core. Call it before Run.
+func (a *Agent) SetIdleSpin(d time.Duration) { a.idle.Spin = d }
+
 // Core returns the state machine. Use it only before Run starts or after it
 // returns; while it runs, read Stats and Published instead.
 func (a *Agent) Core() *Core { return a.core }
@@ -61,12 +66,14 @@ func (a *Agent) frame(frame []byte, from transport.Peer) {
 func (a *Agent) Run(ctx context.Context) error {
 	a.core.Flush(a.clock())
 	lastSnap := time.Now()
+	got := 0
 	for {
 		if err := ctx.Err(); err != nil {
 			a.snapshot()
 			return err
 		}
-		if _, err := a.srv.Poll(a.onFrame, a.wait); err != nil {
+		var err error
+		if got, err = a.srv.Poll(a.onFrame, a.idle.Wait(got, a.wait)); err != nil {
 			a.snapshot()
 			return err
 		}

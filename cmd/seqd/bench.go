@@ -28,6 +28,7 @@ func benchCommand() *cli.Command {
 			&cli.IntFlag{Name: "nodes", Value: 3, Usage: "sending nodes"},
 			&cli.IntFlag{Name: "count", Value: 3_000_000, Usage: "messages in all"},
 			&cli.BoolFlag{Name: "batch", Usage: "let nodes put several commands in one frame (the sequencer always batches)"},
+			&cli.DurationFlag{Name: "spin", Usage: "processes poll without blocking this long after each frame (sequencer.idle-spin, node.idle-spin)"},
 			&cli.StringFlag{Name: "out", Usage: "write latency histograms (CSV and PNG) into this directory"},
 			&cli.StringFlag{Name: "cpuprofile", Usage: "write a CPU profile of this process to the file"},
 		},
@@ -39,6 +40,7 @@ func benchCommand() *cli.Command {
 				nodes:     c.Int("nodes"),
 				count:     c.Int("count"),
 				batch:     c.Bool("batch"),
+				spin:      c.Duration("spin"),
 			}
 			if err := opt.validate(); err != nil {
 				return err
@@ -76,6 +78,7 @@ type benchOptions struct {
 	size, nodes     int
 	count           int
 	batch           bool
+	spin            time.Duration
 }
 
 func (o benchOptions) validate() error {

@@ -148,7 +148,7 @@ func benchProcesses(ctx context.Context, o benchOptions, outDir string) error {
 	ctx, cancel := context.WithTimeout(ctx, 10*time.Minute)
 	defer cancel()
 	seqArgs := append([]string{"sequencer"}, netArgs...)
-	seqArgs = append(seqArgs, "--session", strconv.FormatInt(time.Now().UnixNano(), 10))
+	seqArgs = append(seqArgs, "--session", strconv.FormatInt(time.Now().UnixNano(), 10), "--sequencer.idle-spin", o.spin.String())
 	seq, err := startProc(ctx, "sequencer", seqArgs...)
 	if err != nil {
 		return err
@@ -159,7 +159,7 @@ func benchProcesses(ctx context.Context, o benchOptions, outDir string) error {
 	}
 	nodeArgs := func(extra ...string) []string {
 		a := append([]string{"node"}, netArgs...)
-		a = append(a, "--size", strconv.Itoa(o.size), "--node.window", "4096")
+		a = append(a, "--size", strconv.Itoa(o.size), "--node.window", "4096", "--node.idle-spin", o.spin.String())
 		if !o.batch {
 			// One command per frame: the frame limit fits exactly one.
 			a = append(a, "--node.max-packet-bytes", strconv.Itoa(wire.CommandHeaderBytes+wire.CommandRecordBytes+o.size))
@@ -193,7 +193,11 @@ func benchProcesses(ctx context.Context, o benchOptions, outDir string) error {
 		if err != nil {
 			return err
 		}
-		fmt.Printf("bench transport=%s mode=rtt size=%d msgs=%d %s\n", o.transport, o.size, o.count, latencyFields(line))
+		spin := ""
+		if o.spin > 0 {
+			spin = fmt.Sprintf(" spin_us=%d", o.spin.Microseconds())
+		}
+		fmt.Printf("bench transport=%s mode=rtt size=%d msgs=%d %s%s\n", o.transport, o.size, o.count, latencyFields(line), spin)
 		if samples != "" {
 			if err := histogramFromFile(outDir, o.transport, samples); err != nil {
 				return err

@@ -33,6 +33,7 @@ func nodeCommand() *cli.Command {
 		intFlag("node.window", d.Window, "commands in flight before Send blocks"),
 		durFlag("node.resend-interval", d.ResendInterval, "resend a command not seen in the stream after this long"),
 		intFlag("node.max-packet-bytes", 0, "largest command frame; 0: the path MTU (smaller: less batching)"),
+		durFlag("node.idle-spin", 0, "keep polling without blocking this long after each frame (lower latency, costs a core)"),
 		boolFlag("rtt", false, "round-trip mode: send a command, wait to see it, repeat; report percentiles"),
 		strFlag("samples", "", "rtt mode: write the round trips (ns, one per line) to this file"),
 		durFlag("timeout", 10*time.Minute, "give up after this long"),
@@ -213,6 +214,7 @@ func runNode(cc *cli.Context) error {
 	if err != nil {
 		return configError(err, nodeKeys)
 	}
+	c.n.SetIdleSpin(cc.Duration("node.idle-spin"))
 	ctx, stop := signalContext(cc.Context)
 	defer stop()
 	ctx, cancel := context.WithTimeout(ctx, cc.Duration("timeout"))

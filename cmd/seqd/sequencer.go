@@ -26,6 +26,7 @@ func sequencerCommand() *cli.Command {
 		intFlag("sequencer.ring-bytes", 256<<20, "retransmit ring memory (allocated and touched at start)"),
 		intFlag("sequencer.nak-answer-bytes", 4<<20, "most bytes retransmitted for one NAK (the receiver asks again for the rest)"),
 		intFlag("sequencer.max-message-bytes", d.MaxMessageBytes, "largest command payload"),
+		durFlag("sequencer.idle-spin", 0, "keep polling without blocking this long after each frame (lower latency, costs a core)"),
 		&cli.BoolFlag{Name: "dry-run", Usage: "validate the configuration, print it and exit"},
 	))
 	return &cli.Command{
@@ -87,6 +88,7 @@ func runSequencer(c *cli.Context) error {
 	if err != nil {
 		return err
 	}
+	agent.SetIdleSpin(c.Duration("sequencer.idle-spin"))
 	ctx, stop := signalContext(c.Context)
 	defer stop()
 	runtime.LockOSThread()
