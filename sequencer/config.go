@@ -34,6 +34,16 @@ type Config struct {
 	// MaxRetransmitPacketsPerNak caps the answer to one NAK; the receiver
 	// asks again for the rest, which paces repair.
 	MaxRetransmitPacketsPerNak int
+	// RetransmitBytesPerSecond caps the bandwidth of repairs (a token
+	// bucket holding up to 50ms of it), so that a NAK storm cannot starve
+	// the live stream; a throttled NAK is answered in part and the
+	// receiver asks again after its backoff. 0: no cap.
+	RetransmitBytesPerSecond int64
+	// MulticastRepairWindow: when a second receiver asks for the same seq
+	// within this window, the answer is published to everyone instead of
+	// sent to one (PGM/Aeron-style), and receivers that were about to ask
+	// cancel their NAKs. 0: always unicast.
+	MulticastRepairWindow time.Duration
 	// MaxMessageBytes is the largest command payload accepted (whole or
 	// reassembled from fragments).
 	MaxMessageBytes int
@@ -58,6 +68,7 @@ func DefaultConfig() Config {
 		FlushDelay:                 time.Millisecond,
 		RingPackets:                32768,
 		MaxRetransmitPacketsPerNak: 2048,
+		MulticastRepairWindow:      2 * time.Millisecond,
 		MaxMessageBytes:            16 << 20,
 		MaxSenders:                 4096,
 		Standalone:                 true,
@@ -96,6 +107,10 @@ func (c Config) Validate() error {
 		return bad("RingPackets", c.RingPackets, fmt.Sprintf("2..%d", maxRingPackets))
 	case c.MaxRetransmitPacketsPerNak < 1 || c.MaxRetransmitPacketsPerNak > c.RingPackets:
 		return bad("MaxRetransmitPacketsPerNak", c.MaxRetransmitPacketsPerNak, fmt.Sprintf("1..RingPackets (%d)", c.RingPackets))
+	case c.RetransmitBytesPerSecond < 0:
+		return bad("RetransmitBytesPerSecond", c.RetransmitBytesPerSecond, ">= 0 (0: no cap)")
+	case c.MulticastRepairWindow < 0 || c.MulticastRepairWindow > time.Second:
+		return bad("MulticastRepairWindow", c.MulticastRepairWindow, "0..1s (0: always unicast)")
 	case c.MaxMessageBytes < 1 || c.MaxMessageBytes > wire.MaxMessageBytes:
 		return bad("MaxMessageBytes", c.MaxMessageBytes, fmt.Sprintf("1..%d", wire.MaxMessageBytes))
 	case c.MaxSenders < 1 || c.MaxSenders > maxSenders:

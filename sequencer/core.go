@@ -29,6 +29,8 @@ type Stats struct {
 	Naks             uint64 // NAKs received for this session
 	NaksBeyondTail   uint64 // NAKs starting after the last published seq (ignored)
 	Retransmitted    uint64 // packets sent again in answer to NAKs
+	RepairsMulticast uint64 // NAK answers published to everyone (several receivers asked)
+	Throttled        uint64 // NAK answers cut short by RetransmitBytesPerSecond
 	Gones            uint64 // Gone replies (range left the ring)
 	Heartbeats       uint64 // heartbeats published
 	Packets          uint64 // data packets published (first sends)
@@ -64,16 +66,22 @@ type Core struct {
 	timers   timerTable
 
 	// Scratch values reused on every call so that nothing escapes to the heap.
-	cmd  wire.CommandPacket
-	c    wire.Command
-	rec  wire.Record
-	nak  wire.Nak
-	gone wire.Gone
-	in   wire.Internal
-	tr   wire.TimerRequest
-	ibuf [wire.InternalBytes]byte
-	hb   [wire.PacketHeaderBytes]byte
-	gbuf [wire.GoneBytes]byte
+	cmd wire.CommandPacket
+	c   wire.Command
+	rec wire.Record
+	nak wire.Nak
+	// Repair pacing and coalescing (see stepNak).
+	repairTokens int64  // bytes that may be retransmitted now
+	repairRefill int64  // core time of the last refill
+	lastNakSeq   uint64 // FromSeq of the last NAK answered
+	lastNakPeer  transport.Peer
+	lastNakAt    int64
+	gone         wire.Gone
+	in           wire.Internal
+	tr           wire.TimerRequest
+	ibuf         [wire.InternalBytes]byte
+	hb           [wire.PacketHeaderBytes]byte
+	gbuf         [wire.GoneBytes]byte
 
 	stats Stats
 }
@@ -138,7 +146,7 @@ func (c *Core) Step(now int64, frame []byte, from transport.Peer) error {
 	case wire.KindCommand:
 		return c.stepCommand(now, frame)
 	case wire.KindNak:
-		return c.stepNak(frame, from)
+		return c.stepNak(now, frame, from)
 	}
 	c.stats.Malformed++
 	return wire.ErrKind

@@ -91,12 +91,13 @@ func (r *ring) search(seq uint64) uint64 {
 // stepNak answers a NAK from the ring: the original packets covering
 // FromSeq..ToSeq (at most MaxRetransmitPacketsPerNak, skipping fragments of
 // FromSeq the receiver already holds), or Gone when FromSeq has left it.
-func (c *Core) stepNak(frame []byte, from transport.Peer) error {
+func (c *Core) stepNak(now int64, frame []byte, from transport.Peer) error {
 	n := &c.nak
 	if err := wire.DecodeNak(frame, n); err != nil {
 		c.stats.Malformed++
 		return err
 	}
+	c.advance(now)
 	if n.Session != c.session {
 		c.stats.WrongSession++
 		return nil
@@ -122,6 +123,13 @@ func (c *Core) stepNak(frame []byte, from transport.Peer) error {
 		c.sendGone(from, n.FromSeq, oldest)
 		return nil
 	}
+	// A second receiver asking for the same seq soon after the first means
+	// the loss was shared (a switch, a slow host): one multicast answer
+	// serves them all, and their pending NAKs are cancelled when it lands.
+	multicast := c.cfg.MulticastRepairWindow > 0 && n.FromSeq == c.lastNakSeq &&
+		from != c.lastNakPeer && c.now-c.lastNakAt < int64(c.cfg.MulticastRepairWindow)
+	c.lastNakSeq, c.lastNakPeer, c.lastNakAt = n.FromSeq, from, c.now
+	c.refillRepairTokens()
 	sent := 0
 	for p := r.search(n.FromSeq); p < r.next && sent < c.cfg.MaxRetransmitPacketsPerNak; p++ {
 		m := r.metaOf(p)
@@ -131,14 +139,50 @@ func (c *Core) stepNak(frame []byte, from transport.Peer) error {
 		if m.firstSeq == n.FromSeq && m.count == 1 && m.frag && m.fragEnd <= n.FromOffset {
 			continue // a fragment the receiver already holds
 		}
+		if c.cfg.RetransmitBytesPerSecond > 0 {
+			if c.repairTokens < int64(m.bytes) {
+				c.stats.Throttled++
+				break
+			}
+			c.repairTokens -= int64(m.bytes)
+		}
 		pkt := r.slot(p)[:m.bytes]
 		wire.SetStable(pkt, c.stable)
 		wire.SetPacketFlags(pkt, wire.PacketRetransmit)
-		c.sink.SendTo(from, pkt)
+		if multicast {
+			c.sink.Publish(pkt)
+		} else {
+			c.sink.SendTo(from, pkt)
+		}
 		sent++
+	}
+	if multicast && sent > 0 {
+		c.stats.RepairsMulticast++
 	}
 	c.stats.Retransmitted += uint64(sent)
 	return nil
+}
+
+// refillRepairTokens adds the bytes earned since the last refill, up to
+// 50ms of RetransmitBytesPerSecond (at least one packet, so that a tiny
+// rate still makes progress).
+func (c *Core) refillRepairTokens() {
+	rate := c.cfg.RetransmitBytesPerSecond
+	if rate <= 0 {
+		return
+	}
+	burst := max(rate/20, int64(c.cfg.MaxPacketBytes))
+	if c.repairRefill == 0 {
+		c.repairTokens, c.repairRefill = burst, c.now
+		return
+	}
+	if dt := c.now - c.repairRefill; dt > 0 {
+		earned := dt * (rate / 1000) / 1_000_000 // ns * bytes/ms; rate/1000 keeps dt*rate from overflowing
+		if earned > 0 {
+			c.repairTokens = min(c.repairTokens+earned, burst)
+			c.repairRefill = c.now
+		}
+	}
 }
 
 func (c *Core) sendGone(to transport.Peer, fromSeq, oldest uint64) {

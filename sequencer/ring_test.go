@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/seqd/seqd/transport"
 	"github.com/seqd/seqd/wire"
@@ -221,5 +222,81 @@ func TestCore_GoneBeforeFirstSeq(t *testing.T) {
 	mustStep(t, c, 0, nakFrame(t, testSession, 10, 20, 0))
 	if wire.DecodeGone(sink.sent[1].pkt, &g) != nil || g.Oldest != 50 {
 		t.Fatalf("gone %+v, want oldest 50", g)
+	}
+}
+
+// TestCore_NakBandwidthCap: repairs are paced by RetransmitBytesPerSecond;
+// a NAK beyond the budget is answered in part, and the budget refills with
+// sequencer time.
+func TestCore_NakBandwidthCap(t *testing.T) {
+	cfg := testConfig()
+	cfg.MaxPacketBytes = 256
+	cfg.MaxRetransmitPacketsPerNak = 64
+	cfg.RetransmitBytesPerSecond = 20 * 256 * 10 // burst (50ms of it) = 10 packets of 256 B
+	c, sink := newCore(t, cfg)
+	for i := 1; i <= 40; i++ {
+		mustStep(t, c, int64(i), frame(t, acctA, 1, 0, cmd(uint64(i), strings.Repeat("y", 150))))
+	}
+	c.Flush(100)
+	mustStep(t, c, 1000, nakFrame(t, testSession, 1, c.Published(), 0))
+	first := len(sink.sent)
+	var bytes int
+	for _, s := range sink.sent {
+		bytes += len(s.pkt)
+	}
+	if first == 0 || bytes > 10*256 || c.Stats().Throttled != 1 {
+		t.Fatalf("first answer: %d packets, %d bytes, throttled %d; want at most 2560 bytes and one throttle", first, bytes, c.Stats().Throttled)
+	}
+	// No time passed: nothing more may go out.
+	sink.sent = nil
+	mustStep(t, c, 1000, nakFrame(t, testSession, 1, c.Published(), 0))
+	if len(sink.sent) != 0 {
+		t.Fatalf("%d packets sent with an empty budget", len(sink.sent))
+	}
+	// 100ms later the bucket is full again.
+	sink.sent = nil
+	mustStep(t, c, 1000+int64(100*time.Millisecond), nakFrame(t, testSession, 1, c.Published(), 0))
+	if len(sink.sent) != first {
+		t.Fatalf("after a refill: %d packets, want %d", len(sink.sent), first)
+	}
+}
+
+// TestCore_SharedLossRepairedByMulticast: when a second receiver asks for
+// the same seq within MulticastRepairWindow, the answer is published.
+func TestCore_SharedLossRepairedByMulticast(t *testing.T) {
+	cfg := testConfig()
+	cfg.MaxPacketBytes = 256
+	cfg.MulticastRepairWindow = time.Millisecond
+	c, sink := newCore(t, cfg)
+	for i := 1; i <= 10; i++ {
+		mustStep(t, c, int64(i), frame(t, acctA, 1, 0, cmd(uint64(i), strings.Repeat("z", 150))))
+	}
+	c.Flush(100)
+	published := len(sink.published)
+	stepFrom(t, c, 1000, nakFrame(t, testSession, 5, 6, 0), 1)
+	if len(sink.sent) == 0 || len(sink.published) != published {
+		t.Fatalf("first NAK: %d unicast, %d published; want unicast only", len(sink.sent), len(sink.published)-published)
+	}
+	unicast := len(sink.sent)
+	stepFrom(t, c, 1000+int64(500*time.Microsecond), nakFrame(t, testSession, 5, 6, 0), 2)
+	if len(sink.sent) != unicast || len(sink.published) == published || c.Stats().RepairsMulticast != 1 {
+		t.Fatalf("second receiver: %d more unicast, %d published, stats %+v; want a multicast answer", len(sink.sent)-unicast, len(sink.published)-published, c.Stats())
+	}
+	var p wire.Packet
+	if err := wire.DecodePacket(sink.published[len(sink.published)-1], &p); err != nil || p.Flags&wire.PacketRetransmit == 0 {
+		t.Fatalf("published repair: %v flags %x", err, p.Flags)
+	}
+	// Outside the window, or the same receiver again: unicast.
+	stepFrom(t, c, 1000+int64(5*time.Millisecond), nakFrame(t, testSession, 5, 6, 0), 3)
+	stepFrom(t, c, 1000+int64(5*time.Millisecond)+1, nakFrame(t, testSession, 5, 6, 0), 3)
+	if c.Stats().RepairsMulticast != 1 {
+		t.Fatalf("multicast repairs %d, want still 1", c.Stats().RepairsMulticast)
+	}
+}
+
+func stepFrom(t testing.TB, c *Core, now int64, f []byte, from transport.Peer) {
+	t.Helper()
+	if err := c.Step(now, f, from); err != nil {
+		t.Fatalf("Step: %v", err)
 	}
 }

@@ -25,6 +25,8 @@ func sequencerCommand() *cli.Command {
 		durFlag("sequencer.heartbeat-interval", d.HeartbeatInterval, "heartbeat when idle this long"),
 		intFlag("sequencer.ring-bytes", 256<<20, "retransmit ring memory (allocated and touched at start)"),
 		intFlag("sequencer.nak-answer-bytes", 4<<20, "most bytes retransmitted for one NAK (the receiver asks again for the rest)"),
+		intFlag("sequencer.retransmit-bytes-per-second", 256<<20, "bandwidth cap of all repairs, so a NAK storm cannot starve the stream (0: none)"),
+		durFlag("sequencer.multicast-repair-window", d.MulticastRepairWindow, "a second receiver asking for the same seq within this window gets a multicast answer (0: always unicast)"),
 		intFlag("sequencer.max-message-bytes", d.MaxMessageBytes, "largest command payload"),
 		durFlag("sequencer.idle-spin", 0, "keep polling without blocking this long after each frame (lower latency, costs a core)"),
 		&cli.BoolFlag{Name: "dry-run", Usage: "validate the configuration, print it and exit"},
@@ -61,6 +63,8 @@ func runSequencer(c *cli.Context) error {
 	cfg.RingPackets = max(c.Int("sequencer.ring-bytes")/cfg.MaxPacketBytes, 16)
 	cfg.MaxRetransmitPacketsPerNak = min(max(c.Int("sequencer.nak-answer-bytes")/cfg.MaxPacketBytes, 1), cfg.RingPackets)
 	cfg.MaxMessageBytes = c.Int("sequencer.max-message-bytes")
+	cfg.RetransmitBytesPerSecond = int64(c.Int("sequencer.retransmit-bytes-per-second"))
+	cfg.MulticastRepairWindow = c.Duration("sequencer.multicast-repair-window")
 	if auto, err := autoPacketBytes(c); err == nil && cfg.MaxPacketBytes > auto {
 		log.Warn("sequencer.max-packet-bytes is above the path MTU: datagrams will be IP-fragmented, and one lost fragment loses the datagram", "value", cfg.MaxPacketBytes, "path_mtu_payload", auto)
 	}
@@ -109,8 +113,8 @@ func runSequencer(c *cli.Context) error {
 	if st.Messages > 0 {
 		allocs = float64(ms1.Mallocs-ms0.Mallocs) / float64(st.Messages)
 	}
-	fmt.Printf("sequencer: stopped last_seq=%d commands=%d duplicates=%d naks=%d retransmitted=%d allocs_per_msg=%.4f\n",
-		agent.LastSeq(), st.Commands, st.Duplicates, st.Naks, st.Retransmitted, allocs)
+	fmt.Printf("sequencer: stopped last_seq=%d commands=%d duplicates=%d naks=%d retransmitted=%d multicast_repairs=%d throttled=%d allocs_per_msg=%.4f\n",
+		agent.LastSeq(), st.Commands, st.Duplicates, st.Naks, st.Retransmitted, st.RepairsMulticast, st.Throttled, allocs)
 	log.Info("sequencer stopped", "last_seq", agent.LastSeq(), "commands", st.Commands, "duplicates", st.Duplicates,
 		"naks", st.Naks, "retransmitted", st.Retransmitted, "gones", st.Gones, "malformed", st.Malformed)
 	if errors.Is(err, context.Canceled) {
@@ -128,6 +132,8 @@ var (
 		"RingPackets":                "sequencer.ring-bytes",
 		"MaxRetransmitPacketsPerNak": "sequencer.nak-answer-bytes",
 		"MaxMessageBytes":            "sequencer.max-message-bytes",
+		"RetransmitBytesPerSecond":   "sequencer.retransmit-bytes-per-second",
+		"MulticastRepairWindow":      "sequencer.multicast-repair-window",
 	}
 	nodeKeys = map[string]string{
 		"Account":        "account",

@@ -54,6 +54,7 @@ type Result struct {
 	Virtual   time.Duration
 	Sequenced uint64 // last seq the sequencer published
 	Commands  uint64 // commands the senders issued (all acknowledged when Err is nil)
+	Sequencer sequencer.Stats
 	Err       error
 }
 
@@ -116,6 +117,7 @@ func Run(cfg Config) (res Result) {
 	res.Steps, res.Err = w.run()
 	res.Virtual = time.Duration(w.now)
 	res.Sequenced = uint64(len(w.log))
+	res.Sequencer = w.seq.Stats()
 	for _, n := range w.nodes {
 		res.Commands += n.sent
 	}
@@ -139,6 +141,9 @@ func newWorld(cfg Config) (*world, error) {
 	sc.Epoch = 1
 	sc.HeartbeatInterval = time.Millisecond
 	sc.RingPackets = 1 << 16
+	// Exercise repair pacing: about what 5% loss needs on average, so
+	// bursts (after a partition) are throttled and must still converge.
+	sc.RetransmitBytesPerSecond = 2 << 20
 	w.seq, err = sequencer.New(sc, w)
 	if err != nil {
 		return nil, err
@@ -169,6 +174,16 @@ func (w *world) record(pkt []byte) {
 		return
 	}
 	var r wire.Record
+	if p.Flags&wire.PacketRetransmit != 0 {
+		// A repair published to everyone: it must repeat the truth.
+		for p.Next(&r) {
+			e := entry{account: r.Account, instance: r.Instance, cmdSeq: r.CmdSeq, flags: r.Flags &^ wire.FlagFragment, time: r.Time}
+			if r.Seq > uint64(len(w.log)) || w.log[r.Seq-1] != e {
+				w.fail("multicast repair of seq %d differs from what was published", r.Seq)
+			}
+		}
+		return
+	}
 	for p.Next(&r) {
 		e := entry{account: r.Account, instance: r.Instance, cmdSeq: r.CmdSeq, flags: r.Flags &^ wire.FlagFragment, time: r.Time}
 		if n := uint64(len(w.log)); n > 0 && r.Time < w.log[n-1].time {

@@ -47,7 +47,9 @@ func main() {
 					failed.Add(1)
 					fmt.Printf("seed %d FAILED: %v\n  replay: %s\n", s, r.Err, r.Replay())
 				} else if *verbose {
-					fmt.Printf("seed %d ok: steps=%d virtual=%v sequenced=%d commands=%d\n", s, r.Steps, r.Virtual, r.Sequenced, r.Commands)
+					st := r.Sequencer
+					fmt.Printf("seed %d ok: steps=%d virtual=%v sequenced=%d commands=%d naks=%d retransmitted=%d multicast_repairs=%d throttled=%d gones=%d\n",
+						s, r.Steps, r.Virtual, r.Sequenced, r.Commands, st.Naks, st.Retransmitted, st.RepairsMulticast, st.Throttled, st.Gones)
 				}
 				mu.Unlock()
 			}
