@@ -144,6 +144,7 @@ func (c *Core) onPacket(now int64) {
 		c.store(r, p.Epoch)
 	}
 	c.drain()
+	c.ackHeldFragments()
 	if p.Kind == wire.KindHeartbeat && c.next == p.FirstSeq && p.BaseTime > c.now {
 		c.now = p.BaseTime
 	}
@@ -193,6 +194,25 @@ func (c *Core) duplicate(r *wire.Record) {
 	if c.ix.Type == wire.InternalEpochStart && c.ix.Epoch > c.deliveredEpoch {
 		c.fail(fmt.Errorf("%w: epoch %d starts at seq %d but seqs up to %d were delivered in epoch %d",
 			ErrDiverged, c.ix.Epoch, r.Seq, c.next-1, c.deliveredEpoch))
+	}
+}
+
+// ackHeldFragments acknowledges this node's own large command as soon as
+// any fragment of it is held and stable, without waiting for the rest to
+// be repaired: the sequencer numbers a command only once it has all of
+// it, so a fragment in the stream proves the command made it. Otherwise
+// a repair that outlasts ResendInterval would make the node send the
+// whole command again (megabytes) while its echo is being repaired. Only
+// stable fragments count (a failover may cut the rest), and only after
+// this incarnation was announced (older incarnations reuse cmdSeqs).
+func (c *Core) ackHeldFragments() {
+	if c.cfg.ReadOnly || c.next > c.maxStored || c.myIncarnation != c.cfg.Incarnation {
+		return
+	}
+	s := &c.ring[c.next&c.mask]
+	if s.seq == c.next && s.state == slotPartial && s.seq <= c.stable && s.account == c.account &&
+		s.instance == c.cfg.Instance && s.flags&wire.FlagSeqGen == 0 && s.cmdSeq != 0 {
+		c.ack(s.cmdSeq)
 	}
 }
 
@@ -429,11 +449,22 @@ func (c *Core) sendNak(now int64) {
 		}
 		to--
 	}
-	var off uint32
-	if s := &c.ring[from&c.mask]; s.state == slotPartial && s.seq == from && len(s.spans) > 0 && s.spans[0].from == 0 {
-		off = s.spans[0].to
+	// For a large message partly held, ask for its first hole only: the
+	// bytes after the held prefix up to the next held range. Asking for
+	// everything after the prefix would resend what is already here.
+	var off, end uint32
+	if s := &c.ring[from&c.mask]; s.state == slotPartial && s.seq == from && len(s.spans) > 0 {
+		next := 0
+		if s.spans[0].from == 0 {
+			off = s.spans[0].to
+			next = 1
+		}
+		if next < len(s.spans) {
+			end = s.spans[next].from
+			to = from
+		}
 	}
-	n := wire.Nak{Epoch: c.epoch, Session: c.session, FromSeq: from, ToSeq: to, FromOffset: off}
+	n := wire.Nak{Epoch: c.epoch, Session: c.session, FromSeq: from, ToSeq: to, FromOffset: off, ToOffset: end}
 	if b, err := wire.AppendNak(c.nakBuf[:], &n); err == nil {
 		c.out.Send(b)
 		c.stats.NaksSent++

@@ -426,3 +426,54 @@ func TestCore_FragmentInProgressIsNotAGapUntilHeartbeat(t *testing.T) {
 		t.Fatalf("NAKs %+v, want 2..2 from offset 100", naks)
 	}
 }
+
+// TestCore_NakAsksOnlyTheHoleOfALargeMessage: with the head and the tail of
+// a fragmented message held, the NAK names the hole between them alone.
+func TestCore_NakAsksOnlyTheHoleOfALargeMessage(t *testing.T) {
+	s := newStream(t)
+	c, _, o := newTestCore(t, testConfig())
+	big := bytes.Repeat([]byte("x"), 300)
+	a := wire.MustAccount("a")
+	head := rec{payload: big[:100], flags: wire.FlagFragment, total: 300, account: a}
+	tail := rec{payload: big[200:], flags: wire.FlagFragment, total: 300, offset: 200, account: a}
+	step(t, c, 0, s.msgs(1, 1), s.packet(2, 1, 0, head), s.packet(2, 2, 0, tail), s.msgs(3, 1))
+	c.Tick(int64(time.Second))
+	naks := o.naks(t)
+	want := wire.Nak{Epoch: 1, Session: 77, FromSeq: 2, ToSeq: 2, FromOffset: 100, ToOffset: 200}
+	if len(naks) != 1 || naks[0] != want {
+		t.Fatalf("NAKs %+v, want %+v", naks, want)
+	}
+}
+
+// TestCore_OwnLargeCommandAckedByAStableFragment: the window frees as soon
+// as a stable fragment of the node's own command is held, so the command is
+// not resent while the rest of its echo is repaired; an unstable fragment
+// does not count.
+func TestCore_OwnLargeCommandAckedByAStableFragment(t *testing.T) {
+	s := newStream(t)
+	cfg := testConfig()
+	cfg.MaxPacketBytes = 256
+	c, _, o := newTestCore(t, cfg)
+	payload := bytes.Repeat([]byte("L"), 1000)
+	if _, err := c.Send(0, payload); err != nil {
+		t.Fatal(err)
+	}
+	c.Flush(0)
+	me := wire.MustAccount("me")
+	inc := s.internal(wire.Internal{Type: wire.InternalIncarnation, Account: me, Value: 5})
+	step(t, c, 0, s.packet(1, 1, 0, inc))
+	frag := rec{payload: payload[:200], flags: wire.FlagFragment, total: 1000, account: me, cmdSeq: 1}
+	step(t, c, 0, s.packet(2, 1, 0, frag)) // not stable yet
+	if c.InFlight() != 1 {
+		t.Fatalf("acked by an unstable fragment: in flight %d", c.InFlight())
+	}
+	step(t, c, 0, s.heartbeat(3, 2, 0)) // seq 2 is stable now, its other fragments still missing
+	if c.InFlight() != 0 {
+		t.Fatalf("in flight %d after a stable fragment of my command, want 0", c.InFlight())
+	}
+	sent := len(o.commands(t))
+	c.Tick(int64(time.Second)) // well past ResendInterval
+	if got := len(o.commands(t)); got != sent {
+		t.Fatalf("the command was resent (%d command records, had %d) though it is in the stream", got, sent)
+	}
+}

@@ -67,7 +67,7 @@ func DefaultConfig() Config {
 		HeartbeatInterval:          10 * time.Millisecond,
 		FlushDelay:                 time.Millisecond,
 		RingPackets:                32768,
-		MaxRetransmitPacketsPerNak: 2048,
+		MaxRetransmitPacketsPerNak: 512,
 		MulticastRepairWindow:      2 * time.Millisecond,
 		MaxMessageBytes:            16 << 20,
 		MaxSenders:                 4096,

@@ -139,6 +139,9 @@ func (c *Core) stepNak(now int64, frame []byte, from transport.Peer) error {
 		if m.firstSeq == n.FromSeq && m.count == 1 && m.frag && m.fragEnd <= n.FromOffset {
 			continue // a fragment the receiver already holds
 		}
+		if n.ToOffset != 0 && m.firstSeq == n.FromSeq && m.frag && m.fragOff >= n.ToOffset {
+			break // past the hole: the receiver holds the rest of FromSeq
+		}
 		if c.cfg.RetransmitBytesPerSecond > 0 {
 			if c.repairTokens < int64(m.bytes) {
 				c.stats.Throttled++

@@ -300,3 +300,55 @@ func stepFrom(t testing.TB, c *Core, now int64, f []byte, from transport.Peer) {
 		t.Fatalf("Step: %v", err)
 	}
 }
+
+// TestCore_NakForAHoleSendsOnlyTheHole: a NAK narrowed by ToOffset gets the
+// fragments of the hole and nothing after it.
+func TestCore_NakForAHoleSendsOnlyTheHole(t *testing.T) {
+	cfg := testConfig()
+	cfg.MaxPacketBytes = 256
+	c, sink := newCore(t, cfg)
+	c.Flush(0)
+	mustStep(t, c, 1, frame(t, acctA, 1, 0, cmd(1, strings.Repeat("B", 2000))))
+	c.Flush(100)
+	var seq uint64
+	var offsets []uint32
+	for _, pkt := range sink.published {
+		var p wire.Packet
+		var r wire.Record
+		if wire.DecodePacket(pkt, &p) != nil {
+			t.Fatal("published packet does not decode")
+		}
+		for p.Next(&r) {
+			if r.Fragment() && r.Account == acctA {
+				seq = r.Seq
+				offsets = append(offsets, r.Offset)
+			}
+		}
+	}
+	if len(offsets) < 6 {
+		t.Fatalf("only %d fragments: the case is wrong", len(offsets))
+	}
+	from, to := offsets[2], offsets[4] // ask for fragments 2 and 3
+	mustStep(t, c, 200, nakFrameHole(t, seq, from, to))
+	var got []uint32
+	for _, s := range sink.sent {
+		var p wire.Packet
+		var r wire.Record
+		if err := wire.DecodePacket(s.pkt, &p); err != nil || !p.Next(&r) {
+			t.Fatalf("retransmit does not decode: %v", err)
+		}
+		got = append(got, r.Offset)
+	}
+	if len(got) != 2 || got[0] != offsets[2] || got[1] != offsets[3] {
+		t.Fatalf("resent fragments at %v, want %v", got, offsets[2:4])
+	}
+}
+
+func nakFrameHole(t testing.TB, seq uint64, from, to uint32) []byte {
+	t.Helper()
+	b, err := wire.AppendNak(make([]byte, wire.NakBytes), &wire.Nak{Epoch: 1, Session: testSession, FromSeq: seq, ToSeq: seq, FromOffset: from, ToOffset: to})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}

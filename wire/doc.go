@@ -58,7 +58,9 @@
 //
 // NAK (NakBytes = 40): epoch u32 @4, session u64 @8, fromSeq u64 @16,
 // toSeq u64 @24 (inclusive), fromOffset u32 @32 (fragment bytes of fromSeq
-// already held), reserved u32 @36.
+// already held), toOffset u32 @36 (0, or the end of the hole in fromSeq
+// when only [fromOffset, toOffset) of fromSeq is asked for; then
+// toSeq == fromSeq).
 //
 // Gone (GoneBytes = 32), the answer to a NAK that cannot be repaired:
 // epoch u32 @4, session u64 @8, fromSeq u64 @16 (first seq asked for),

@@ -295,8 +295,11 @@ func TestMalformed_NakInternalTimer(t *testing.T) {
 	if err := nak(func(b []byte) { le.PutUint64(b[24:], 9) }); !errors.Is(err, wire.ErrNakRange) {
 		t.Errorf("NAK 10..9: %v, want ErrNakRange", err)
 	}
-	if err := nak(func(b []byte) { b[36] = 1 }); !errors.Is(err, wire.ErrRecord) {
-		t.Errorf("NAK with reserved bytes set: %v, want ErrRecord", err)
+	if err := nak(func(b []byte) { le.PutUint32(b[36:], 2) }); !errors.Is(err, wire.ErrNakRange) {
+		t.Errorf("NAK with a hole ending before FromOffset: %v, want ErrNakRange", err)
+	}
+	if err := nak(func(b []byte) { le.PutUint32(b[36:], 50) }); !errors.Is(err, wire.ErrNakRange) {
+		t.Errorf("NAK with a hole over several seqs: %v, want ErrNakRange", err)
 	}
 
 	internal := func(edit func(b []byte)) error {

@@ -8,13 +8,30 @@ const (
 
 // Nak asks for the records FromSeq..ToSeq (inclusive) again. FromOffset is
 // how many leading bytes of a fragmented FromSeq the receiver already holds,
-// so the sender may skip fragments that lie wholly before it.
+// so the sender may skip fragments that lie wholly before it. ToOffset,
+// when not 0, narrows the request to the bytes [FromOffset, ToOffset) of
+// FromSeq alone (FromSeq == ToSeq): a hole in the middle of a large
+// message, whose later fragments the receiver holds.
 type Nak struct {
 	Epoch      uint32
 	Session    uint64
 	FromSeq    uint64
 	ToSeq      uint64
 	FromOffset uint32
+	ToOffset   uint32
+}
+
+func (n *Nak) check() error {
+	if n.FromSeq == 0 {
+		return ErrZeroSeq
+	}
+	if n.ToSeq < n.FromSeq {
+		return ErrNakRange
+	}
+	if n.ToOffset != 0 && (n.ToSeq != n.FromSeq || n.ToOffset <= n.FromOffset) {
+		return ErrNakRange
+	}
+	return nil
 }
 
 // AppendNak encodes n into buf[:NakBytes] and returns that slice.
@@ -22,11 +39,8 @@ func AppendNak(buf []byte, n *Nak) ([]byte, error) {
 	if len(buf) < NakBytes {
 		return nil, ErrNoRoom
 	}
-	if n.FromSeq == 0 {
-		return nil, ErrZeroSeq
-	}
-	if n.ToSeq < n.FromSeq {
-		return nil, ErrNakRange
+	if err := n.check(); err != nil {
+		return nil, err
 	}
 	putPrefix(buf, KindNak)
 	le.PutUint32(buf[4:], n.Epoch)
@@ -34,7 +48,7 @@ func AppendNak(buf []byte, n *Nak) ([]byte, error) {
 	le.PutUint64(buf[16:], n.FromSeq)
 	le.PutUint64(buf[24:], n.ToSeq)
 	le.PutUint32(buf[32:], n.FromOffset)
-	le.PutUint32(buf[36:], 0)
+	le.PutUint32(buf[36:], n.ToOffset)
 	return buf[:NakBytes], nil
 }
 
@@ -46,23 +60,13 @@ func DecodeNak(b []byte, n *Nak) error {
 	if len(b) != NakBytes {
 		return ErrTrailing
 	}
-	// Reserved bytes must be zero, as in every other frame, so that each
-	// NAK has exactly one encoding and a later version can use them.
-	if le.Uint32(b[36:]) != 0 {
-		return ErrRecord
-	}
 	n.Epoch = le.Uint32(b[4:])
 	n.Session = le.Uint64(b[8:])
 	n.FromSeq = le.Uint64(b[16:])
 	n.ToSeq = le.Uint64(b[24:])
 	n.FromOffset = le.Uint32(b[32:])
-	if n.FromSeq == 0 {
-		return ErrZeroSeq
-	}
-	if n.ToSeq < n.FromSeq {
-		return ErrNakRange
-	}
-	return nil
+	n.ToOffset = le.Uint32(b[36:])
+	return n.check()
 }
 
 // Gone tells a receiver that the records from FromSeq on can no longer be

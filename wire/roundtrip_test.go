@@ -265,6 +265,11 @@ func TestNak_RoundTrip(t *testing.T) {
 	for c := 0; c < 5000; c++ {
 		from := rng.Uint64() | 1
 		n := wire.Nak{Epoch: rng.Uint32(), Session: rng.Uint64(), FromSeq: from, ToSeq: from + rng.Uint64N(math.MaxUint64-from+1), FromOffset: rng.Uint32()}
+		if c%3 == 0 && n.FromOffset < math.MaxUint32 {
+			// A hole inside one message.
+			n.ToSeq = n.FromSeq
+			n.ToOffset = n.FromOffset + 1 + rng.Uint32N(math.MaxUint32-n.FromOffset)
+		}
 		frame, err := wire.AppendNak(buf, &n)
 		if err != nil {
 			t.Fatal(err)
@@ -280,6 +285,8 @@ func TestNak_RoundTrip(t *testing.T) {
 	}{
 		{wire.Nak{FromSeq: 0, ToSeq: 5}, wire.ErrZeroSeq},
 		{wire.Nak{FromSeq: 6, ToSeq: 5}, wire.ErrNakRange},
+		{wire.Nak{FromSeq: 6, ToSeq: 7, ToOffset: 9}, wire.ErrNakRange},
+		{wire.Nak{FromSeq: 6, ToSeq: 6, FromOffset: 9, ToOffset: 9}, wire.ErrNakRange},
 	} {
 		if _, err := wire.AppendNak(buf, &tc.n); !errors.Is(err, tc.want) {
 			t.Errorf("AppendNak(%+v) = %v, want %v", tc.n, err, tc.want)

@@ -24,7 +24,7 @@ func sequencerCommand() *cli.Command {
 		intFlag("sequencer.max-packet-bytes", 0, "largest stream datagram (UDP payload); 0: the path MTU (1472 on Ethernet, 65507 on loopback)"),
 		durFlag("sequencer.heartbeat-interval", d.HeartbeatInterval, "heartbeat when idle this long"),
 		intFlag("sequencer.ring-bytes", 256<<20, "retransmit ring memory (allocated and touched at start)"),
-		intFlag("sequencer.nak-answer-bytes", 4<<20, "most bytes retransmitted for one NAK (the receiver asks again for the rest)"),
+		intFlag("sequencer.nak-answer-bytes", 1<<20, "most bytes retransmitted for one NAK (the receiver asks again for the rest)"),
 		intFlag("sequencer.retransmit-bytes-per-second", 256<<20, "bandwidth cap of all repairs, so a NAK storm cannot starve the stream (0: none)"),
 		durFlag("sequencer.multicast-repair-window", d.MulticastRepairWindow, "a second receiver asking for the same seq within this window gets a multicast answer (0: always unicast)"),
 		intFlag("sequencer.max-message-bytes", d.MaxMessageBytes, "largest command payload"),
