@@ -48,7 +48,11 @@ type Config struct {
 	// the first seq seen.
 	Rewind bool
 
-	Window         int           // max unacked commands in flight
+	Window int // max unacked commands in flight
+	// WindowBytes bounds the payload bytes of unacked commands, so that a
+	// few huge commands cannot queue gigabytes in the node and its
+	// transport; one command is always allowed, whatever its size.
+	WindowBytes    int
 	BlockWhenFull  bool          // Node.Send waits for window space instead of ErrWindowFull
 	ResendInterval time.Duration // resend unacked commands after this long without an ack
 
@@ -76,6 +80,7 @@ func DefaultConfig() Config {
 		Mode:            Safe,
 		Rewind:          true,
 		Window:          1024,
+		WindowBytes:     32 << 20,
 		ResendInterval:  50 * time.Millisecond,
 		NakDelay:        time.Millisecond,
 		NakMaxDelay:     100 * time.Millisecond,
@@ -108,6 +113,9 @@ func (c Config) Validate() error {
 	}
 	if c.Window < 1 || c.Window > maxWindow {
 		return fmt.Errorf("%w: Window = %d, want 1..%d", ErrConfig, c.Window, maxWindow)
+	}
+	if c.WindowBytes < 1 {
+		return fmt.Errorf("%w: WindowBytes = %d, want >= 1", ErrConfig, c.WindowBytes)
 	}
 	if c.ResendInterval <= 0 {
 		return fmt.Errorf("%w: ResendInterval = %v, want > 0", ErrConfig, c.ResendInterval)

@@ -196,6 +196,9 @@ func (c *Core) Epoch() uint32 { return c.epoch }
 // InFlight is the number of commands sent but not yet seen in the stream.
 func (c *Core) InFlight() int { return int(c.nextCmd - 1 - c.acked) }
 
+// InFlightBytes is the payload bytes of the unacked commands.
+func (c *Core) InFlightBytes() int { return c.inflightB }
+
 // Err is the fatal error that stopped the core (ErrUnrecoverable,
 // ErrDiverged, ErrTooLarge), or nil. Once set it never changes.
 func (c *Core) Err() error { return c.err }

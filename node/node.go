@@ -62,7 +62,9 @@ type Node struct {
 	spareOps   []op
 	spareBytes []byte
 	queued     int // commands in ops
+	queuedB    int // their payload bytes
 	inflight   int // Core.InFlight after Run last looked
+	inflightB  int // Core.InFlightBytes after Run last looked
 	stats      Stats
 	done       bool
 	doneErr    error
@@ -155,13 +157,16 @@ func (n *Node) applyOps(now int64) {
 	ops, b := n.ops, n.opBytes
 	n.ops, n.opBytes = n.spareOps[:0], n.spareBytes[:0]
 	n.mu.Unlock()
-	applied := 0
+	applied, appliedB := 0, 0
 	for i := range ops {
 		o := &ops[i]
 		switch o.kind {
 		case opSend:
+			// The shell admitted it against the same window the core
+			// keeps, so the core accepts it.
 			_, _ = n.core.Send(now, b[o.off:o.off+o.n])
 			applied++
+			appliedB += o.n
 		case opTimer:
 			_ = n.core.SendTimer(now, o.id, o.at, o.period)
 			applied++
@@ -176,7 +181,9 @@ func (n *Node) applyOps(now int64) {
 	// flight from here, so a concurrent Send never overfills the window.
 	n.mu.Lock()
 	n.queued -= applied
+	n.queuedB -= appliedB
 	n.inflight = n.core.InFlight()
+	n.inflightB = n.core.InFlightBytes()
 	n.spareOps, n.spareBytes = ops[:0], b[:0]
 	n.mu.Unlock()
 }
@@ -186,11 +193,11 @@ func (n *Node) publish() {
 	n.now.Store(n.core.Now())
 	n.rewinding.Store(n.core.Rewinding())
 	n.mu.Lock()
-	inflight := n.core.InFlight()
-	if inflight < n.inflight {
+	inflight, inflightB := n.core.InFlight(), n.core.InFlightBytes()
+	if inflight < n.inflight || inflightB < n.inflightB {
 		n.space.Broadcast()
 	}
-	n.inflight = inflight
+	n.inflight, n.inflightB = inflight, inflightB
 	n.stats = n.core.Stats()
 	n.mu.Unlock()
 }
@@ -256,7 +263,8 @@ func (n *Node) enqueue(o op, p []byte, command bool) error {
 			n.mu.Unlock()
 			return err
 		}
-		if !command || n.inflight+n.queued < n.cfg.Window {
+		if !command || n.inflight+n.queued < n.cfg.Window &&
+			(n.inflight+n.queued == 0 || n.inflightB+n.queuedB+len(p) <= n.cfg.WindowBytes) {
 			break
 		}
 		// Only a full window pays for goroutineID: a callback on the Run
@@ -272,6 +280,7 @@ func (n *Node) enqueue(o op, p []byte, command bool) error {
 	n.ops = append(n.ops, o)
 	if command {
 		n.queued++
+		n.queuedB += len(p)
 	}
 	n.mu.Unlock()
 	return nil

@@ -97,7 +97,7 @@ func TestCore_ResendUnackedInOrderAfterInterval(t *testing.T) {
 	if len(o.frames) != 0 {
 		t.Fatal("resent before ResendInterval")
 	}
-	c.Tick(50 * ms)
+	c.Tick(51 * ms) // ResendInterval, plus 10ns a byte in flight
 	cs := o.commands(t)
 	if !slices.Equal(cmdSeqsOf(cs), []uint64{2, 3, 4}) || string(cs[0].payload) != "b" {
 		t.Fatalf("resent %+v, want 2,3,4 in order", cs)
@@ -274,5 +274,69 @@ func TestConfig_ValidateNamesField(t *testing.T) {
 	cfg.Incarnation = 0
 	if _, err := NewCore(cfg, &recorder{}, &outbox{}); err == nil || !strings.Contains(err.Error(), "Incarnation = 0") {
 		t.Errorf("NewCore with Incarnation 0: %v", err)
+	}
+}
+
+// TestCore_WindowBytesBoundsPayloadInFlight: payload bytes in flight are
+// bounded, but one command of any size may always go.
+func TestCore_WindowBytesBoundsPayloadInFlight(t *testing.T) {
+	cfg := testConfig()
+	cfg.WindowBytes = 25
+	c, _, _ := newTestCore(t, cfg)
+	ten := bytes.Repeat([]byte("t"), 10)
+	for i := 0; i < 2; i++ {
+		if _, err := c.Send(0, ten); err != nil {
+			t.Fatalf("Send %d: %v", i, err)
+		}
+	}
+	if _, err := c.Send(0, ten); !errors.Is(err, ErrWindowFull) {
+		t.Fatalf("third 10-byte command with WindowBytes 25: %v, want ErrWindowFull", err)
+	}
+	if err := c.SendTimer(0, 1, 100, 0); err != nil {
+		t.Fatalf("a timer request carries no payload toward WindowBytes: %v", err)
+	}
+	s := newStream(t)
+	step(t, c, 0, ackPacket(s, 1, 5, 1, 2, 3))
+	if c.InFlight() != 0 || c.InFlightBytes() != 0 {
+		t.Fatalf("after the acks: %d commands, %d bytes in flight", c.InFlight(), c.InFlightBytes())
+	}
+	if _, err := c.Send(0, bytes.Repeat([]byte("h"), 1000)); err != nil {
+		t.Fatalf("one command larger than WindowBytes with nothing in flight: %v", err)
+	}
+}
+
+// TestCore_ResendBacksOffUntilAnAck: resends that bring no ack come at
+// doubling intervals; an ack brings the interval back.
+func TestCore_ResendBacksOffUntilAnAck(t *testing.T) {
+	cfg := testConfig()
+	cfg.ResendInterval = 10 * time.Millisecond
+	c, _, o := newTestCore(t, cfg)
+	if _, err := c.Send(0, []byte("x")); err != nil {
+		t.Fatal(err)
+	}
+	c.Flush(0)
+	var at []time.Duration
+	for now := time.Duration(0); now <= 200*time.Millisecond; now += time.Millisecond {
+		before := len(o.commands(t))
+		c.Tick(int64(now))
+		if len(o.commands(t)) > before {
+			at = append(at, now)
+		}
+	}
+	// 10ms, then doubling; each a tick late for the 10ns of the byte in flight.
+	want := []time.Duration{11 * time.Millisecond, 32 * time.Millisecond, 73 * time.Millisecond, 154 * time.Millisecond}
+	if !slices.Equal(at, want) {
+		t.Fatalf("resends at %v, want %v", at, want)
+	}
+	s := newStream(t)
+	step(t, c, int64(200*time.Millisecond), ackPacket(s, 1, 5, 1))
+	if _, err := c.Send(int64(200*time.Millisecond), []byte("y")); err != nil {
+		t.Fatal(err)
+	}
+	c.Flush(int64(200 * time.Millisecond))
+	before := len(o.commands(t))
+	c.Tick(int64(211 * time.Millisecond))
+	if len(o.commands(t)) != before+1 {
+		t.Fatal("after an ack the next resend did not come after one ResendInterval")
 	}
 }

@@ -193,8 +193,8 @@ func benchMem(o benchOptions) error {
 		}
 		cfg.Window = 4096
 		cfg.MaxPacketBytes = memFrameBytes
-		if !o.batch {
-			cfg.MaxPacketBytes = wire.CommandHeaderBytes + wire.CommandRecordBytes + o.size
+		if one := wire.CommandHeaderBytes + wire.CommandRecordBytes + o.size; !o.batch && one <= memFrameBytes {
+			cfg.MaxPacketBytes = one
 		}
 		cl := net.Client()
 		core, err := node.NewCore(cfg, h, clientOut{cl})

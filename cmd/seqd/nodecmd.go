@@ -31,6 +31,7 @@ func nodeCommand() *cli.Command {
 		boolFlag("read-only", false, "send nothing; only read and verify the stream"),
 		strFlag("node.mode", "safe", "safe (deliver what the group holds as stable) | fast (deliver on arrival)"),
 		intFlag("node.window", d.Window, "commands in flight before Send blocks"),
+		intFlag("node.window-bytes", d.WindowBytes, "payload bytes in flight before Send blocks (one command always goes)"),
 		durFlag("node.resend-interval", d.ResendInterval, "resend a command not seen in the stream after this long"),
 		intFlag("node.max-packet-bytes", 0, "largest command frame; 0: the path MTU (smaller: less batching)"),
 		durFlag("node.idle-spin", 0, "keep polling without blocking this long after each frame (lower latency, costs a core)"),
@@ -167,6 +168,7 @@ func runNode(cc *cli.Context) error {
 	cfg.Instance = uint8(cc.Int("instance"))
 	cfg.ReadOnly = cc.Bool("read-only")
 	cfg.Window = cc.Int("node.window")
+	cfg.WindowBytes = cc.Int("node.window-bytes")
 	cfg.ResendInterval = cc.Duration("node.resend-interval")
 	var err error
 	if cfg.MaxPacketBytes, err = packetBytes(cc, "node.max-packet-bytes"); err != nil {

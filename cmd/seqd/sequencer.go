@@ -139,6 +139,7 @@ var (
 		"Account":        "account",
 		"Instance":       "instance",
 		"Window":         "node.window",
+		"WindowBytes":    "node.window-bytes",
 		"ResendInterval": "node.resend-interval",
 		"MaxPacketBytes": "node.max-packet-bytes",
 	}
