@@ -63,6 +63,7 @@ type recv struct {
 	nakFrom    uint64
 	nakAt      int64
 	nakBackoff int64
+	nakOff     uint32 // held prefix of nakFrom when the gap was armed
 	nakBuf     [wire.NakBytes]byte
 }
 
@@ -426,12 +427,21 @@ func (c *Core) updateGap(now int64) {
 		c.nakArmed = false
 		return
 	}
-	if c.nakArmed && from == c.nakFrom {
+	// A hole inside a large message counts as progress when its held
+	// prefix grows: the next hole gets a fresh short delay instead of the
+	// backoff, else a message with many holes is repaired at NakMaxDelay
+	// per hole.
+	var off uint32
+	if s := &c.ring[from&c.mask]; s.state == slotPartial && s.seq == from && len(s.spans) > 0 && s.spans[0].from == 0 {
+		off = s.spans[0].to
+	}
+	if c.nakArmed && from == c.nakFrom && off == c.nakOff {
 		return
 	}
 	d := int64(c.cfg.NakDelay)
 	c.nakArmed = true
 	c.nakFrom = from
+	c.nakOff = off
 	c.nakBackoff = d
 	c.nakAt = now + d/2 + int64(c.random()%uint64(d))
 	c.stats.Gaps++

@@ -477,3 +477,43 @@ func TestCore_OwnLargeCommandAckedByAStableFragment(t *testing.T) {
 		t.Fatalf("the command was resent (%d command records, had %d) though it is in the stream", got, sent)
 	}
 }
+
+// TestCore_EachHoleOfALargeMessageGetsAFreshNakDelay: once a hole is
+// filled, the next hole of the same message is asked for after NakDelay,
+// not after the backoff grown while the first was outstanding.
+func TestCore_EachHoleOfALargeMessageGetsAFreshNakDelay(t *testing.T) {
+	s := newStream(t)
+	cfg := testConfig()
+	cfg.NakDelay = time.Millisecond
+	cfg.NakMaxDelay = time.Second
+	c, _, o := newTestCore(t, cfg)
+	a := wire.MustAccount("a")
+	big := bytes.Repeat([]byte("q"), 500)
+	frag := func(off uint32) []byte {
+		return s.packet(2, 1, 0, rec{payload: big[off : off+100], flags: wire.FlagFragment, total: 500, offset: off, account: a})
+	}
+	ms := int64(time.Millisecond)
+	step(t, c, 0, s.msgs(1, 1), frag(0), frag(200), frag(400), s.msgs(3, 1))
+	// The first hole is asked for again and again, backing off, while no
+	// repair comes: 1, 2, 4, 8, 16... ms apart.
+	for now := int64(0); now <= 40*ms; now += ms / 4 {
+		c.Tick(now)
+	}
+	first := len(o.naks(t))
+	if first < 4 {
+		t.Fatalf("%d NAKs in 40ms for an open hole", first)
+	}
+	step(t, c, 40*ms, frag(100)) // the first hole is repaired
+	// A fresh delay is in [NakDelay/2, 3*NakDelay/2): one NAK by 1.5ms.
+	for now := 40 * ms; now <= 40*ms+3*ms/2; now += ms / 4 {
+		c.Tick(now)
+	}
+	naks := o.naks(t)
+	if len(naks) != first+1 {
+		t.Fatalf("%d NAKs within 1.5ms of the repair, want 1 for the next hole", len(naks)-first)
+	}
+	want := wire.Nak{Epoch: 1, Session: 77, FromSeq: 2, ToSeq: 2, FromOffset: 200 + 100, ToOffset: 400}
+	if got := naks[len(naks)-1]; got != want {
+		t.Fatalf("NAK %+v, want %+v", got, want)
+	}
+}

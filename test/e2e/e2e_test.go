@@ -89,6 +89,7 @@ type scenario struct {
 	udpNodes, tcpNodes int
 	count              int // commands per node
 	loss               float64
+	dropTCP            bool // the sequencer cuts every TCP connection midway
 }
 
 func runScenario(t *testing.T, sc scenario) {
@@ -112,6 +113,7 @@ func runScenario(t *testing.T, sc scenario) {
 		}
 		servers = append(servers, s)
 	}
+	var tcpSrv *tcp.Server
 	if sc.tcpNodes > 0 {
 		c := tc
 		c.Faults = faults(200)
@@ -119,6 +121,7 @@ func runScenario(t *testing.T, sc scenario) {
 		if err != nil {
 			t.Fatalf("tcp server: %v", err)
 		}
+		tcpSrv = s
 		servers = append(servers, s)
 	}
 	srv := servers[0]
@@ -141,6 +144,7 @@ func runScenario(t *testing.T, sc scenario) {
 	go func() { defer wg.Done(); _ = agent.Run(runCtx) }()
 
 	var recs []*recorder
+	var tcpClients []*tcp.Client
 	errc := make(chan error, 16)
 	for i := 0; i < sc.udpNodes+sc.tcpNodes; i++ {
 		var cl transport.Client
@@ -152,7 +156,10 @@ func runScenario(t *testing.T, sc scenario) {
 		} else {
 			c := tc
 			c.Faults = faults(uint64(i + 1))
-			cl, err = tcp.Dial(c)
+			var tcl *tcp.Client
+			tcl, err = tcp.Dial(c)
+			tcpClients = append(tcpClients, tcl)
+			cl = tcl
 		}
 		if err != nil {
 			t.Fatalf("client %d: %v", i, err)
@@ -193,6 +200,7 @@ func runScenario(t *testing.T, sc scenario) {
 
 	// Wait until every command is acknowledged and every node delivered
 	// the whole stream.
+	dropped := !sc.dropTCP
 	for {
 		select {
 		case err := <-errc:
@@ -213,6 +221,16 @@ func runScenario(t *testing.T, sc scenario) {
 			}
 			if mine < sc.count || n < sc.count*len(recs) {
 				done = false
+			}
+			if !dropped && n > sc.count*len(recs)/2 {
+				// Midway: the connections die; the clients reconnect and
+				// the nodes repair what they missed meanwhile.
+				peers := tcpSrv.Peers(nil)
+				for _, p := range peers {
+					tcpSrv.Disconnect(p)
+				}
+				t.Logf("cut %d TCP connections at %d commands delivered", len(peers), n)
+				dropped = true
 			}
 		}
 		if done {
@@ -235,6 +253,13 @@ func runScenario(t *testing.T, sc scenario) {
 			}
 		}
 	}
+	if sc.dropTCP {
+		for i, c := range tcpClients {
+			if c.Reconnects() == 0 {
+				t.Errorf("TCP client %d never reconnected after the cut", i)
+			}
+		}
+	}
 	st := agent.Stats()
 	t.Logf("sequenced %d messages; sequencer: duplicates=%d naks=%d retransmitted=%d", len(ref), st.Duplicates, st.Naks, st.Retransmitted)
 	if sc.loss > 0 && st.Naks == 0 {
@@ -248,6 +273,10 @@ func TestE2E_MulticastLoss(t *testing.T) {
 
 func TestE2E_TCPLoss(t *testing.T) {
 	runScenario(t, scenario{tcpNodes: 3, count: 3000, loss: 0.05})
+}
+
+func TestE2E_TCPReconnectResumes(t *testing.T) {
+	runScenario(t, scenario{tcpNodes: 3, count: 4000, loss: 0.01, dropTCP: true})
 }
 
 func TestE2E_Hybrid(t *testing.T) {
