@@ -52,3 +52,15 @@ func NewClient(cfg Config) (*Client, error) {
 
 // Send queues frame for the sequencer (one datagram to CommandGroup).
 func (c *Client) Send(frame []byte) error { return c.queue(frame, c.cfg.cmdUDP) }
+
+// Wake makes a waiting Poll return early (transport.Waker); safe from any
+// goroutine.
+func (c *Client) Wake() {
+	// wakeMu keeps Close from closing the eventfd under us (its number
+	// could be reused by another file).
+	c.wakeMu.RLock()
+	if !c.closed.Load() {
+		c.poller.wake()
+	}
+	c.wakeMu.RUnlock()
+}

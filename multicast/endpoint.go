@@ -33,6 +33,7 @@ type endpoint struct {
 	poller  *poller
 
 	pollMu sync.Mutex
+	wakeMu sync.RWMutex // held to write to the eventfd (Wake) or close it (Close); lock order: pollMu, wakeMu
 	closed atomic.Bool
 
 	// Counters published after each batch, so Counters may be read from
@@ -126,7 +127,10 @@ func (e *endpoint) pollLocked(h transport.Handler, wait time.Duration) (int, err
 		}
 		woken, err := e.poller.wait(wait)
 		if woken {
-			return 0, transport.ErrClosed
+			if e.closed.Load() {
+				return 0, transport.ErrClosed
+			}
+			return e.drain(h) // Wake: back to the caller
 		}
 		if err != nil {
 			return 0, fmt.Errorf("multicast: %s poll: %w", e.role, err)
@@ -191,7 +195,9 @@ func (e *endpoint) Close() error {
 	for _, s := range e.sockets {
 		s.conn.Close()
 	}
+	e.wakeMu.Lock()
 	e.poller.close()
+	e.wakeMu.Unlock()
 	e.pollMu.Unlock()
 	return nil
 }

@@ -56,6 +56,10 @@ func (p *poller) wait(d time.Duration) (woken bool, err error) {
 	}
 	for i := range n {
 		if int(p.events[i].Fd) == p.evfd {
+			// Reset the eventfd's counter, or epoll reports it
+			// readable forever and every later wait returns at once.
+			var b [8]byte
+			_, _ = unix.Read(p.evfd, b[:])
 			return true, nil
 		}
 	}

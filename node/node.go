@@ -11,8 +11,9 @@ import (
 	"github.com/seqd/seqd/transport"
 )
 
-// maxPollWait bounds how long Run waits in Poll, and so how late a command
-// queued by another goroutine (or a due timer) can be.
+// maxPollWait bounds how long Run waits in Poll, and so how late a due
+// timer, or a command queued by another goroutine over a transport that
+// cannot be woken (transport.Waker), can be.
 const maxPollWait = time.Millisecond
 
 type opKind uint8
@@ -46,6 +47,10 @@ type Node struct {
 	start  time.Time
 	onRecv transport.Handler // method value built once
 	idle   transport.Idle    // Run goroutine only
+	waker  transport.Waker   // the client's, if it has one
+	// polling is true while Run may be blocked in Poll: a Send from
+	// another goroutine then wakes it rather than wait out the Poll.
+	polling atomic.Bool
 
 	// Mirrors of Core state for other goroutines; written by Run (during
 	// delivery, before each callback, so callbacks see the current value).
@@ -85,6 +90,7 @@ func New(cfg Config, h Handler, client transport.Client) (*Node, error) {
 	}
 	n.core = core
 	n.onRecv = n.receive
+	n.waker, _ = client.(transport.Waker)
 	n.rewinding.Store(core.Rewinding())
 	return n, nil
 }
@@ -104,13 +110,19 @@ func (n *Node) Run(ctx context.Context) error {
 			return n.finish(err)
 		}
 		wait := n.idle.Wait(got, maxPollWait)
+		// polling is set before ops is checked, and Send appends to ops
+		// before it reads polling: either Run sees the op, or Send sees
+		// polling and wakes the Poll.
+		n.polling.Store(true)
 		n.mu.Lock()
 		if len(n.ops) > 0 {
 			wait = 0
 		}
 		n.mu.Unlock()
 		var err error
-		if got, err = n.client.Poll(n.onRecv, wait); err != nil {
+		got, err = n.client.Poll(n.onRecv, wait)
+		n.polling.Store(false)
+		if err != nil {
 			return n.finish(err)
 		}
 		now := n.clock()
@@ -283,6 +295,9 @@ func (n *Node) enqueue(o op, p []byte, command bool) error {
 		n.queuedB += len(p)
 	}
 	n.mu.Unlock()
+	if n.waker != nil && n.polling.Load() {
+		n.waker.Wake()
+	}
 	return nil
 }
 

@@ -68,3 +68,11 @@ type Counters struct {
 	BytesReceived  uint64
 	Dropped        uint64 // frames discarded by the endpoint (malformed, faults, full queues)
 }
+
+// Waker is an optional ability of a Client: Wake makes a Poll blocked in
+// another goroutine (or the next Poll that would block) return soon, with
+// no error, so that work queued by another goroutine (a command to send)
+// does not wait for the Poll's timeout. Safe from any goroutine.
+type Waker interface {
+	Wake()
+}

@@ -19,6 +19,7 @@ type endpoint struct {
 	c      transport.Counters
 
 	notify chan struct{} // capacity 1: "something may be deliverable"
+	woken  chan struct{} // capacity 1: Wake asks a waiting Poll to return
 	done   chan struct{} // closed by Close, wakes a blocked Poll
 	timer  *time.Timer   // Poll's wait, reused
 }
@@ -30,6 +31,7 @@ func newEndpoint(n *Network, p transport.Peer) endpoint {
 		net:    n,
 		peer:   p,
 		notify: make(chan struct{}, 1),
+		woken:  make(chan struct{}, 1),
 		done:   make(chan struct{}),
 		timer:  t,
 	}
@@ -78,6 +80,9 @@ func (e *endpoint) Poll(h transport.Handler, wait time.Duration) (int, error) {
 	for {
 		select {
 		case <-e.notify:
+		case <-e.woken:
+			e.timer.Stop()
+			return e.drain(h)
 		case <-e.done:
 			e.timer.Stop()
 			return 0, transport.ErrClosed
@@ -209,6 +214,15 @@ var (
 	_ transport.Client = (*Client)(nil)
 	_ transport.Stats  = (*Client)(nil)
 )
+
+// Wake makes a waiting Poll return early (transport.Waker); safe from any
+// goroutine.
+func (c *Client) Wake() {
+	select {
+	case c.woken <- struct{}{}:
+	default:
+	}
+}
 
 // Peer is how the server sees this client.
 func (c *Client) Peer() transport.Peer { return c.peer }

@@ -166,6 +166,15 @@ func (c *Client) Poll(h transport.Handler, wait time.Duration) (int, error) {
 	return c.ep.poll(h, wait)
 }
 
+// Wake makes a waiting Poll return early (transport.Waker); safe from any
+// goroutine.
+func (c *Client) Wake() {
+	select {
+	case c.ep.wake <- struct{}{}:
+	default:
+	}
+}
+
 // Reconnects counts the connections made after the first one.
 func (c *Client) Reconnects() uint64 { return c.reconnects.Load() }
 

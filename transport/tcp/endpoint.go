@@ -16,6 +16,8 @@ type endpoint struct {
 	inbox *inbox
 	// closing is closed by Close; it unblocks a waiting Poll.
 	closing chan struct{}
+	// wake (capacity 1) makes a waiting Poll return early (Client.Wake).
+	wake chan struct{}
 	timer   *time.Timer // reused by every waiting Poll
 
 	faults    *fault.Injector // nil when no fault is configured
@@ -35,6 +37,7 @@ type endpoint struct {
 func (e *endpoint) init(cfg Config, faultStream uint64) {
 	e.inbox = newInbox(cfg.InboxBytes)
 	e.closing = make(chan struct{})
+	e.wake = make(chan struct{}, 1)
 	e.timer = time.NewTimer(time.Hour)
 	e.timer.Stop()
 	if cfg.Faults.Enabled() {
@@ -56,6 +59,9 @@ func (e *endpoint) poll(h transport.Handler, wait time.Duration) (int, error) {
 		select {
 		case <-e.inbox.ready:
 			e.timer.Stop()
+		case <-e.wake:
+			e.timer.Stop()
+			return e.drain(h)
 		case <-e.timer.C:
 			return e.drain(h)
 		case <-e.closing:

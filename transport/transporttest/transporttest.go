@@ -52,6 +52,7 @@ func Run(t *testing.T, f Factory) {
 	t.Run("CloseThenErrClosed", func(t *testing.T) { testClose(t, f) })
 	t.Run("CloseUnblocksPoll", func(t *testing.T) { testCloseUnblocks(t, f) })
 	t.Run("FlushAnytime", func(t *testing.T) { testFlush(t, f) })
+	t.Run("WakeEndsABlockedPoll", func(t *testing.T) { testWake(t, f) })
 }
 
 // Frames carry their index and a pattern derived from it, so a receiver can
@@ -506,6 +507,42 @@ func testCloseUnblocks(t *testing.T, f Factory) {
 		if !errors.Is(pollErr, transport.ErrClosed) {
 			t.Errorf("%s: Poll interrupted by Close = %v, want ErrClosed", e.who, pollErr)
 		}
+	}
+}
+
+// testWake: a client that is a transport.Waker returns from a long Poll
+// soon after Wake, with no error, and stays usable.
+func testWake(t *testing.T, f Factory) {
+	_, cls := open(t, f, 1)
+	w, ok := cls[0].(transport.Waker)
+	if !ok {
+		t.Skip("client is not a transport.Waker")
+	}
+	for round := 0; round < 3; round++ {
+		done := make(chan error, 1)
+		go func() {
+			_, err := cls[0].Poll(ignore, time.Minute)
+			done <- err
+		}()
+		time.Sleep(20 * time.Millisecond) // most likely blocked in Poll by now
+		w.Wake()
+		select {
+		case err := <-done:
+			if err != nil {
+				t.Fatalf("round %d: Poll after Wake = %v, want nil", round, err)
+			}
+		case <-time.After(liveness):
+			t.Fatalf("round %d: Poll(wait=1m) still blocked %v after Wake", round, liveness)
+		}
+	}
+	// A Wake with nobody waiting makes the next Poll return early at most
+	// once, then Poll waits again.
+	w.Wake()
+	if _, err := cls[0].Poll(ignore, 10*time.Millisecond); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := cls[0].Poll(ignore, 10*time.Millisecond); err != nil {
+		t.Fatal(err)
 	}
 }
 
