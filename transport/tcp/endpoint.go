@@ -17,8 +17,8 @@ type endpoint struct {
 	// closing is closed by Close; it unblocks a waiting Poll.
 	closing chan struct{}
 	// wake (capacity 1) makes a waiting Poll return early (Client.Wake).
-	wake chan struct{}
-	timer   *time.Timer // reused by every waiting Poll
+	wake  chan struct{}
+	timer *time.Timer // reused by every waiting Poll
 
 	faults    *fault.Injector // nil when no fault is configured
 	passFrame func([]byte)    // e.deliverFaulted, built once
