@@ -35,6 +35,11 @@ func (s agentSink) SendTo(to transport.Peer, p []byte) { _ = s.srv.SendTo(to, p)
 // NewAgent builds a Core for cfg publishing on srv, reading time from
 // clock (ns; the core keeps it monotonic).
 func NewAgent(cfg Config, srv transport.Server, clock func() int64) (*Agent, error) {
+	if cfg.StartTime == 0 {
+		// The session's first records (session start, epoch start) are
+		// stamped now, not at the epoch of the clock.
+		cfg.StartTime = clock()
+	}
 	core, err := New(cfg, agentSink{srv})
 	if err != nil {
 		return nil, err

@@ -78,3 +78,22 @@ func TestAgent_SequencesOverMem(t *testing.T) {
 		t.Fatalf("stats %+v", st)
 	}
 }
+
+// TestAgent_SessionStartsAtTheClock: the records New emits first (session
+// start, epoch start) carry the agent's clock, not time zero.
+func TestAgent_SessionStartsAtTheClock(t *testing.T) {
+	net, err := mem.NewNetwork(mem.DefaultConfig())
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg := DefaultConfig()
+	cfg.Session = 3
+	const at = int64(1_700_000_000_000_000_000)
+	a, err := NewAgent(cfg, net.Server(), func() int64 { return at })
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := a.Core().LastTime(); got != at {
+		t.Fatalf("sequencer time %d after NewAgent, want the clock's %d", got, at)
+	}
+}
