@@ -11,6 +11,7 @@ var (
 	ErrUnrecoverable = errors.New("node: unrecoverable gap")
 	ErrDiverged      = errors.New("node: diverged: a new epoch cut messages this node already delivered")
 	ErrFrameKind     = errors.New("node: frame kind not expected by a node")
+	ErrNewSession    = errors.New("node: a newer session is on the stream")
 	ErrConfig        = errors.New("node: invalid config")
 	ErrClosed        = errors.New("node: closed")
 )

@@ -85,6 +85,14 @@ func (c *Core) initRecv() {
 
 func (c *Core) onPacket(now int64) {
 	p := &c.pkt
+	if c.started && c.cfg.Session == 0 && p.Session > c.session {
+		// Session ids grow (they are start times): the sequencer was
+		// restarted, or a second one publishes on this group. Either way
+		// this node's stream has ended; going on silently would hang.
+		c.fail(fmt.Errorf("%w: session %d appeared while following session %d: the sequencer restarted or another sequencer publishes on this channel; restart the node to follow the new session",
+			ErrNewSession, p.Session, c.session))
+		return
+	}
 	if c.cfg.Session != 0 && p.Session != c.cfg.Session ||
 		c.started && (p.Session != c.session || p.Epoch < c.epoch) {
 		c.stats.Fenced++

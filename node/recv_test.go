@@ -5,6 +5,7 @@ import (
 	"errors"
 	"math/rand/v2"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -387,7 +388,7 @@ func TestCore_OtherSessionFenced(t *testing.T) {
 	s := newStream(t)
 	c, h, _ := newTestCore(t, testConfig())
 	step(t, c, 0, s.msgs(1, 1))
-	s.session = 78
+	s.session = 76 // an older session: stale frames (a newer one is fatal, see below)
 	step(t, c, 0, s.msgs(2, 1))
 	if len(h.got) != 1 || c.Stats().Fenced != 1 {
 		t.Fatalf("delivered %v, stats %+v", h.seqs(), c.Stats())
@@ -515,5 +516,26 @@ func TestCore_EachHoleOfALargeMessageGetsAFreshNakDelay(t *testing.T) {
 	want := wire.Nak{Epoch: 1, Session: 77, FromSeq: 2, ToSeq: 2, FromOffset: 200 + 100, ToOffset: 400}
 	if got := naks[len(naks)-1]; got != want {
 		t.Fatalf("NAK %+v, want %+v", got, want)
+	}
+}
+
+// TestCore_NewerSessionStopsTheNode: a stream that switches to a newer
+// session (a sequencer restart) stops the node with an error naming both,
+// instead of fencing every packet in silence; an older one is fenced.
+func TestCore_NewerSessionStopsTheNode(t *testing.T) {
+	s := newStream(t)
+	c, _, _ := newTestCore(t, testConfig())
+	step(t, c, 0, s.msgs(1, 2))
+	old := newStream(t)
+	old.session = 76
+	step(t, c, 0, old.msgs(9, 1))
+	if c.Err() != nil || c.Stats().Fenced != 1 {
+		t.Fatalf("older session: err %v, fenced %d; want fenced in silence", c.Err(), c.Stats().Fenced)
+	}
+	next := newStream(t)
+	next.session = 78
+	_ = c.Step(0, next.msgs(1, 1))
+	if !errors.Is(c.Err(), ErrNewSession) || !strings.Contains(c.Err().Error(), "session 78 appeared while following session 77") {
+		t.Fatalf("Err() = %v, want ErrNewSession naming sessions 78 and 77", c.Err())
 	}
 }
