@@ -3,9 +3,7 @@ package main
 import (
 	"errors"
 	"fmt"
-	"os"
 	"runtime"
-	"runtime/pprof"
 	"time"
 
 	"github.com/urfave/cli/v2"
@@ -30,7 +28,6 @@ func benchCommand() *cli.Command {
 			&cli.BoolFlag{Name: "batch", Usage: "let nodes put several commands in one frame (the sequencer always batches)"},
 			&cli.DurationFlag{Name: "spin", Usage: "processes poll without blocking this long after each frame (sequencer.idle-spin, node.idle-spin)"},
 			&cli.StringFlag{Name: "out", Usage: "write latency histograms (CSV and PNG) into this directory"},
-			&cli.StringFlag{Name: "cpuprofile", Usage: "write a CPU profile of this process to the file"},
 		},
 		Action: func(c *cli.Context) error {
 			opt := benchOptions{
@@ -44,17 +41,6 @@ func benchCommand() *cli.Command {
 			}
 			if err := opt.validate(); err != nil {
 				return err
-			}
-			if p := c.String("cpuprofile"); p != "" {
-				f, err := os.Create(p)
-				if err != nil {
-					return err
-				}
-				defer f.Close()
-				if err := pprof.StartCPUProfile(f); err != nil {
-					return err
-				}
-				defer pprof.StopCPUProfile()
 			}
 			if opt.mode == "baseline" {
 				return runBaseline(c.Context, opt.size, opt.count, opt.batch, c.String("out"))
