@@ -65,6 +65,9 @@ func TestPublishFlush_AllocatesNothing(t *testing.T) {
 	if c := srv.Counters(); c.FramesSent != uint64(201*batch) {
 		t.Fatalf("server sent %d frames, want %d", c.FramesSent, 201*batch)
 	}
+	if srv.out.gsoMessages < 201 {
+		t.Fatalf("%d GSO messages in 201 flushes of %d equal frames: the GSO path did not run", srv.out.gsoMessages, batch)
+	}
 }
 
 func TestPoll_AllocatesNothing(t *testing.T) {
@@ -104,6 +107,9 @@ func TestPoll_AllocatesNothing(t *testing.T) {
 			}
 			if atServer.frames < 201*batch || atClient.frames < 201*batch {
 				t.Fatalf("client got %d, server %d; want >= %d each", atClient.frames, atServer.frames, 201*batch)
+			}
+			if cl.rx[0].groBuffers == 0 {
+				t.Fatalf("no GRO buffer received: the GRO path did not run (%s)", cl.SocketInfo())
 			}
 		})
 	}

@@ -34,6 +34,17 @@ type Config struct {
 	// this big, so a receive socket holds BatchSize*MaxDatagramBytes bytes
 	// of (lazily paged) buffer.
 	MaxDatagramBytes int
+	// GSO sends runs of equal-size frames to a group as one message that
+	// the kernel (or the NIC) cuts into the same datagrams (UDP_SEGMENT):
+	// the wire is unchanged, the sender makes one syscall and one trip
+	// down the stack per run instead of one per datagram. Turned off at
+	// run time, with nothing lost, if the kernel or device refuses it.
+	GSO bool
+	// GRO lets the kernel hand a receive socket several datagrams of one
+	// sender at once (UDP_GRO); they are split back into frames before the
+	// handler sees them. Receive slots grow to 64 KiB to hold a coalesced
+	// buffer. Ignored if the kernel refuses it.
+	GRO bool
 	// Faults injects seeded loss, duplication and reordering into every
 	// received datagram when enabled (tests and chaos drills).
 	Faults fault.Config
@@ -63,6 +74,8 @@ func DefaultConfig() Config {
 		WriteBufferBytes: 8 << 20,
 		BatchSize:        64,
 		MaxDatagramBytes: maxDatagramBytes,
+		GSO:              true,
+		GRO:              true,
 	}
 }
 

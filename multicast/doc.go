@@ -22,12 +22,38 @@
 // # Batched I/O, buffers and threads
 //
 // Sends are queued by copying into an arena allocated once and handed to
-// the kernel with sendmmsg (ipv4.PacketConn.WriteBatch) on Flush, when a
-// batch of BatchSize fills, or when Poll starts. Reads use recvmmsg
-// directly (not ipv4.PacketConn.ReadBatch, which allocates a source
-// address per datagram) into BatchSize slots of MaxDatagramBytes each,
-// allocated once per socket; the handler's frame is a view of a slot,
-// valid only during the call. Nothing is allocated per datagram.
+// the kernel with sendmmsg, called directly on preallocated headers, on
+// Flush, when a batch of BatchSize fills, or when Poll starts. Reads use
+// recvmmsg directly (not ipv4.PacketConn.ReadBatch, which allocates a
+// source address per datagram) into BatchSize slots allocated once per
+// socket; the handler's frame is a view of a slot, valid only during the
+// call. Nothing is allocated per datagram.
+//
+// # Segmentation offload (GSO, GRO)
+//
+// With Config.GSO (default on), a flush sends each run of queued frames
+// to the same group whose sizes are equal, but for a shorter last one, as
+// one message of up to 64 segments and 65000 bytes with a UDP_SEGMENT
+// control message; the kernel, or the NIC, cuts it into exactly the
+// datagrams the plain path sends, so the wire and the receivers see no
+// difference, but the sender pays one trip down the stack per run. The
+// sequencer's stream is such a run whenever it fills packets to the MTU.
+// Unicast replies go one per datagram (their route, and its MTU, is not
+// Interface's), as do frames longer than Interface's MTU allows. If the
+// kernel or device refuses a GSO message (EIO: the device cannot checksum
+// it; EINVAL), GSO is turned off for that socket and the frames are sent
+// again one per datagram: nothing is lost; SocketInfo says so.
+//
+// With Config.GRO (default on), receive sockets set UDP_GRO: the kernel
+// may hand over several datagrams of one sender in one slot (from a GSO
+// sender on this host, or merged by the NIC's GRO) with their segment size
+// in a control message; the receiver splits the slot back into datagrams,
+// each handed to the handler (and the fault injector) on its own. Slots
+// are then 64 KiB each whatever MaxDatagramBytes, which still bounds the
+// datagrams accepted. A kernel without UDP_GRO (before Linux 5.0) is
+// reported by SocketInfo and read one datagram per slot. On loopback, GSO
+// and GRO together take a 1472-byte stream from about 300k to about 800k
+// datagrams a second per receiver.
 //
 // No goroutine is started. Poll reads every receive socket without
 // blocking; when all are empty and wait > 0 it parks in epoll_wait on an

@@ -8,6 +8,8 @@ import (
 	"sync/atomic"
 	"time"
 
+	"golang.org/x/sys/unix"
+
 	"github.com/seqd/seqd/transport"
 )
 
@@ -217,6 +219,7 @@ func (e *endpoint) SocketInfo() string {
 	s := fmt.Sprintf("multicast %s: stream %s, commands %s, interface %s, ttl %d, loopback %t, batch %d, max datagram %d B, SO_RCVBUF %d (asked %d), SO_SNDBUF %d (asked %d), local %s",
 		e.role, c.StreamGroup, c.CommandGroup, c.Interface, c.TTL, c.Loopback, c.BatchSize, c.MaxDatagramBytes,
 		rcv, c.ReadBufferBytes, snd, c.WriteBufferBytes, e.sender.conn.LocalAddr())
+	s += ", gso " + e.gsoState() + ", gro " + e.groState()
 	if c.Faults.Enabled() {
 		s += ", faults " + c.Faults.String()
 	}
@@ -227,4 +230,30 @@ func (e *endpoint) SocketInfo() string {
 		s += fmt.Sprintf("; kernel capped SO_SNDBUF at %d: raise net.core.wmem_max (sysctl -w net.core.wmem_max=%d) or run with CAP_NET_ADMIN", snd, c.WriteBufferBytes)
 	}
 	return s
+}
+
+// gsoState says whether sends use UDP GSO, and why not if the kernel
+// refused it.
+func (e *endpoint) gsoState() string {
+	if !e.cfg.GSO {
+		return "off"
+	}
+	if errno := unix.Errno(e.out.gsoOff.Load()); errno != 0 {
+		return fmt.Sprintf("off (kernel refused: %v; %d messages resent without it)", errno, e.out.gsoFallbacks.Load())
+	}
+	return "on"
+}
+
+// groState says whether receives use UDP GRO, and why not if the kernel
+// refused it.
+func (e *endpoint) groState() string {
+	if !e.cfg.GRO {
+		return "off"
+	}
+	for _, r := range e.rx {
+		if r.groErr != nil {
+			return fmt.Sprintf("off (kernel refused: %v)", r.groErr)
+		}
+	}
+	return "on"
 }

@@ -2,6 +2,7 @@ package multicast
 
 import (
 	"errors"
+	"fmt"
 	"strings"
 	"testing"
 
@@ -11,12 +12,21 @@ import (
 )
 
 func TestConformance(t *testing.T) {
+	for _, offload := range []bool{true, false} {
+		t.Run(fmt.Sprintf("gso,gro=%v", offload), func(t *testing.T) {
+			conformance(t, offload)
+		})
+	}
+}
+
+func conformance(t *testing.T, offload bool) {
 	transporttest.Run(t, func(t *testing.T, n int) (transport.Server, []transport.Client, func()) {
-		srv, err := NewServer(testConfig(t))
+		cfg := testConfig(t)
+		cfg.GSO, cfg.GRO = offload, offload
+		srv, err := NewServer(cfg)
 		if err != nil {
 			t.Fatalf("NewServer: %v", err)
 		}
-		cfg := srv.cfg.Config
 		cls := make([]transport.Client, n)
 		for i := range cls {
 			if cls[i], err = NewClient(cfg); err != nil {

@@ -16,13 +16,22 @@ import (
 // per batch of 8 with x/net v0.62, far above the 0.01 per message budget.
 // Here the source address lands in a preallocated sockaddr and becomes a
 // netip.AddrPort by value.
+//
+// With GRO (UDP_GRO) the kernel may hand over several datagrams of one
+// sender in one slot, with their segment size in a control message; read
+// splits them back into the datagrams that were sent, so handlers and the
+// fault injector still see one frame per datagram.
 type receiver struct {
-	s     *socket
-	msgs  []unix.Mmsghdr
-	iovs  []unix.Iovec
-	names []unix.RawSockaddrInet4
-	bufs  []byte
-	slot  int // bytes per receive slot (MaxDatagramBytes)
+	s       *socket
+	msgs    []unix.Mmsghdr
+	iovs    []unix.Iovec
+	names   []unix.RawSockaddrInet4
+	bufs    []byte
+	slot    int // bytes per receive slot: MaxDatagramBytes, or 64 KiB with GRO
+	max     int // MaxDatagramBytes: a longer datagram is dropped
+	control []byte
+	gro     bool
+	groErr  error // why the kernel refused UDP_GRO, if it did
 
 	// peers maps a source address to a Peer; nil means every frame is from
 	// the fixed peer below.
@@ -40,24 +49,46 @@ type receiver struct {
 	// Totals, written by the polling goroutine only; the endpoint publishes
 	// them to its atomic counters after each batch.
 	frames, bytes, truncated uint64
+	// groBuffers counts slots that held more than one datagram (tests
+	// check the path ran).
+	groBuffers uint64
 }
 
+// groControlBytes holds the UDP_GRO control message (an int) with room to
+// spare, so an unexpected extra message does not truncate it.
+var groControlBytes = 2 * unix.CmsgSpace(4)
+
+// groSlotBytes is the slot for a coalesced GRO buffer: up to 64 KiB.
+const groSlotBytes = 1 << 16
+
 func newReceiver(s *socket, cfg *resolved, stream uint64) *receiver {
-	n, slot := cfg.BatchSize, cfg.MaxDatagramBytes
-	r := &receiver{
-		s:     s,
-		msgs:  make([]unix.Mmsghdr, n),
-		iovs:  make([]unix.Iovec, n),
-		names: make([]unix.RawSockaddrInet4, n),
-		bufs:  make([]byte, n*slot),
-		slot:  slot,
+	r := &receiver{s: s, max: cfg.MaxDatagramBytes}
+	if cfg.GRO {
+		if err := unix.SetsockoptInt(s.fd, unix.IPPROTO_UDP, unix.UDP_GRO, 1); err != nil {
+			r.groErr = err // ENOPROTOOPT before Linux 5.0: one datagram per slot
+		} else {
+			r.gro = true
+		}
 	}
+	n, slot := cfg.BatchSize, cfg.MaxDatagramBytes
+	if r.gro {
+		slot = max(slot, groSlotBytes)
+		r.control = make([]byte, n*groControlBytes)
+	}
+	r.msgs = make([]unix.Mmsghdr, n)
+	r.iovs = make([]unix.Iovec, n)
+	r.names = make([]unix.RawSockaddrInet4, n)
+	r.bufs = make([]byte, n*slot)
+	r.slot = slot
 	for i := range r.msgs {
 		r.iovs[i].Base = &r.bufs[i*slot]
 		r.iovs[i].SetLen(slot)
 		r.msgs[i].Hdr.Iov = &r.iovs[i]
 		r.msgs[i].Hdr.SetIovlen(1)
 		r.msgs[i].Hdr.Name = (*byte)(unsafe.Pointer(&r.names[i]))
+		if r.gro {
+			r.msgs[i].Hdr.Control = &r.control[i*groControlBytes]
+		}
 	}
 	if cfg.Faults.Enabled() {
 		r.inj = fault.New(cfg.Faults, cfg.FaultStream<<2|stream)
@@ -73,6 +104,9 @@ func (r *receiver) read(h transport.Handler) (int, error) {
 	for i := range r.msgs {
 		r.msgs[i].Hdr.Namelen = unix.SizeofSockaddrInet4
 		r.msgs[i].Hdr.Flags = 0
+		if r.gro {
+			r.msgs[i].Hdr.SetControllen(groControlBytes)
+		}
 	}
 	n, _, errno := unix.Syscall6(unix.SYS_RECVMMSG, uintptr(r.s.fd),
 		uintptr(unsafe.Pointer(&r.msgs[0])), uintptr(len(r.msgs)), unix.MSG_DONTWAIT, 0, 0)
@@ -89,21 +123,70 @@ func (r *receiver) read(h transport.Handler) (int, error) {
 			r.truncated++ // larger than MaxDatagramBytes: cannot be a whole frame
 			continue
 		}
-		frame := r.bufs[i*r.slot : i*r.slot+int(r.msgs[i].Len)]
+		data := r.bufs[i*r.slot : i*r.slot+int(r.msgs[i].Len)]
+		seg := len(data)
+		if r.gro && m.Controllen > 0 {
+			c := r.control[i*groControlBytes:]
+			if g := groSegmentBytes(c[:min(int(m.Controllen), groControlBytes)]); g > 0 {
+				seg = g
+				if g < len(data) {
+					r.groBuffers++
+				}
+			}
+		}
 		from := r.from
 		if r.peers != nil {
 			from = r.peers.lookup(sourceOf(&r.names[i]))
 		}
-		if r.inj != nil {
-			r.h, r.cur = h, from
-			r.inj.Pass(frame, r.passOut)
-			continue
+		for {
+			k := min(seg, len(data))
+			r.deliver(data[:k], from, h)
+			if data = data[k:]; len(data) == 0 {
+				break
+			}
 		}
-		r.frames++
-		r.bytes += uint64(len(frame))
-		h(frame, from)
 	}
 	return int(n), nil
+}
+
+// deliver hands one datagram to h, through the fault injector if faults
+// are on.
+func (r *receiver) deliver(frame []byte, from transport.Peer, h transport.Handler) {
+	if len(frame) > r.max {
+		r.truncated++ // a GRO slot is larger than MaxDatagramBytes
+		return
+	}
+	if r.inj != nil {
+		r.h, r.cur = h, from
+		r.inj.Pass(frame, r.passOut)
+		return
+	}
+	r.frames++
+	r.bytes += uint64(len(frame))
+	h(frame, from)
+}
+
+// groSegmentBytes finds the UDP_GRO control message in control and returns
+// the segment size it carries (every datagram of the slot is that long
+// but the last), or 0 if there is none. The kernel writes it as an int.
+func groSegmentBytes(control []byte) int {
+	hdr := unix.CmsgLen(0)
+	for len(control) >= hdr {
+		c := (*unix.Cmsghdr)(unsafe.Pointer(&control[0]))
+		n := int(c.Len)
+		if n < hdr || n > len(control) {
+			return 0
+		}
+		if c.Level == unix.SOL_UDP && c.Type == unix.UDP_GRO && n >= unix.CmsgLen(4) {
+			return int(*(*int32)(unsafe.Pointer(&control[hdr])))
+		}
+		next := unix.CmsgSpace(n - hdr)
+		if next >= len(control) {
+			return 0
+		}
+		control = control[next:]
+	}
+	return 0
 }
 
 // release hands over a datagram the fault injector held back for

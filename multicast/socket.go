@@ -10,11 +10,14 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// socket is one UDP socket: the Go conn (for sends, which go through the
-// runtime's poller), the ipv4 view (group options, WriteBatch) and the raw
-// fd (for recvmmsg and epoll, used only under the endpoint's pollMu).
+// socket is one UDP socket: the Go conn, its raw view (sendmmsg goes
+// through raw.Write, so the runtime's poller waits when the socket is
+// full and Close cannot pull the fd from under a send), the ipv4 view
+// (group options) and the raw fd (for recvmmsg and epoll, used only under
+// the endpoint's pollMu).
 type socket struct {
 	conn *net.UDPConn
+	raw  syscall.RawConn
 	pc   *ipv4.PacketConn
 	fd   int
 	// rcvGranted and sndGranted are what getsockopt reports after we asked
@@ -56,6 +59,7 @@ func listen(c *resolved, port uint16, group bool) (*socket, error) {
 	s.pc = ipv4.NewPacketConn(s.conn)
 	rc, err := s.conn.SyscallConn()
 	if err == nil {
+		s.raw = rc
 		err = rc.Control(func(fd uintptr) {
 			s.fd = int(fd)
 			s.rcvGranted, _ = unix.GetsockoptInt(s.fd, unix.SOL_SOCKET, unix.SO_RCVBUF)
