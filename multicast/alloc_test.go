@@ -132,32 +132,41 @@ func TestPeerTable_LookupAllocatesNothing(t *testing.T) {
 // loopback: frames per second through sendmmsg, the kernel and recvmmsg.
 func BenchmarkPublishPoll(b *testing.B) {
 	for _, size := range []int{256, 1400} {
-		b.Run(fmt.Sprintf("size=%d", size), func(b *testing.B) {
-			cfg := testConfig(b)
-			srv, cls := session(b, cfg, 1)
-			frame := make([]byte, size)
-			var c counter
-			h := c.handle
-			b.SetBytes(int64(size))
-			b.ReportAllocs()
-			b.ResetTimer()
-			start := time.Now()
-			for sent := 0; sent < b.N; {
-				k := min(cfg.BatchSize, b.N-sent)
-				for range k {
-					if err := srv.Publish(frame); err != nil {
-						b.Fatal(err)
-					}
-				}
-				if err := srv.Flush(); err != nil {
-					b.Fatal(err)
-				}
-				sent += k
-				if !pollN(cls[0], h, &c, sent) {
-					b.Fatalf("stalled at %d of %d", c.frames, sent)
-				}
-			}
-			b.ReportMetric(float64(b.N)/time.Since(start).Seconds(), "frames/s")
-		})
+		for _, offload := range []bool{false, true} {
+			b.Run(fmt.Sprintf("size=%d/gso,gro=%v", size, offload), func(b *testing.B) {
+				benchPublishPoll(b, size, offload)
+			})
+		}
 	}
+}
+
+// benchPublishPoll: with offload, each flush of BatchSize equal frames is
+// one GSO message and arrives as one GRO buffer.
+func benchPublishPoll(b *testing.B, size int, offload bool) {
+	cfg := testConfig(b)
+	cfg.GSO, cfg.GRO = offload, offload
+	srv, cls := session(b, cfg, 1)
+	frame := make([]byte, size)
+	var c counter
+	h := c.handle
+	b.SetBytes(int64(size))
+	b.ReportAllocs()
+	b.ResetTimer()
+	start := time.Now()
+	for sent := 0; sent < b.N; {
+		k := min(cfg.BatchSize, b.N-sent)
+		for range k {
+			if err := srv.Publish(frame); err != nil {
+				b.Fatal(err)
+			}
+		}
+		if err := srv.Flush(); err != nil {
+			b.Fatal(err)
+		}
+		sent += k
+		if !pollN(cls[0], h, &c, sent) {
+			b.Fatalf("stalled at %d of %d", c.frames, sent)
+		}
+	}
+	b.ReportMetric(float64(b.N)/time.Since(start).Seconds(), "frames/s")
 }
