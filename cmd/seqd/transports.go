@@ -31,6 +31,8 @@ func transportFlags() []cli.Flag {
 		intFlag("udp.ttl", mc.TTL, "multicast TTL (1 = this subnet)"),
 		intFlag("udp.read-buffer-bytes", mc.ReadBufferBytes, "SO_RCVBUF to ask the kernel for"),
 		intFlag("udp.write-buffer-bytes", mc.WriteBufferBytes, "SO_SNDBUF to ask the kernel for"),
+		boolFlag("udp.gso", mc.GSO, "UDP segmentation offload on send (falls back by itself where the kernel refuses)"),
+		boolFlag("udp.gro", mc.GRO, "UDP receive offload (falls back by itself where the kernel refuses)"),
 		strFlag("tcp.addr", tcp.DefaultAddr, "address the sequencer listens on and nodes connect to"),
 		boolFlag("verbose", false, "debug logging"),
 	}
@@ -44,6 +46,8 @@ func multicastConfig(c *cli.Context, faults fault.Config) multicast.Config {
 	mc.TTL = c.Int("udp.ttl")
 	mc.ReadBufferBytes = c.Int("udp.read-buffer-bytes")
 	mc.WriteBufferBytes = c.Int("udp.write-buffer-bytes")
+	mc.GSO = c.Bool("udp.gso")
+	mc.GRO = c.Bool("udp.gro")
 	mc.Faults = faults
 	return mc
 }
