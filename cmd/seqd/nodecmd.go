@@ -68,6 +68,12 @@ func (k *checker) check(m *node.Message) {
 	}
 	k.last = m.Seq
 	if m.Internal() {
+		// A restarted sender announces a new incarnation and numbers its
+		// commands from 1 again.
+		var in wire.Internal
+		if m.DecodeInternal(&in) == nil && in.Type == wire.InternalIncarnation {
+			delete(k.senders, uint64(in.Account)<<8|uint64(in.Instance))
+		}
 		return
 	}
 	key := uint64(m.Account)<<8 | uint64(m.Instance)
@@ -111,6 +117,7 @@ type cliNode struct {
 	expect int
 	rtt    bool
 
+	live         bool // this incarnation was announced in the stream
 	mine, others int
 	first, lastT time.Time
 	done         chan struct{}
@@ -127,6 +134,13 @@ type cliNode struct {
 func (c *cliNode) OnMessage(m *node.Message) {
 	c.check.check(m)
 	if m.Internal() {
+		// This process's own commands start after its incarnation is
+		// announced; earlier ones of this account are a previous life's.
+		var in wire.Internal
+		if m.DecodeInternal(&in) == nil && in.Type == wire.InternalIncarnation &&
+			in.Account == c.check.self && in.Instance == c.check.instance && in.Value == c.n.Incarnation() {
+			c.live = true
+		}
 		return
 	}
 	now := time.Now()
@@ -137,7 +151,7 @@ func (c *cliNode) OnMessage(m *node.Message) {
 		c.allocs0.Store(ms.Mallocs)
 	}
 	c.lastT = now
-	if m.Account == c.check.self && m.Instance == c.check.instance {
+	if m.Account == c.check.self && m.Instance == c.check.instance && c.live {
 		c.mine++
 		if c.rtt {
 			c.samples = append(c.samples, now.UnixNano()-c.sentAt)

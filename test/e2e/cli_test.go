@@ -197,3 +197,111 @@ func TestCLI_SequencerNodeTail(t *testing.T) {
 		t.Fatalf("sequencer final line %q", stopped)
 	}
 }
+
+// TestCLI_NodeKilledAndRestarted: a node killed with SIGKILL mid-run and
+// started again announces a new incarnation, numbers its commands from 1,
+// rewinds through its previous life without counting it as its own, and
+// finishes; the stream holds each life's commands once and in order.
+func TestCLI_NodeKilledAndRestarted(t *testing.T) {
+	bin := seqd(t)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	mc := groups(123)
+	net := []string{"--transport", "udp", "--udp.stream-group", mc.StreamGroup, "--udp.command-group", mc.CommandGroup}
+	seq := exec.CommandContext(ctx, bin, append([]string{"sequencer"}, net...)...)
+	seqOut, err := seq.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := seq.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = seq.Process.Kill(); _ = seq.Wait() }()
+	lines := bufio.NewScanner(seqOut)
+	if !lines.Scan() || !strings.HasPrefix(lines.Text(), "sequencer: ready") {
+		t.Fatalf("sequencer did not start: %q", lines.Text())
+	}
+
+	first := exec.CommandContext(ctx, bin, append([]string{"node", "--account", "PHOENIX", "--count", "1000000", "--rate", "20000", "--size", "64"}, net...)...)
+	if err := first.Start(); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(500 * time.Millisecond)
+	if err := first.Process.Signal(syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	_ = first.Wait()
+
+	const again = 2000
+	out, err := exec.CommandContext(ctx, bin, append([]string{"node", "--account", "PHOENIX", "--count", fmt.Sprint(again), "--size", "64"}, net...)...).CombinedOutput()
+	if err != nil {
+		t.Fatalf("restarted node: %v\n%s", err, out)
+	}
+	if !strings.Contains(string(out), fmt.Sprintf("acked=%d ", again)) {
+		t.Fatalf("restarted node result:\n%s", out)
+	}
+
+	// The whole stream, from a tail that rewinds it: two lives, each
+	// numbered from 1, each command once, the second life complete.
+	tail := exec.CommandContext(ctx, bin, append([]string{"tail", "--format", "json"}, net...)...)
+	var tailOut syncBuffer
+	tail.Stdout = &tailOut
+	if err := tail.Start(); err != nil {
+		t.Fatal(err)
+	}
+	var lives []int // commands seen per incarnation
+	deadline := time.Now().Add(20 * time.Second)
+	for time.Now().Before(deadline) {
+		time.Sleep(200 * time.Millisecond)
+		lives = lives[:0]
+		next := uint64(1)
+		for _, l := range strings.Split(tailOut.String(), "\n") {
+			var m struct {
+				Account string `json:"account"`
+				CmdSeq  uint64 `json:"cmd_seq"`
+				Type    string `json:"type"`
+			}
+			if json.Unmarshal([]byte(l), &m) != nil {
+				continue
+			}
+			switch {
+			case m.Type == "incarnation":
+				lives = append(lives, 0)
+				next = 1
+			case m.Account == "PHOENIX" && m.Type == "":
+				if m.CmdSeq != next || len(lives) == 0 {
+					t.Fatalf("command %d of PHOENIX where %d was due (life %d)", m.CmdSeq, next, len(lives))
+				}
+				next++
+				lives[len(lives)-1]++
+			}
+		}
+		if len(lives) == 2 && lives[1] == again {
+			break
+		}
+	}
+	_ = tail.Process.Signal(syscall.SIGTERM)
+	_ = tail.Wait()
+	if len(lives) != 2 || lives[0] == 0 || lives[1] != again {
+		t.Fatalf("lives in the stream: %v, want two, the second with %d commands", lives, again)
+	}
+	t.Logf("first life: %d commands before SIGKILL; second: %d", lives[0], lives[1])
+}
+
+// syncBuffer is a bytes.Buffer that a process writes while the test reads.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
