@@ -49,6 +49,12 @@ type Config struct {
 	MaxMessageBytes int
 	// MaxSenders is the capacity of the dedupe table, allocated up front.
 	MaxSenders int
+	// MaxReassemblyBytes bounds the memory held by commands being
+	// reassembled from fragments, all senders together; a fragment that
+	// would start a reassembly beyond it is dropped (counted) and its
+	// sender's resend tries again later. Buffers above 1 MiB are released
+	// once their command is sequenced.
+	MaxReassemblyBytes int
 	// ActiveTimeout (hot-hot): when the active instance of an account has
 	// been silent this long and another instance was heard within it, the
 	// other becomes active. 0 never switches.
@@ -71,6 +77,7 @@ func DefaultConfig() Config {
 		MulticastRepairWindow:      2 * time.Millisecond,
 		MaxMessageBytes:            16 << 20,
 		MaxSenders:                 4096,
+		MaxReassemblyBytes:         256 << 20,
 		Standalone:                 true,
 	}
 }
@@ -113,6 +120,8 @@ func (c Config) Validate() error {
 		return bad("MulticastRepairWindow", c.MulticastRepairWindow, "0..1s (0: always unicast)")
 	case c.MaxMessageBytes < 1 || c.MaxMessageBytes > wire.MaxMessageBytes:
 		return bad("MaxMessageBytes", c.MaxMessageBytes, fmt.Sprintf("1..%d", wire.MaxMessageBytes))
+	case c.MaxReassemblyBytes < c.MaxMessageBytes:
+		return bad("MaxReassemblyBytes", c.MaxReassemblyBytes, fmt.Sprintf(">= MaxMessageBytes (%d)", c.MaxMessageBytes))
 	case c.MaxSenders < 1 || c.MaxSenders > maxSenders:
 		return bad("MaxSenders", c.MaxSenders, fmt.Sprintf("1..%d", maxSenders))
 	case c.ActiveTimeout < 0:

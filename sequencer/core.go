@@ -23,6 +23,7 @@ type Stats struct {
 	StaleFrames      uint64 // command frames dropped: incarnation older than on record
 	Fragments        uint64 // command fragments accepted into a reassembly
 	BadFragments     uint64 // fragments dropped: Total disagrees with the reassembly in progress
+	ReassemblyFull   uint64 // fragments dropped: MaxReassemblyBytes reached
 	Malformed        uint64 // frames rejected by a decoder or a sanity check
 	WrongSession     uint64 // command frames and NAKs for another session (ignored)
 	Rejected         uint64 // frames from new senders refused because the table is full
@@ -62,6 +63,7 @@ type Core struct {
 
 	ring     ring
 	senders  senderTable
+	asmBytes int // capacity of every sender's reassembly buffer (MaxReassemblyBytes)
 	accounts accountTable
 	timers   timerTable
 

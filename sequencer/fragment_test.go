@@ -162,3 +162,53 @@ func TestAssembly_KeepsRangesAcrossResends(t *testing.T) {
 		})
 	}
 }
+
+// TestCore_ReassemblyMemoryIsBounded: fragments that would start a
+// reassembly beyond MaxReassemblyBytes are dropped until memory is free
+// again; large buffers are released once their command is sequenced.
+func TestCore_ReassemblyMemoryIsBounded(t *testing.T) {
+	cfg := testConfig()
+	cfg.RingPackets = 1 << 13
+	cfg.MaxMessageBytes = 2 << 20
+	cfg.MaxReassemblyBytes = 3 << 20
+	c, sink := newCore(t, cfg)
+	frags := func(a wire.Account, payload []byte) [][]byte {
+		var out [][]byte
+		const room = 60000
+		for off := 0; off < len(payload); off += room {
+			end := min(off+room, len(payload))
+			out = append(out, frame(t, a, 1, 0, wire.Command{CmdSeq: 1, Flags: wire.CmdFragment,
+				Total: uint32(len(payload)), Offset: uint32(off), Payload: payload[off:end]}))
+		}
+		return out
+	}
+	pa, pb := bytes.Repeat([]byte("A"), 2<<20), bytes.Repeat([]byte("B"), 2<<20)
+	fa, fb := frags(acctA, pa), frags(acctB, pb)
+	half := len(fa) / 2
+	for _, f := range fa[:half] {
+		mustStep(t, c, 1, f)
+	}
+	mustStep(t, c, 2, fb[0]) // 2 MiB held for A: B's 2 MiB does not fit in 3
+	if st := c.Stats(); st.ReassemblyFull != 1 {
+		t.Fatalf("ReassemblyFull = %d, want 1", st.ReassemblyFull)
+	}
+	for _, f := range fa[half:] {
+		mustStep(t, c, 3, f)
+	}
+	for _, f := range fb { // A's buffer was released: B now fits
+		mustStep(t, c, 4, f)
+	}
+	c.Flush(5)
+	var got [][]byte
+	for _, m := range decodeStream(t, sink.published, cfg.MaxPacketBytes) {
+		if m.Internal == nil {
+			got = append(got, m.Payload)
+		}
+	}
+	if len(got) != 2 || !bytes.Equal(got[0], pa) || !bytes.Equal(got[1], pb) {
+		t.Fatalf("sequenced %d commands, want A's then B's 2 MiB intact", len(got))
+	}
+	if st := c.Stats(); st.Commands != 2 || st.ReassemblyFull != 1 {
+		t.Fatalf("stats %+v", st)
+	}
+}

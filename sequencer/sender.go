@@ -170,11 +170,22 @@ func (c *Core) checkCommands(frame []byte) error {
 	return nil
 }
 
+// keepAssemblyBytes: a reassembly buffer up to this size is kept for the
+// sender's next fragmented command; a larger one is released.
+const keepAssemblyBytes = 1 << 20
+
 // addFragment adds a fragment of the expected command to the sender's
 // reassembly and sequences the command once every byte is held.
 func (c *Core) addFragment(s *sender, cmd *wire.Command) {
 	a := &s.asm
 	if a.cmdSeq != cmd.CmdSeq {
+		if grow := int(cmd.Total) - cap(a.buf); grow > 0 {
+			if c.asmBytes+grow > c.cfg.MaxReassemblyBytes {
+				c.stats.ReassemblyFull++
+				return
+			}
+			c.asmBytes += grow
+		}
 		a.start(cmd.CmdSeq, cmd.Total)
 	} else if a.total != cmd.Total {
 		c.stats.BadFragments++
@@ -186,6 +197,11 @@ func (c *Core) addFragment(s *sender, cmd *wire.Command) {
 	}
 	c.appendMessage(0, s.account, s.instance, cmd.CmdSeq, a.buf[:a.total])
 	a.clear()
+	if cap(a.buf) > keepAssemblyBytes {
+		// Many senders each keeping a 16 MiB buffer would pin gigabytes.
+		c.asmBytes -= cap(a.buf)
+		a.buf = nil
+	}
 	s.lastCmdSeq = cmd.CmdSeq
 	c.stats.Commands++
 }

@@ -28,6 +28,7 @@ func sequencerCommand() *cli.Command {
 		intFlag("sequencer.retransmit-bytes-per-second", 256<<20, "bandwidth cap of all repairs, so a NAK storm cannot starve the stream (0: none)"),
 		durFlag("sequencer.multicast-repair-window", d.MulticastRepairWindow, "a second receiver asking for the same seq within this window gets a multicast answer (0: always unicast)"),
 		intFlag("sequencer.max-message-bytes", d.MaxMessageBytes, "largest command payload"),
+		intFlag("sequencer.max-reassembly-bytes", d.MaxReassemblyBytes, "memory for commands being reassembled from fragments, all senders together"),
 		durFlag("sequencer.idle-spin", 0, "keep polling without blocking this long after each frame (lower latency, costs a core)"),
 		&cli.BoolFlag{Name: "dry-run", Usage: "validate the configuration, print it and exit"},
 	))
@@ -63,6 +64,7 @@ func runSequencer(c *cli.Context) error {
 	cfg.RingPackets = max(c.Int("sequencer.ring-bytes")/cfg.MaxPacketBytes, 16)
 	cfg.MaxRetransmitPacketsPerNak = min(max(c.Int("sequencer.nak-answer-bytes")/cfg.MaxPacketBytes, 1), cfg.RingPackets)
 	cfg.MaxMessageBytes = c.Int("sequencer.max-message-bytes")
+	cfg.MaxReassemblyBytes = c.Int("sequencer.max-reassembly-bytes")
 	cfg.RetransmitBytesPerSecond = int64(c.Int("sequencer.retransmit-bytes-per-second"))
 	cfg.MulticastRepairWindow = c.Duration("sequencer.multicast-repair-window")
 	if auto, err := autoPacketBytes(c); err == nil && cfg.MaxPacketBytes > auto {
@@ -132,6 +134,7 @@ var (
 		"RingPackets":                "sequencer.ring-bytes",
 		"MaxRetransmitPacketsPerNak": "sequencer.nak-answer-bytes",
 		"MaxMessageBytes":            "sequencer.max-message-bytes",
+		"MaxReassemblyBytes":         "sequencer.max-reassembly-bytes",
 		"RetransmitBytesPerSecond":   "sequencer.retransmit-bytes-per-second",
 		"MulticastRepairWindow":      "sequencer.multicast-repair-window",
 	}
