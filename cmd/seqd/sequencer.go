@@ -152,11 +152,18 @@ var (
 // field; this adds the configuration key (flag --key, variable SEQD_KEY,
 // or the key in the --config file).
 func configError(err error, keys map[string]string) error {
+	// The field named first is the one at fault ("X = v, want >= Y").
 	msg := err.Error()
+	best, bestAt := "", len(msg)
 	for field, key := range keys {
-		if strings.Contains(msg, field+" ") || strings.Contains(msg, field+"=") {
-			return fmt.Errorf("config key %s (flag --%s, variable %s): %w", key, key, envName(key), err)
+		for _, sep := range []string{" ", "="} {
+			if i := strings.Index(msg, field+sep); i >= 0 && i < bestAt {
+				best, bestAt = key, i
+			}
 		}
+	}
+	if best != "" {
+		return fmt.Errorf("config key %s (flag --%s, variable %s): %w", best, best, envName(best), err)
 	}
 	return fmt.Errorf("invalid configuration: %w", err)
 }
