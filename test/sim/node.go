@@ -84,14 +84,12 @@ func (n *simNode) Send(frame []byte) {
 }
 
 func (n *simNode) frame(frame []byte, _ transport.Peer) {
-	if err := n.core.Step(n.w.now, frame); err != nil && !isBenign(err) {
+	// The network carries only frames the sequencer built: a node that
+	// rejects one has a bug (or the sequencer does).
+	if err := n.core.Step(n.w.now, frame); err != nil {
 		n.w.fail("%s rejected a frame: %v", n.name, err)
 	}
 }
-
-// isBenign tells errors a node may return for frames that are fine to
-// drop (for example a Gone for a range it no longer needs).
-func isBenign(err error) bool { return err == nil }
 
 // work issues commands while the window has room.
 func (n *simNode) work() {
