@@ -26,11 +26,16 @@ type Agent struct {
 	seq   uint64
 }
 
-// agentSink publishes the core's output on the server.
-type agentSink struct{ srv transport.Server }
+// ServerSink is the Sink that hands the core's output to a
+// transport.Server. Send errors are the transport's to count (a closed
+// server ends the shell's Poll loop anyway).
+type ServerSink struct{ Server transport.Server }
 
-func (s agentSink) Publish(p []byte)                   { _ = s.srv.Publish(p) }
-func (s agentSink) SendTo(to transport.Peer, p []byte) { _ = s.srv.SendTo(to, p) }
+// Publish sends pkt to every client.
+func (s ServerSink) Publish(pkt []byte) { _ = s.Server.Publish(pkt) }
+
+// SendTo sends pkt to one client.
+func (s ServerSink) SendTo(to transport.Peer, pkt []byte) { _ = s.Server.SendTo(to, pkt) }
 
 // NewAgent builds a Core for cfg publishing on srv, reading time from
 // clock (ns; the core keeps it monotonic).
@@ -40,7 +45,7 @@ func NewAgent(cfg Config, srv transport.Server, clock func() int64) (*Agent, err
 		// stamped now, not at the epoch of the clock.
 		cfg.StartTime = clock()
 	}
-	core, err := New(cfg, agentSink{srv})
+	core, err := New(cfg, ServerSink{srv})
 	if err != nil {
 		return nil, err
 	}

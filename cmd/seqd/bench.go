@@ -121,12 +121,6 @@ type benchSender struct{}
 
 func (benchSender) OnMessage(*node.Message) {}
 
-// memSink publishes the sequencer's packets on the mem network.
-type memSink struct{ srv transport.Server }
-
-func (s memSink) Publish(p []byte)                   { _ = s.srv.Publish(p) }
-func (s memSink) SendTo(to transport.Peer, p []byte) { _ = s.srv.SendTo(to, p) }
-
 // clientOut hands a node core's frames to its mem client.
 type clientOut struct{ c transport.Client }
 
@@ -151,7 +145,7 @@ func benchMem(o benchOptions) error {
 	// as the udp bench batches up to the interface MTU.
 	scfg.MaxPacketBytes = memFrameBytes
 	scfg.RingPackets = 4096
-	seq, err := sequencer.New(scfg, memSink{srv})
+	seq, err := sequencer.New(scfg, sequencer.ServerSink{Server: srv})
 	if err != nil {
 		return err
 	}
