@@ -156,7 +156,9 @@ func (c *cliNode) OnMessage(m *node.Message) {
 		if c.rtt {
 			c.samples = append(c.samples, now.UnixNano()-c.sentAt)
 			if c.mine < c.count {
-				c.sendRTT(uint64(c.mine + 1))
+				if err := c.sendRTT(uint64(c.mine + 1)); err != nil && c.check.err == nil {
+					c.check.err = err
+				}
 			}
 		}
 	} else {
@@ -167,12 +169,14 @@ func (c *cliNode) OnMessage(m *node.Message) {
 	}
 }
 
-func (c *cliNode) sendRTT(cmd uint64) {
+// sendRTT sends command cmd of a round-trip run and notes when.
+func (c *cliNode) sendRTT(cmd uint64) error {
 	fillBenchPayload(c.payload, cmd)
 	c.sentAt = time.Now().UnixNano()
-	if err := c.n.Send(c.payload); err != nil && c.check.err == nil {
-		c.check.err = fmt.Errorf("send: %w", err)
+	if err := c.n.Send(c.payload); err != nil {
+		return fmt.Errorf("send: %w", err)
 	}
+	return nil
 }
 
 func runNode(cc *cli.Context) error {
@@ -245,10 +249,8 @@ func runNode(cc *cli.Context) error {
 	switch {
 	case count == 0:
 	case c.rtt:
-		c.n.SetLocalTimer(0, 0) // nothing: the first send happens below
-		fillBenchPayload(c.payload, 1)
-		c.sentAt = time.Now().UnixNano()
-		if err := c.n.Send(c.payload); err != nil {
+		// The first command; OnMessage sends each next one on seeing it.
+		if err := c.sendRTT(1); err != nil {
 			return err
 		}
 	default:
