@@ -43,6 +43,34 @@ func seqd(t *testing.T) string {
 	return seqdBin
 }
 
+// startSequencer runs `seqd sequencer` and returns once it printed its
+// ready line, with the scanner of the rest of its stdout and its stderr.
+// The process is killed when the test ends, if it is still running.
+func startSequencer(t *testing.T, ctx context.Context, bin string, args []string) (*exec.Cmd, *bufio.Scanner, *syncBuffer) {
+	t.Helper()
+	seq := exec.CommandContext(ctx, bin, append([]string{"sequencer"}, args...)...)
+	stderr := &syncBuffer{}
+	seq.Stderr = stderr
+	out, err := seq.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := seq.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if seq.ProcessState == nil {
+			_ = seq.Process.Kill()
+			_ = seq.Wait()
+		}
+	})
+	lines := bufio.NewScanner(out)
+	if !lines.Scan() || !strings.HasPrefix(lines.Text(), "sequencer: ready") {
+		t.Fatalf("sequencer did not start: %q\n%s", lines.Text(), stderr.String())
+	}
+	return seq, lines, stderr
+}
+
 // TestCLI_ConfigErrorsNameTheKey: bad configuration fails at start with
 // the key, the allowed values and exit code 1.
 func TestCLI_ConfigErrorsNameTheKey(t *testing.T) {
@@ -124,21 +152,7 @@ func TestCLI_SequencerNodeTail(t *testing.T) {
 	mc := groups(99)
 	net := []string{"--transport", "udp", "--udp.stream-group", mc.StreamGroup, "--udp.command-group", mc.CommandGroup}
 
-	seq := exec.CommandContext(ctx, bin, append([]string{"sequencer"}, net...)...)
-	var seqErr bytes.Buffer
-	seq.Stderr = &seqErr
-	seqOut, err := seq.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := seq.Start(); err != nil {
-		t.Fatal(err)
-	}
-	defer seq.Process.Kill()
-	lines := bufio.NewScanner(seqOut)
-	if !lines.Scan() || !strings.HasPrefix(lines.Text(), "sequencer: ready") {
-		t.Fatalf("sequencer did not start: %q\n%s", lines.Text(), seqErr.String())
-	}
+	seq, lines, seqErr := startSequencer(t, ctx, bin, net)
 
 	const count = 500
 	tail := exec.CommandContext(ctx, bin, append([]string{"tail", "--format", "json", "--internal=false", "--count", fmt.Sprint(count)}, net...)...)
@@ -208,19 +222,7 @@ func TestCLI_NodeKilledAndRestarted(t *testing.T) {
 	defer cancel()
 	mc := groups(123)
 	net := []string{"--transport", "udp", "--udp.stream-group", mc.StreamGroup, "--udp.command-group", mc.CommandGroup}
-	seq := exec.CommandContext(ctx, bin, append([]string{"sequencer"}, net...)...)
-	seqOut, err := seq.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := seq.Start(); err != nil {
-		t.Fatal(err)
-	}
-	defer func() { _ = seq.Process.Kill(); _ = seq.Wait() }()
-	lines := bufio.NewScanner(seqOut)
-	if !lines.Scan() || !strings.HasPrefix(lines.Text(), "sequencer: ready") {
-		t.Fatalf("sequencer did not start: %q", lines.Text())
-	}
+	startSequencer(t, ctx, bin, net)
 
 	first := exec.CommandContext(ctx, bin, append([]string{"node", "--account", "PHOENIX", "--count", "1000000", "--rate", "20000", "--size", "64"}, net...)...)
 	if err := first.Start(); err != nil {
