@@ -34,8 +34,8 @@ func newLiveFeed(t testing.TB, records, size int) *liveFeed {
 }
 
 func (f *liveFeed) step(c *Core) error {
-	binary.LittleEndian.PutUint64(f.frame[16:], f.next)
-	binary.LittleEndian.PutUint64(f.frame[32:], f.next*1000)
+	binary.LittleEndian.PutUint64(f.frame[24:], f.next)      // firstSeq (wire v2 header)
+	binary.LittleEndian.PutUint64(f.frame[40:], f.next*1000) // baseTime
 	f.next += f.count
 	wire.SetStable(f.frame, f.next-1)
 	return c.Step(0, f.frame)
@@ -71,7 +71,7 @@ func TestCore_StepBufferedSafeDeliveryAllocatesNothing(t *testing.T) {
 	c, _ := newBenchCore(t, testConfig())
 	f := newLiveFeed(t, 5, 256)
 	step := func() {
-		binary.LittleEndian.PutUint64(f.frame[16:], f.next)
+		binary.LittleEndian.PutUint64(f.frame[24:], f.next) // firstSeq (wire v2 header)
 		wire.SetStable(f.frame, f.next-1)
 		f.next += f.count
 		if err := c.Step(0, f.frame); err != nil {
@@ -102,7 +102,7 @@ func TestCore_SendAndAckAllocateNothing(t *testing.T) {
 			t.Fatal(err)
 		}
 		c.Flush(0)
-		binary.LittleEndian.PutUint64(ack[16:], q+1)
+		binary.LittleEndian.PutUint64(ack[24:], q+1) // firstSeq
 		binary.LittleEndian.PutUint64(ack[wire.PacketHeaderBytes+16:], q)
 		wire.SetStable(ack, q+1)
 		if err := c.Step(0, ack); err != nil {

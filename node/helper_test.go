@@ -21,22 +21,24 @@ type rec struct {
 
 // stream plays the sequencer: it builds stream packets by hand.
 type stream struct {
-	t       testing.TB
-	epoch   uint32
-	session uint64
-	buf     []byte
-	w       wire.PacketWriter
+	t     testing.TB
+	epoch uint32
+	// epochStart is the first seq of epoch, carried by every header.
+	epochStart uint64
+	session    uint64
+	buf        []byte
+	w          wire.PacketWriter
 }
 
 func newStream(t testing.TB) *stream {
-	return &stream{t: t, epoch: 1, session: 77, buf: make([]byte, 1<<17)}
+	return &stream{t: t, epoch: 1, epochStart: 1, session: 77, buf: make([]byte, 1<<17)}
 }
 
 // packet encodes records numbered from first, stamped with stable and base
 // time; the frame returned is a fresh copy.
 func (s *stream) packet(first, stable uint64, base int64, recs ...rec) []byte {
 	s.t.Helper()
-	if err := s.w.Reset(s.buf, wire.KindData, s.epoch, s.session, first, base); err != nil {
+	if err := s.w.Reset(s.buf, wire.KindData, s.epoch, s.session, first, base, s.epochStart); err != nil {
 		s.t.Fatal(err)
 	}
 	for i := range recs {
@@ -69,7 +71,7 @@ func payloadOf(seq uint64) []byte {
 
 func (s *stream) heartbeat(next, stable uint64, now int64) []byte {
 	s.t.Helper()
-	b, err := wire.AppendHeartbeat(make([]byte, wire.PacketHeaderBytes), s.epoch, s.session, next, stable, now)
+	b, err := wire.AppendHeartbeat(make([]byte, wire.PacketHeaderBytes), s.epoch, s.session, next, stable, now, s.epochStart)
 	if err != nil {
 		s.t.Fatal(err)
 	}
@@ -85,7 +87,7 @@ func (s *stream) internal(x wire.Internal) rec {
 }
 
 func (s *stream) gone(from, oldest uint64) []byte {
-	b, err := wire.AppendGone(make([]byte, wire.GoneBytes), &wire.Gone{Epoch: s.epoch, Session: s.session, FromSeq: from, Oldest: oldest})
+	b, err := wire.AppendGone(make([]byte, wire.GoneBytes), &wire.Gone{Epoch: s.epoch, Session: s.session, FromSeq: from, ToSeq: from, Oldest: oldest})
 	if err != nil {
 		s.t.Fatal(err)
 	}

@@ -107,7 +107,10 @@ func (c *Core) onPacket(now int64) {
 		}
 		c.start(p)
 	} else if p.Epoch > c.epoch {
-		c.newEpoch(p.Epoch)
+		c.newEpoch(p.Epoch, p.EpochStart)
+		if c.err != nil {
+			return
+		}
 	}
 	if p.Stable > c.stable {
 		c.stable = p.Stable
@@ -173,16 +176,24 @@ func (c *Core) start(p *wire.Packet) {
 	c.tail = c.next - 1
 }
 
-// newEpoch fences the old epoch: buffered records above the old stable
-// may have been cut by the failover, so they are dropped and fetched again
-// from the new primary if they survived.
-func (c *Core) newEpoch(e uint32) {
+// newEpoch fences the old epoch, which the failover cut at start-1 (every
+// header of epoch e carries start). A node that delivered seqs at or above
+// start in an older epoch has diverged, whether or not it saw the
+// EpochStart record itself. Buffered records above the old stable may
+// have been cut, so they are dropped and fetched again from the new
+// primary if they survived.
+func (c *Core) newEpoch(e uint32, start uint64) {
+	if c.next > start && c.deliveredEpoch < e {
+		c.fail(fmt.Errorf("%w: epoch %d starts at seq %d but seqs up to %d were delivered in epoch %d",
+			ErrDiverged, e, start, c.next-1, c.deliveredEpoch))
+		return
+	}
 	c.epoch = e
-	from := max(c.next, c.stable+1)
+	from := max(c.next, min(c.stable+1, start))
 	end := c.next + uint64(len(c.ring))
 	for q := from; q < end; q++ {
 		s := &c.ring[q&c.mask]
-		if s.state != slotEmpty && s.seq == q {
+		if s.state != slotEmpty && s.seq == q && s.epoch < e {
 			s.state = slotEmpty
 			c.stats.DroppedByEpoch++
 		}

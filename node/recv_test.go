@@ -195,11 +195,11 @@ func TestCore_EpochFencingDropsOldEpochAndUnstableBuffer(t *testing.T) {
 	c, h, _ := newTestCore(t, testConfig())
 	step(t, c, 0, s.packet(1, 2, 0, rec{payload: []byte("1")}, rec{payload: []byte("2")}, rec{payload: []byte("old3")}))
 	// Epoch 2 starts at 3: the old epoch's unstable seq 3 is cut.
-	s.epoch = 2
+	s.epoch, s.epochStart = 2, 3
 	start := s.internal(wire.Internal{Type: wire.InternalEpochStart, Epoch: 2})
 	step(t, c, 0, s.packet(3, 4, 0, start, rec{payload: []byte("new4")}))
 	// A late packet from the deposed primary is fenced.
-	s.epoch = 1
+	s.epoch, s.epochStart = 1, 1
 	step(t, c, 0, s.packet(5, 5, 0, rec{payload: []byte("stale5")}))
 	if got := h.seqs(); !slices.Equal(got, []uint64{1, 2, 3, 4}) {
 		t.Fatalf("delivered %v", got)
@@ -225,7 +225,7 @@ func TestCore_FastNodeDivergesWhenNewEpochCutsDelivered(t *testing.T) {
 	if len(h.got) != 3 {
 		t.Fatalf("fast node delivered %v", h.seqs())
 	}
-	s.epoch = 2
+	s.epoch, s.epochStart = 2, 2
 	start := s.internal(wire.Internal{Type: wire.InternalEpochStart, Epoch: 2})
 	err := c.Step(0, s.packet(2, 2, 0, start))
 	if !errors.Is(err, ErrDiverged) || !errors.Is(c.Err(), ErrDiverged) {
@@ -537,5 +537,54 @@ func TestCore_NewerSessionStopsTheNode(t *testing.T) {
 	_ = c.Step(0, next.msgs(1, 1))
 	if !errors.Is(c.Err(), ErrNewSession) || !strings.Contains(c.Err().Error(), "session 78 appeared while following session 77") {
 		t.Fatalf("Err() = %v, want ErrNewSession naming sessions 78 and 77", c.Err())
+	}
+}
+
+// TestCore_FastNodeDivergesWithoutSeeingEpochStartRecord: a fast node that
+// misses the one packet holding the EpochStart record must still learn
+// that the new epoch began below what it delivered: every header carries
+// the epoch's first seq. Before wire v2 it delivered the new epoch on top
+// of its own cut messages with no error.
+func TestCore_FastNodeDivergesWithoutSeeingEpochStartRecord(t *testing.T) {
+	s := newStream(t)
+	cfg := testConfig()
+	cfg.Mode = Fast
+	c, h, _ := newTestCore(t, cfg)
+	step(t, c, 0, s.packet(1, 1, 0, rec{payload: []byte("1")}, rec{payload: []byte("2")}, rec{payload: []byte("3")}))
+	if len(h.got) != 3 {
+		t.Fatalf("fast node delivered %v", h.seqs())
+	}
+	// Epoch 2 starts at 2 (seqs 2 and 3 of epoch 1 were cut). The packet
+	// with the EpochStart record (seq 2) is lost; the next one, seqs 3..4
+	// of epoch 2, arrives.
+	s.epoch, s.epochStart = 2, 2
+	err := c.Step(0, s.packet(3, 2, 0, rec{payload: []byte("new3")}, rec{payload: []byte("new4")}))
+	if !errors.Is(err, ErrDiverged) {
+		t.Fatalf("Step = %v, want ErrDiverged; delivered %v", err, h.seqs())
+	}
+	if len(h.got) != 3 {
+		t.Fatalf("delivered %v after the divergence", h.seqs())
+	}
+}
+
+// TestCore_SafeNodeDropsBufferedRecordsAtOrAboveTheCut: records of the old
+// epoch held above the new epoch's first seq were cut by the failover and
+// are dropped, even when they were below the old stable that this node saw.
+func TestCore_SafeNodeDropsBufferedRecordsAtOrAboveTheCut(t *testing.T) {
+	s := newStream(t)
+	c, h, _ := newTestCore(t, testConfig())
+	step(t, c, 0, s.packet(1, 1, 0, rec{payload: []byte("1")}))
+	// Seqs 3 and 4 of epoch 1 arrive out of order (2 is missing).
+	step(t, c, 0, s.packet(3, 1, 0, rec{payload: []byte("old3")}, rec{payload: []byte("old4")}))
+	// Epoch 2 starts at 3: seqs 3.. of epoch 1 were cut.
+	s.epoch, s.epochStart = 2, 3
+	start := s.internal(wire.Internal{Type: wire.InternalEpochStart, Epoch: 2})
+	step(t, c, 0, s.packet(2, 1, 0, rec{payload: []byte("2")}))
+	step(t, c, 0, s.packet(3, 4, 0, start, rec{payload: []byte("new4")}))
+	if got := h.seqs(); !slices.Equal(got, []uint64{1, 2, 3, 4}) {
+		t.Fatalf("delivered %v", got)
+	}
+	if h.got[3].payload != "new4" {
+		t.Fatalf("seq 4 = %q, want new4", h.got[3].payload)
 	}
 }

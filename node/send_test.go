@@ -261,7 +261,7 @@ func TestConfig_ValidateNamesField(t *testing.T) {
 		{func(c *Config) { c.Window = 0 }, "Window = 0, want 1..1048576"},
 		{func(c *Config) { c.NakMaxDelay = 0 }, "NakMaxDelay = 0s, want >= NakDelay (1ms)"},
 		{func(c *Config) { c.PendingRecords = 1000 }, "PendingRecords = 1000, want a power of two in 16..4194304"},
-		{func(c *Config) { c.MaxPacketBytes = 10 }, "MaxPacketBytes = 10, want 116..1048576"},
+		{func(c *Config) { c.MaxPacketBytes = 10 }, "MaxPacketBytes = 10, want 124..1048576"},
 	} {
 		cfg := testConfig()
 		tc.mut(&cfg)

@@ -46,6 +46,10 @@ type Core struct {
 	sink    Sink
 	session uint64
 	epoch   uint32
+	// epochStart is the first seq of this epoch (FirstSeq): every header
+	// carries it, so a receiver that missed the EpochStart record still
+	// knows where the epoch begins.
+	epochStart uint64
 
 	now        int64  // sequencer clock: max of every input time and StartTime
 	nextSeq    uint64 // next sequence number to assign
@@ -97,16 +101,17 @@ func New(cfg Config, sink Sink) (*Core, error) {
 		return nil, err
 	}
 	c := &Core{
-		cfg:       cfg,
-		sink:      sink,
-		session:   cfg.Session,
-		epoch:     cfg.Epoch,
-		now:       cfg.StartTime,
-		nextSeq:   cfg.FirstSeq,
-		tail:      cfg.FirstSeq - 1,
-		published: cfg.FirstSeq - 1,
-		lastSend:  cfg.StartTime,
-		emptyRoom: cfg.MaxPacketBytes - wire.PacketHeaderBytes - wire.RecordHeaderBytes,
+		cfg:        cfg,
+		sink:       sink,
+		session:    cfg.Session,
+		epoch:      cfg.Epoch,
+		epochStart: cfg.FirstSeq,
+		now:        cfg.StartTime,
+		nextSeq:    cfg.FirstSeq,
+		tail:       cfg.FirstSeq - 1,
+		published:  cfg.FirstSeq - 1,
+		lastSend:   cfg.StartTime,
+		emptyRoom:  cfg.MaxPacketBytes - wire.PacketHeaderBytes - wire.RecordHeaderBytes,
 	}
 	// Whatever came before FirstSeq was made stable by the previous epoch's
 	// cut (or does not exist).

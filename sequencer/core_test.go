@@ -400,7 +400,7 @@ func TestCore_MalformedFrames(t *testing.T) {
 	fragTimer := timerCmd(t, 1, wire.TimerRequest{ID: 1, At: 5})
 	fragTimer.Flags |= wire.CmdFragment
 	fragTimer.Total = wire.TimerRequestBytes
-	heartbeat, _ := wire.AppendHeartbeat(make([]byte, 64), 1, testSession, 1, 0, 0)
+	heartbeat, _ := wire.AppendHeartbeat(make([]byte, 64), 1, testSession, 1, 0, 0, 1)
 	mod := func(b []byte, f func([]byte)) []byte { b = append([]byte(nil), b...); f(b); return b }
 	cfgSmall := testConfig()
 	cfgSmall.MaxMessageBytes = 100
@@ -416,9 +416,9 @@ func TestCore_MalformedFrames(t *testing.T) {
 		{"heartbeat sent to the sequencer", nil, heartbeat, wire.ErrKind},
 		{"truncated command", nil, good[:len(good)-1], wire.ErrRecord},
 		{"trailing bytes", nil, append(append([]byte(nil), good...), 0), wire.ErrTrailing},
-		{"zero cmdSeq", nil, mod(good, func(b []byte) { clear(b[32:40]) }), wire.ErrZeroSeq},
+		{"zero cmdSeq", nil, mod(good, func(b []byte) { clear(b[wire.CommandHeaderBytes : wire.CommandHeaderBytes+8]) }), wire.ErrZeroSeq},
 		{"truncated nak", nil, nak[:30], wire.ErrShort},
-		{"reversed nak", nil, mod(nak, func(b []byte) { b[24] = 0 }), wire.ErrNakRange},
+		{"reversed nak", nil, mod(nak, func(b []byte) { b[32] = 0 }), wire.ErrNakRange}, // toSeq
 		{"bad timer request", nil, frame(t, acctA, 1, 0, badTimer), wire.ErrTimerReq},
 		{"fragmented timer", nil, frame(t, acctA, 1, 0, fragTimer), ErrFragmentedTimer},
 		{"command over MaxMessageBytes", &cfgSmall, frame(t, acctA, 1, 0, cmd(1, strings.Repeat("x", 101))), ErrCommandTooLarge},

@@ -1,8 +1,6 @@
 package sequencer
 
 import (
-	"encoding/binary"
-
 	"github.com/seqd/seqd/wire"
 )
 
@@ -82,7 +80,7 @@ func (c *Core) appendFragments(flags uint8, payload []byte) {
 // packet if the ring is full.
 func (c *Core) startPacket() {
 	buf := c.ring.claim()
-	if err := c.w.Reset(buf, wire.KindData, c.epoch, c.session, c.nextSeq, c.now); err != nil {
+	if err := c.w.Reset(buf, wire.KindData, c.epoch, c.session, c.nextSeq, c.now, c.epochStart); err != nil {
 		panic("sequencer: ring slot smaller than a packet header: " + err.Error())
 	}
 	c.open = true
@@ -92,7 +90,7 @@ func (c *Core) startPacket() {
 // and hands it to the sink.
 func (c *Core) publishOpen() {
 	pkt := c.w.Bytes()
-	first := binary.LittleEndian.Uint64(pkt[16:])
+	first := c.w.FirstSeq()
 	last := first + uint64(c.w.Count()) - 1
 	c.ring.commit(len(pkt), first, c.w.Count(), pkt)
 	c.tail = last
@@ -114,7 +112,7 @@ func (c *Core) publishOpen() {
 
 // heartbeat publishes an empty packet telling the next seq and stable.
 func (c *Core) heartbeat() {
-	pkt, err := wire.AppendHeartbeat(c.hb[:], c.epoch, c.session, c.nextSeq, c.stable, c.now)
+	pkt, err := wire.AppendHeartbeat(c.hb[:], c.epoch, c.session, c.nextSeq, c.stable, c.now, c.epochStart)
 	if err != nil {
 		panic("sequencer: heartbeat buffer too small: " + err.Error())
 	}

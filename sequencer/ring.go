@@ -111,7 +111,7 @@ func (c *Core) stepNak(now int64, frame []byte, from transport.Peer) error {
 	}
 	r := &c.ring
 	if r.oldest == r.next {
-		c.sendGone(from, n.FromSeq, 0)
+		c.sendGone(from, n, 0)
 		return nil
 	}
 	first := r.metaOf(r.oldest)
@@ -120,7 +120,7 @@ func (c *Core) stepNak(now int64, frame []byte, from transport.Peer) error {
 		if first.frag && first.fragOff > 0 {
 			oldest++ // the oldest packet holds only the tail of its message
 		}
-		c.sendGone(from, n.FromSeq, oldest)
+		c.sendGone(from, n, oldest)
 		return nil
 	}
 	// A second receiver asking for the same seq soon after the first means
@@ -188,8 +188,8 @@ func (c *Core) refillRepairTokens() {
 	}
 }
 
-func (c *Core) sendGone(to transport.Peer, fromSeq, oldest uint64) {
-	c.gone = wire.Gone{Epoch: c.epoch, Session: c.session, FromSeq: fromSeq, Oldest: oldest}
+func (c *Core) sendGone(to transport.Peer, n *wire.Nak, oldest uint64) {
+	c.gone = wire.Gone{Epoch: c.epoch, Session: c.session, FromSeq: n.FromSeq, ToSeq: n.ToSeq, Oldest: oldest}
 	pkt, err := wire.AppendGone(c.gbuf[:], &c.gone)
 	if err != nil {
 		panic("sequencer: gone buffer too small: " + err.Error())

@@ -13,7 +13,7 @@ func packetOf(tb testing.TB, buf []byte, size, limit int) ([]byte, int) {
 	tb.Helper()
 	var w wire.PacketWriter
 	payload := make([]byte, size)
-	if err := w.Reset(buf, wire.KindData, 1, 7, 1000, 1e9); err != nil {
+	if err := w.Reset(buf, wire.KindData, 1, 7, 1000, 1e9, 1); err != nil {
 		tb.Fatal(err)
 	}
 	r := wire.Record{Time: 1e9 + 5, Account: 42, CmdSeq: 9, Payload: payload}
@@ -30,7 +30,7 @@ func TestAllocs_Packet(t *testing.T) {
 	var r wire.Record
 	sum := 0
 	encode := func() {
-		w.Reset(buf, wire.KindData, 1, 7, 1000, 1e9)
+		w.Reset(buf, wire.KindData, 1, 7, 1000, 1e9, 1)
 		rec := wire.Record{Time: 1e9 + 5, Account: 42, CmdSeq: 9, Payload: payload}
 		for i := 0; i < 5; i++ {
 			if err := w.Append(&rec); err != nil {
@@ -111,7 +111,7 @@ func BenchmarkEncodePacket(b *testing.B) {
 			b.SetBytes(int64(n * size))
 			b.ReportAllocs()
 			for b.Loop() {
-				w.Reset(buf, wire.KindData, 1, 7, 1000, 1e9)
+				w.Reset(buf, wire.KindData, 1, 7, 1000, 1e9, 1)
 				for i := 0; i < n; i++ {
 					w.Append(&rec)
 				}

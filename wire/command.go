@@ -2,7 +2,7 @@ package wire
 
 // Sizes of the command layout (see the package comment).
 const (
-	CommandHeaderBytes = 32
+	CommandHeaderBytes = 40
 	CommandRecordBytes = 12
 )
 
@@ -39,18 +39,19 @@ func (c *Command) Fragment() bool { return c.Flags&CmdFragment != 0 }
 
 // DecodeCommand validates b as a command frame and fills p.
 func DecodeCommand(b []byte, p *CommandPacket) error {
-	if err := checkPrefix(b, CommandHeaderBytes, KindCommand); err != nil {
+	hdr, err := checkPrefix(b, CommandHeaderBytes, KindCommand)
+	if err != nil {
 		return err
 	}
-	p.Count = int(le.Uint16(b[4:]))
-	p.Instance = b[6]
-	if b[7] != 0 {
-		return ErrRecord
+	if le.Uint16(b[6:]) != 0 || b[35] != 0 || le.Uint32(b[36:]) != 0 {
+		return ErrFlags
 	}
 	p.Account = Account(le.Uint64(b[8:]))
 	p.Incarnation = le.Uint64(b[16:])
 	p.Session = le.Uint64(b[24:])
-	body := b[CommandHeaderBytes:]
+	p.Count = int(le.Uint16(b[32:]))
+	p.Instance = b[34]
+	body := b[hdr:]
 	p.body = body
 	for i := 0; i < p.Count; i++ {
 		if len(body) < CommandRecordBytes {
@@ -125,13 +126,14 @@ func (w *CommandWriter) Reset(buf []byte, account Account, instance uint8, incar
 	if len(buf) < CommandHeaderBytes {
 		return ErrNoRoom
 	}
-	putPrefix(buf, KindCommand)
-	le.PutUint16(buf[4:], 0)
-	buf[6] = instance
-	buf[7] = 0
+	putPrefix(buf, KindCommand, CommandHeaderBytes)
 	le.PutUint64(buf[8:], uint64(account))
 	le.PutUint64(buf[16:], incarnation)
 	le.PutUint64(buf[24:], session)
+	le.PutUint16(buf[32:], 0)
+	buf[34] = instance
+	buf[35] = 0
+	le.PutUint32(buf[36:], 0)
 	w.buf = buf
 	w.n = CommandHeaderBytes
 	w.count = 0
@@ -181,7 +183,7 @@ func (w *CommandWriter) Append(c *Command) error {
 	copy(b[h:], c.Payload)
 	w.n += h + n
 	w.count++
-	le.PutUint16(w.buf[4:], uint16(w.count))
+	le.PutUint16(w.buf[32:], uint16(w.count))
 	return nil
 }
 

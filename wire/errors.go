@@ -20,4 +20,7 @@ var (
 	ErrZeroSeq     = errors.New("wire: sequence number 0 is not valid")
 	ErrCountLimit  = errors.New("wire: record count exceeds frame")
 	ErrPayloadSize = errors.New("wire: payload exceeds what one record can hold")
+	ErrHeader      = errors.New("wire: header length out of bounds")
+	ErrFlags       = errors.New("wire: unknown flags")
+	ErrStatus      = errors.New("wire: malformed status")
 )

@@ -6,8 +6,11 @@ import "encoding/binary"
 // little-endian bytes 0x53 0x51).
 const Magic uint16 = 0x5153
 
-// Version is the protocol version this package speaks.
-const Version uint8 = 1
+// Version is the protocol version this package speaks. A frame of another
+// version is refused whole (ErrVersion): versions change only for layouts
+// an older reader would misread. Additions an older reader may skip go
+// after the fixed header, inside the header length (see HeaderLen).
+const Version uint8 = 2
 
 // MaxMessageBytes bounds the total size of one (reassembled) message or
 // command payload. Receivers refuse fragments that claim more, so a
@@ -28,6 +31,8 @@ const (
 	KindCommand   Kind = 3 // node -> sequencer
 	KindNak       Kind = 4 // receiver -> sequencer/replayer: resend a range
 	KindGone      Kind = 5 // answer to a NAK that cannot be repaired
+	KindStatus    Kind = 6 // receiver -> sequencer: position report (flow control, lag)
+	kindLast           = KindStatus
 )
 
 func (k Kind) String() string {
@@ -42,15 +47,19 @@ func (k Kind) String() string {
 		return "nak"
 	case KindGone:
 		return "gone"
+	case KindStatus:
+		return "status"
 	}
 	return "unknown"
 }
 
-const prefixBytes = 4
+// prefixBytes is the common prefix of every frame: magic, version, kind,
+// header length and flags.
+const prefixBytes = 8
 
 var le = binary.LittleEndian
 
-// PeekKind validates the 4-byte prefix of a frame and returns its kind.
+// PeekKind validates the 8-byte prefix of a frame and returns its kind.
 func PeekKind(b []byte) (Kind, error) {
 	if len(b) < prefixBytes {
 		return 0, ErrShort
@@ -62,28 +71,44 @@ func PeekKind(b []byte) (Kind, error) {
 		return 0, ErrVersion
 	}
 	k := Kind(b[3])
-	if k < KindData || k > KindGone {
+	if k < KindData || k > kindLast {
 		return 0, ErrKind
 	}
 	return k, nil
 }
 
-func putPrefix(b []byte, k Kind) {
+// HeaderLen is the header length an encoded frame declares: where its body
+// (records) starts. A reader skips header bytes past the fixed layout it
+// knows; they hold fields added later.
+func HeaderLen(b []byte) int { return int(le.Uint16(b[4:])) }
+
+// putPrefix writes the common prefix of a frame of kind k whose header is
+// hdr bytes long, with no flags.
+func putPrefix(b []byte, k Kind, hdr int) {
 	le.PutUint16(b, Magic)
 	b[2] = Version
 	b[3] = byte(k)
+	le.PutUint16(b[4:], uint16(hdr))
+	le.PutUint16(b[6:], 0)
 }
 
-func checkPrefix(b []byte, min int, want Kind) error {
+// checkPrefix validates the prefix of a frame of kind want whose fixed
+// header is min bytes and returns the header length it declares, which
+// may exceed min (fields added later) but not the frame.
+func checkPrefix(b []byte, min int, want Kind) (int, error) {
 	k, err := PeekKind(b)
 	if err != nil {
-		return err
+		return 0, err
 	}
 	if k != want {
-		return ErrKind
+		return 0, ErrKind
 	}
 	if len(b) < min {
-		return ErrShort
+		return 0, ErrShort
 	}
-	return nil
+	h := HeaderLen(b)
+	if h < min || h > len(b) {
+		return 0, ErrHeader
+	}
+	return h, nil
 }

@@ -17,7 +17,12 @@ const (
 	InternalIncarnation     InternalType = 7 // Account/Instance restarted as incarnation Value; its cmdSeq restarts at 1
 	InternalTimerSet        InternalType = 8 // Account/Instance scheduled timer ID at Value, every Extra ns if > 0
 	InternalTimerCancel     InternalType = 9 // Account/Instance cancelled timer ID
-	internalLast                         = InternalTimerCancel
+	// InternalRejected: the sequencer refused command ID (cmdSeq) of
+	// Account/Instance, incarnation Extra, for reason Value (a
+	// RejectReason). The command seq is used up: the sender's later
+	// commands are not held behind it, and its node reports the error.
+	InternalRejected InternalType = 10
+	internalLast                  = InternalRejected
 )
 
 func (t InternalType) String() string {
@@ -40,8 +45,42 @@ func (t InternalType) String() string {
 		return "timer-set"
 	case InternalTimerCancel:
 		return "timer-cancel"
+	case InternalRejected:
+		return "rejected"
 	}
 	return "unknown"
+}
+
+// RejectReason says why the sequencer refused a command (the Value of an
+// InternalRejected record).
+type RejectReason uint64
+
+// Reasons for InternalRejected.
+const (
+	RejectTooLarge        RejectReason = 1 // payload above the sequencer's max message bytes
+	RejectSenderTableFull RejectReason = 2 // too many live senders; an unknown one is refused
+	RejectReassemblyFull  RejectReason = 3 // the reassembly budget for fragmented commands is spent
+	RejectTimerCap        RejectReason = 4 // the sender has as many centralized timers as allowed
+	RejectTimerRequest    RejectReason = 5 // a malformed timer request, or a period below the minimum
+	RejectFragmentedTimer RejectReason = 6 // a timer request split into fragments
+)
+
+func (r RejectReason) String() string {
+	switch r {
+	case RejectTooLarge:
+		return "command larger than the sequencer's max-message-bytes"
+	case RejectSenderTableFull:
+		return "sequencer's sender table is full"
+	case RejectReassemblyFull:
+		return "sequencer's reassembly budget is full"
+	case RejectTimerCap:
+		return "too many centralized timers for this sender"
+	case RejectTimerRequest:
+		return "malformed timer request or period below the minimum"
+	case RejectFragmentedTimer:
+		return "fragmented timer request"
+	}
+	return "unknown reason"
 }
 
 // Internal is the payload of a record with FlagInternal. One fixed layout
@@ -76,8 +115,9 @@ func AppendInternal(buf []byte, m *Internal) ([]byte, error) {
 }
 
 // DecodeInternal validates b as an internal message payload and fills m.
+// Bytes after InternalBytes are fields added later and are skipped.
 func DecodeInternal(b []byte, m *Internal) error {
-	if len(b) != InternalBytes {
+	if len(b) < InternalBytes {
 		return ErrInternal
 	}
 	t := InternalType(b[0])

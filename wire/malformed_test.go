@@ -16,7 +16,7 @@ func validPacket(t testing.TB) []byte {
 	t.Helper()
 	var w wire.PacketWriter
 	buf := make([]byte, 1472)
-	if err := w.Reset(buf, wire.KindData, 3, 9, 100, 1_000_000); err != nil {
+	if err := w.Reset(buf, wire.KindData, 3, 9, 100, 1_000_000, 90); err != nil {
 		t.Fatal(err)
 	}
 	recs := []wire.Record{
@@ -77,7 +77,16 @@ func validNak(t testing.TB) []byte {
 
 func validGone(t testing.TB) []byte {
 	t.Helper()
-	b, err := wire.AppendGone(make([]byte, wire.GoneBytes), &wire.Gone{Epoch: 1, Session: 2, FromSeq: 10, Oldest: 50})
+	b, err := wire.AppendGone(make([]byte, wire.GoneBytes), &wire.Gone{Epoch: 1, Session: 2, FromSeq: 10, ToSeq: 20, Oldest: 50})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
+func validStatus(t testing.TB) []byte {
+	t.Helper()
+	b, err := wire.AppendStatus(make([]byte, wire.StatusBytes), &wire.Status{Session: 2, Epoch: 1, Flags: wire.StatusReadOnly, Instance: 3, Account: wire.MustAccount("TAIL"), Incarnation: 9, Contiguous: 100, Delivered: 90})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -113,12 +122,13 @@ func decoders() map[string]func([]byte) error {
 			var m wire.Internal
 			return wire.DecodeInternal(b, &m)
 		},
-		"timer": func(b []byte) error { var tr wire.TimerRequest; return wire.DecodeTimerRequest(b, &tr) },
+		"timer":  func(b []byte) error { var tr wire.TimerRequest; return wire.DecodeTimerRequest(b, &tr) },
+		"status": func(b []byte) error { var s wire.Status; return wire.DecodeStatus(b, &s) },
 	}
 }
 
 func valid(t testing.TB) map[string][]byte {
-	hb, err := wire.AppendHeartbeat(make([]byte, wire.PacketHeaderBytes), 1, 2, 3, 2, 99)
+	hb, err := wire.AppendHeartbeat(make([]byte, wire.PacketHeaderBytes), 1, 2, 3, 2, 99, 1)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -130,6 +140,7 @@ func valid(t testing.TB) map[string][]byte {
 		"gone":      validGone(t),
 		"internal":  validInternal(t),
 		"timer":     validTimerRequest(t),
+		"status":    validStatus(t),
 	}
 }
 
@@ -170,11 +181,11 @@ func TestMalformed_TrailingBytes(t *testing.T) {
 		want := wire.ErrTrailing
 		switch name {
 		case "internal":
-			want = wire.ErrInternal
+			want = nil // later fields: skipped by this version
 		case "timer":
 			want = wire.ErrTimerReq
 		}
-		if err := decoderFor(name)(long); !errors.Is(err, want) {
+		if err := decoderFor(name)(long); !errors.Is(err, want) || want == nil && err != nil {
 			t.Errorf("%s with a trailing byte: %v, want %v", name, err, want)
 		}
 	}
@@ -197,7 +208,7 @@ func TestMalformed_Prefix(t *testing.T) {
 			{"version", 2, wire.Version + 1, wire.ErrVersion},
 			{"version", 2, 0, wire.ErrVersion},
 			{"kind 0", 3, 0, wire.ErrKind},
-			{"kind past the last", 3, byte(wire.KindGone) + 1, wire.ErrKind},
+			{"kind past the last", 3, byte(wire.KindStatus) + 1, wire.ErrKind},
 		} {
 			b := append([]byte(nil), frame...)
 			b[tc.at] = tc.val
@@ -206,7 +217,7 @@ func TestMalformed_Prefix(t *testing.T) {
 			}
 		}
 		// A well-formed frame of another kind is refused by this decoder.
-		for k := wire.KindData; k <= wire.KindGone; k++ {
+		for k := wire.KindData; k <= wire.KindStatus; k++ {
 			same := k == wire.Kind(frame[3]) || (name == "packet" || name == "heartbeat") && (k == wire.KindData || k == wire.KindHeartbeat)
 			if same {
 				continue
@@ -226,10 +237,15 @@ func TestMalformed_Packet(t *testing.T) {
 		edit func(b []byte) []byte
 		want error
 	}{
-		{"zero firstSeq", func(b []byte) []byte { le.PutUint64(b[16:], 0); return b }, wire.ErrZeroSeq},
-		{"seq wraps", func(b []byte) []byte { le.PutUint64(b[16:], ^uint64(0)-1); return b }, wire.ErrRecord},
-		{"count above records", func(b []byte) []byte { le.PutUint16(b[40:], 4); return b }, wire.ErrRecord},
-		{"count below records", func(b []byte) []byte { le.PutUint16(b[40:], 2); return b }, wire.ErrTrailing},
+		{"zero firstSeq", func(b []byte) []byte { le.PutUint64(b[24:], 0); return b }, wire.ErrZeroSeq},
+		{"zero epochStart", func(b []byte) []byte { le.PutUint64(b[48:], 0); return b }, wire.ErrZeroSeq},
+		{"unknown packet flag", func(b []byte) []byte { b[6] |= 1 << 3; return b }, wire.ErrFlags},
+		{"reserved header bytes", func(b []byte) []byte { b[22] = 1; return b }, wire.ErrFlags},
+		{"header length below the fixed header", func(b []byte) []byte { le.PutUint16(b[4:], wire.PacketHeaderBytes-1); return b }, wire.ErrHeader},
+		{"header length past the frame", func(b []byte) []byte { le.PutUint16(b[4:], uint16(len(b)+1)); return b }, wire.ErrHeader},
+		{"seq wraps", func(b []byte) []byte { le.PutUint64(b[24:], ^uint64(0)-1); return b }, wire.ErrRecord},
+		{"count above records", func(b []byte) []byte { le.PutUint16(b[20:], 4); return b }, wire.ErrRecord},
+		{"count below records", func(b []byte) []byte { le.PutUint16(b[20:], 2); return b }, wire.ErrTrailing},
 		{"heartbeat with records", func(b []byte) []byte { b[3] = byte(wire.KindHeartbeat); return b }, wire.ErrRecord},
 		{"unknown record flag", func(b []byte) []byte { b[rec0+2] |= 1 << 3; return b }, wire.ErrRecord},
 		{"record length past end", func(b []byte) []byte { le.PutUint16(b[rec2:], 1); return b }, wire.ErrRecord},
@@ -264,10 +280,11 @@ func TestMalformed_Command(t *testing.T) {
 		edit func(b []byte) []byte
 		want error
 	}{
-		{"header flags", func(b []byte) []byte { b[7] = 1; return b }, wire.ErrRecord},
+		{"header flags", func(b []byte) []byte { b[7] = 1; return b }, wire.ErrFlags},
+		{"reserved header byte", func(b []byte) []byte { b[35] = 1; return b }, wire.ErrFlags},
 		{"zero cmdSeq", func(b []byte) []byte { le.PutUint64(b[cmd1:], 0); return b }, wire.ErrZeroSeq},
-		{"count above records", func(b []byte) []byte { le.PutUint16(b[4:], 4); return b }, wire.ErrRecord},
-		{"count below records", func(b []byte) []byte { le.PutUint16(b[4:], 2); return b }, wire.ErrTrailing},
+		{"count above records", func(b []byte) []byte { le.PutUint16(b[32:], 4); return b }, wire.ErrRecord},
+		{"count below records", func(b []byte) []byte { le.PutUint16(b[32:], 2); return b }, wire.ErrTrailing},
 		{"unknown record flag", func(b []byte) []byte { b[cmd0+10] |= 1; return b }, wire.ErrRecord},
 		{"reserved record byte", func(b []byte) []byte { b[cmd0+11] = 1; return b }, wire.ErrRecord},
 		{"record length past end", func(b []byte) []byte { le.PutUint16(b[cmd2+8:], wire.TimerRequestBytes+1); return b }, wire.ErrRecord},
@@ -289,16 +306,16 @@ func TestMalformed_NakInternalTimer(t *testing.T) {
 		var n wire.Nak
 		return wire.DecodeNak(b, &n)
 	}
-	if err := nak(func(b []byte) { le.PutUint64(b[16:], 0) }); !errors.Is(err, wire.ErrZeroSeq) {
+	if err := nak(func(b []byte) { le.PutUint64(b[24:], 0) }); !errors.Is(err, wire.ErrZeroSeq) {
 		t.Errorf("NAK from 0: %v, want ErrZeroSeq", err)
 	}
-	if err := nak(func(b []byte) { le.PutUint64(b[24:], 9) }); !errors.Is(err, wire.ErrNakRange) {
+	if err := nak(func(b []byte) { le.PutUint64(b[32:], 9) }); !errors.Is(err, wire.ErrNakRange) {
 		t.Errorf("NAK 10..9: %v, want ErrNakRange", err)
 	}
-	if err := nak(func(b []byte) { le.PutUint32(b[36:], 2) }); !errors.Is(err, wire.ErrNakRange) {
+	if err := nak(func(b []byte) { le.PutUint32(b[40:], 2) }); !errors.Is(err, wire.ErrNakRange) {
 		t.Errorf("NAK with a hole ending before FromOffset: %v, want ErrNakRange", err)
 	}
-	if err := nak(func(b []byte) { le.PutUint32(b[36:], 50) }); !errors.Is(err, wire.ErrNakRange) {
+	if err := nak(func(b []byte) { le.PutUint32(b[40:], 50) }); !errors.Is(err, wire.ErrNakRange) {
 		t.Errorf("NAK with a hole over several seqs: %v, want ErrNakRange", err)
 	}
 
@@ -308,7 +325,7 @@ func TestMalformed_NakInternalTimer(t *testing.T) {
 		var m wire.Internal
 		return wire.DecodeInternal(b, &m)
 	}
-	for _, typ := range []byte{0, byte(wire.InternalTimerCancel) + 1, 255} {
+	for _, typ := range []byte{0, byte(wire.InternalRejected) + 1, 255} {
 		if err := internal(func(b []byte) { b[0] = typ }); !errors.Is(err, wire.ErrInternal) {
 			t.Errorf("internal type %d: %v, want ErrInternal", typ, err)
 		}
@@ -340,7 +357,7 @@ func TestMalformed_NakInternalTimer(t *testing.T) {
 func TestMalformed_RandomCorruption(t *testing.T) {
 	rng := newRand(t)
 	frames := valid(t)
-	names := []string{"packet", "heartbeat", "command", "nak", "gone", "internal", "timer"}
+	names := []string{"packet", "heartbeat", "command", "nak", "gone", "internal", "timer", "status"}
 	accepted := 0
 	for c := 0; c < 20000; c++ {
 		name := names[rng.IntN(len(names))]
@@ -350,7 +367,7 @@ func TestMalformed_RandomCorruption(t *testing.T) {
 		}
 		if reencoded, ok := reencode(name, b); ok {
 			accepted++
-			if string(reencoded) != string(b) {
+			if string(reencoded) != string(canonical(name, b)) {
 				t.Fatalf("%s: corrupted frame %x decodes but re-encodes as %x", name, b, reencoded)
 			}
 		}
@@ -367,4 +384,64 @@ func isAny(err error, targets []error) bool {
 		}
 	}
 	return false
+}
+
+// TestMalformed_HeaderExtension: a frame of this version whose header is
+// longer than the fields this reader knows (fields added later) decodes,
+// skipping the extra bytes, and its records are read from where the
+// header says they start.
+func TestMalformed_HeaderExtension(t *testing.T) {
+	extend := func(b []byte, fixed int) []byte {
+		out := append(append(append([]byte(nil), b[:fixed]...), 0xEE, 0xEE, 0xEE, 0xEE, 0xEE, 0xEE, 0xEE, 0xEE), b[fixed:]...)
+		le.PutUint16(out[4:], uint16(fixed+8))
+		return out
+	}
+	var p wire.Packet
+	if err := wire.DecodePacket(extend(validPacket(t), wire.PacketHeaderBytes), &p); err != nil {
+		t.Fatalf("extended packet: %v", err)
+	}
+	var r wire.Record
+	if !p.Next(&r) || string(r.Payload) != "hello" || p.EpochStart != 90 {
+		t.Fatalf("extended packet: first record %q epochStart %d, want hello 90", r.Payload, p.EpochStart)
+	}
+	var c wire.CommandPacket
+	if err := wire.DecodeCommand(extend(validCommand(t), wire.CommandHeaderBytes), &c); err != nil {
+		t.Fatalf("extended command: %v", err)
+	}
+	var cmd wire.Command
+	if !c.Next(&cmd) || string(cmd.Payload) != "buy 10" {
+		t.Fatalf("extended command: first command %q, want buy 10", cmd.Payload)
+	}
+	var n wire.Nak
+	if err := wire.DecodeNak(extend(validNak(t), wire.NakBytes), &n); err != nil || n.FromSeq != 10 || n.ToSeq != 20 {
+		t.Fatalf("extended NAK: %v %+v", err, n)
+	}
+	var g wire.Gone
+	if err := wire.DecodeGone(extend(validGone(t), wire.GoneBytes), &g); err != nil || g.ToSeq != 20 {
+		t.Fatalf("extended Gone: %v %+v", err, g)
+	}
+	var st wire.Status
+	if err := wire.DecodeStatus(extend(validStatus(t), wire.StatusBytes), &st); err != nil || st.Contiguous != 100 {
+		t.Fatalf("extended status: %v %+v", err, st)
+	}
+}
+
+func TestMalformed_StatusAndGone(t *testing.T) {
+	var st wire.Status
+	b := validStatus(t)
+	le.PutUint16(b[20:], 1<<5)
+	if err := wire.DecodeStatus(b, &st); !errors.Is(err, wire.ErrStatus) {
+		t.Errorf("status with an unknown flag: %v, want ErrStatus", err)
+	}
+	b = validStatus(t)
+	le.PutUint64(b[48:], 101) // delivered beyond contiguous
+	if err := wire.DecodeStatus(b, &st); !errors.Is(err, wire.ErrStatus) {
+		t.Errorf("status delivered > contiguous: %v, want ErrStatus", err)
+	}
+	var g wire.Gone
+	b = validGone(t)
+	le.PutUint64(b[32:], 9) // to < from
+	if err := wire.DecodeGone(b, &g); !errors.Is(err, wire.ErrNakRange) {
+		t.Errorf("Gone 10..9: %v, want ErrNakRange", err)
+	}
 }

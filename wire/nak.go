@@ -2,8 +2,8 @@ package wire
 
 // Sizes of the NAK and Gone frames.
 const (
-	NakBytes  = 40
-	GoneBytes = 32
+	NakBytes  = 48
+	GoneBytes = 48
 )
 
 // Nak asks for the records FromSeq..ToSeq (inclusive) again. FromOffset is
@@ -42,40 +42,48 @@ func AppendNak(buf []byte, n *Nak) ([]byte, error) {
 	if err := n.check(); err != nil {
 		return nil, err
 	}
-	putPrefix(buf, KindNak)
-	le.PutUint32(buf[4:], n.Epoch)
+	putPrefix(buf, KindNak, NakBytes)
 	le.PutUint64(buf[8:], n.Session)
-	le.PutUint64(buf[16:], n.FromSeq)
-	le.PutUint64(buf[24:], n.ToSeq)
-	le.PutUint32(buf[32:], n.FromOffset)
-	le.PutUint32(buf[36:], n.ToOffset)
+	le.PutUint32(buf[16:], n.Epoch)
+	le.PutUint32(buf[20:], n.FromOffset)
+	le.PutUint64(buf[24:], n.FromSeq)
+	le.PutUint64(buf[32:], n.ToSeq)
+	le.PutUint32(buf[40:], n.ToOffset)
+	le.PutUint32(buf[44:], 0)
 	return buf[:NakBytes], nil
 }
 
 // DecodeNak validates b as a NAK frame and fills n.
 func DecodeNak(b []byte, n *Nak) error {
-	if err := checkPrefix(b, NakBytes, KindNak); err != nil {
+	hdr, err := checkPrefix(b, NakBytes, KindNak)
+	if err != nil {
 		return err
 	}
-	if len(b) != NakBytes {
+	if len(b) != hdr {
 		return ErrTrailing
 	}
-	n.Epoch = le.Uint32(b[4:])
+	if le.Uint16(b[6:]) != 0 || le.Uint32(b[44:]) != 0 {
+		return ErrFlags
+	}
 	n.Session = le.Uint64(b[8:])
-	n.FromSeq = le.Uint64(b[16:])
-	n.ToSeq = le.Uint64(b[24:])
-	n.FromOffset = le.Uint32(b[32:])
-	n.ToOffset = le.Uint32(b[36:])
+	n.Epoch = le.Uint32(b[16:])
+	n.FromOffset = le.Uint32(b[20:])
+	n.FromSeq = le.Uint64(b[24:])
+	n.ToSeq = le.Uint64(b[32:])
+	n.ToOffset = le.Uint32(b[40:])
 	return n.check()
 }
 
-// Gone tells a receiver that the records from FromSeq on can no longer be
-// repaired by this sender: Oldest is the oldest seq it still retains (0 if
-// none). The receiver must rewind from a replayer or stop with an error.
+// Gone tells a receiver that the records FromSeq..ToSeq it asked for (the
+// NAK's range, echoed so that a receiver honours a Gone only for what it
+// asked) can no longer be repaired by this sender: Oldest is the oldest seq
+// it still retains (0 if none). The receiver must rewind from a replayer
+// or stop with an error.
 type Gone struct {
 	Epoch   uint32
 	Session uint64
 	FromSeq uint64
+	ToSeq   uint64
 	Oldest  uint64
 }
 
@@ -84,25 +92,44 @@ func AppendGone(buf []byte, g *Gone) ([]byte, error) {
 	if len(buf) < GoneBytes {
 		return nil, ErrNoRoom
 	}
-	putPrefix(buf, KindGone)
-	le.PutUint32(buf[4:], g.Epoch)
+	if g.FromSeq == 0 {
+		return nil, ErrZeroSeq
+	}
+	if g.ToSeq < g.FromSeq {
+		return nil, ErrNakRange
+	}
+	putPrefix(buf, KindGone, GoneBytes)
 	le.PutUint64(buf[8:], g.Session)
-	le.PutUint64(buf[16:], g.FromSeq)
-	le.PutUint64(buf[24:], g.Oldest)
+	le.PutUint32(buf[16:], g.Epoch)
+	le.PutUint32(buf[20:], 0)
+	le.PutUint64(buf[24:], g.FromSeq)
+	le.PutUint64(buf[32:], g.ToSeq)
+	le.PutUint64(buf[40:], g.Oldest)
 	return buf[:GoneBytes], nil
 }
 
 // DecodeGone validates b as a Gone frame and fills g.
 func DecodeGone(b []byte, g *Gone) error {
-	if err := checkPrefix(b, GoneBytes, KindGone); err != nil {
+	hdr, err := checkPrefix(b, GoneBytes, KindGone)
+	if err != nil {
 		return err
 	}
-	if len(b) != GoneBytes {
+	if len(b) != hdr {
 		return ErrTrailing
 	}
-	g.Epoch = le.Uint32(b[4:])
+	if le.Uint16(b[6:]) != 0 || le.Uint32(b[20:]) != 0 {
+		return ErrFlags
+	}
 	g.Session = le.Uint64(b[8:])
-	g.FromSeq = le.Uint64(b[16:])
-	g.Oldest = le.Uint64(b[24:])
+	g.Epoch = le.Uint32(b[16:])
+	g.FromSeq = le.Uint64(b[24:])
+	g.ToSeq = le.Uint64(b[32:])
+	g.Oldest = le.Uint64(b[40:])
+	if g.FromSeq == 0 {
+		return ErrZeroSeq
+	}
+	if g.ToSeq < g.FromSeq {
+		return ErrNakRange
+	}
 	return nil
 }

@@ -2,7 +2,7 @@ package wire
 
 // Sizes of the stream packet layout (see the package comment).
 const (
-	PacketHeaderBytes   = 44
+	PacketHeaderBytes   = 56
 	RecordHeaderBytes   = 24
 	FragmentHeaderBytes = 8 // extra bytes of a record with FlagFragment
 )
@@ -18,19 +18,37 @@ const (
 // Packet flags.
 const (
 	PacketRetransmit uint16 = 1 << 0 // sent again in answer to a NAK
+	packetFlags             = PacketRetransmit
+)
+
+// Offsets of the stream packet header fields (see the package comment).
+const (
+	offPktFlags      = 6
+	offPktSession    = 8
+	offPktEpoch      = 16
+	offPktCount      = 20
+	offPktReserved   = 22
+	offPktFirstSeq   = 24
+	offPktStable     = 32
+	offPktBaseTime   = 40
+	offPktEpochStart = 48
 )
 
 // Packet is the decoded header of a stream frame (data or heartbeat) plus a
 // cursor over its records. It holds a view of the frame it was decoded from.
 type Packet struct {
-	Kind     Kind
-	Epoch    uint32
-	Session  uint64
-	FirstSeq uint64
-	Stable   uint64
-	BaseTime int64
-	Count    int
-	Flags    uint16
+	Kind  Kind
+	Epoch uint32
+	// EpochStart is the first seq of epoch Epoch (the previous epoch's cut
+	// plus one). Records below it belong to earlier epochs, whatever
+	// header carries them (a repair sent after a failover).
+	EpochStart uint64
+	Session    uint64
+	FirstSeq   uint64
+	Stable     uint64
+	BaseTime   int64
+	Count      int
+	Flags      uint16
 
 	body []byte // records not yet returned by Next
 	next uint64 // seq of the next record
@@ -75,15 +93,23 @@ func DecodePacket(b []byte, p *Packet) error {
 	if len(b) < PacketHeaderBytes {
 		return ErrShort
 	}
+	hdr := HeaderLen(b)
+	if hdr < PacketHeaderBytes || hdr > len(b) {
+		return ErrHeader
+	}
 	p.Kind = k
-	p.Epoch = le.Uint32(b[4:])
-	p.Session = le.Uint64(b[8:])
-	p.FirstSeq = le.Uint64(b[16:])
-	p.Stable = le.Uint64(b[24:])
-	p.BaseTime = int64(le.Uint64(b[32:]))
-	p.Count = int(le.Uint16(b[40:]))
-	p.Flags = le.Uint16(b[42:])
-	if p.FirstSeq == 0 {
+	p.Flags = le.Uint16(b[offPktFlags:])
+	p.Session = le.Uint64(b[offPktSession:])
+	p.Epoch = le.Uint32(b[offPktEpoch:])
+	p.Count = int(le.Uint16(b[offPktCount:]))
+	p.FirstSeq = le.Uint64(b[offPktFirstSeq:])
+	p.Stable = le.Uint64(b[offPktStable:])
+	p.BaseTime = int64(le.Uint64(b[offPktBaseTime:]))
+	p.EpochStart = le.Uint64(b[offPktEpochStart:])
+	if p.Flags&^packetFlags != 0 || le.Uint16(b[offPktReserved:]) != 0 {
+		return ErrFlags
+	}
+	if p.FirstSeq == 0 || p.EpochStart == 0 {
 		return ErrZeroSeq
 	}
 	if p.FirstSeq+uint64(p.Count) < p.FirstSeq {
@@ -92,7 +118,7 @@ func DecodePacket(b []byte, p *Packet) error {
 	if k == KindHeartbeat && p.Count != 0 {
 		return ErrRecord
 	}
-	body := b[PacketHeaderBytes:]
+	body := b[hdr:]
 	p.body = body
 	p.next = p.FirstSeq
 	// Validate every record now so that Next never has to fail.
@@ -166,31 +192,49 @@ type PacketWriter struct {
 	n     int
 	count int
 	base  int64
+	first uint64
+
+	firstFrag          bool
+	firstOff, firstEnd uint32
 }
 
 // Reset starts a packet of kind k in buf (whose length is the packet size
-// limit). It returns ErrNoRoom if buf cannot hold a header.
-func (w *PacketWriter) Reset(buf []byte, k Kind, epoch uint32, session, firstSeq uint64, baseTime int64) error {
+// limit), with stable 0 (SetStable stamps it at send time). epochStart is
+// the first seq of epoch. It returns ErrNoRoom if buf cannot hold a header.
+func (w *PacketWriter) Reset(buf []byte, k Kind, epoch uint32, session, firstSeq uint64, baseTime int64, epochStart uint64) error {
 	if len(buf) < PacketHeaderBytes {
 		return ErrNoRoom
 	}
-	putPrefix(buf, k)
-	le.PutUint32(buf[4:], epoch)
-	le.PutUint64(buf[8:], session)
-	le.PutUint64(buf[16:], firstSeq)
-	le.PutUint64(buf[24:], 0)
-	le.PutUint64(buf[32:], uint64(baseTime))
-	le.PutUint16(buf[40:], 0)
-	le.PutUint16(buf[42:], 0)
+	putPrefix(buf, k, PacketHeaderBytes)
+	le.PutUint64(buf[offPktSession:], session)
+	le.PutUint32(buf[offPktEpoch:], epoch)
+	le.PutUint16(buf[offPktCount:], 0)
+	le.PutUint16(buf[offPktReserved:], 0)
+	le.PutUint64(buf[offPktFirstSeq:], firstSeq)
+	le.PutUint64(buf[offPktStable:], 0)
+	le.PutUint64(buf[offPktBaseTime:], uint64(baseTime))
+	le.PutUint64(buf[offPktEpochStart:], epochStart)
 	w.buf = buf
 	w.n = PacketHeaderBytes
 	w.count = 0
 	w.base = baseTime
+	w.first = firstSeq
+	w.firstFrag = false
+	w.firstOff, w.firstEnd = 0, 0
 	return nil
 }
 
 // Count is the number of records appended since Reset.
 func (w *PacketWriter) Count() int { return w.count }
+
+// FirstSeq is the seq of the packet's first record.
+func (w *PacketWriter) FirstSeq() uint64 { return w.first }
+
+// FirstFragment reports whether the first record is a fragment and, if so,
+// the byte range [off, end) of its message that it carries.
+func (w *PacketWriter) FirstFragment() (frag bool, off, end uint32) {
+	return w.firstFrag, w.firstOff, w.firstEnd
+}
 
 // Len is the number of bytes written so far.
 func (w *PacketWriter) Len() int { return w.n }
@@ -240,9 +284,13 @@ func (w *PacketWriter) Append(r *Record) error {
 		le.PutUint32(b[28:], r.Offset)
 	}
 	copy(b[h:], r.Payload)
+	if w.count == 0 && h > RecordHeaderBytes {
+		w.firstFrag = true
+		w.firstOff, w.firstEnd = r.Offset, r.Offset+uint32(n)
+	}
 	w.n += h + n
 	w.count++
-	le.PutUint16(w.buf[40:], uint16(w.count))
+	le.PutUint16(w.buf[offPktCount:], uint16(w.count))
 	return nil
 }
 
@@ -252,16 +300,17 @@ func (w *PacketWriter) Bytes() []byte { return w.buf[:w.n] }
 // SetStable patches the stable sequence number of an encoded stream packet
 // in place; the sequencer stamps it at send time so that a retransmitted
 // packet carries the current value.
-func SetStable(pkt []byte, stable uint64) { le.PutUint64(pkt[24:], stable) }
+func SetStable(pkt []byte, stable uint64) { le.PutUint64(pkt[offPktStable:], stable) }
 
 // SetPacketFlags patches the flags of an encoded stream packet in place.
-func SetPacketFlags(pkt []byte, flags uint16) { le.PutUint16(pkt[42:], flags) }
+func SetPacketFlags(pkt []byte, flags uint16) { le.PutUint16(pkt[offPktFlags:], flags) }
 
 // AppendHeartbeat encodes a heartbeat into buf: no records, next is the
-// next sequence number to be assigned (so the tail is next-1).
-func AppendHeartbeat(buf []byte, epoch uint32, session, next, stable uint64, now int64) ([]byte, error) {
+// next sequence number to be assigned (so the tail is next-1), epochStart
+// the first seq of epoch.
+func AppendHeartbeat(buf []byte, epoch uint32, session, next, stable uint64, now int64, epochStart uint64) ([]byte, error) {
 	var w PacketWriter
-	if err := w.Reset(buf, KindHeartbeat, epoch, session, next, now); err != nil {
+	if err := w.Reset(buf, KindHeartbeat, epoch, session, next, now, epochStart); err != nil {
 		return nil, err
 	}
 	SetStable(buf, stable)

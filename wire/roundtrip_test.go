@@ -53,9 +53,10 @@ func TestPacket_RoundTrip(t *testing.T) {
 		epoch, session := rng.Uint32(), rng.Uint64()
 		first := rng.Uint64N(math.MaxUint64-1<<17) + 1
 		base := int64(rng.Uint64())
-		stable, pflags := rng.Uint64(), uint16(rng.Uint32())
+		stable, pflags := rng.Uint64(), uint16(rng.Uint32())&wire.PacketRetransmit
+		epochStart := rng.Uint64N(first) + 1
 		var w wire.PacketWriter
-		if err := w.Reset(buf, wire.KindData, epoch, session, first, base); err != nil {
+		if err := w.Reset(buf, wire.KindData, epoch, session, first, base, epochStart); err != nil {
 			t.Fatal(err)
 		}
 		var sent []wire.Record
@@ -90,7 +91,7 @@ func TestPacket_RoundTrip(t *testing.T) {
 			t.Fatalf("case %d: DecodePacket: %v", c, err)
 		}
 		if p.Kind != wire.KindData || p.Epoch != epoch || p.Session != session || p.FirstSeq != first ||
-			p.Stable != stable || p.BaseTime != base || p.Count != len(sent) || p.Flags != pflags {
+			p.Stable != stable || p.BaseTime != base || p.Count != len(sent) || p.Flags != pflags || p.EpochStart != epochStart {
 			t.Fatalf("case %d: header %+v", c, p)
 		}
 		if len(sent) > 0 && p.LastSeq() != first+uint64(len(sent))-1 {
@@ -120,7 +121,7 @@ func TestPacket_RoundTrip(t *testing.T) {
 func TestPacket_AppendRefusesBadTimeAndSize(t *testing.T) {
 	buf := make([]byte, 1<<17+100)
 	var w wire.PacketWriter
-	if err := w.Reset(buf, wire.KindData, 1, 1, 1, 1000); err != nil {
+	if err := w.Reset(buf, wire.KindData, 1, 1, 1, 1000, 1); err != nil {
 		t.Fatal(err)
 	}
 	for _, r := range []wire.Record{
@@ -136,7 +137,7 @@ func TestPacket_AppendRefusesBadTimeAndSize(t *testing.T) {
 	if err := w.Append(&r); err != nil {
 		t.Fatalf("largest delta and payload: %v", err)
 	}
-	if err := w.Reset(buf[:wire.PacketHeaderBytes-1], wire.KindData, 1, 1, 1, 0); !errors.Is(err, wire.ErrNoRoom) {
+	if err := w.Reset(buf[:wire.PacketHeaderBytes-1], wire.KindData, 1, 1, 1, 0, 1); !errors.Is(err, wire.ErrNoRoom) {
 		t.Fatalf("Reset with a short buffer = %v, want ErrNoRoom", err)
 	}
 }
@@ -146,7 +147,7 @@ func TestHeartbeat_RoundTrip(t *testing.T) {
 	buf := make([]byte, wire.PacketHeaderBytes)
 	for c := 0; c < 2000; c++ {
 		epoch, session, next, stable, now := rng.Uint32(), rng.Uint64(), rng.Uint64()|1, rng.Uint64(), int64(rng.Uint64())
-		frame, err := wire.AppendHeartbeat(buf, epoch, session, next, stable, now)
+		frame, err := wire.AppendHeartbeat(buf, epoch, session, next, stable, now, next)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -158,7 +159,7 @@ func TestHeartbeat_RoundTrip(t *testing.T) {
 			t.Fatal(err)
 		}
 		if p.Kind != wire.KindHeartbeat || p.Epoch != epoch || p.Session != session || p.FirstSeq != next ||
-			p.Stable != stable || p.BaseTime != now || p.Count != 0 || p.LastSeq() != next-1 {
+			p.Stable != stable || p.BaseTime != now || p.Count != 0 || p.LastSeq() != next-1 || p.EpochStart != next {
 			t.Fatalf("heartbeat decoded as %+v", p)
 		}
 		var r wire.Record
@@ -166,7 +167,7 @@ func TestHeartbeat_RoundTrip(t *testing.T) {
 			t.Fatal("heartbeat has a record")
 		}
 	}
-	if _, err := wire.AppendHeartbeat(buf[:wire.PacketHeaderBytes-1], 1, 1, 1, 1, 1); !errors.Is(err, wire.ErrNoRoom) {
+	if _, err := wire.AppendHeartbeat(buf[:wire.PacketHeaderBytes-1], 1, 1, 1, 1, 1, 1); !errors.Is(err, wire.ErrNoRoom) {
 		t.Fatalf("short buffer: %v, want ErrNoRoom", err)
 	}
 }
@@ -301,7 +302,8 @@ func TestGone_RoundTrip(t *testing.T) {
 	rng := newRand(t)
 	buf := make([]byte, wire.GoneBytes)
 	for c := 0; c < 5000; c++ {
-		g := wire.Gone{Epoch: rng.Uint32(), Session: rng.Uint64(), FromSeq: rng.Uint64(), Oldest: rng.Uint64()}
+		from := rng.Uint64() | 1
+		g := wire.Gone{Epoch: rng.Uint32(), Session: rng.Uint64(), FromSeq: from, ToSeq: from + rng.Uint64N(^uint64(0)-from+1), Oldest: rng.Uint64()}
 		frame, err := wire.AppendGone(buf, &g)
 		if err != nil {
 			t.Fatal(err)
@@ -311,7 +313,7 @@ func TestGone_RoundTrip(t *testing.T) {
 			t.Fatalf("case %d: %+v decoded as %+v, %v", c, g, got, err)
 		}
 	}
-	if _, err := wire.AppendGone(buf[:wire.GoneBytes-1], &wire.Gone{}); !errors.Is(err, wire.ErrNoRoom) {
+	if _, err := wire.AppendGone(buf[:wire.GoneBytes-1], &wire.Gone{FromSeq: 1, ToSeq: 1}); !errors.Is(err, wire.ErrNoRoom) {
 		t.Errorf("short buffer: %v, want ErrNoRoom", err)
 	}
 }
@@ -407,8 +409,8 @@ func TestAccount_RoundTrip(t *testing.T) {
 }
 
 func TestPeekKind(t *testing.T) {
-	for k := wire.KindData; k <= wire.KindGone; k++ {
-		got, err := wire.PeekKind([]byte{0x53, 0x51, wire.Version, byte(k)})
+	for k := wire.KindData; k <= wire.KindStatus; k++ {
+		got, err := wire.PeekKind([]byte{0x53, 0x51, wire.Version, byte(k), 0, 0, 0, 0})
 		if err != nil || got != k || k.String() == "unknown" {
 			t.Errorf("PeekKind(kind %d) = %v (%s), %v", k, got, k, err)
 		}
