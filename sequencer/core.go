@@ -77,9 +77,8 @@ type Core struct {
 	rec wire.Record
 	nak wire.Nak
 	// Repair pacing and coalescing (see stepNak).
-	repairTokens int64  // bytes that may be retransmitted now
-	repairRefill int64  // core time of the last refill
-	lastNakSeq   uint64 // FromSeq of the last NAK answered
+	repairBucket tokenBucket // RetransmitBytesPerSecond
+	lastNakSeq   uint64      // FromSeq of the last NAK answered
 	lastNakPeer  transport.Peer
 	lastNakAt    int64
 	gone         wire.Gone
@@ -121,6 +120,9 @@ func New(cfg Config, sink Sink) (*Core, error) {
 	c.senders.init(cfg.MaxSenders)
 	c.accounts.init(cfg.MaxSenders)
 	c.timers.init()
+	// The bucket holds 50ms of the rate, and at least one packet so that a
+	// tiny rate still makes progress.
+	c.repairBucket.init(uint64(cfg.RetransmitBytesPerSecond), max(uint64(cfg.RetransmitBytesPerSecond)/20, uint64(cfg.MaxPacketBytes)))
 	if cfg.FirstSeq == 1 {
 		c.in = wire.Internal{Type: wire.InternalSessionStart, Value: uint64(cfg.StartTime)}
 		c.emitInternal(wire.FlagInternal|wire.FlagSeqGen, 0, 0, 0)

@@ -129,7 +129,7 @@ func (c *Core) stepNak(now int64, frame []byte, from transport.Peer) error {
 	multicast := c.cfg.MulticastRepairWindow > 0 && n.FromSeq == c.lastNakSeq &&
 		from != c.lastNakPeer && c.now-c.lastNakAt < int64(c.cfg.MulticastRepairWindow)
 	c.lastNakSeq, c.lastNakPeer, c.lastNakAt = n.FromSeq, from, c.now
-	c.refillRepairTokens()
+	c.repairBucket.refill(c.now)
 	sent := 0
 	for p := r.search(n.FromSeq); p < r.next && sent < c.cfg.MaxRetransmitPacketsPerNak; p++ {
 		m := r.metaOf(p)
@@ -142,12 +142,9 @@ func (c *Core) stepNak(now int64, frame []byte, from transport.Peer) error {
 		if n.ToOffset != 0 && m.firstSeq == n.FromSeq && m.frag && m.fragOff >= n.ToOffset {
 			break // past the hole: the receiver holds the rest of FromSeq
 		}
-		if c.cfg.RetransmitBytesPerSecond > 0 {
-			if c.repairTokens < int64(m.bytes) {
-				c.stats.Throttled++
-				break
-			}
-			c.repairTokens -= int64(m.bytes)
+		if !c.repairBucket.take(int(m.bytes)) {
+			c.stats.Throttled++
+			break
 		}
 		pkt := r.slot(p)[:m.bytes]
 		wire.SetStable(pkt, c.stable)
@@ -164,28 +161,6 @@ func (c *Core) stepNak(now int64, frame []byte, from transport.Peer) error {
 	}
 	c.stats.Retransmitted += uint64(sent)
 	return nil
-}
-
-// refillRepairTokens adds the bytes earned since the last refill, up to
-// 50ms of RetransmitBytesPerSecond (at least one packet, so that a tiny
-// rate still makes progress).
-func (c *Core) refillRepairTokens() {
-	rate := c.cfg.RetransmitBytesPerSecond
-	if rate <= 0 {
-		return
-	}
-	burst := max(rate/20, int64(c.cfg.MaxPacketBytes))
-	if c.repairRefill == 0 {
-		c.repairTokens, c.repairRefill = burst, c.now
-		return
-	}
-	if dt := c.now - c.repairRefill; dt > 0 {
-		earned := dt * (rate / 1000) / 1_000_000 // ns * bytes/ms; rate/1000 keeps dt*rate from overflowing
-		if earned > 0 {
-			c.repairTokens = min(c.repairTokens+earned, burst)
-			c.repairRefill = c.now
-		}
-	}
 }
 
 func (c *Core) sendGone(to transport.Peer, n *wire.Nak, oldest uint64) {
