@@ -68,7 +68,7 @@ func BenchmarkCoreStep(b *testing.B) {
 		for _, batch := range []int{1, 8} {
 			b.Run("size="+strconv.Itoa(size)+"/batch="+strconv.Itoa(batch), func(b *testing.B) {
 				cfg := testConfig()
-				cfg.RingPackets = 32768
+				cfg.RingBytes = 32768 * cfg.MaxPacketBytes
 				sink := &countingSink{}
 				c, err := New(cfg, sink)
 				if err != nil {
@@ -97,8 +97,8 @@ func BenchmarkCoreStep(b *testing.B) {
 
 func BenchmarkCoreNak(b *testing.B) {
 	cfg := testConfig()
-	cfg.RingPackets = 4096
-	cfg.MaxRetransmitPacketsPerNak = 8
+	cfg.RingBytes = 4096 * cfg.MaxPacketBytes
+	cfg.NakAnswerBytes = 8 * cfg.MaxPacketBytes
 	sink := &countingSink{}
 	c, _ := New(cfg, sink)
 	f := newBatchFrame(b, 8, 64)
@@ -148,7 +148,7 @@ func TestCore_StepAllocatesNothing(t *testing.T) {
 func TestCore_NakAllocatesNothing(t *testing.T) {
 	cfg := testConfig()
 	cfg.MaxPacketBytes = 256
-	cfg.RingPackets = 16
+	cfg.RingBytes = 16 * cfg.MaxPacketBytes
 	sink := &countingSink{}
 	c, _ := New(cfg, sink)
 	f := newBatchFrame(t, 2, 64)

@@ -28,12 +28,15 @@ type Config struct {
 	// FlushDelay bounds how long Tick lets an open (unpublished) packet wait
 	// when the shell did not call Flush; 0 makes every Tick flush.
 	FlushDelay time.Duration
-	// RingPackets is the retransmit ring's capacity in packets. The ring
-	// (RingPackets*MaxPacketBytes bytes) is allocated once, in New.
-	RingPackets int
-	// MaxRetransmitPacketsPerNak caps the answer to one NAK; the receiver
-	// asks again for the rest, which paces repair.
-	MaxRetransmitPacketsPerNak int
+	// RingBytes is the retransmit ring's size: the newest published
+	// packets are kept, back to back, up to this many bytes (less at most
+	// one packet of padding per 4 MiB chunk). The memory is allocated in
+	// 4 MiB chunks as the ring fills, so an idle sequencer holds little; an
+	// index of 32 bytes per retained packet comes on top.
+	RingBytes int
+	// NakAnswerBytes caps the answer to one NAK (at least one packet is
+	// sent); the receiver asks again for the rest, which paces repair.
+	NakAnswerBytes int
 	// RetransmitBytesPerSecond caps the bandwidth of repairs (a token
 	// bucket holding up to 50ms of it), so that a NAK storm cannot starve
 	// the live stream; a throttled NAK is answered in part and the
@@ -67,18 +70,18 @@ type Config struct {
 // DefaultConfig returns the defaults; Session is left 0 and must be set.
 func DefaultConfig() Config {
 	return Config{
-		Epoch:                      1,
-		FirstSeq:                   1,
-		MaxPacketBytes:             wire.DefaultMaxPacketBytes,
-		HeartbeatInterval:          10 * time.Millisecond,
-		FlushDelay:                 time.Millisecond,
-		RingPackets:                32768,
-		MaxRetransmitPacketsPerNak: 512,
-		MulticastRepairWindow:      2 * time.Millisecond,
-		MaxMessageBytes:            16 << 20,
-		MaxSenders:                 4096,
-		MaxReassemblyBytes:         256 << 20,
-		Standalone:                 true,
+		Epoch:                 1,
+		FirstSeq:              1,
+		MaxPacketBytes:        wire.DefaultMaxPacketBytes,
+		HeartbeatInterval:     10 * time.Millisecond,
+		FlushDelay:            time.Millisecond,
+		RingBytes:             256 << 20,
+		NakAnswerBytes:        1 << 20,
+		MulticastRepairWindow: 2 * time.Millisecond,
+		MaxMessageBytes:       16 << 20,
+		MaxSenders:            4096,
+		MaxReassemblyBytes:    256 << 20,
+		Standalone:            true,
 	}
 }
 
@@ -86,7 +89,7 @@ func DefaultConfig() Config {
 const (
 	minPacketBytes = 256
 	maxPacketBytes = 65507 // largest UDP payload over IPv4
-	maxRingPackets = 1 << 22
+	maxRingBytes   = 1 << 40
 	maxSenders     = 1 << 20
 )
 
@@ -110,10 +113,10 @@ func (c Config) Validate() error {
 		return bad("HeartbeatInterval", c.HeartbeatInterval, "1µs..1m")
 	case c.FlushDelay < 0 || c.FlushDelay > time.Second:
 		return bad("FlushDelay", c.FlushDelay, "0..1s")
-	case c.RingPackets < 2 || c.RingPackets > maxRingPackets:
-		return bad("RingPackets", c.RingPackets, fmt.Sprintf("2..%d", maxRingPackets))
-	case c.MaxRetransmitPacketsPerNak < 1 || c.MaxRetransmitPacketsPerNak > c.RingPackets:
-		return bad("MaxRetransmitPacketsPerNak", c.MaxRetransmitPacketsPerNak, fmt.Sprintf("1..RingPackets (%d)", c.RingPackets))
+	case c.RingBytes < 2*c.MaxPacketBytes || c.RingBytes > maxRingBytes:
+		return bad("RingBytes", c.RingBytes, fmt.Sprintf("2*MaxPacketBytes (%d)..%d", 2*c.MaxPacketBytes, maxRingBytes))
+	case c.NakAnswerBytes < 1:
+		return bad("NakAnswerBytes", c.NakAnswerBytes, ">= 1 (one packet is always sent)")
 	case c.RetransmitBytesPerSecond < 0:
 		return bad("RetransmitBytesPerSecond", c.RetransmitBytesPerSecond, ">= 0 (0: no cap)")
 	case c.MulticastRepairWindow < 0 || c.MulticastRepairWindow > time.Second:

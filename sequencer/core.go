@@ -8,6 +8,7 @@ import (
 // Sink receives the Core's output. Both methods are called synchronously
 // from Step, Flush, Tick or Emit; pkt is valid only during the call (it is
 // a view of the retransmit ring), so a sink that keeps it must copy it.
+// A sink must not call back into the Core.
 type Sink interface {
 	// Publish sends a finished stream packet (data or heartbeat) to everyone.
 	Publish(pkt []byte)
@@ -59,13 +60,17 @@ type Core struct {
 	stableSent uint64 // stable carried by the last packet or heartbeat published
 	lastSend   int64  // sequencer time of the last publish (drives heartbeats)
 
-	// The open packet is built in place in the ring slot it will occupy.
+	// The open packet is built in place in the ring region it will occupy.
 	w         wire.PacketWriter
 	open      bool
-	partial   bool // the open packet ends with a non-final fragment
-	emptyRoom int  // payload bytes one whole record can carry in an empty packet
+	openInfo  PacketInfo // what the open packet holds (Count set at publish)
+	partial   bool       // the open packet ends with a non-final fragment
+	emptyRoom int        // payload bytes one whole record can carry in an empty packet
 
 	ring     ring
+	store    RetransmitStore // answers NAKs: the ring
+	repair   repairState
+	onRepair PacketFunc // c.repairPacket, built once
 	senders  senderTable
 	asmBytes int // capacity of every sender's reassembly buffer (MaxReassemblyBytes)
 	accounts accountTable
@@ -93,8 +98,9 @@ type Core struct {
 
 // New validates cfg and returns a Core whose first records are
 // InternalSessionStart (only when FirstSeq == 1) and InternalEpochStart,
-// sequenced at StartTime and published by the first Flush or Tick. All the
-// memory the steady state needs (ring, dedupe table) is allocated here.
+// sequenced at StartTime and published by the first Flush or Tick. The
+// dedupe table is allocated here; the retransmit ring grows as it fills,
+// up to RingBytes.
 func New(cfg Config, sink Sink) (*Core, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
@@ -116,7 +122,9 @@ func New(cfg Config, sink Sink) (*Core, error) {
 	// cut (or does not exist).
 	c.stable = cfg.FirstSeq - 1
 	c.stableSent = c.stable
-	c.ring.init(cfg.RingPackets, cfg.MaxPacketBytes)
+	c.ring.init(cfg.RingBytes, cfg.MaxPacketBytes)
+	c.store = &c.ring
+	c.onRepair = c.repairPacket
 	c.senders.init(cfg.MaxSenders)
 	c.accounts.init(cfg.MaxSenders)
 	c.timers.init()

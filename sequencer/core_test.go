@@ -222,7 +222,7 @@ func TestCore_Batching(t *testing.T) {
 		t.Run("max="+itoa(maxBytes), func(t *testing.T) {
 			cfg := testConfig()
 			cfg.MaxPacketBytes = maxBytes
-			cfg.RingPackets = 4096
+			cfg.RingBytes = 4096 * maxBytes
 			c, sink := newCore(t, cfg)
 			const n = 1000
 			var want []string
@@ -465,8 +465,8 @@ func TestConfig_Validate(t *testing.T) {
 		{"MaxPacketBytes", func(c *Config) { c.MaxPacketBytes = 65508 }},
 		{"HeartbeatInterval", func(c *Config) { c.HeartbeatInterval = 0 }},
 		{"FlushDelay", func(c *Config) { c.FlushDelay = -1 }},
-		{"RingPackets", func(c *Config) { c.RingPackets = 1 }},
-		{"MaxRetransmitPacketsPerNak", func(c *Config) { c.MaxRetransmitPacketsPerNak = c.RingPackets + 1 }},
+		{"RingBytes", func(c *Config) { c.RingBytes = 2*c.MaxPacketBytes - 1 }},
+		{"NakAnswerBytes", func(c *Config) { c.NakAnswerBytes = 0 }},
 		{"MaxMessageBytes", func(c *Config) { c.MaxMessageBytes = wire.MaxMessageBytes + 1 }},
 		{"MaxSenders", func(c *Config) { c.MaxSenders = 0 }},
 		{"ActiveTimeout", func(c *Config) { c.ActiveTimeout = -1 }},

@@ -33,7 +33,7 @@
 // timers (InternalTimer), then publishes the open packet, then a heartbeat
 // if nothing was published for HeartbeatInterval.
 //
-// Records accumulate in an open packet built in place in its ring slot; the
+// Records accumulate in an open packet built in place in the ring; the
 // packet is published when the next record does not fit, when its time
 // delta would overflow, on Flush, and by Tick. A message that does not fit
 // an empty packet is fragmented: each fragment fills a packet of its own,
@@ -43,10 +43,14 @@
 //
 // # Repair
 //
-// NAKs are answered from the ring (binary search by seq) with the original
+// NAKs are answered from a RetransmitStore (the ring: the newest packets,
+// up to RingBytes of them, found by binary search on seq) with the original
 // packets flagged PacketRetransmit and stamped with the current stable, at
-// most MaxRetransmitPacketsPerNak per NAK; a range that left the ring gets
-// a Gone naming the oldest seq still held.
+// most NakAnswerBytes per NAK (at least one packet) and at most
+// RetransmitBytesPerSecond together (a token bucket); a range that left the
+// store gets a Gone naming the oldest seq still held. The policy sits above
+// the RetransmitStore interface, so a replayer's segment store can answer
+// the same way.
 //
 // # Concurrency
 //
@@ -55,7 +59,9 @@
 //
 // # Allocation
 //
-// New allocates the ring and the dedupe table. In steady state Step (a
+// New allocates the dedupe table; the ring's memory is allocated in 4 MiB
+// chunks as packets fill it, and its index doubles as it grows, so that
+// memory follows use up to RingBytes. In steady state Step (a
 // command frame from a known sender, or a NAK), Flush and Tick allocate
 // nothing. A new sender, a new timer, and the reassembly buffer of a
 // fragmented command larger than any before from that sender allocate once.

@@ -168,7 +168,7 @@ func TestAssembly_KeepsRangesAcrossResends(t *testing.T) {
 // again; large buffers are released once their command is sequenced.
 func TestCore_ReassemblyMemoryIsBounded(t *testing.T) {
 	cfg := testConfig()
-	cfg.RingPackets = 1 << 13
+	cfg.RingBytes = 1 << 13 * cfg.MaxPacketBytes
 	cfg.MaxMessageBytes = 2 << 20
 	cfg.MaxReassemblyBytes = 3 << 20
 	c, sink := newCore(t, cfg)

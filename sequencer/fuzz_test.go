@@ -47,8 +47,8 @@ func FuzzCoreStep(f *testing.F) {
 	f.Fuzz(func(t *testing.T, a, b []byte) {
 		cfg := testConfig()
 		cfg.MaxPacketBytes = 256
-		cfg.RingPackets = 8
-		cfg.MaxRetransmitPacketsPerNak = 4
+		cfg.RingBytes = 8 * cfg.MaxPacketBytes
+		cfg.NakAnswerBytes = 4 * cfg.MaxPacketBytes
 		cfg.MaxSenders = 4
 		cfg.ActiveTimeout = 5
 		c, err := New(cfg, &checkingSink{t: t})

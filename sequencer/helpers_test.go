@@ -32,8 +32,8 @@ func (s *recordingSink) SendTo(to transport.Peer, pkt []byte) {
 func testConfig() Config {
 	cfg := DefaultConfig()
 	cfg.Session = testSession
-	cfg.RingPackets = 64
-	cfg.MaxRetransmitPacketsPerNak = 16
+	cfg.RingBytes = 64 * cfg.MaxPacketBytes
+	cfg.NakAnswerBytes = 16 * cfg.MaxPacketBytes
 	return cfg
 }
 

@@ -1,8 +1,6 @@
 package sequencer
 
-import (
-	"github.com/seqd/seqd/wire"
-)
+import "github.com/seqd/seqd/wire"
 
 // maxTimeDelta is the largest record time offset a packet header can carry.
 const maxTimeDelta = 0xFFFFFFFF
@@ -63,6 +61,8 @@ func (c *Core) appendFragments(flags uint8, payload []byte) {
 	for off := 0; off < len(payload); {
 		c.startPacket()
 		n := min(c.w.FragmentRoom(), len(payload)-off)
+		c.openInfo.Fragment = true
+		c.openInfo.FragFrom, c.openInfo.FragTo = uint32(off), uint32(off+n)
 		r.Offset = uint32(off)
 		r.Payload = payload[off : off+n]
 		if err := c.w.Append(r); err != nil {
@@ -76,10 +76,11 @@ func (c *Core) appendFragments(flags uint8, payload []byte) {
 	}
 }
 
-// startPacket opens a packet in the next ring slot, evicting the oldest
-// packet if the ring is full.
+// startPacket opens a packet in the ring region where it will stay,
+// evicting the oldest packets to make room for a full one.
 func (c *Core) startPacket() {
-	buf := c.ring.claim()
+	buf := c.ring.claim(c.cfg.MaxPacketBytes)
+	c.openInfo = PacketInfo{FirstSeq: c.nextSeq}
 	if err := c.w.Reset(buf, wire.KindData, c.epoch, c.session, c.nextSeq, c.now, c.epochStart); err != nil {
 		panic("sequencer: ring slot smaller than a packet header: " + err.Error())
 	}
@@ -90,9 +91,9 @@ func (c *Core) startPacket() {
 // and hands it to the sink.
 func (c *Core) publishOpen() {
 	pkt := c.w.Bytes()
-	first := c.w.FirstSeq()
-	last := first + uint64(c.w.Count()) - 1
-	c.ring.commit(len(pkt), first, c.w.Count(), pkt)
+	c.openInfo.Count = c.w.Count()
+	c.ring.commit(len(pkt), c.openInfo)
+	last := c.openInfo.LastSeq()
 	c.tail = last
 	if c.partial {
 		last--

@@ -1,174 +1,197 @@
 package sequencer
 
-import (
-	"encoding/binary"
+import "github.com/seqd/seqd/wire"
 
-	"github.com/seqd/seqd/transport"
-	"github.com/seqd/seqd/wire"
-)
+// ringChunkBytes is the unit in which the ring's memory is allocated, as it
+// fills: an idle sequencer holds one chunk, not its whole RingBytes.
+const ringChunkBytes = 4 << 20
 
-// ring is the retransmit ring: the last RingPackets published packets in
-// fixed slots of one allocation. Packets are numbered from 0 in publish
-// order; packet p lives in slot p % len(meta). Their first seqs never
-// decrease, which makes the ring searchable by seq.
+// ring is the retransmit ring: the newest published packets, back to back,
+// at most RingBytes of them. It implements RetransmitStore.
+//
+// Bytes have logical positions that only grow; position x lives in chunk
+// (x>>chunkShift) % len(chunks) at offset x&(chunkBytes-1). A packet never
+// straddles two chunks: one that would is moved to the next chunk's start,
+// and the bytes skipped are padding. Eviction keeps tail-head within
+// limit (RingBytes) <= capBytes, so everything from head to tail is
+// distinct memory.
+//
+// Packets are numbered in publish order; packet p's entry is
+// idx[p&(len(idx)-1)]. The index doubles as the ring fills, up to the most
+// packets RingBytes can hold; the chunks are allocated on first use. Once
+// the ring has wrapped, nothing is allocated.
 type ring struct {
-	mem    []byte
-	size   int // bytes per slot (MaxPacketBytes)
-	meta   []slotMeta
-	oldest uint64 // first retained packet number
-	next   uint64 // number of the packet being built or to be built
+	chunks     [][]byte
+	chunkBytes uint64 // a power of two
+	chunkShift uint
+	limit      uint64 // RingBytes
+	head       uint64 // position of the oldest retained byte
+	tail       uint64 // position after the newest committed packet
+	claimed    uint64 // position of the region claim returned
+
+	idx    []ringEntry
+	maxIdx int    // len(idx) never exceeds it
+	first  uint64 // oldest retained packet
+	next   uint64 // next packet to commit
 }
 
-// slotMeta describes a retained packet without decoding it.
-type slotMeta struct {
+// ringEntry locates and describes one retained packet.
+type ringEntry struct {
+	pos      uint64
 	firstSeq uint64
-	count    uint32 // records
-	bytes    uint32
-	frag     bool   // the first record is a fragment
-	fragOff  uint32 // its byte range in the whole message
-	fragEnd  uint32
+	n        uint32 // bytes
+	count    uint16 // records
+	frag     bool
+	fragFrom uint32
+	fragTo   uint32
 }
 
-func (r *ring) init(packets, size int) {
-	r.mem = make([]byte, packets*size)
-	// Touch every page now: the kernel maps fresh zero pages lazily, and a
-	// page fault on the hot path costs more than a thousand commands.
-	for i := 0; i < len(r.mem); i += 4096 {
-		r.mem[i] = 0
+func (e *ringEntry) info() PacketInfo {
+	return PacketInfo{FirstSeq: e.firstSeq, Count: int(e.count), Fragment: e.frag, FragFrom: e.fragFrom, FragTo: e.fragTo}
+}
+
+func (e *ringEntry) lastSeq() uint64 { return e.firstSeq + uint64(e.count) - 1 }
+
+// init sizes the ring for bytes of packets of at most maxPacket bytes
+// (Validate guarantees bytes >= 2*maxPacket). It allocates the chunk table
+// and a small index only.
+func (r *ring) init(bytes, maxPacket int) {
+	total := uint64(bytes)
+	*r = ring{chunkBytes: 1, limit: total}
+	for r.chunkBytes < min(total, ringChunkBytes) {
+		r.chunkBytes <<= 1
+		r.chunkShift++
 	}
-	r.size = size
-	r.meta = make([]slotMeta, packets)
-}
-
-func (r *ring) slot(p uint64) []byte {
-	i := int(p % uint64(len(r.meta)))
-	return r.mem[i*r.size : (i+1)*r.size : (i+1)*r.size]
-}
-
-// claim returns the slot for packet r.next to be built in, evicting the
-// oldest packet when the ring is full.
-func (r *ring) claim() []byte {
-	if r.next-r.oldest == uint64(len(r.meta)) {
-		r.oldest++
+	r.chunks = make([][]byte, (total+r.chunkBytes-1)/r.chunkBytes)
+	// The smallest packet is a header and one empty record.
+	most := total / (wire.PacketHeaderBytes + wire.RecordHeaderBytes)
+	r.maxIdx = 1
+	for uint64(r.maxIdx) < most {
+		r.maxIdx <<= 1
 	}
-	return r.slot(r.next)
+	r.idx = make([]ringEntry, min(1024, r.maxIdx))
 }
 
-// commit records the packet built in the claimed slot.
-func (r *ring) commit(n int, firstSeq uint64, count int, pkt []byte) {
-	m := &r.meta[r.next%uint64(len(r.meta))]
-	m.firstSeq = firstSeq
-	m.count = uint32(count)
-	m.bytes = uint32(n)
-	rec := pkt[wire.PacketHeaderBytes:]
-	m.frag = rec[2]&wire.FlagFragment != 0
-	if m.frag {
-		m.fragOff = binary.LittleEndian.Uint32(rec[28:])
-		m.fragEnd = m.fragOff + uint32(binary.LittleEndian.Uint16(rec))
+func (r *ring) entry(p uint64) *ringEntry { return &r.idx[p&uint64(len(r.idx)-1)] }
+
+// at returns n bytes at position pos (which does not straddle chunks).
+func (r *ring) at(pos uint64, n int) []byte {
+	c := &r.chunks[(pos>>r.chunkShift)%uint64(len(r.chunks))]
+	if *c == nil {
+		*c = make([]byte, r.chunkBytes)
+	}
+	off := pos & (r.chunkBytes - 1)
+	return (*c)[off : off+uint64(n) : off+uint64(n)]
+}
+
+// evict forgets the oldest packet.
+func (r *ring) evict() {
+	r.first++
+	if r.first < r.next {
+		r.head = r.entry(r.first).pos
 	} else {
-		m.fragOff, m.fragEnd = 0, 0
+		r.head = r.tail
 	}
+}
+
+// grow doubles the index, keeping every entry at its packet number.
+func (r *ring) grow() {
+	old := r.idx
+	r.idx = make([]ringEntry, 2*len(old))
+	for p := r.first; p < r.next; p++ {
+		*r.entry(p) = old[p&uint64(len(old)-1)]
+	}
+}
+
+// claim returns n contiguous bytes (n <= min(chunkBytes, limit/2)) for the next packet to
+// be built in, evicting the oldest packets to make room. The caller writes
+// the packet there and calls commit; until then the ring is unchanged
+// apart from the evictions.
+func (r *ring) claim(n int) []byte {
+	pos := r.tail
+	if off := pos & (r.chunkBytes - 1); off+uint64(n) > r.chunkBytes {
+		pos += r.chunkBytes - off // padding: a packet stays in one chunk
+	}
+	end := pos + uint64(n)
+	for end-r.head > r.limit {
+		if r.first == r.next {
+			r.head = pos
+			break
+		}
+		r.evict()
+	}
+	if r.next-r.first == uint64(len(r.idx)) {
+		if len(r.idx) < r.maxIdx {
+			r.grow()
+		} else {
+			r.evict()
+		}
+	}
+	r.claimed = pos
+	return r.at(pos, n)
+}
+
+// commit records the packet of n bytes built in the claimed region.
+func (r *ring) commit(n int, info PacketInfo) {
+	*r.entry(r.next) = ringEntry{
+		pos: r.claimed, firstSeq: info.FirstSeq, n: uint32(n), count: uint16(info.Count),
+		frag: info.Fragment, fragFrom: info.FragFrom, fragTo: info.FragTo,
+	}
+	if r.first == r.next {
+		r.head = r.claimed
+	}
+	r.tail = r.claimed + uint64(n)
 	r.next++
 }
 
-func (r *ring) metaOf(p uint64) *slotMeta { return &r.meta[p%uint64(len(r.meta))] }
+// Put stores a copy of pkt (RetransmitStore). The Core does not use it: it
+// builds each packet in place with claim and commit.
+func (r *ring) Put(pkt []byte, info PacketInfo) {
+	copy(r.claim(len(pkt)), pkt)
+	r.commit(len(pkt), info)
+}
 
-// search returns the first retained packet whose last seq is >= seq.
-func (r *ring) search(seq uint64) uint64 {
-	lo, hi := r.oldest, r.next
+// Oldest describes the oldest retained packet (RetransmitStore).
+func (r *ring) Oldest() (PacketInfo, bool) {
+	if r.first == r.next {
+		return PacketInfo{}, false
+	}
+	return r.entry(r.first).info(), true
+}
+
+// Newest describes the newest retained packet (RetransmitStore).
+func (r *ring) Newest() (PacketInfo, bool) {
+	if r.first == r.next {
+		return PacketInfo{}, false
+	}
+	return r.entry(r.next - 1).info(), true
+}
+
+// Range calls fn for the retained packets carrying a record of from..to
+// (RetransmitStore): a binary search for the first, then in order.
+func (r *ring) Range(from, to uint64, fn PacketFunc) {
+	lo, hi := r.first, r.next
 	for lo < hi {
 		mid := lo + (hi-lo)/2
-		m := r.metaOf(mid)
-		if m.firstSeq+uint64(m.count)-1 < seq {
+		if r.entry(mid).lastSeq() < from {
 			lo = mid + 1
 		} else {
 			hi = mid
 		}
 	}
-	return lo
+	for p := lo; p < r.next; p++ {
+		e := r.entry(p)
+		if e.firstSeq > to || !fn(r.at(e.pos, int(e.n)), e.info()) {
+			return
+		}
+	}
 }
 
-// stepNak answers a NAK from the ring: the original packets covering
-// FromSeq..ToSeq (at most MaxRetransmitPacketsPerNak, skipping fragments of
-// FromSeq the receiver already holds), or Gone when FromSeq has left it.
-func (c *Core) stepNak(now int64, frame []byte, from transport.Peer) error {
-	n := &c.nak
-	if err := wire.DecodeNak(frame, n); err != nil {
-		c.stats.Malformed++
-		return err
+// retainedBytes is the sum of the retained packets' sizes (tests, stats).
+func (r *ring) retainedBytes() uint64 {
+	var n uint64
+	for p := r.first; p < r.next; p++ {
+		n += uint64(r.entry(p).n)
 	}
-	c.advance(now)
-	if n.Session != c.session {
-		c.stats.WrongSession++
-		return nil
-	}
-	c.stats.Naks++
-	if n.FromSeq > c.tail {
-		// Not published yet (or never): the receiver is ahead of us or
-		// confused; heartbeats will tell it the tail.
-		c.stats.NaksBeyondTail++
-		return nil
-	}
-	r := &c.ring
-	if r.oldest == r.next {
-		c.sendGone(from, n, 0)
-		return nil
-	}
-	first := r.metaOf(r.oldest)
-	if n.FromSeq < first.firstSeq || (n.FromSeq == first.firstSeq && first.frag && first.fragOff > n.FromOffset) {
-		oldest := first.firstSeq
-		if first.frag && first.fragOff > 0 {
-			oldest++ // the oldest packet holds only the tail of its message
-		}
-		c.sendGone(from, n, oldest)
-		return nil
-	}
-	// A second receiver asking for the same seq soon after the first means
-	// the loss was shared (a switch, a slow host): one multicast answer
-	// serves them all, and their pending NAKs are cancelled when it lands.
-	multicast := c.cfg.MulticastRepairWindow > 0 && n.FromSeq == c.lastNakSeq &&
-		from != c.lastNakPeer && c.now-c.lastNakAt < int64(c.cfg.MulticastRepairWindow)
-	c.lastNakSeq, c.lastNakPeer, c.lastNakAt = n.FromSeq, from, c.now
-	c.repairBucket.refill(c.now)
-	sent := 0
-	for p := r.search(n.FromSeq); p < r.next && sent < c.cfg.MaxRetransmitPacketsPerNak; p++ {
-		m := r.metaOf(p)
-		if m.firstSeq > n.ToSeq {
-			break
-		}
-		if m.firstSeq == n.FromSeq && m.count == 1 && m.frag && m.fragEnd <= n.FromOffset {
-			continue // a fragment the receiver already holds
-		}
-		if n.ToOffset != 0 && m.firstSeq == n.FromSeq && m.frag && m.fragOff >= n.ToOffset {
-			break // past the hole: the receiver holds the rest of FromSeq
-		}
-		if !c.repairBucket.take(int(m.bytes)) {
-			c.stats.Throttled++
-			break
-		}
-		pkt := r.slot(p)[:m.bytes]
-		wire.SetStable(pkt, c.stable)
-		wire.SetPacketFlags(pkt, wire.PacketRetransmit)
-		if multicast {
-			c.sink.Publish(pkt)
-		} else {
-			c.sink.SendTo(from, pkt)
-		}
-		sent++
-	}
-	if multicast && sent > 0 {
-		c.stats.RepairsMulticast++
-	}
-	c.stats.Retransmitted += uint64(sent)
-	return nil
-}
-
-func (c *Core) sendGone(to transport.Peer, n *wire.Nak, oldest uint64) {
-	c.gone = wire.Gone{Epoch: c.epoch, Session: c.session, FromSeq: n.FromSeq, ToSeq: n.ToSeq, Oldest: oldest}
-	pkt, err := wire.AppendGone(c.gbuf[:], &c.gone)
-	if err != nil {
-		panic("sequencer: gone buffer too small: " + err.Error())
-	}
-	c.stats.Gones++
-	c.sink.SendTo(to, pkt)
+	return n
 }

@@ -21,8 +21,9 @@ func nakFrame(t testing.TB, session, from, to uint64, fromOffset uint32) []byte 
 
 // wantRetransmit is the oracle: the published data packets overlapping
 // [from, to], minus fragments of from ending at or before fromOffset, at
-// most limit of them, among the last ringPackets published.
-func wantRetransmit(t testing.TB, published [][]byte, ringPackets int, from, to uint64, fromOffset uint32, limit int) [][]byte {
+// most limit bytes of them (and at least one), among the last retained
+// published.
+func wantRetransmit(t testing.TB, published [][]byte, retained int, from, to uint64, fromOffset uint32, limit int) [][]byte {
 	t.Helper()
 	var data [][]byte
 	for _, b := range published {
@@ -34,10 +35,11 @@ func wantRetransmit(t testing.TB, published [][]byte, ringPackets int, from, to 
 			data = append(data, b)
 		}
 	}
-	if len(data) > ringPackets {
-		data = data[len(data)-ringPackets:]
+	if len(data) > retained {
+		data = data[len(data)-retained:]
 	}
 	var out [][]byte
+	bytes := 0
 	for _, b := range data {
 		var p wire.Packet
 		_ = wire.DecodePacket(b, &p)
@@ -49,8 +51,11 @@ func wantRetransmit(t testing.TB, published [][]byte, ringPackets int, from, to 
 		if p.Count == 1 && r.Seq == from && r.Fragment() && r.Offset+uint32(len(r.Payload)) <= fromOffset {
 			continue
 		}
-		if len(out) < limit {
+		if len(out) == 0 || bytes+len(b) <= limit {
 			out = append(out, b)
+			bytes += len(b)
+		} else {
+			break
 		}
 	}
 	return out
@@ -89,34 +94,36 @@ func TestCore_NakRetransmits(t *testing.T) {
 		from, to   uint64
 		fromOffset uint32
 		session    uint64
+		fromOldest bool // from is the oldest seq the ring holds
 	}
 	tests := []struct {
 		name     string
-		ring     int
-		limit    int
-		commands int  // 100-byte commands: one per 256-byte packet
+		ring     int  // bytes
+		limit    int  // NakAnswerBytes
+		commands int  // 100-byte commands: one per 168-byte packet
 		big      bool // a 2000-byte command (fragmented) after the first 5
 		nak      nak
-		gone     *wire.Gone // want a Gone instead of packets
+		gone     bool // want a Gone naming the oldest seq held instead of packets
 		ignored  bool
 	}{
-		{name: "one seq", ring: 64, limit: 16, commands: 20, nak: nak{from: 10, to: 10}},
-		{name: "range", ring: 64, limit: 16, commands: 20, nak: nak{from: 4, to: 12}},
-		{name: "range past the tail is clipped", ring: 64, limit: 16, commands: 20, nak: nak{from: 20, to: 1000}},
-		{name: "rate limited", ring: 64, limit: 3, commands: 20, nak: nak{from: 5, to: 20}},
-		{name: "fragmented message", ring: 64, limit: 16, commands: 10, big: true, nak: nak{from: 9, to: 10}},
-		{name: "fragments already held are skipped", ring: 64, limit: 16, commands: 10, big: true, nak: nak{from: 9, to: 10, fromOffset: 700}},
-		{name: "gone after the ring wrapped", ring: 8, limit: 8, commands: 20, nak: nak{from: 3, to: 10}, gone: &wire.Gone{Epoch: 1, Session: testSession, FromSeq: 3, ToSeq: 10, Oldest: 16}},
-		{name: "oldest still held", ring: 8, limit: 8, commands: 20, nak: nak{from: 16, to: 30}},
-		{name: "beyond the tail", ring: 64, limit: 16, commands: 5, nak: nak{from: 9, to: 9}, ignored: true},
-		{name: "another session", ring: 64, limit: 16, commands: 5, nak: nak{from: 2, to: 3, session: 99}, ignored: true},
+		{name: "one seq", ring: 64 * 256, limit: 16 * 256, commands: 20, nak: nak{from: 10, to: 10}},
+		{name: "range", ring: 64 * 256, limit: 16 * 256, commands: 20, nak: nak{from: 4, to: 12}},
+		{name: "range past the tail is clipped", ring: 64 * 256, limit: 16 * 256, commands: 20, nak: nak{from: 20, to: 1000}},
+		{name: "answer limited to 3 packets", ring: 64 * 256, limit: 3 * 168, commands: 20, nak: nak{from: 5, to: 20}},
+		{name: "answer below one packet sends one", ring: 64 * 256, limit: 1, commands: 20, nak: nak{from: 5, to: 20}},
+		{name: "fragmented message", ring: 64 * 256, limit: 16 * 256, commands: 10, big: true, nak: nak{from: 9, to: 10}},
+		{name: "fragments already held are skipped", ring: 64 * 256, limit: 16 * 256, commands: 10, big: true, nak: nak{from: 9, to: 10, fromOffset: 700}},
+		{name: "gone after the ring wrapped", ring: 8 * 256, limit: 8 * 256, commands: 20, nak: nak{from: 3, to: 10}, gone: true},
+		{name: "oldest still held", ring: 8 * 256, limit: 8 * 256, commands: 20, nak: nak{fromOldest: true, to: 30}},
+		{name: "beyond the tail", ring: 64 * 256, limit: 16 * 256, commands: 5, nak: nak{from: 9, to: 9}, ignored: true},
+		{name: "another session", ring: 64 * 256, limit: 16 * 256, commands: 5, nak: nak{from: 2, to: 3, session: 99}, ignored: true},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			cfg := testConfig()
 			cfg.MaxPacketBytes = 256
-			cfg.RingPackets = tt.ring
-			cfg.MaxRetransmitPacketsPerNak = tt.limit
+			cfg.RingBytes = tt.ring
+			cfg.NakAnswerBytes = tt.limit
 			c, sink := newCore(t, cfg)
 			c.Flush(0) // session start, epoch start: seqs 1, 2
 			for i := 1; i <= tt.commands; i++ {
@@ -133,6 +140,10 @@ func TestCore_NakRetransmits(t *testing.T) {
 			}
 			const peer = transport.Peer(42)
 			before := c.Stats()
+			if tt.nak.fromOldest {
+				o, _ := c.ring.Oldest()
+				tt.nak.from = o.FirstSeq
+			}
 			if err := c.Step(200, nakFrame(t, session, tt.nak.from, tt.nak.to, tt.nak.fromOffset), peer); err != nil {
 				t.Fatal(err)
 			}
@@ -142,7 +153,7 @@ func TestCore_NakRetransmits(t *testing.T) {
 				if len(sink.sent) != 0 || st.NaksBeyondTail+st.WrongSession != before.NaksBeyondTail+before.WrongSession+1 {
 					t.Fatalf("answered an ignorable NAK: %d packets, stats %+v", len(sink.sent), st)
 				}
-			case tt.gone != nil:
+			case tt.gone:
 				if len(sink.sent) != 1 {
 					t.Fatalf("%d replies, want one Gone", len(sink.sent))
 				}
@@ -150,11 +161,16 @@ func TestCore_NakRetransmits(t *testing.T) {
 				if err := wire.DecodeGone(sink.sent[0].pkt, &g); err != nil {
 					t.Fatal(err)
 				}
-				if g != *tt.gone || sink.sent[0].to != peer || st.Gones != 1 {
-					t.Fatalf("gone %+v to %d, want %+v", g, sink.sent[0].to, *tt.gone)
+				oldest, _ := c.ring.Oldest()
+				want := wire.Gone{Epoch: 1, Session: testSession, FromSeq: tt.nak.from, ToSeq: tt.nak.to, Oldest: oldest.FirstSeq}
+				if g != want || sink.sent[0].to != peer || st.Gones != 1 {
+					t.Fatalf("gone %+v to %d, want %+v", g, sink.sent[0].to, want)
 				}
 			default:
-				want := wantRetransmit(t, sink.published, tt.ring, tt.nak.from, tt.nak.to, tt.nak.fromOffset, tt.limit)
+				if tt.nak.from < func() uint64 { o, _ := c.ring.Oldest(); return o.FirstSeq }() {
+					t.Fatal("the seq asked for left the ring: the case is wrong")
+				}
+				want := wantRetransmit(t, sink.published, int(c.ring.next-c.ring.first), tt.nak.from, tt.nak.to, tt.nak.fromOffset, tt.limit)
 				if len(want) == 0 {
 					t.Fatal("test expects no packet: the case is wrong")
 				}
@@ -172,7 +188,7 @@ func TestCore_NakRetransmits(t *testing.T) {
 func TestCore_NakRateLimitResume(t *testing.T) {
 	cfg := testConfig()
 	cfg.MaxPacketBytes = 256
-	cfg.MaxRetransmitPacketsPerNak = 4
+	cfg.NakAnswerBytes = 4 * 200
 	c, sink := newCore(t, cfg)
 	for i := 1; i <= 30; i++ {
 		mustStep(t, c, int64(i), frame(t, acctA, 1, 0, cmd(uint64(i), strings.Repeat("x", 150))))
@@ -235,7 +251,7 @@ func TestCore_GoneBeforeFirstSeq(t *testing.T) {
 func TestCore_NakBandwidthCap(t *testing.T) {
 	cfg := testConfig()
 	cfg.MaxPacketBytes = 256
-	cfg.MaxRetransmitPacketsPerNak = 64
+	cfg.NakAnswerBytes = 64 * 256
 	cfg.RetransmitBytesPerSecond = 20 * 256 * 10 // burst (50ms of it) = 10 packets of 256 B
 	c, sink := newCore(t, cfg)
 	for i := 1; i <= 40; i++ {

@@ -144,7 +144,7 @@ func benchMem(o benchOptions) error {
 	// The mem transport's "path MTU" is its frame limit: batch up to it,
 	// as the udp bench batches up to the interface MTU.
 	scfg.MaxPacketBytes = memFrameBytes
-	scfg.RingPackets = 4096
+	scfg.RingBytes = 256 << 20
 	seq, err := sequencer.New(scfg, sequencer.ServerSink{Server: srv})
 	if err != nil {
 		return err

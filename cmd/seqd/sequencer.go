@@ -23,8 +23,8 @@ func sequencerCommand() *cli.Command {
 		uintFlag("session", 0, "session id (0: the start time in ns)"),
 		intFlag("sequencer.max-packet-bytes", 0, "largest stream datagram (UDP payload); 0: the path MTU (1472 on Ethernet, 65507 on loopback)"),
 		durFlag("sequencer.heartbeat-interval", d.HeartbeatInterval, "heartbeat when idle this long"),
-		intFlag("sequencer.ring-bytes", 256<<20, "retransmit ring memory (allocated and touched at start)"),
-		intFlag("sequencer.nak-answer-bytes", 1<<20, "most bytes retransmitted for one NAK (the receiver asks again for the rest)"),
+		intFlag("sequencer.ring-bytes", d.RingBytes, "bytes of published packets kept for repair (memory grows to it as the ring fills)"),
+		intFlag("sequencer.nak-answer-bytes", d.NakAnswerBytes, "most bytes retransmitted for one NAK, at least one packet (the receiver asks again for the rest)"),
 		intFlag("sequencer.retransmit-bytes-per-second", 256<<20, "bandwidth cap of all repairs, so a NAK storm cannot starve the stream (0: none)"),
 		durFlag("sequencer.multicast-repair-window", d.MulticastRepairWindow, "a second receiver asking for the same seq within this window gets a multicast answer (0: always unicast)"),
 		intFlag("sequencer.max-message-bytes", d.MaxMessageBytes, "largest command payload"),
@@ -59,10 +59,8 @@ func runSequencer(c *cli.Context) error {
 		return err
 	}
 	cfg.HeartbeatInterval = c.Duration("sequencer.heartbeat-interval")
-	// The ring holds whole packets, so its slot count follows the packet
-	// size: the memory, not the count, is what an operator budgets.
-	cfg.RingPackets = max(c.Int("sequencer.ring-bytes")/cfg.MaxPacketBytes, 16)
-	cfg.MaxRetransmitPacketsPerNak = min(max(c.Int("sequencer.nak-answer-bytes")/cfg.MaxPacketBytes, 1), cfg.RingPackets)
+	cfg.RingBytes = c.Int("sequencer.ring-bytes")
+	cfg.NakAnswerBytes = c.Int("sequencer.nak-answer-bytes")
 	cfg.MaxMessageBytes = c.Int("sequencer.max-message-bytes")
 	cfg.MaxReassemblyBytes = c.Int("sequencer.max-reassembly-bytes")
 	cfg.RetransmitBytesPerSecond = int64(c.Int("sequencer.retransmit-bytes-per-second"))
@@ -80,8 +78,8 @@ func runSequencer(c *cli.Context) error {
 		return err
 	}
 	if c.Bool("dry-run") {
-		fmt.Printf("sequencer: config transport=%s session=%d max_packet_bytes=%d heartbeat_interval=%v ring_packets=%d nak_answer_packets=%d max_message_bytes=%d udp.stream-group=%s udp.command-group=%s udp.interface=%s tcp.addr=%s\n",
-			c.String("transport"), cfg.Session, cfg.MaxPacketBytes, cfg.HeartbeatInterval, cfg.RingPackets, cfg.MaxRetransmitPacketsPerNak, cfg.MaxMessageBytes,
+		fmt.Printf("sequencer: config transport=%s session=%d max_packet_bytes=%d heartbeat_interval=%v ring_bytes=%d nak_answer_bytes=%d max_message_bytes=%d udp.stream-group=%s udp.command-group=%s udp.interface=%s tcp.addr=%s\n",
+			c.String("transport"), cfg.Session, cfg.MaxPacketBytes, cfg.HeartbeatInterval, cfg.RingBytes, cfg.NakAnswerBytes, cfg.MaxMessageBytes,
 			c.String("udp.stream-group"), c.String("udp.command-group"), c.String("udp.interface"), c.String("tcp.addr"))
 		return nil
 	}
@@ -128,15 +126,15 @@ func runSequencer(c *cli.Context) error {
 // Configuration keys of the fields the package validators name.
 var (
 	sequencerKeys = map[string]string{
-		"Session":                    "session",
-		"MaxPacketBytes":             "sequencer.max-packet-bytes",
-		"HeartbeatInterval":          "sequencer.heartbeat-interval",
-		"RingPackets":                "sequencer.ring-bytes",
-		"MaxRetransmitPacketsPerNak": "sequencer.nak-answer-bytes",
-		"MaxMessageBytes":            "sequencer.max-message-bytes",
-		"MaxReassemblyBytes":         "sequencer.max-reassembly-bytes",
-		"RetransmitBytesPerSecond":   "sequencer.retransmit-bytes-per-second",
-		"MulticastRepairWindow":      "sequencer.multicast-repair-window",
+		"Session":                  "session",
+		"MaxPacketBytes":           "sequencer.max-packet-bytes",
+		"HeartbeatInterval":        "sequencer.heartbeat-interval",
+		"RingBytes":                "sequencer.ring-bytes",
+		"NakAnswerBytes":           "sequencer.nak-answer-bytes",
+		"MaxMessageBytes":          "sequencer.max-message-bytes",
+		"MaxReassemblyBytes":       "sequencer.max-reassembly-bytes",
+		"RetransmitBytesPerSecond": "sequencer.retransmit-bytes-per-second",
+		"MulticastRepairWindow":    "sequencer.multicast-repair-window",
 	}
 	nodeKeys = map[string]string{
 		"Account":        "account",

@@ -132,7 +132,7 @@ func runScenario(t *testing.T, sc scenario) {
 	scfg := sequencer.DefaultConfig()
 	scfg.Session = 77
 	scfg.Epoch = 1
-	scfg.RingPackets = 1 << 14
+	scfg.RingBytes = 1 << 14 * scfg.MaxPacketBytes
 	agent, err := sequencer.NewAgent(scfg, srv, func() int64 { return time.Now().UnixNano() })
 	if err != nil {
 		t.Fatal(err)

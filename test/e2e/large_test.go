@@ -70,7 +70,7 @@ func sixteenMiB(t *testing.T, kind string) {
 	scfg := sequencer.DefaultConfig()
 	scfg.Session = 16
 	scfg.Epoch = 1
-	scfg.RingPackets = 1 << 15 // two 16 MiB messages in 1472-byte packets
+	scfg.RingBytes = 1 << 15 * scfg.MaxPacketBytes // two 16 MiB messages in 1472-byte packets
 	agent, err := sequencer.NewAgent(scfg, srv, func() int64 { return time.Now().UnixNano() })
 	if err != nil {
 		t.Fatal(err)

@@ -140,7 +140,7 @@ func newWorld(cfg Config) (*world, error) {
 	sc.Session = 1
 	sc.Epoch = 1
 	sc.HeartbeatInterval = time.Millisecond
-	sc.RingPackets = 1 << 16
+	sc.RingBytes = 1 << 16 * sc.MaxPacketBytes
 	// Exercise repair pacing: about what 5% loss needs on average, so
 	// bursts (after a partition) are throttled and must still converge.
 	sc.RetransmitBytesPerSecond = 2 << 20
