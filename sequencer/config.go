@@ -62,6 +62,21 @@ type Config struct {
 	// been silent this long and another instance was heard within it, the
 	// other becomes active. 0 never switches.
 	ActiveTimeout time.Duration
+	// FlowWindowPercent bounds how far the stream may run ahead of the
+	// slowest receiver that sends commands (as its periodic status reports
+	// tell), in percent of RingBytes: past it, commands wait until that
+	// receiver catches up, so it never falls off the retransmit ring under
+	// load. Read-only receivers (tails) never slow the stream. The rest of
+	// the ring absorbs what is published while reports are in flight.
+	// 0: no flow control.
+	FlowWindowPercent int
+	// FlowReceiverTimeout: a receiver whose report is older than this no
+	// longer holds the stream back (it died, or it is cut off and will
+	// repair or rewind when it returns).
+	FlowReceiverTimeout time.Duration
+	// MaxReceivers bounds the receivers whose positions are tracked; the
+	// least recently heard is forgotten first.
+	MaxReceivers int
 	// Standalone: no standbys, so stable is the last seq published. When
 	// false, stable moves only through SetStable (the cluster's quorum).
 	Standalone bool
@@ -81,6 +96,9 @@ func DefaultConfig() Config {
 		MaxMessageBytes:       16 << 20,
 		MaxSenders:            4096,
 		MaxReassemblyBytes:    256 << 20,
+		FlowWindowPercent:     50,
+		FlowReceiverTimeout:   2 * time.Second,
+		MaxReceivers:          1024,
 		Standalone:            true,
 	}
 }
@@ -129,6 +147,12 @@ func (c Config) Validate() error {
 		return bad("MaxSenders", c.MaxSenders, fmt.Sprintf("1..%d", maxSenders))
 	case c.ActiveTimeout < 0:
 		return bad("ActiveTimeout", c.ActiveTimeout, ">= 0 (0 = never switch)")
+	case c.FlowWindowPercent < 0 || c.FlowWindowPercent > 90:
+		return bad("FlowWindowPercent", c.FlowWindowPercent, "0..90 (0: no flow control)")
+	case c.FlowReceiverTimeout < time.Millisecond || c.FlowReceiverTimeout > time.Hour:
+		return bad("FlowReceiverTimeout", c.FlowReceiverTimeout, "1ms..1h")
+	case c.MaxReceivers < 1 || c.MaxReceivers > 1<<16:
+		return bad("MaxReceivers", c.MaxReceivers, "1..65536")
 	}
 	return nil
 }

@@ -28,6 +28,9 @@ type Stats struct {
 	Malformed        uint64 // frames rejected by a decoder or a sanity check
 	WrongSession     uint64 // command frames and NAKs for another session (ignored)
 	Rejected         uint64 // frames from new senders refused because the table is full
+	Statuses         uint64 // receiver position reports taken
+	StatusBeyondTail uint64 // position reports beyond the last published seq (ignored)
+	FlowPaused       uint64 // command frames not taken: the slowest receiver that matters is a flow window behind
 	Naks             uint64 // NAKs received for this session
 	NaksBeyondTail   uint64 // NAKs starting after the last published seq (ignored)
 	Retransmitted    uint64 // packets sent again in answer to NAKs
@@ -81,6 +84,9 @@ type Core struct {
 	c   wire.Command
 	rec wire.Record
 	nak wire.Nak
+	// status is the last receiver report decoded; flow tracks them all.
+	status wire.Status
+	flow   flowTable
 	// Repair pacing and coalescing (see stepNak).
 	repairBucket tokenBucket // RetransmitBytesPerSecond
 	lastNakSeq   uint64      // FromSeq of the last NAK answered
@@ -128,6 +134,7 @@ func New(cfg Config, sink Sink) (*Core, error) {
 	c.senders.init(cfg.MaxSenders)
 	c.accounts.init(cfg.MaxSenders)
 	c.timers.init()
+	c.flow.init(cfg.MaxReceivers)
 	// The bucket holds 50ms of the rate, and at least one packet so that a
 	// tiny rate still makes progress.
 	c.repairBucket.init(uint64(cfg.RetransmitBytesPerSecond), max(uint64(cfg.RetransmitBytesPerSecond)/20, uint64(cfg.MaxPacketBytes)))
@@ -164,6 +171,8 @@ func (c *Core) Step(now int64, frame []byte, from transport.Peer) error {
 		return c.stepCommand(now, frame)
 	case wire.KindNak:
 		return c.stepNak(now, frame, from)
+	case wire.KindStatus:
+		return c.stepStatus(now, frame, from)
 	}
 	c.stats.Malformed++
 	return wire.ErrKind
@@ -190,6 +199,7 @@ func (c *Core) Tick(now int64) {
 		c.checkActivity()
 	}
 	c.fireTimers()
+	c.tickFlow()
 	if c.open && (c.nextSeq != before || c.now-c.w.BaseTime() >= int64(c.cfg.FlushDelay)) {
 		c.publishOpen()
 	}

@@ -170,16 +170,7 @@ func (r *ring) Newest() (PacketInfo, bool) {
 // Range calls fn for the retained packets carrying a record of from..to
 // (RetransmitStore): a binary search for the first, then in order.
 func (r *ring) Range(from, to uint64, fn PacketFunc) {
-	lo, hi := r.first, r.next
-	for lo < hi {
-		mid := lo + (hi-lo)/2
-		if r.entry(mid).lastSeq() < from {
-			lo = mid + 1
-		} else {
-			hi = mid
-		}
-	}
-	for p := lo; p < r.next; p++ {
+	for p := r.search(from); p < r.next; p++ {
 		e := r.entry(p)
 		if e.firstSeq > to || !fn(r.at(e.pos, int(e.n)), e.info()) {
 			return
@@ -194,4 +185,29 @@ func (r *ring) retainedBytes() uint64 {
 		n += uint64(r.entry(p).n)
 	}
 	return n
+}
+
+// posOf returns the position of the oldest retained packet carrying seq;
+// false when seq is not retained (evicted, or not published yet).
+func (r *ring) posOf(seq uint64) (uint64, bool) {
+	p := r.search(seq)
+	if p == r.next || r.entry(p).firstSeq > seq {
+		return 0, false
+	}
+	return r.entry(p).pos, true
+}
+
+// search returns the oldest retained packet whose last seq is >= seq, or
+// r.next when there is none.
+func (r *ring) search(seq uint64) uint64 {
+	lo, hi := r.first, r.next
+	for lo < hi {
+		mid := lo + (hi-lo)/2
+		if r.entry(mid).lastSeq() < seq {
+			lo = mid + 1
+		} else {
+			hi = mid
+		}
+	}
+	return lo
 }

@@ -89,6 +89,12 @@ func (c *Core) stepCommand(now int64, frame []byte) error {
 		c.stats.WrongSession++
 		return nil
 	}
+	if c.flowPaused() {
+		// The slowest receiver that matters is a flow window behind: the
+		// node resends this frame after its backoff.
+		c.stats.FlowPaused++
+		return nil
+	}
 	idx, slot := c.senders.lookup(p.Account, p.Instance)
 	isNew := idx < 0
 	if isNew {

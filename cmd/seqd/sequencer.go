@@ -29,6 +29,9 @@ func sequencerCommand() *cli.Command {
 		durFlag("sequencer.multicast-repair-window", d.MulticastRepairWindow, "a second receiver asking for the same seq within this window gets a multicast answer (0: always unicast)"),
 		intFlag("sequencer.max-message-bytes", d.MaxMessageBytes, "largest command payload"),
 		intFlag("sequencer.max-reassembly-bytes", d.MaxReassemblyBytes, "memory for commands being reassembled from fragments, all senders together"),
+		intFlag("sequencer.flow-window-percent", d.FlowWindowPercent, "the stream runs at most this share of ring-bytes ahead of the slowest sending node, so none falls off the ring (read-only nodes never slow it; 0: no flow control)"),
+		durFlag("sequencer.flow-receiver-timeout", d.FlowReceiverTimeout, "a node silent this long no longer holds the stream back"),
+		intFlag("sequencer.max-receivers", d.MaxReceivers, "receivers whose positions are tracked (the least recently heard is forgotten)"),
 		durFlag("sequencer.idle-spin", 0, "keep polling without blocking this long after each frame (lower latency, costs a core)"),
 		&cli.BoolFlag{Name: "dry-run", Usage: "validate the configuration, print it and exit"},
 	))
@@ -65,6 +68,9 @@ func runSequencer(c *cli.Context) error {
 	cfg.MaxReassemblyBytes = c.Int("sequencer.max-reassembly-bytes")
 	cfg.RetransmitBytesPerSecond = int64(c.Int("sequencer.retransmit-bytes-per-second"))
 	cfg.MulticastRepairWindow = c.Duration("sequencer.multicast-repair-window")
+	cfg.FlowWindowPercent = c.Int("sequencer.flow-window-percent")
+	cfg.FlowReceiverTimeout = c.Duration("sequencer.flow-receiver-timeout")
+	cfg.MaxReceivers = c.Int("sequencer.max-receivers")
 	if auto, err := autoPacketBytes(c); err == nil && cfg.MaxPacketBytes > auto {
 		log.Warn("sequencer.max-packet-bytes is above the path MTU: datagrams will be IP-fragmented, and one lost fragment loses the datagram", "value", cfg.MaxPacketBytes, "path_mtu_payload", auto)
 	}
@@ -135,6 +141,9 @@ var (
 		"MaxReassemblyBytes":       "sequencer.max-reassembly-bytes",
 		"RetransmitBytesPerSecond": "sequencer.retransmit-bytes-per-second",
 		"MulticastRepairWindow":    "sequencer.multicast-repair-window",
+		"FlowWindowPercent":        "sequencer.flow-window-percent",
+		"FlowReceiverTimeout":      "sequencer.flow-receiver-timeout",
+		"MaxReceivers":             "sequencer.max-receivers",
 	}
 	nodeKeys = map[string]string{
 		"Account":        "account",
