@@ -44,13 +44,13 @@ func (c *Core) checkActivity() {
 	for ai := range c.accounts.list {
 		a := &c.accounts.list[ai]
 		old := &c.senders.list[a.active]
-		if c.now-old.lastHeard < timeout {
+		if c.mono-old.lastHeard < timeout {
 			continue
 		}
 		best := int32(-1)
 		for _, idx := range a.instances {
 			s := &c.senders.list[idx]
-			if idx == a.active || c.now-s.lastHeard >= timeout {
+			if idx == a.active || c.mono-s.lastHeard >= timeout {
 				continue
 			}
 			if best < 0 || s.lastHeard > c.senders.list[best].lastHeard {

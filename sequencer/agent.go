@@ -11,11 +11,15 @@ import (
 // Agent is the thin shell that runs a Core over a transport.Server: one
 // goroutine polls frames, steps them into the core, flushes when the input
 // is drained (the idle flush), ticks, and flushes the transport. The core
-// never sees a socket, a goroutine or the wall clock.
+// never sees a socket, a goroutine or a clock: the agent reads its clock
+// once per poll batch (at the batch's first frame, or after the poll when
+// none came) and hands that reading to every call of the iteration.
 type Agent struct {
 	core  *Core
 	srv   transport.Server
-	clock func() int64
+	clock func() Time
+	now   Time // this iteration's reading
+	fresh bool // now was read in this iteration
 	wait  time.Duration
 	idle  transport.Idle
 
@@ -38,12 +42,12 @@ func (s ServerSink) Publish(pkt []byte) { _ = s.Server.Publish(pkt) }
 func (s ServerSink) SendTo(to transport.Peer, pkt []byte) { _ = s.Server.SendTo(to, pkt) }
 
 // NewAgent builds a Core for cfg publishing on srv, reading time from
-// clock (ns; the core keeps it monotonic).
-func NewAgent(cfg Config, srv transport.Server, clock func() int64) (*Agent, error) {
+// clock (SystemClock outside tests).
+func NewAgent(cfg Config, srv transport.Server, clock func() Time) (*Agent, error) {
 	if cfg.StartTime == 0 {
 		// The session's first records (session start, epoch start) are
 		// stamped now, not at the epoch of the clock.
-		cfg.StartTime = clock()
+		cfg.StartTime = clock().Wall
 	}
 	core, err := New(cfg, ServerSink{srv})
 	if err != nil {
@@ -68,14 +72,23 @@ func (a *Agent) Core() *Core { return a.core }
 func (a *Agent) frame(frame []byte, from transport.Peer) {
 	// A malformed frame is counted by the core and dropped; there is no
 	// one to return the error to.
-	_ = a.core.Step(a.clock(), frame, from)
+	_ = a.core.Step(a.read(), frame, from)
+}
+
+// read returns this iteration's clock reading, taking it on first use.
+func (a *Agent) read() Time {
+	if !a.fresh {
+		a.now = a.clock()
+		a.fresh = true
+	}
+	return a.now
 }
 
 // Run serves until ctx ends or the transport fails. It returns ctx.Err()
 // on cancellation.
 func (a *Agent) Run(ctx context.Context) error {
-	a.core.Flush(a.clock())
-	lastSnap := time.Now()
+	a.core.Flush(a.read())
+	lastSnap := a.now.Mono
 	got := 0
 	for {
 		if err := ctx.Err(); err != nil {
@@ -83,19 +96,20 @@ func (a *Agent) Run(ctx context.Context) error {
 			return err
 		}
 		var err error
+		a.fresh = false
 		if got, err = a.srv.Poll(a.onFrame, a.idle.Wait(got, a.wait)); err != nil {
 			a.snapshot()
 			return err
 		}
-		now := a.clock()
+		now := a.read()
 		a.core.Flush(now)
 		a.core.Tick(now)
 		if err := a.srv.Flush(); err != nil {
 			a.snapshot()
 			return err
 		}
-		if t := time.Now(); t.Sub(lastSnap) > 50*time.Millisecond {
-			lastSnap = t
+		if now.Mono-lastSnap > int64(50*time.Millisecond) {
+			lastSnap = now.Mono
 			a.snapshot()
 		}
 	}

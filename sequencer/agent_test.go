@@ -20,7 +20,7 @@ func TestAgent_SequencesOverMem(t *testing.T) {
 	}
 	cfg := testConfig()
 	var clock int64
-	a, err := NewAgent(cfg, net.Server(), func() int64 { clock += 1000; return clock })
+	a, err := NewAgent(cfg, net.Server(), func() Time { clock += 1000; return at(clock) })
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -88,12 +88,12 @@ func TestAgent_SessionStartsAtTheClock(t *testing.T) {
 	}
 	cfg := DefaultConfig()
 	cfg.Session = 3
-	const at = int64(1_700_000_000_000_000_000)
-	a, err := NewAgent(cfg, net.Server(), func() int64 { return at })
+	const wall = int64(1_700_000_000_000_000_000)
+	a, err := NewAgent(cfg, net.Server(), func() Time { return Time{Mono: 5, Wall: wall} })
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got := a.Core().LastTime(); got != at {
-		t.Fatalf("sequencer time %d after NewAgent, want the clock's %d", got, at)
+	if got := a.Core().LastTime(); got != wall {
+		t.Fatalf("sequencer time %d after NewAgent, want the clock's %d", got, wall)
 	}
 }

@@ -80,11 +80,11 @@ func BenchmarkCoreStep(b *testing.B) {
 				start := time.Now()
 				b.ResetTimer()
 				for i := 0; i < b.N; i++ {
-					if err := c.Step(int64(i), f.next(), 1); err != nil {
+					if err := c.Step(at(int64(i)), f.next(), 1); err != nil {
 						b.Fatal(err)
 					}
 				}
-				c.Flush(int64(b.N))
+				c.Flush(at(int64(b.N)))
 				elapsed := time.Since(start).Seconds()
 				if got := c.Stats().Commands; got != uint64(b.N*batch) {
 					b.Fatalf("sequenced %d of %d commands", got, b.N*batch)
@@ -103,14 +103,14 @@ func BenchmarkCoreNak(b *testing.B) {
 	c, _ := New(cfg, sink)
 	f := newBatchFrame(b, 8, 64)
 	for i := 0; i < 10000; i++ {
-		_ = c.Step(int64(i), f.next(), 1)
+		_ = c.Step(at(int64(i)), f.next(), 1)
 	}
-	c.Flush(0)
+	c.Flush(at(0))
 	nak := nakFrame(b, testSession, c.Published()-500, c.Published()-400, 0)
 	b.ReportAllocs()
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {
-		if err := c.Step(0, nak, 1); err != nil {
+		if err := c.Step(at(0), nak, 1); err != nil {
 			b.Fatal(err)
 		}
 	}
@@ -126,14 +126,14 @@ func TestCore_StepAllocatesNothing(t *testing.T) {
 		now := int64(0)
 		allocs := testing.AllocsPerRun(2000, func() {
 			now++
-			if err := c.Step(now, f.next(), 1); err != nil {
+			if err := c.Step(at(now), f.next(), 1); err != nil {
 				t.Fatal(err)
 			}
 			if now%16 == 0 {
-				c.Flush(now)
+				c.Flush(at(now))
 			}
 			if now%64 == 0 {
-				c.Tick(now + int64(time.Second))
+				c.Tick(at(now + int64(time.Second)))
 			}
 		})
 		if allocs != 0 {
@@ -155,7 +155,7 @@ func TestCore_NakAllocatesNothing(t *testing.T) {
 	for i := 0; i < 100; i++ {
 		mustStep(t, c, int64(i), f.next())
 	}
-	c.Flush(0)
+	c.Flush(at(0))
 	naks := [][]byte{
 		nakFrame(t, testSession, c.Published()-5, c.Published(), 0),   // retransmit
 		nakFrame(t, testSession, 1, 3, 0),                             // gone
@@ -164,7 +164,7 @@ func TestCore_NakAllocatesNothing(t *testing.T) {
 	for _, nak := range naks {
 		before := sink.packets
 		allocs := testing.AllocsPerRun(1000, func() {
-			if err := c.Step(0, nak, 1); err != nil {
+			if err := c.Step(at(0), nak, 1); err != nil {
 				t.Fatal(err)
 			}
 		})

@@ -17,7 +17,8 @@ type Config struct {
 	// session (the core then starts with InternalSessionStart), cut+1 for a
 	// new epoch after failover.
 	FirstSeq uint64
-	// StartTime (ns) is the clock floor: sequencer time never goes below it,
+	// StartTime (ns) is the clock floor: sequencer time starts at the larger
+	// of it and the first wall reading, and advances from there,
 	// so a new primary carries on from the last timestamp of the old one.
 	StartTime int64
 	// MaxPacketBytes is the size limit of a stream packet (UDP payload).

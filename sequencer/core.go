@@ -41,6 +41,7 @@ type Stats struct {
 	Packets          uint64 // data packets published (first sends)
 	Messages         uint64 // sequence numbers assigned
 	TimersFired      uint64 // InternalTimer messages emitted
+	TimerSkipped     uint64 // periods of periodic timers skipped (sequencer time jumped past them)
 	ActivationSwitch uint64 // hot-hot switches by ActiveTimeout
 }
 
@@ -55,18 +56,26 @@ type Core struct {
 	// knows where the epoch begins.
 	epochStart uint64
 
-	now        int64  // sequencer clock: max of every input time and StartTime
+	// Clocks (see advance): mono drives every timeout; now is sequencer
+	// time, the stamp of records, which never goes back.
+	now         int64
+	mono        int64
+	clockSet    bool  // a reading was taken
+	anchorMono  int64 // mono at the last anchor
+	anchorStamp int64 // sequencer time at the last anchor
+
 	nextSeq    uint64 // next sequence number to assign
 	tail       uint64 // last seq with at least one published record
 	published  uint64 // last seq whose every byte has been published
 	stable     uint64
 	stableSent uint64 // stable carried by the last packet or heartbeat published
-	lastSend   int64  // sequencer time of the last publish (drives heartbeats)
+	lastSend   int64  // mono time of the last publish (drives heartbeats)
 
 	// The open packet is built in place in the ring region it will occupy.
 	w         wire.PacketWriter
 	open      bool
 	openInfo  PacketInfo // what the open packet holds (Count set at publish)
+	openedAt  int64      // mono time the open packet was started (FlushDelay)
 	partial   bool       // the open packet ends with a non-final fragment
 	emptyRoom int        // payload bytes one whole record can carry in an empty packet
 
@@ -91,7 +100,7 @@ type Core struct {
 	repairBucket tokenBucket // RetransmitBytesPerSecond
 	lastNakSeq   uint64      // FromSeq of the last NAK answered
 	lastNakPeer  transport.Peer
-	lastNakAt    int64
+	lastNakAt    int64 // mono
 	gone         wire.Gone
 	in           wire.Internal
 	tr           wire.TimerRequest
@@ -121,7 +130,6 @@ func New(cfg Config, sink Sink) (*Core, error) {
 		nextSeq:    cfg.FirstSeq,
 		tail:       cfg.FirstSeq - 1,
 		published:  cfg.FirstSeq - 1,
-		lastSend:   cfg.StartTime,
 		emptyRoom:  cfg.MaxPacketBytes - wire.PacketHeaderBytes - wire.RecordHeaderBytes,
 	}
 	// Whatever came before FirstSeq was made stable by the previous epoch's
@@ -147,20 +155,13 @@ func New(cfg Config, sink Sink) (*Core, error) {
 	return c, nil
 }
 
-// advance moves the sequencer clock to now unless that would move it back.
-func (c *Core) advance(now int64) {
-	if now > c.now {
-		c.now = now
-	}
-}
-
 // Step handles one frame from the network: a command frame or a NAK. A
 // malformed frame returns a sentinel error (wire's or this package's) and
 // changes nothing but the Malformed counter. Frames that are valid but
 // ignored (duplicates, another session, stale incarnation) return nil and
 // are counted. Records land in the open packet; full packets are published
 // at once, the rest by Flush.
-func (c *Core) Step(now int64, frame []byte, from transport.Peer) error {
+func (c *Core) Step(now Time, frame []byte, from transport.Peer) error {
 	k, err := wire.PeekKind(frame)
 	if err != nil {
 		c.stats.Malformed++
@@ -180,7 +181,7 @@ func (c *Core) Step(now int64, frame []byte, from transport.Peer) error {
 
 // Flush publishes the open packet. The shell calls it when its input is
 // drained, so a lone command is not held back waiting for company.
-func (c *Core) Flush(now int64) {
+func (c *Core) Flush(now Time) {
 	c.advance(now)
 	if c.open {
 		c.publishOpen()
@@ -192,7 +193,7 @@ func (c *Core) Flush(now int64) {
 // packet (when Tick added records or it is older than FlushDelay), and a
 // heartbeat when nothing was published for HeartbeatInterval or stable
 // moved since the last header went out.
-func (c *Core) Tick(now int64) {
+func (c *Core) Tick(now Time) {
 	c.advance(now)
 	before := c.nextSeq
 	if c.cfg.ActiveTimeout > 0 {
@@ -200,10 +201,10 @@ func (c *Core) Tick(now int64) {
 	}
 	c.fireTimers()
 	c.tickFlow()
-	if c.open && (c.nextSeq != before || c.now-c.w.BaseTime() >= int64(c.cfg.FlushDelay)) {
+	if c.open && (c.nextSeq != before || c.mono-c.openedAt >= int64(c.cfg.FlushDelay)) {
 		c.publishOpen()
 	}
-	if !c.open && (c.now-c.lastSend >= int64(c.cfg.HeartbeatInterval) || c.stable != c.stableSent) {
+	if !c.open && (c.mono-c.lastSend >= int64(c.cfg.HeartbeatInterval) || c.stable != c.stableSent) {
 		c.heartbeat()
 	}
 }
@@ -212,7 +213,7 @@ func (c *Core) Tick(now int64) {
 // (FlagInternal|FlagSeqGen, record account/instance/cmdSeq zero) and
 // returns its seq. m.Epoch is replaced by the core's epoch. Like Step, it
 // leaves the record in the open packet for Flush.
-func (c *Core) Emit(now int64, m *wire.Internal) uint64 {
+func (c *Core) Emit(now Time, m *wire.Internal) uint64 {
 	c.advance(now)
 	c.in = *m
 	return c.emitInternal(wire.FlagInternal|wire.FlagSeqGen, 0, 0, 0)
@@ -234,7 +235,7 @@ func (c *Core) SetStable(seq uint64) {
 // NextSeq is the sequence number the next message will get.
 func (c *Core) NextSeq() uint64 { return c.nextSeq }
 
-// LastTime is the sequencer clock: the latest time sequenced or seen.
+// LastTime is sequencer time: the stamp the next record gets (see Time).
 func (c *Core) LastTime() int64 { return c.now }
 
 // Stable is the stable seq the next header will carry.

@@ -26,10 +26,10 @@ func TestCore_StartsWithSessionAndEpochStart(t *testing.T) {
 			cfg.Epoch = 3
 			cfg.StartTime = 5000
 			c, sink := newCore(t, cfg)
-			if err := c.Step(6000, frame(t, acctA, 1, 0, cmd(1, "x")), 1); err != nil {
+			if err := c.Step(at(6000), frame(t, acctA, 1, 0, cmd(1, "x")), 1); err != nil {
 				t.Fatal(err)
 			}
-			c.Flush(6000)
+			c.Flush(at(6000))
 			ms := decodeStream(t, sink.published, cfg.MaxPacketBytes)
 			if ms[0].Seq != tt.firstSeq {
 				t.Fatalf("first seq %d, want %d", ms[0].Seq, tt.firstSeq)
@@ -118,11 +118,11 @@ func TestCore_Dedupe(t *testing.T) {
 			cfg := testConfig()
 			c, sink := newCore(t, cfg)
 			for i, f := range tt.frames {
-				if err := c.Step(int64(i+1)*1000, frame(t, acctA, 1, f.incarnation, f.cmds...), 1); err != nil {
+				if err := c.Step(at(int64(i+1)*1000), frame(t, acctA, 1, f.incarnation, f.cmds...), 1); err != nil {
 					t.Fatalf("frame %d: %v", i, err)
 				}
 			}
-			c.Flush(0)
+			c.Flush(at(0))
 			ms := decodeStream(t, sink.published, cfg.MaxPacketBytes)
 			if got := commands(ms); !slices.Equal(got, tt.want) {
 				t.Fatalf("stream %q, want %q", got, tt.want)
@@ -156,7 +156,7 @@ func TestCore_Dedupe(t *testing.T) {
 func TestCore_IncarnationBeforeCommands(t *testing.T) {
 	c, sink := newCore(t, testConfig())
 	mustStep(t, c, 1, frame(t, acctA, 2, 9, cmd(1, "x")))
-	c.Flush(1)
+	c.Flush(at(1))
 	ms := decodeStream(t, sink.published, 1472)
 	// session, epoch, activated, incarnation, x
 	if len(ms) != 5 {
@@ -173,33 +173,52 @@ func TestCore_IncarnationBeforeCommands(t *testing.T) {
 
 func mustStep(t testing.TB, c *Core, now int64, f []byte) {
 	t.Helper()
-	if err := c.Step(now, f, 1); err != nil {
+	if err := c.Step(at(now), f, 1); err != nil {
 		t.Fatalf("Step: %v", err)
 	}
 }
 
+// TestCore_TimeNeverDecreases: sequencer time starts at the larger of
+// StartTime and the wall clock, follows the wall forward, and when the wall
+// steps back keeps advancing from where it was at the monotonic rate.
 func TestCore_TimeNeverDecreases(t *testing.T) {
 	cfg := testConfig()
 	cfg.StartTime = 1000
 	c, sink := newCore(t, cfg)
-	nows := []int64{500, 2000, 1500, 1500, 3000, 0, 2999}
-	for i, now := range nows {
-		mustStep(t, c, now, frame(t, acctA, 1, 0, cmd(uint64(i+1), "m")))
-		c.Flush(now)
+	readings := []struct {
+		now  Time
+		want int64
+	}{
+		{Time{Mono: 500, Wall: 500}, 1000},     // the floor; anchored there
+		{Time{Mono: 2000, Wall: 2000}, 2500},   // 1000 + 1500 of mono: ahead of the wall
+		{Time{Mono: 2100, Wall: 1500}, 2600},   // the wall steps back: mono goes on
+		{Time{Mono: 2100, Wall: 1500}, 2600},   // no time passed
+		{Time{Mono: 3000, Wall: 9000}, 9000},   // the wall steps forward: so do stamps
+		{Time{Mono: 3100, Wall: 0}, 9100},      // far back
+		{Time{Mono: 3000, Wall: 2999}, 9100},   // mono going back counts as no time
+		{Time{Mono: 4000, Wall: 10000}, 10000}, // the wall caught up: it leads again
+	}
+	for i, r := range readings {
+		if err := c.Step(r.now, frame(t, acctA, 1, 0, cmd(uint64(i+1), "m")), 1); err != nil {
+			t.Fatal(err)
+		}
+		c.Flush(r.now)
 	}
 	ms := decodeStream(t, sink.published, cfg.MaxPacketBytes)
-	var times []int64
+	var times, want []int64
 	for _, m := range ms {
 		if m.Internal == nil {
 			times = append(times, m.Time)
 		}
 	}
-	want := []int64{1000, 2000, 2000, 2000, 3000, 3000, 3000}
+	for _, r := range readings {
+		want = append(want, r.want)
+	}
 	if !slices.Equal(times, want) {
 		t.Fatalf("record times %v, want %v", times, want)
 	}
-	if c.LastTime() != 3000 {
-		t.Fatalf("LastTime %d, want 3000", c.LastTime())
+	if c.LastTime() != 10000 {
+		t.Fatalf("LastTime %d, want 10000", c.LastTime())
 	}
 }
 
@@ -207,7 +226,7 @@ func TestCore_TimeDeltaOverflowStartsNewPacket(t *testing.T) {
 	c, sink := newCore(t, testConfig())
 	mustStep(t, c, 10, frame(t, acctA, 1, 0, cmd(1, "a")))
 	mustStep(t, c, 10+1<<32, frame(t, acctA, 1, 0, cmd(2, "b")))
-	c.Flush(0)
+	c.Flush(at(0))
 	if len(sink.published) != 2 {
 		t.Fatalf("%d packets, want 2 (delta would overflow u32)", len(sink.published))
 	}
@@ -237,7 +256,7 @@ func TestCore_Batching(t *testing.T) {
 				}
 				mustStep(t, c, int64(f), frame(t, acctA, 1, 0, cmds...))
 			}
-			c.Flush(n)
+			c.Flush(at(n))
 			ms := decodeStream(t, sink.published, maxBytes)
 			if got := commands(ms); !slices.Equal(got, want) {
 				t.Fatalf("stream differs from input (%d vs %d messages)", len(got), len(want))
@@ -275,13 +294,13 @@ func TestCore_HeartbeatWhenIdle(t *testing.T) {
 	c, sink := newCore(t, cfg)
 	ms := int64(time.Millisecond)
 	mustStep(t, c, 1*ms, frame(t, acctA, 1, 0, cmd(1, "a")))
-	c.Flush(1 * ms)
+	c.Flush(at(1 * ms))
 	npk := len(sink.published)
-	c.Tick(5 * ms) // published 4ms ago: no heartbeat yet
+	c.Tick(at(5 * ms)) // published 4ms ago: no heartbeat yet
 	if len(sink.published) != npk {
 		t.Fatalf("heartbeat before HeartbeatInterval")
 	}
-	c.Tick(11 * ms)
+	c.Tick(at(11 * ms))
 	if len(sink.published) != npk+1 {
 		t.Fatalf("no heartbeat after HeartbeatInterval idle")
 	}
@@ -292,11 +311,11 @@ func TestCore_HeartbeatWhenIdle(t *testing.T) {
 	if p.Kind != wire.KindHeartbeat || p.FirstSeq != c.NextSeq() || p.FirstSeq != 5 || p.Stable != 4 || p.BaseTime != 11*ms {
 		t.Fatalf("heartbeat %+v, want next seq 5, stable 4, time %d", p, 11*ms)
 	}
-	c.Tick(15 * ms)
+	c.Tick(at(15 * ms))
 	if len(sink.published) != npk+1 {
 		t.Fatalf("second heartbeat within HeartbeatInterval")
 	}
-	c.Tick(21 * ms)
+	c.Tick(at(21 * ms))
 	if len(sink.published) != npk+2 || c.Stats().Heartbeats != 2 {
 		t.Fatalf("want a heartbeat every interval; stats %+v", c.Stats())
 	}
@@ -307,11 +326,11 @@ func TestCore_TickFlushesOldOpenPacket(t *testing.T) {
 	cfg.FlushDelay = time.Millisecond
 	c, sink := newCore(t, cfg)
 	mustStep(t, c, 0, frame(t, acctA, 1, 0, cmd(1, "a")))
-	c.Tick(int64(time.Millisecond) / 2)
+	c.Tick(at(int64(time.Millisecond) / 2))
 	if len(sink.published) != 0 {
 		t.Fatal("Tick published a packet younger than FlushDelay")
 	}
-	c.Tick(int64(time.Millisecond))
+	c.Tick(at(int64(time.Millisecond)))
 	if got := commands(decodeStream(t, sink.published, 1472)); !slices.Equal(got, []string{"a"}) {
 		t.Fatalf("after FlushDelay: %q", got)
 	}
@@ -322,7 +341,7 @@ func TestCore_StableNotStandalone(t *testing.T) {
 	cfg.Standalone = false
 	c, sink := newCore(t, cfg)
 	mustStep(t, c, 0, frame(t, acctA, 1, 0, cmd(1, "a"), cmd(2, "b")))
-	c.Flush(0)
+	c.Flush(at(0))
 	var p wire.Packet
 	if err := wire.DecodePacket(sink.published[0], &p); err != nil {
 		t.Fatal(err)
@@ -334,7 +353,7 @@ func TestCore_StableNotStandalone(t *testing.T) {
 	if c.Stable() != c.Published() || c.Published() != 5 {
 		t.Fatalf("stable %d published %d", c.Stable(), c.Published())
 	}
-	c.Tick(1) // stable moved: a heartbeat carries it at once
+	c.Tick(at(1)) // stable moved: a heartbeat carries it at once
 	last := sink.published[len(sink.published)-1]
 	if err := wire.DecodePacket(last, &p); err != nil {
 		t.Fatal(err)
@@ -350,8 +369,8 @@ func TestCore_StableNotStandalone(t *testing.T) {
 
 func TestCore_Emit(t *testing.T) {
 	c, sink := newCore(t, testConfig())
-	seq := c.Emit(42, &wire.Internal{Type: wire.InternalForcePassive, Account: acctB, Instance: 3})
-	c.Flush(42)
+	seq := c.Emit(at(42), &wire.Internal{Type: wire.InternalForcePassive, Account: acctB, Instance: 3})
+	c.Flush(at(42))
 	ms := decodeStream(t, sink.published, 1472)
 	last := ms[len(ms)-1]
 	if seq != 3 || last.Seq != 3 || last.Internal.Type != wire.InternalForcePassive || last.Flags != wire.FlagInternal|wire.FlagSeqGen || last.Time != 42 {
@@ -366,10 +385,10 @@ func TestCore_WrongSessionIgnored(t *testing.T) {
 	_ = w.Reset(buf, acctA, 1, 0, testSession+1)
 	c1 := cmd(1, "a")
 	_ = w.Append(&c1)
-	if err := c.Step(0, w.Bytes(), 1); err != nil {
+	if err := c.Step(at(0), w.Bytes(), 1); err != nil {
 		t.Fatal(err)
 	}
-	c.Flush(0)
+	c.Flush(at(0))
 	if got := commands(decodeStream(t, sink.published, 1472)); len(got) != 0 || c.Stats().WrongSession != 1 {
 		t.Fatalf("frame of another session sequenced: %q, stats %+v", got, c.Stats())
 	}
@@ -381,7 +400,7 @@ func TestCore_TooManySenders(t *testing.T) {
 	c, _ := newCore(t, cfg)
 	mustStep(t, c, 0, frame(t, acctA, 1, 0, cmd(1, "a")))
 	mustStep(t, c, 0, frame(t, acctA, 2, 0, cmd(1, "a")))
-	err := c.Step(0, frame(t, acctB, 1, 0, cmd(1, "a")), 1)
+	err := c.Step(at(0), frame(t, acctB, 1, 0, cmd(1, "a")), 1)
 	if !errors.Is(err, ErrTooManySenders) || err.Error() != "sequencer: sender table full" {
 		t.Fatalf("third sender: %v", err)
 	}
@@ -432,7 +451,7 @@ func TestCore_MalformedFrames(t *testing.T) {
 			}
 			c, sink := newCore(t, cfg)
 			next := c.NextSeq()
-			err := c.Step(100, tt.frame, 1)
+			err := c.Step(at(100), tt.frame, 1)
 			if !errors.Is(err, tt.want) {
 				t.Fatalf("Step: %v, want %v", err, tt.want)
 			}
@@ -441,7 +460,7 @@ func TestCore_MalformedFrames(t *testing.T) {
 			}
 			// The same sender's valid command still goes through as cmdSeq 1.
 			mustStep(t, c, 100, good)
-			c.Flush(100)
+			c.Flush(at(100))
 			if got := commands(decodeStream(t, sink.published, cfg.MaxPacketBytes)); !slices.Equal(got, []string{"hello"}) {
 				t.Fatalf("after a malformed frame: %q", got)
 			}

@@ -11,13 +11,27 @@
 // arrives through Step(now, frame, from) (a command frame or a NAK),
 // Flush(now) (the shell's input is drained), Tick(now) (time passed) and
 // Emit(now, m) (an internal message from the cluster layer); time is always
-// passed in, so the simulator can drive a Core step by step. Output goes to
+// passed in (a Time: one reading of a monotonic and a wall clock), so the
+// simulator can drive a Core step by step. Output goes to
 // a Sink, synchronously: Publish for stream packets (to everyone), SendTo
 // for unicast replies (retransmits, Gone). A packet handed to the sink is a
 // view of the retransmit ring, valid only during the call.
 //
-// Sequencer time is max(every now seen, Config.StartTime). All commands of
-// one frame share one reading.
+// # Time
+//
+// Every timeout (heartbeats, flush delay, repair pacing, the multicast
+// repair window, hot-hot activity) runs on Time.Mono, so a wall clock step
+// changes none of them. The wall clock only stamps: sequencer time, the
+// stamp of every record and header, is max(last stamp, wall, stamp at the
+// last anchor + monotonic time since), starting from Config.StartTime. It
+// never goes back; when the wall steps back it keeps advancing at the
+// monotonic rate (ahead of the wall until the wall catches up); when the
+// wall steps forward it jumps with it. Centralized timers run on sequencer
+// time, since every node must see them fire at the same point of the
+// stream: after a forward jump a periodic timer fires once and resumes at
+// the next period after now, the periods in between counted in
+// Stats.TimerSkipped. All commands of one frame share one reading; the
+// Agent reads its clock once per poll batch.
 //
 // # Output order
 //

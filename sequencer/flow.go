@@ -30,7 +30,7 @@ type receiverEntry struct {
 	peer        transport.Peer // tells anonymous receivers (tails) apart
 	contiguous  uint64
 	delivered   uint64
-	heard       int64 // Core time of the last report
+	heard       int64 // mono time of the last report
 }
 
 func (e *receiverEntry) matters() bool { return e.flags&wire.StatusReadOnly == 0 }
@@ -45,13 +45,13 @@ type flowTable struct {
 	// no limit (no such receiver).
 	limitPos uint64
 	slowest  uint64 // its contiguous seq (for Stats)
-	updated  int64  // Core time of the last updateFlowLimit
+	updated  int64  // mono time of the last updateFlowLimit
 }
 
 func (t *flowTable) init(capacity int) { t.list = make([]receiverEntry, 0, capacity) }
 
 // stepStatus records a receiver's position report.
-func (c *Core) stepStatus(now int64, frame []byte, from transport.Peer) error {
+func (c *Core) stepStatus(now Time, frame []byte, from transport.Peer) error {
 	s := &c.status
 	if err := wire.DecodeStatus(frame, s); err != nil {
 		c.stats.Malformed++
@@ -72,12 +72,12 @@ func (c *Core) stepStatus(now int64, frame []byte, from transport.Peer) error {
 	t := &c.flow
 	e := t.find(s, from)
 	if e == nil {
-		e = t.add(c.now)
+		e = t.add()
 	}
 	e.account, e.instance, e.flags, e.incarnation, e.peer = s.Account, s.Instance, s.Flags, s.Incarnation, from
 	e.contiguous = max(e.contiguous, s.Contiguous)
 	e.delivered = max(e.delivered, s.Delivered)
-	e.heard = c.now
+	e.heard = c.mono
 	c.updateFlowLimit()
 	return nil
 }
@@ -98,7 +98,7 @@ func (t *flowTable) find(s *wire.Status, from transport.Peer) *receiverEntry {
 
 // add returns a fresh entry, forgetting the least recently heard receiver
 // when the table is full.
-func (t *flowTable) add(now int64) *receiverEntry {
+func (t *flowTable) add() *receiverEntry {
 	if len(t.list) < cap(t.list) {
 		t.list = append(t.list, receiverEntry{})
 		return &t.list[len(t.list)-1]
@@ -120,14 +120,14 @@ func (t *flowTable) add(now int64) *receiverEntry {
 // heard for FlowReceiverTimeout.
 func (c *Core) updateFlowLimit() {
 	t := &c.flow
-	t.limitPos, t.slowest, t.updated = 0, 0, c.now
+	t.limitPos, t.slowest, t.updated = 0, 0, c.mono
 	if c.cfg.FlowWindowPercent == 0 {
 		return
 	}
 	found := false
 	for i := range t.list {
 		e := &t.list[i]
-		if !e.matters() || c.now-e.heard > int64(c.cfg.FlowReceiverTimeout) || e.contiguous >= c.tail {
+		if !e.matters() || c.mono-e.heard > int64(c.cfg.FlowReceiverTimeout) || e.contiguous >= c.tail {
 			continue
 		}
 		if !found || e.contiguous < t.slowest {
@@ -147,7 +147,7 @@ func (c *Core) updateFlowLimit() {
 // tickFlow lets a receiver that went silent stop holding the stream back
 // (a few times per FlowReceiverTimeout, not on every Tick).
 func (c *Core) tickFlow() {
-	if c.flow.limitPos != 0 && c.now-c.flow.updated >= int64(c.cfg.FlowReceiverTimeout)/8 {
+	if c.flow.limitPos != 0 && c.mono-c.flow.updated >= int64(c.cfg.FlowReceiverTimeout)/8 {
 		c.updateFlowLimit()
 	}
 }
@@ -182,7 +182,7 @@ func (c *Core) Receivers(dst []ReceiverLag) []ReceiverLag {
 		dst = append(dst, ReceiverLag{
 			Account: e.account, Instance: e.instance, Incarnation: e.incarnation,
 			ReadOnly: !e.matters(), Contiguous: e.contiguous, Delivered: e.delivered,
-			Lag: lag, SilentNs: c.now - e.heard,
+			Lag: lag, SilentNs: c.mono - e.heard,
 		})
 	}
 	return dst

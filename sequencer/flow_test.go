@@ -39,10 +39,10 @@ type flowFeed struct {
 func (f *flowFeed) send(t testing.TB) {
 	t.Helper()
 	f.now += int64(time.Microsecond)
-	if err := f.c.Step(f.now, frame(t, acctA, 1, 0, cmd(f.seq+1, strings.Repeat("a", 200))), 1); err != nil {
+	if err := f.c.Step(at(f.now), frame(t, acctA, 1, 0, cmd(f.seq+1, strings.Repeat("a", 200))), 1); err != nil {
 		t.Fatal(err)
 	}
-	f.c.Flush(f.now)
+	f.c.Flush(at(f.now))
 	if f.c.Stats().FlowPaused == 0 {
 		f.seq++
 	}
@@ -50,7 +50,7 @@ func (f *flowFeed) send(t testing.TB) {
 
 func (f *flowFeed) status(t testing.TB, acct wire.Account, flags uint16, contiguous uint64, from transport.Peer) {
 	t.Helper()
-	if err := f.c.Step(f.now, statusFrame(t, acct, flags, contiguous), from); err != nil {
+	if err := f.c.Step(at(f.now), statusFrame(t, acct, flags, contiguous), from); err != nil {
 		t.Fatal(err)
 	}
 }
@@ -135,10 +135,10 @@ func TestCore_FlowControlForgetsSilentReceivers(t *testing.T) {
 	tail := c.Published()
 	for step := 0; step < 20; step++ {
 		f.now += int64(10 * time.Millisecond)
-		c.Tick(f.now)
+		c.Tick(at(f.now))
 	}
 	f.send(t)
-	f.c.Flush(f.now)
+	f.c.Flush(at(f.now))
 	if c.Published() <= tail {
 		t.Fatalf("stream still paused 200ms after the receiver's last report (timeout 100ms); stats %+v", c.Stats())
 	}
@@ -171,7 +171,7 @@ func TestCore_ReceiverTableBounded(t *testing.T) {
 	f.send(t)
 	for i := 0; i < 10000; i++ {
 		f.now += int64(time.Microsecond)
-		if err := c.Step(f.now, statusFrame(t, 0, wire.StatusReadOnly, 1), transport.Peer(100+i)); err != nil {
+		if err := c.Step(at(f.now), statusFrame(t, 0, wire.StatusReadOnly, 1), transport.Peer(100+i)); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -204,7 +204,7 @@ func TestCore_StatusAllocatesNothing(t *testing.T) {
 	f.send(t)
 	st := statusFrame(t, acctB, 0, 1)
 	if a := testing.AllocsPerRun(1000, func() {
-		if err := c.Step(f.now, st, 2); err != nil {
+		if err := c.Step(at(f.now), st, 2); err != nil {
 			t.Fatal(err)
 		}
 	}); a != 0 {

@@ -48,7 +48,7 @@ func TestCore_FragmentReassembly16MiB(t *testing.T) {
 			mustStep(t, c, 2, frames[i])
 		}
 	}
-	c.Flush(2)
+	c.Flush(at(2))
 	if got := commands(decodeStream(t, sink.published, cfg.MaxPacketBytes)); len(got) != 1 {
 		t.Fatalf("sequenced %d commands before the last fragment arrived", len(got))
 	}
@@ -61,7 +61,7 @@ func TestCore_FragmentReassembly16MiB(t *testing.T) {
 	}
 	p.Next(&fc)
 	mustStep(t, c, 3, frame(t, acctA, 1, 0, fc, cmd(3, "after")))
-	c.Flush(3)
+	c.Flush(at(3))
 
 	ms := decodeStream(t, sink.published, cfg.MaxPacketBytes)
 	got := commands(ms)
@@ -110,7 +110,7 @@ func TestCore_FragmentTotalMismatchDropped(t *testing.T) {
 	mustStep(t, c, 0, f(6, 0, "abc"))
 	mustStep(t, c, 0, f(9, 3, "def")) // disagrees with the reassembly in progress
 	mustStep(t, c, 0, f(6, 3, "def"))
-	c.Flush(0)
+	c.Flush(at(0))
 	if got := commands(decodeStream(t, sink.published, 1472)); len(got) != 1 || got[0] != "abcdef" {
 		t.Fatalf("stream %q", got)
 	}
@@ -198,7 +198,7 @@ func TestCore_ReassemblyMemoryIsBounded(t *testing.T) {
 	for _, f := range fb { // A's buffer was released: B now fits
 		mustStep(t, c, 4, f)
 	}
-	c.Flush(5)
+	c.Flush(at(5))
 	var got [][]byte
 	for _, m := range decodeStream(t, sink.published, cfg.MaxPacketBytes) {
 		if m.Internal == nil {

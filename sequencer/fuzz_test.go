@@ -55,18 +55,18 @@ func FuzzCoreStep(f *testing.F) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if err := c.Step(1, frame(t, acctA, 1, 0, cmd(1, "seed")), 1); err != nil {
+		if err := c.Step(at(1), frame(t, acctA, 1, 0, cmd(1, "seed")), 1); err != nil {
 			t.Fatal(err)
 		}
-		c.Flush(1)
+		c.Flush(at(1))
 		for i, fr := range [][]byte{a, b} {
 			next := c.NextSeq()
-			if err := c.Step(int64(2+i), fr, 1); err != nil && c.NextSeq() != next {
+			if err := c.Step(at(int64(2+i)), fr, 1); err != nil && c.NextSeq() != next {
 				t.Fatalf("frame %d rejected (%v) but sequence advanced", i, err)
 			}
 		}
-		c.Tick(100)
-		c.Flush(100)
-		c.Tick(1000)
+		c.Tick(at(100))
+		c.Flush(at(100))
+		c.Tick(at(1000))
 	})
 }

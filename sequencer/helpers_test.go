@@ -185,3 +185,6 @@ func internals(ms []msg) []wire.InternalType {
 	}
 	return out
 }
+
+// at is a reading of a clock whose wall time equals its monotonic time.
+func at(ns int64) Time { return Time{Mono: ns, Wall: ns} }

@@ -81,6 +81,7 @@ func (c *Core) appendFragments(flags uint8, payload []byte) {
 func (c *Core) startPacket() {
 	buf := c.ring.claim(c.cfg.MaxPacketBytes)
 	c.openInfo = PacketInfo{FirstSeq: c.nextSeq}
+	c.openedAt = c.mono
 	if err := c.w.Reset(buf, wire.KindData, c.epoch, c.session, c.nextSeq, c.now, c.epochStart); err != nil {
 		panic("sequencer: ring slot smaller than a packet header: " + err.Error())
 	}
@@ -104,7 +105,7 @@ func (c *Core) publishOpen() {
 	}
 	wire.SetStable(pkt, c.stable)
 	c.stableSent = c.stable
-	c.lastSend = c.now
+	c.lastSend = c.mono
 	c.open = false
 	c.partial = false
 	c.stats.Packets++
@@ -118,7 +119,7 @@ func (c *Core) heartbeat() {
 		panic("sequencer: heartbeat buffer too small: " + err.Error())
 	}
 	c.stableSent = c.stable
-	c.lastSend = c.now
+	c.lastSend = c.mono
 	c.stats.Heartbeats++
 	c.sink.Publish(pkt)
 }

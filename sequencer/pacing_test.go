@@ -21,7 +21,7 @@ func TestCore_RepairAfterLongIdle(t *testing.T) {
 				for i := 1; i <= 40; i++ {
 					mustStep(t, c, int64(i), frame(t, acctA, 1, 0, cmd(uint64(i), strings.Repeat("y", 150))))
 				}
-				c.Flush(100)
+				c.Flush(at(100))
 				// Drain the bucket: answer NAKs until one is throttled.
 				for i := 0; c.Stats().Throttled == 0; i++ {
 					if i > 1_000_000 {

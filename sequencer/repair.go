@@ -19,7 +19,7 @@ type repairState struct {
 // packet; skipping fragments of FromSeq the receiver already holds), or Gone
 // when FromSeq has left the store. The policy sits above RetransmitStore so
 // that any store answers the same way.
-func (c *Core) stepNak(now int64, frame []byte, from transport.Peer) error {
+func (c *Core) stepNak(now Time, frame []byte, from transport.Peer) error {
 	n := &c.nak
 	if err := wire.DecodeNak(frame, n); err != nil {
 		c.stats.Malformed++
@@ -54,9 +54,9 @@ func (c *Core) stepNak(now int64, frame []byte, from transport.Peer) error {
 	// the loss was shared (a switch, a slow host): one multicast answer
 	// serves them all, and their pending NAKs are cancelled when it lands.
 	multicast := c.cfg.MulticastRepairWindow > 0 && n.FromSeq == c.lastNakSeq &&
-		from != c.lastNakPeer && c.now-c.lastNakAt < int64(c.cfg.MulticastRepairWindow)
-	c.lastNakSeq, c.lastNakPeer, c.lastNakAt = n.FromSeq, from, c.now
-	c.repairBucket.refill(c.now)
+		from != c.lastNakPeer && c.mono-c.lastNakAt < int64(c.cfg.MulticastRepairWindow)
+	c.lastNakSeq, c.lastNakPeer, c.lastNakAt = n.FromSeq, from, c.mono
+	c.repairBucket.refill(c.mono)
 	c.repair = repairState{to: from, multicast: multicast}
 	c.store.Range(n.FromSeq, n.ToSeq, c.onRepair)
 	if multicast && c.repair.sent > 0 {

@@ -92,7 +92,7 @@ func TestCore_RingRetainsMessagesNotSlots(t *testing.T) {
 	payload := strings.Repeat("m", 256)
 	for i := 1; i <= 2000; i++ {
 		mustStep(t, c, int64(i), frame(t, acctA, 1, 0, cmd(uint64(i), payload)))
-		c.Flush(int64(i))
+		c.Flush(at(int64(i)))
 	}
 	oldest, _ := c.ring.Oldest()
 	if held := c.ring.next - c.ring.first; held < 2000 || oldest.FirstSeq > 3 {
@@ -116,7 +116,7 @@ func TestNew_RingAllocatesLazily(t *testing.T) {
 	runtime.ReadMemStats(&before)
 	c, _ := newCore(t, cfg)
 	mustStep(t, c, 1, frame(t, acctA, 1, 0, cmd(1, "x")))
-	c.Flush(2)
+	c.Flush(at(2))
 	runtime.ReadMemStats(&after)
 	if got := after.TotalAlloc - before.TotalAlloc; got > 16<<20 {
 		t.Fatalf("New and one packet allocated %d MiB, want at most 16", got>>20)
@@ -138,7 +138,7 @@ func TestCore_StepAllocatesNothingOnceWrapped(t *testing.T) {
 	}
 	allocs := testing.AllocsPerRun(5000, func() {
 		now++
-		if err := c.Step(now, f.next(), 1); err != nil {
+		if err := c.Step(at(now), f.next(), 1); err != nil {
 			t.Fatal(err)
 		}
 	})

@@ -125,7 +125,7 @@ func TestCore_NakRetransmits(t *testing.T) {
 			cfg.RingBytes = tt.ring
 			cfg.NakAnswerBytes = tt.limit
 			c, sink := newCore(t, cfg)
-			c.Flush(0) // session start, epoch start: seqs 1, 2
+			c.Flush(at(0)) // session start, epoch start: seqs 1, 2
 			for i := 1; i <= tt.commands; i++ {
 				p := strings.Repeat(string(rune('a'+i%26)), 100)
 				if tt.big && i == 6 {
@@ -133,7 +133,7 @@ func TestCore_NakRetransmits(t *testing.T) {
 				}
 				mustStep(t, c, int64(i), frame(t, acctA, 1, 0, cmd(uint64(i), p)))
 			}
-			c.Flush(100)
+			c.Flush(at(100))
 			session := uint64(testSession)
 			if tt.nak.session != 0 {
 				session = tt.nak.session
@@ -144,7 +144,7 @@ func TestCore_NakRetransmits(t *testing.T) {
 				o, _ := c.ring.Oldest()
 				tt.nak.from = o.FirstSeq
 			}
-			if err := c.Step(200, nakFrame(t, session, tt.nak.from, tt.nak.to, tt.nak.fromOffset), peer); err != nil {
+			if err := c.Step(at(200), nakFrame(t, session, tt.nak.from, tt.nak.to, tt.nak.fromOffset), peer); err != nil {
 				t.Fatal(err)
 			}
 			st := c.Stats()
@@ -193,7 +193,7 @@ func TestCore_NakRateLimitResume(t *testing.T) {
 	for i := 1; i <= 30; i++ {
 		mustStep(t, c, int64(i), frame(t, acctA, 1, 0, cmd(uint64(i), strings.Repeat("x", 150))))
 	}
-	c.Flush(100)
+	c.Flush(at(100))
 	var got []uint64
 	from := uint64(1)
 	for rounds := 0; from <= c.Published(); rounds++ {
@@ -238,7 +238,7 @@ func TestCore_GoneBeforeFirstSeq(t *testing.T) {
 	if len(sink.sent) != 1 || wire.DecodeGone(sink.sent[0].pkt, &g) != nil || g.FromSeq != 10 || g.Oldest != 0 {
 		t.Fatalf("replies %d gone %+v", len(sink.sent), g)
 	}
-	c.Flush(0)
+	c.Flush(at(0))
 	mustStep(t, c, 0, nakFrame(t, testSession, 10, 20, 0))
 	if wire.DecodeGone(sink.sent[1].pkt, &g) != nil || g.Oldest != 50 {
 		t.Fatalf("gone %+v, want oldest 50", g)
@@ -257,7 +257,7 @@ func TestCore_NakBandwidthCap(t *testing.T) {
 	for i := 1; i <= 40; i++ {
 		mustStep(t, c, int64(i), frame(t, acctA, 1, 0, cmd(uint64(i), strings.Repeat("y", 150))))
 	}
-	c.Flush(100)
+	c.Flush(at(100))
 	mustStep(t, c, 1000, nakFrame(t, testSession, 1, c.Published(), 0))
 	first := len(sink.sent)
 	var bytes int
@@ -291,7 +291,7 @@ func TestCore_SharedLossRepairedByMulticast(t *testing.T) {
 	for i := 1; i <= 10; i++ {
 		mustStep(t, c, int64(i), frame(t, acctA, 1, 0, cmd(uint64(i), strings.Repeat("z", 150))))
 	}
-	c.Flush(100)
+	c.Flush(at(100))
 	published := len(sink.published)
 	stepFrom(t, c, 1000, nakFrame(t, testSession, 5, 6, 0), 1)
 	if len(sink.sent) == 0 || len(sink.published) != published {
@@ -316,7 +316,7 @@ func TestCore_SharedLossRepairedByMulticast(t *testing.T) {
 
 func stepFrom(t testing.TB, c *Core, now int64, f []byte, from transport.Peer) {
 	t.Helper()
-	if err := c.Step(now, f, from); err != nil {
+	if err := c.Step(at(now), f, from); err != nil {
 		t.Fatalf("Step: %v", err)
 	}
 }
@@ -327,9 +327,9 @@ func TestCore_NakForAHoleSendsOnlyTheHole(t *testing.T) {
 	cfg := testConfig()
 	cfg.MaxPacketBytes = 256
 	c, sink := newCore(t, cfg)
-	c.Flush(0)
+	c.Flush(at(0))
 	mustStep(t, c, 1, frame(t, acctA, 1, 0, cmd(1, strings.Repeat("B", 2000))))
-	c.Flush(100)
+	c.Flush(at(100))
 	var seq uint64
 	var offsets []uint32
 	for _, pkt := range sink.published {

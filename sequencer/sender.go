@@ -14,7 +14,7 @@ type sender struct {
 	acct        int32 // index in Core.accounts
 	incarnation uint64
 	lastCmdSeq  uint64
-	lastHeard   int64 // sequencer time of its last valid frame
+	lastHeard   int64 // mono time of its last valid frame (ActiveTimeout)
 	asm         assembly
 }
 
@@ -75,7 +75,7 @@ func (t *senderTable) insert(slot uint64, a wire.Account, instance uint8) int32 
 
 // stepCommand validates a command frame, then dedupes and sequences its
 // commands.
-func (c *Core) stepCommand(now int64, frame []byte) error {
+func (c *Core) stepCommand(now Time, frame []byte) error {
 	p := &c.cmd
 	if err := wire.DecodeCommand(frame, p); err != nil {
 		c.stats.Malformed++
@@ -109,7 +109,7 @@ func (c *Core) stepCommand(now int64, frame []byte) error {
 		return nil
 	}
 	c.advance(now)
-	s.lastHeard = c.now
+	s.lastHeard = c.mono
 	if isNew {
 		c.accounts.addInstance(c, s, idx)
 	}

@@ -150,10 +150,12 @@ func (c *Core) sequenceTimer(s *sender, cmd *wire.Command) {
 	c.stats.Commands++
 }
 
-// fireTimers emits InternalTimer for every timer due at the current time,
-// earliest first. A periodic timer is rescheduled to its next period after
-// now: periods missed while the sequencer was not ticking are coalesced
-// into one firing, like a ticker, so a stalled clock cannot flood the stream.
+// fireTimers emits InternalTimer for every timer due at the current
+// sequencer time, earliest first. A periodic timer is rescheduled to its
+// next period after now: periods missed while the sequencer was not
+// ticking, or jumped over when the wall clock stepped forward, are
+// coalesced into one firing (and counted in TimerSkipped), like a ticker,
+// so a clock step of a day cannot flood the stream with catch-up fires.
 func (c *Core) fireTimers() {
 	t := &c.timers
 	for len(t.heap) > 0 {
@@ -175,6 +177,7 @@ func (c *Core) fireTimers() {
 				continue
 			}
 			tm.at += int64(step)
+			c.stats.TimerSkipped += behind / uint64(tm.period)
 			t.down(0)
 		} else {
 			t.cancel(tm.key)

@@ -111,11 +111,11 @@ func TestCore_Timers(t *testing.T) {
 				if ri < len(tt.reqs) && (ti == len(tt.ticks) || tt.reqs[ri].at <= tt.ticks[ti]) {
 					r := tt.reqs[ri]
 					mustStep(t, c, r.at, frame(t, acctA, 1, 0, timerCmd(t, uint64(ri+1), r.req)))
-					c.Flush(r.at)
+					c.Flush(at(r.at))
 					ri++
 					continue
 				}
-				c.Tick(tt.ticks[ti])
+				c.Tick(at(tt.ticks[ti]))
 				ti++
 			}
 			got := timerFirings(decodeStream(t, sink.published, cfg.MaxPacketBytes))
@@ -131,7 +131,7 @@ func TestCore_Timers(t *testing.T) {
 func TestCore_TimerRecords(t *testing.T) {
 	c, sink := newCore(t, testConfig())
 	mustStep(t, c, 0, frame(t, acctB, 4, 0, timerCmd(t, 1, wire.TimerRequest{ID: 11, At: 100, Period: 50}), timerCmd(t, 2, wire.TimerRequest{ID: 12, Cancel: true})))
-	c.Tick(100)
+	c.Tick(at(100))
 	var got []string
 	for _, m := range decodeStream(t, sink.published, 1472) {
 		if m.Internal == nil || m.Internal.Type < wire.InternalTimer || m.Internal.Type == wire.InternalIncarnation {
@@ -221,13 +221,13 @@ func TestCore_Activation(t *testing.T) {
 			next := map[[2]uint64]uint64{}
 			for _, e := range tt.events {
 				if e.tick {
-					c.Tick(e.at)
+					c.Tick(at(e.at))
 					continue
 				}
 				k := [2]uint64{uint64(e.account), uint64(e.instance)}
 				next[k]++
 				mustStep(t, c, e.at, frame(t, e.account, e.instance, 0, cmd(next[k], "x")))
-				c.Flush(e.at)
+				c.Flush(at(e.at))
 			}
 			var got []string
 			for _, m := range decodeStream(t, sink.published, cfg.MaxPacketBytes) {
@@ -253,10 +253,10 @@ func TestCore_TimerFarTimes(t *testing.T) {
 	mustStep(t, c, 100, frame(t, acctA, 1, 0,
 		timerCmd(t, 1, wire.TimerRequest{ID: 1, At: math.MinInt64 + 5, Period: 3}),
 		timerCmd(t, 2, wire.TimerRequest{ID: 2, At: math.MaxInt64 - 10, Period: math.MaxInt64})))
-	c.Tick(1000)
-	c.Tick(math.MaxInt64 - 5)
-	c.Tick(math.MaxInt64)
-	c.Tick(math.MaxInt64)
+	c.Tick(at(1000))
+	c.Tick(at(math.MaxInt64 - 5))
+	c.Tick(at(math.MaxInt64))
+	c.Tick(at(math.MaxInt64))
 	want := []firing{
 		{1, math.MinInt64 + 5, 1000},
 		{1, 1002, math.MaxInt64 - 5},

@@ -149,7 +149,10 @@ func benchMem(o benchOptions) error {
 	if err != nil {
 		return err
 	}
-	onSrv := func(f []byte, from transport.Peer) { _ = seq.Step(time.Now().UnixNano(), f, from) }
+	// One clock reading per round, shared by every frame of the round.
+	clock := sequencer.SystemClock()
+	snow := clock()
+	onSrv := func(f []byte, from transport.Peer) { _ = seq.Step(snow, f, from) }
 
 	recv := &benchReceiver{}
 	type peer struct {
@@ -196,7 +199,8 @@ func benchMem(o benchOptions) error {
 	start := time.Now()
 	deadline := start.Add(5 * time.Minute)
 	for rounds := 0; recv.msgs < total; rounds++ {
-		now = time.Now().UnixNano()
+		snow = clock()
+		now = snow.Wall
 		for i := 0; i < o.nodes; i++ {
 			c := peers[i].core
 			for k := 0; k < 64 && sent[i] < perNode; k++ {
@@ -213,7 +217,7 @@ func benchMem(o benchOptions) error {
 		if _, err := srv.Poll(onSrv, 0); err != nil {
 			return err
 		}
-		seq.Flush(now)
+		seq.Flush(snow)
 		for i := range peers {
 			if _, err := peers[i].client.Poll(peers[i].handler, 0); err != nil {
 				return err

@@ -97,7 +97,7 @@ func runDemo(ctx context.Context, nodes, count int, faults fault.Config) error {
 	scfg := sequencer.DefaultConfig()
 	scfg.Session = uint64(time.Now().UnixNano())
 	scfg.Epoch = 1
-	agent, err := sequencer.NewAgent(scfg, net.Server(), wallClock)
+	agent, err := sequencer.NewAgent(scfg, net.Server(), sequencer.SystemClock())
 	if err != nil {
 		return err
 	}
@@ -227,5 +227,3 @@ func demoProgress(ds []*demoNode) string {
 	}
 	return s
 }
-
-func wallClock() int64 { return time.Now().UnixNano() }

@@ -94,7 +94,7 @@ func runSequencer(c *cli.Context) error {
 		return err
 	}
 	defer srv.Close()
-	agent, err := sequencer.NewAgent(cfg, srv, wallClock)
+	agent, err := sequencer.NewAgent(cfg, srv, sequencer.SystemClock())
 	if err != nil {
 		return err
 	}

@@ -133,7 +133,7 @@ func runScenario(t *testing.T, sc scenario) {
 	scfg.Session = 77
 	scfg.Epoch = 1
 	scfg.RingBytes = 1 << 14 * scfg.MaxPacketBytes
-	agent, err := sequencer.NewAgent(scfg, srv, func() int64 { return time.Now().UnixNano() })
+	agent, err := sequencer.NewAgent(scfg, srv, sequencer.SystemClock())
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -71,7 +71,7 @@ func sixteenMiB(t *testing.T, kind string) {
 	scfg.Session = 16
 	scfg.Epoch = 1
 	scfg.RingBytes = 1 << 15 * scfg.MaxPacketBytes // two 16 MiB messages in 1472-byte packets
-	agent, err := sequencer.NewAgent(scfg, srv, func() int64 { return time.Now().UnixNano() })
+	agent, err := sequencer.NewAgent(scfg, srv, sequencer.SystemClock())
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -211,9 +211,15 @@ func (w *world) fail(format string, args ...any) {
 func (w *world) serverFrame(frame []byte, from transport.Peer) {
 	// Malformed frames are the sequencer's to count; the simulator never
 	// sends any, so an error here is a bug.
-	if err := w.seq.Step(w.now+w.skew, frame, from); err != nil {
+	if err := w.seq.Step(w.seqClock(), frame, from); err != nil {
 		w.fail("sequencer rejected a frame: %v", err)
 	}
+}
+
+// seqClock is the sequencer's reading: virtual time is its monotonic
+// clock; its wall clock wanders from it by skew.
+func (w *world) seqClock() sequencer.Time {
+	return sequencer.Time{Mono: w.now, Wall: w.now + w.skew}
 }
 
 func (w *world) run() (int, error) {
@@ -251,8 +257,8 @@ func (w *world) run() (int, error) {
 		if _, err := w.srv.Poll(w.onServerFrame, 0); err != nil {
 			return step, err
 		}
-		w.seq.Flush(w.now + w.skew)
-		w.seq.Tick(w.now + w.skew)
+		w.seq.Flush(w.seqClock())
+		w.seq.Tick(w.seqClock())
 		for _, n := range w.nodes {
 			n.receive()
 		}

@@ -58,7 +58,7 @@ func TestSim_CheckerCatchesCorruption(t *testing.T) {
 			n.work()
 		}
 		w2.srv.Poll(w2.onServerFrame, 0)
-		w2.seq.Flush(w2.now)
+		w2.seq.Flush(w2.seqClock())
 	}
 	if len(w2.log) < 50 {
 		t.Fatal("nothing sequenced")
