@@ -2,6 +2,7 @@ package multicast
 
 import (
 	"fmt"
+	"log/slog"
 	"net"
 	"net/netip"
 
@@ -51,6 +52,9 @@ type Config struct {
 	// FaultStream distinguishes the fault decisions of endpoints that share
 	// Faults.Seed (give each node its own, e.g. its instance id).
 	FaultStream uint64
+	// Logger receives the rate-limited warnings of the endpoint (datagrams
+	// the kernel refused). nil means slog.Default().
+	Logger *slog.Logger
 }
 
 // Limits checked by Validate.

@@ -67,7 +67,19 @@
 // datagram through a seeded fault.Injector, one per socket (stream ids
 // derived from Config.FaultStream); a datagram held back for reordering is
 // released when its socket is next found empty. Counters().Dropped counts
-// injected losses, oversized datagrams and datagrams the kernel refused.
+// injected losses, oversized datagrams and replies to unknown peers.
+//
+// # Failure policy
+//
+// A datagram the kernel refuses to send (EINVAL for a reply to a sender
+// with source port 0, EPERM from a firewall, ENETUNREACH or EHOSTUNREACH
+// after a route change, ENODEV or EADDRNOTAVAIL during an interface flap,
+// ENOBUFS) is loss, like a datagram dropped on the wire: it is counted in
+// Counters().Refused, logged at most once per transport.DefaultLogInterval
+// with the count and the last error (Config.Logger), and the other
+// datagrams still go. Publish, SendTo, Send and Flush fail only with
+// transport.ErrClosed (or on a bad argument, such as a frame too large),
+// so a long-running sequencer or node is never stopped by the network.
 //
 // # Host configuration
 //

@@ -40,10 +40,17 @@ type endpoint struct {
 
 	// Counters published after each batch, so Counters may be read from
 	// another goroutine (metrics) without a race.
-	framesSent, bytesSent, framesRecv, bytesRecv, dropped atomic.Uint64
+	framesSent, bytesSent, framesRecv, bytesRecv, dropped, refused atomic.Uint64
+
+	// refusals logs refused datagrams, at most one line per interval.
+	refusals transport.RateLog
 }
 
 func (e *endpoint) init() error {
+	e.refusals = transport.RateLog{
+		Logger: e.cfg.Logger, Msg: "multicast: datagrams refused by the kernel (counted as loss)",
+		Attrs: []any{"role", e.role, "local", e.sender.conn.LocalAddr().String()},
+	}
 	fds := make([]int, len(e.rx))
 	for i, r := range e.rx {
 		fds[i] = r.s.fd
@@ -56,7 +63,8 @@ func (e *endpoint) init() error {
 	return nil
 }
 
-// queue adds frame for to, mapping errors of a closed socket.
+// queue adds frame for to. Only a closed endpoint is an error: datagrams
+// the kernel refuses are loss, counted and logged (see sendQueue.flush).
 func (e *endpoint) queue(frame []byte, to *net.UDPAddr) error {
 	if e.closed.Load() {
 		return transport.ErrClosed
@@ -66,7 +74,9 @@ func (e *endpoint) queue(frame []byte, to *net.UDPAddr) error {
 	return e.mapErr(err)
 }
 
-// Flush hands every queued frame to the kernel.
+// Flush hands every queued frame to the kernel. Datagrams the kernel
+// refuses are counted in Counters().Refused and logged, rate-limited; they
+// do not make Flush fail, which returns only transport.ErrClosed.
 func (e *endpoint) Flush() error {
 	if e.closed.Load() {
 		return transport.ErrClosed
@@ -79,6 +89,8 @@ func (e *endpoint) Flush() error {
 	return e.mapErr(err)
 }
 
+// mapErr maps the error of a send. The send queue returns only the
+// socket's own error, which means it is closed (by Close, or under us).
 func (e *endpoint) mapErr(err error) error {
 	if err != nil && (e.closed.Load() || errors.Is(err, net.ErrClosed)) {
 		return transport.ErrClosed
@@ -88,11 +100,15 @@ func (e *endpoint) mapErr(err error) error {
 
 func (e *endpoint) publishSent() {
 	q := e.out
-	if q.frames|q.bytes|q.failed != 0 {
+	if q.frames|q.bytes|q.failed|q.refused != 0 {
 		e.framesSent.Add(q.frames)
 		e.bytesSent.Add(q.bytes)
 		e.dropped.Add(q.failed)
-		q.frames, q.bytes, q.failed = 0, 0, 0
+		if q.refused != 0 {
+			e.refused.Add(q.refused)
+			e.refusals.Note(q.refused, q.lastRefusal)
+		}
+		q.frames, q.bytes, q.failed, q.refused = 0, 0, 0, 0
 	}
 }
 
@@ -172,7 +188,9 @@ func (e *endpoint) drain(h transport.Handler) (int, error) {
 
 // Counters returns the endpoint's totals; safe from any goroutine.
 // Dropped counts datagrams discarded by fault injection, datagrams longer
-// than MaxDatagramBytes, and datagrams the kernel refused to send.
+// than MaxDatagramBytes, and replies to peers that are unknown or no
+// longer in the peer table; Refused counts datagrams the kernel refused
+// to send.
 func (e *endpoint) Counters() transport.Counters {
 	return transport.Counters{
 		FramesSent:     e.framesSent.Load(),
@@ -180,6 +198,7 @@ func (e *endpoint) Counters() transport.Counters {
 		BytesSent:      e.bytesSent.Load(),
 		BytesReceived:  e.bytesRecv.Load(),
 		Dropped:        e.dropped.Load(),
+		Refused:        e.refused.Load(),
 	}
 }
 

@@ -67,9 +67,12 @@ type sendQueue struct {
 	errno    unix.Errno
 	writeFn  func(fd uintptr) bool
 
-	// Totals, written by the endpoint's goroutine only. gsoMessages
-	// counts messages sent with UDP_SEGMENT (tests check the path ran).
-	frames, bytes, failed, gsoMessages uint64
+	// Totals, written by the endpoint's goroutine only. failed counts
+	// frames lost to a closed socket, refused those the kernel refused
+	// (lastRefusal is the latest errno). gsoMessages counts messages sent
+	// with UDP_SEGMENT (tests check the path ran).
+	frames, bytes, failed, refused, gsoMessages uint64
+	lastRefusal                                 unix.Errno
 }
 
 func newSendQueue(s *socket, cfg *resolved) *sendQueue {
@@ -138,9 +141,12 @@ func (q *sendQueue) add(frame []byte, to *net.UDPAddr) error {
 	return nil
 }
 
-// flush sends every queued datagram. A datagram the kernel refuses is
-// skipped and counted (datagrams may be lost; the protocol repairs), and
-// the first refusal is returned wrapped in ErrSend once the rest are sent.
+// flush sends every queued datagram. A datagram the kernel refuses
+// (EINVAL for a reply to port 0, EPERM from a firewall, ENETUNREACH after
+// a route change, ENODEV during an interface flap, ENOBUFS...) is loss:
+// it is skipped and counted in refused, and the rest are sent; the
+// protocol repairs loss, so a refusal is not an error of the call. The only
+// error returned is the socket's own (closed), after which nothing goes.
 // If the kernel refuses a GSO message as such (EIO: the device cannot
 // checksum it; EINVAL), GSO is turned off for the socket and the frames
 // are sent again one per datagram: the fallback loses nothing.
@@ -178,20 +184,15 @@ func (q *sendQueue) flush() error {
 				q.gsoFallbacks.Add(1)
 				break // rebuild from frame f without GSO
 			}
-			if first == nil {
-				first = q.errno
-			}
-			q.failed += uint64(q.msgFrames[i])
+			q.lastRefusal = q.errno
+			q.refused += uint64(q.msgFrames[i])
 			f += q.msgFrames[i]
 			i++
 		}
 	}
 	clear(q.dests[:q.n])
 	q.n, q.used = 0, 0
-	if first != nil {
-		return sendError{first}
-	}
-	return nil
+	return first
 }
 
 // build turns the queued frames from f on into messages msgs[0:m] and

@@ -2,6 +2,7 @@ package node
 
 import (
 	"context"
+	"errors"
 	"runtime"
 	"sync"
 	"sync/atomic"
@@ -134,7 +135,10 @@ func (n *Node) Run(ctx context.Context) error {
 		if err := n.core.Err(); err != nil {
 			return n.finish(err)
 		}
-		if err := n.client.Flush(); err != nil {
+		// Only a closed transport is fatal: anything else a Flush reports
+		// is loss, which the transport counts and the protocol repairs
+		// (commands are resent until acked).
+		if err := n.client.Flush(); errors.Is(err, transport.ErrClosed) {
 			return n.finish(err)
 		}
 		n.mu.Lock()

@@ -2,6 +2,7 @@ package sequencer
 
 import (
 	"context"
+	"errors"
 	"sync"
 	"time"
 
@@ -84,8 +85,10 @@ func (a *Agent) read() Time {
 	return a.now
 }
 
-// Run serves until ctx ends or the transport fails. It returns ctx.Err()
-// on cancellation.
+// Run serves until ctx ends or the transport fails (Poll fails, or the
+// transport is closed). It returns ctx.Err() on cancellation. A Flush
+// error other than transport.ErrClosed does not stop it: output the
+// network refused is loss, counted by the transport.
 func (a *Agent) Run(ctx context.Context) error {
 	a.core.Flush(a.read())
 	lastSnap := a.now.Mono
@@ -104,7 +107,9 @@ func (a *Agent) Run(ctx context.Context) error {
 		now := a.read()
 		a.core.Flush(now)
 		a.core.Tick(now)
-		if err := a.srv.Flush(); err != nil {
+		// Only a closed transport is fatal: anything else a Flush reports
+		// is loss, which the transport counts and the protocol repairs.
+		if err := a.srv.Flush(); errors.Is(err, transport.ErrClosed) {
 			a.snapshot()
 			return err
 		}

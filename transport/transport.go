@@ -66,7 +66,12 @@ type Counters struct {
 	FramesReceived uint64
 	BytesSent      uint64
 	BytesReceived  uint64
-	Dropped        uint64 // frames discarded by the endpoint (malformed, faults, full queues)
+	Dropped        uint64 // frames discarded by the endpoint (malformed, faults, full queues, stale or unknown peers)
+	// Refused counts frames the kernel or the network would not take (a
+	// datagram refused with EINVAL, EPERM, ENETUNREACH, ENODEV, ENOBUFS...,
+	// a TCP connection whose write failed). They are loss, repaired by the
+	// protocol like any other; the call that met them did not fail.
+	Refused uint64
 }
 
 // Waker is an optional ability of a Client: Wake makes a Poll blocked in

@@ -252,6 +252,7 @@ func (s *Server) Counters() transport.Counters {
 			c.BytesSent += ic.BytesSent
 			c.BytesReceived += ic.BytesReceived
 			c.Dropped += ic.Dropped
+			c.Refused += ic.Refused
 		}
 	}
 	return c
