@@ -20,6 +20,14 @@ type Peer uint32
 // NoPeer is the zero Peer: the sender is unknown or not addressable.
 const NoPeer Peer = 0
 
+// PeerBits is how many low bits of a Peer a transport may use, so that a
+// transport combining several (package hybrid) can keep its index in the
+// bits above. Transports that forget peers (a bounded table, a closed
+// connection) put a generation in the Peer beside the slot, so that the
+// Peer of a forgotten sender is never taken for the next one in its slot:
+// a reply to it is dropped and counted, never misrouted.
+const PeerBits = 28
+
 // Handler is called once per received frame. frame is valid only during
 // the call. Build handlers once (a method value), not per call.
 type Handler func(frame []byte, from Peer)
@@ -67,10 +75,11 @@ type Counters struct {
 	BytesSent      uint64
 	BytesReceived  uint64
 	Dropped        uint64 // frames discarded by the endpoint (malformed, faults, full queues, stale or unknown peers)
-	// Refused counts frames the kernel or the network would not take (a
+	// Refused counts sends the kernel or the network would not take: a
 	// datagram refused with EINVAL, EPERM, ENETUNREACH, ENODEV, ENOBUFS...,
-	// a TCP connection whose write failed). They are loss, repaired by the
-	// protocol like any other; the call that met them did not fail.
+	// or, on a stream transport, a connection whose write failed (its
+	// queued frames are lost with it). This is loss, repaired by the
+	// protocol like any other; the call that met it did not fail.
 	Refused uint64
 }
 

@@ -2,7 +2,6 @@ package tcp
 
 import (
 	"fmt"
-	"log/slog"
 	"math/rand/v2"
 	"net"
 	"sync"
@@ -18,7 +17,6 @@ import (
 // repairs the stream gap by NAK, so the transport does not resume itself.
 type Client struct {
 	cfg Config
-	log *slog.Logger
 	ep  endpoint
 
 	out       []byte // owned by the endpoint goroutine: frames Sent since the last Flush
@@ -47,11 +45,11 @@ func Dial(cfg Config) (*Client, error) {
 	if err != nil {
 		return nil, fmt.Errorf("tcp: dial %s: %w", cfg.Addr, err)
 	}
-	c := &Client{cfg: cfg, log: cfg.logger(), out: make([]byte, 0, cfg.WriteBufferBytes)}
-	c.ep.init(cfg, 1)
+	c := &Client{cfg: cfg, out: make([]byte, 0, cfg.WriteBufferBytes)}
+	c.ep.init(cfg, 1, "client")
 	// The first connection is installed before Dial returns, so that
 	// frames sent right away are not dropped.
-	cn := newConn(nc, transport.NoPeer, cfg)
+	cn := newConn(nc, transport.NoPeer, cfg, &c.ep)
 	c.cur.Store(cn)
 	c.wg.Add(1)
 	go c.run(cn)
@@ -80,7 +78,7 @@ func (c *Client) run(cn *conn) {
 				backoff = min(2*backoff, c.cfg.ReconnectMax)
 				continue
 			}
-			cn = newConn(nc, transport.NoPeer, c.cfg)
+			cn = newConn(nc, transport.NoPeer, c.cfg, &c.ep)
 			c.mu.Lock()
 			if c.closed.Load() {
 				c.mu.Unlock()
@@ -98,10 +96,10 @@ func (c *Client) run(cn *conn) {
 func (c *Client) serve(cn *conn, fr *frameReader) {
 	var writer sync.WaitGroup
 	writer.Add(1)
-	go cn.writeLoop(c.log, &writer)
+	go cn.writeLoop(&writer)
 	// A fresh connection starts at a frame boundary.
 	fr.start, fr.end = 0, 0
-	cn.readLoop(c.ep.inbox, fr, &c.ep, c.log)
+	cn.readLoop(c.ep.inbox, fr)
 	writer.Wait()
 }
 
@@ -141,7 +139,7 @@ func (c *Client) Flush() error {
 	if pending := cn.enqueue(&c.out); pending > c.cfg.SlowClientBytes {
 		// The sequencer does not read: start over on a new connection.
 		c.ep.slow.Add(1)
-		cn.kill(ErrSlowClient, c.log)
+		cn.kill(ErrSlowClient)
 	}
 	return nil
 }
@@ -152,7 +150,7 @@ func (c *Client) dropQueue(slow bool) {
 	if slow {
 		c.ep.slow.Add(1)
 		if cn := c.cur.Load(); cn != nil {
-			cn.kill(ErrSlowClient, c.log)
+			cn.kill(ErrSlowClient)
 		}
 	}
 }
@@ -194,7 +192,7 @@ func (c *Client) Close() error {
 	}
 	close(c.ep.closing)
 	if cn := c.cur.Load(); cn != nil {
-		cn.kill(transport.ErrClosed, c.log)
+		cn.kill(transport.ErrClosed)
 	}
 	c.mu.Unlock()
 	c.ep.inbox.close()

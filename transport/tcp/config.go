@@ -36,8 +36,15 @@ type Config struct {
 	// SlowClientBytes bounds the bytes queued for one connection and not
 	// yet written to its socket; a connection beyond it is closed with
 	// ErrSlowClient (logged, counted in Drops.SlowClients). A node that is
-	// cut off reconnects and repairs its gap by NAK.
+	// cut off reconnects and repairs its gap by NAK. It bounds what a
+	// subscriber that does not read costs the server: about three times
+	// this (the send buffers rotate), plus the kernel's socket buffers.
 	SlowClientBytes int
+	// MaxConns bounds the connections a Server holds at once; one more is
+	// closed as soon as it is accepted (counted in Drops.RefusedConns,
+	// logged), so that clients cannot grow the server's memory without
+	// bound. Server only.
+	MaxConns int
 	// DialTimeout bounds each connection attempt of a Client.
 	DialTimeout time.Duration
 	// ReconnectMin and ReconnectMax bound the Client's backoff between
@@ -47,7 +54,9 @@ type Config struct {
 	// frame is simply not delivered). The Server uses fault stream 0 and a
 	// Client stream 1: give endpoints different seeds to decorrelate them.
 	Faults fault.Config
-	// Logger receives one line per disconnect with its reason. nil means
+	// Logger receives the warnings about connections closed for cause
+	// (with the reason) and refused, at most one line per
+	// transport.DefaultLogInterval with the count. nil means
 	// slog.Default().
 	Logger *slog.Logger
 }
@@ -61,7 +70,8 @@ const (
 	DefaultReadBufferBytes  = 256 << 10
 	DefaultWriteBufferBytes = 64 << 10
 	DefaultInboxBytes       = 4 << 20
-	DefaultSlowClientBytes  = 64 << 20
+	DefaultSlowClientBytes  = 4 << 20
+	DefaultMaxConns         = 1024
 	DefaultDialTimeout      = 2 * time.Second
 	DefaultReconnectMin     = 20 * time.Millisecond
 	DefaultReconnectMax     = 2 * time.Second
@@ -71,6 +81,9 @@ const (
 	maxBufferBytes     = 1 << 30
 	maxInboxBytes      = 1 << 34
 	maxSlowClientBytes = 1 << 40
+	// maxMaxConns keeps a connection's slot and a generation within a
+	// Peer's transport.PeerBits.
+	maxMaxConns = 1 << 16
 )
 
 // DefaultConfig listens on or connects to DefaultAddr with the defaults above
@@ -83,6 +96,7 @@ func DefaultConfig() Config {
 		WriteBufferBytes: DefaultWriteBufferBytes,
 		InboxBytes:       DefaultInboxBytes,
 		SlowClientBytes:  DefaultSlowClientBytes,
+		MaxConns:         DefaultMaxConns,
 		DialTimeout:      DefaultDialTimeout,
 		ReconnectMin:     DefaultReconnectMin,
 		ReconnectMax:     DefaultReconnectMax,
@@ -111,6 +125,9 @@ func (c Config) Validate() error {
 	}
 	if c.SlowClientBytes < c.MaxFrameBytes+lenPrefixBytes || c.SlowClientBytes > maxSlowClientBytes {
 		return fmt.Errorf("%w: SlowClientBytes=%d, want %d (MaxFrameBytes+4)..%d", ErrConfig, c.SlowClientBytes, c.MaxFrameBytes+lenPrefixBytes, maxSlowClientBytes)
+	}
+	if c.MaxConns < 1 || c.MaxConns > maxMaxConns {
+		return fmt.Errorf("%w: MaxConns=%d, want 1..%d", ErrConfig, c.MaxConns, maxMaxConns)
 	}
 	if c.DialTimeout <= 0 {
 		return fmt.Errorf("%w: DialTimeout=%v, want > 0", ErrConfig, c.DialTimeout)

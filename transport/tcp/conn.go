@@ -2,8 +2,8 @@ package tcp
 
 import (
 	"errors"
+	"fmt"
 	"io"
-	"log/slog"
 	"net"
 	"sync"
 	"sync/atomic"
@@ -22,6 +22,8 @@ import (
 type conn struct {
 	nc   net.Conn
 	peer transport.Peer
+	ep   *endpoint // counters and the rate-limited log of closes
+	slot int32     // Server only: index in Server.slots
 
 	bufBytes int    // initial capacity of each send buffer
 	out      []byte // owned by the endpoint goroutine (Server only; a Client keeps its own)
@@ -38,7 +40,7 @@ type conn struct {
 	reason   error // why the connection ended; set once by kill
 }
 
-func newConn(nc net.Conn, peer transport.Peer, cfg Config) *conn {
+func newConn(nc net.Conn, peer transport.Peer, cfg Config, ep *endpoint) *conn {
 	if tc, ok := nc.(*net.TCPConn); ok {
 		// Frames are small and latency matters; batching is done by Flush.
 		_ = tc.SetNoDelay(true)
@@ -46,6 +48,7 @@ func newConn(nc net.Conn, peer transport.Peer, cfg Config) *conn {
 	return &conn{
 		nc:       nc,
 		peer:     peer,
+		ep:       ep,
 		bufBytes: cfg.WriteBufferBytes,
 		out:      make([]byte, 0, cfg.WriteBufferBytes),
 		queued:   make([]byte, 0, cfg.WriteBufferBytes),
@@ -78,8 +81,10 @@ func (c *conn) enqueue(out *[]byte) (pending int) {
 	return pending
 }
 
-// writeLoop writes what enqueue hands over until the connection dies.
-func (c *conn) writeLoop(log *slog.Logger, wg *sync.WaitGroup) {
+// writeLoop writes what enqueue hands over until the connection dies. A
+// failed write ends this connection only (counted in Drops.WriteFailures):
+// its peer reconnects and repairs, the endpoint goes on.
+func (c *conn) writeLoop(wg *sync.WaitGroup) {
 	defer wg.Done()
 	writing := make([]byte, 0, c.bufBytes)
 	for {
@@ -100,7 +105,10 @@ func (c *conn) writeLoop(log *slog.Logger, wg *sync.WaitGroup) {
 		c.inflight = 0
 		c.mu.Unlock()
 		if err != nil {
-			c.kill(err, log)
+			if !c.dead.Load() && !isOrdinaryEnd(err) {
+				c.ep.writeFailed.Add(1)
+			}
+			c.kill(err)
 			return
 		}
 	}
@@ -108,10 +116,11 @@ func (c *conn) writeLoop(log *slog.Logger, wg *sync.WaitGroup) {
 
 // readLoop copies frames from the socket into q until the connection dies
 // or q closes. Frames parsed from one read are pushed under one lock.
-func (c *conn) readLoop(q *inbox, fr *frameReader, e *endpoint, log *slog.Logger) {
+func (c *conn) readLoop(q *inbox, fr *frameReader) {
+	e := c.ep
 	for {
 		if _, err := fr.fill(c.nc); err != nil {
-			c.kill(err, log)
+			c.kill(err)
 			return
 		}
 		q.mu.Lock()
@@ -121,7 +130,7 @@ func (c *conn) readLoop(q *inbox, fr *frameReader, e *endpoint, log *slog.Logger
 				q.mu.Unlock()
 				q.signal()
 				e.oversized.Add(1)
-				c.kill(err, log)
+				c.kill(err)
 				return
 			}
 			if frame == nil {
@@ -129,7 +138,7 @@ func (c *conn) readLoop(q *inbox, fr *frameReader, e *endpoint, log *slog.Logger
 			}
 			if !q.pushLocked(c.peer, frame) {
 				q.mu.Unlock()
-				c.kill(transport.ErrClosed, log)
+				c.kill(transport.ErrClosed)
 				return
 			}
 		}
@@ -138,16 +147,17 @@ func (c *conn) readLoop(q *inbox, fr *frameReader, e *endpoint, log *slog.Logger
 	}
 }
 
-// kill closes the connection once and logs why, unless the reason is an
-// ordinary end (the peer hung up, or we closed).
-func (c *conn) kill(reason error, log *slog.Logger) {
+// kill closes the connection once and logs why (rate-limited: one line
+// per interval for all of the endpoint's connections), unless the reason
+// is an ordinary end (the peer hung up, or we closed).
+func (c *conn) kill(reason error) {
 	c.killOnce.Do(func() {
 		c.reason = reason
 		c.dead.Store(true)
 		close(c.done)
 		_ = c.nc.Close()
 		if !isOrdinaryEnd(reason) {
-			log.Warn("tcp: connection closed", "peer", uint32(c.peer), "remote", c.nc.RemoteAddr().String(), "reason", reason)
+			c.ep.closes.Note(1, fmt.Errorf("peer %d (%s): %w", uint32(c.peer), c.nc.RemoteAddr(), reason))
 		}
 	})
 }

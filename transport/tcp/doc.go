@@ -17,10 +17,25 @@
 // Goroutines per connection: one reader, which copies frames into the
 // endpoint's inbox (a byte ring shared by all connections, drained by
 // Poll), and one writer, so that a stalled peer blocks only its own writer.
-// A connection whose unwritten bytes exceed Config.SlowClientBytes is
-// closed with ErrSlowClient, logged and counted (Drops.SlowClients); the
-// node reconnects and repairs its gap by NAK. When the inbox is full the
-// readers stop reading and TCP flow control pushes back on the senders.
+// A connection whose unwritten bytes exceed Config.SlowClientBytes
+// (default 4 MiB) is closed with ErrSlowClient, logged and counted
+// (Drops.SlowClients); the node reconnects and repairs its gap by NAK. So
+// a subscriber that never reads costs the server a bounded amount, and at
+// most Config.MaxConns (default 1024) connections are held: one more is
+// closed as soon as it is accepted (Drops.RefusedConns). When the inbox
+// is full the readers stop reading and TCP flow control pushes back on
+// the senders.
+//
+// Failure policy: a write that fails (a reset, a dead peer) ends that
+// connection only, counted in Drops.WriteFailures and Counters().Refused;
+// Publish, SendTo and Flush fail only after Close. Connections closed for
+// cause or refused are logged at most once per transport.DefaultLogInterval,
+// with the count and the last reason, however many there are.
+//
+// Peers: a Server connection's Peer is its slot (of MaxConns) and the
+// slot's generation, which moves when the connection closes, so the Peer
+// of a closed connection never reaches a newer one: SendTo drops it and
+// counts it (Counters().Dropped).
 //
 // Reconnection: a Client whose connection drops dials again with
 // exponential backoff (ReconnectMin..ReconnectMax, jittered) until Close.

@@ -31,10 +31,17 @@ type endpoint struct {
 	framesSent, bytesSent, framesReceived, bytesReceived atomic.Uint64
 	dropped, faultDropped                                atomic.Uint64
 	_                                                    [64]byte
-	oversized, slow                                      atomic.Uint64
+	oversized, slow, writeFailed, refusedConns           atomic.Uint64
+
+	// closes logs connections closed for cause or refused, rate-limited.
+	closes transport.RateLog
 }
 
-func (e *endpoint) init(cfg Config, faultStream uint64) {
+func (e *endpoint) init(cfg Config, faultStream uint64, role string) {
+	e.closes = transport.RateLog{
+		Logger: cfg.logger(), Msg: "tcp: connections closed for cause or refused (reason of the last in last_err)",
+		Attrs: []any{"role", role, "addr", cfg.Addr},
+	}
 	e.inbox = newInbox(cfg.InboxBytes)
 	e.closing = make(chan struct{})
 	e.wake = make(chan struct{}, 1)
@@ -131,5 +138,6 @@ func (e *endpoint) counters() transport.Counters {
 		BytesSent:      e.bytesSent.Load(),
 		BytesReceived:  e.bytesReceived.Load(),
 		Dropped:        e.dropped.Load() + e.faultDropped.Load(),
+		Refused:        e.writeFailed.Load(),
 	}
 }

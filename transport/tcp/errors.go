@@ -12,6 +12,9 @@ var (
 	// ErrSlowClient is why a connection whose send queue grew beyond
 	// SlowClientBytes was closed.
 	ErrSlowClient = errors.New("tcp: send queue exceeds SlowClientBytes")
+	// ErrTooManyConns is why a connection accepted beyond
+	// Config.MaxConns was closed at once.
+	ErrTooManyConns = errors.New("tcp: too many connections (MaxConns)")
 	// ErrDisconnected is why a connection closed by Server.Disconnect
 	// ended.
 	ErrDisconnected = errors.New("tcp: disconnected by the server")

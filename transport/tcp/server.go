@@ -3,7 +3,7 @@ package tcp
 import (
 	"errors"
 	"fmt"
-	"log/slog"
+	"math/bits"
 	"net"
 	"sync"
 	"sync/atomic"
@@ -14,21 +14,31 @@ import (
 
 // Server is the sequencer's end over TCP: every accepted connection is a
 // Peer; Publish queues a frame for all of them, SendTo for one.
+//
+// Peers: a connection takes one of MaxConns slots, and its Peer is the
+// slot with the slot's generation, which moves on every time the slot is
+// freed. A freed slot goes to the back of the free list, so a Peer comes
+// back only after 2^(transport.PeerBits - slot bits) reuses of one slot;
+// the Peer of a closed connection never reaches a newer one (SendTo to it
+// is dropped and counted).
 type Server struct {
 	cfg Config
-	log *slog.Logger
 	ln  net.Listener
 	ep  endpoint
 
-	// conns is the endpoint goroutine's copy of live, refreshed when gen
-	// moves past seenGen, so that Publish takes no lock.
+	// conns and bySlot are the endpoint goroutine's copy of live,
+	// refreshed when gen moves past seenGen, so that Publish and SendTo
+	// take no lock.
 	conns   []*conn
+	bySlot  []*conn
 	seenGen uint64
 
-	// mu guards live, nextPeer and the closed check at registration.
+	// mu guards live, slotGen, free and the closed check at registration.
 	mu       sync.Mutex
 	live     []*conn
-	nextPeer uint32
+	slotGen  []uint32 // generation of each slot's current or next occupant
+	free     []int32  // free slots, oldest freed first
+	slotBits uint
 	gen      atomic.Uint64
 
 	closed atomic.Bool
@@ -46,16 +56,36 @@ func NewServer(cfg Config) (*Server, error) {
 	if err != nil {
 		return nil, fmt.Errorf("tcp: listen %s: %w", cfg.Addr, err)
 	}
-	s := &Server{cfg: cfg, log: cfg.logger(), ln: ln}
-	s.ep.init(cfg, 0)
+	return serveOn(cfg, ln), nil
+}
+
+// serveOn serves on ln (tests wrap the listener's connections).
+func serveOn(cfg Config, ln net.Listener) *Server {
+	s := &Server{
+		cfg: cfg, ln: ln,
+		bySlot:   make([]*conn, cfg.MaxConns),
+		slotGen:  make([]uint32, cfg.MaxConns),
+		free:     make([]int32, cfg.MaxConns),
+		slotBits: uint(bits.Len(uint(cfg.MaxConns))),
+	}
+	for i := range s.free {
+		s.free[i] = int32(i)
+	}
+	s.ep.init(cfg, 0, "server")
 	s.wg.Add(1)
 	go s.acceptLoop()
-	return s, nil
+	return s
 }
 
 // Addr is the address the server listens on (the chosen port if cfg.Addr
 // had port 0).
 func (s *Server) Addr() net.Addr { return s.ln.Addr() }
+
+// peerOf is the Peer of the occupant of slot in generation gen.
+func (s *Server) peerOf(slot int32, gen uint32) transport.Peer {
+	genMask := uint32(1)<<(transport.PeerBits-s.slotBits) - 1
+	return transport.Peer((gen&genMask)<<s.slotBits | uint32(slot+1))
+}
 
 func (s *Server) acceptLoop() {
 	defer s.wg.Done()
@@ -66,7 +96,7 @@ func (s *Server) acceptLoop() {
 				return
 			}
 			// Out of file descriptors and the like: do not spin.
-			s.log.Warn("tcp: accept", "addr", s.cfg.Addr, "err", err)
+			s.ep.closes.Note(1, fmt.Errorf("accept on %s: %w", s.cfg.Addr, err))
 			time.Sleep(10 * time.Millisecond)
 			continue
 		}
@@ -76,23 +106,29 @@ func (s *Server) acceptLoop() {
 			_ = nc.Close()
 			return
 		}
-		s.nextPeer++
-		if s.nextPeer == uint32(transport.NoPeer) {
-			s.nextPeer++
+		if len(s.free) == 0 {
+			s.mu.Unlock()
+			s.ep.refusedConns.Add(1)
+			s.ep.closes.Note(1, fmt.Errorf("%w (%d): %s", ErrTooManyConns, s.cfg.MaxConns, nc.RemoteAddr()))
+			_ = nc.Close()
+			continue
 		}
-		c := newConn(nc, transport.Peer(s.nextPeer), s.cfg)
+		slot := s.free[0]
+		s.free = s.free[1:]
+		c := newConn(nc, s.peerOf(slot, s.slotGen[slot]), s.cfg, &s.ep)
+		c.slot = slot
 		s.live = append(s.live, c)
 		s.gen.Add(1)
 		s.wg.Add(2)
 		s.mu.Unlock()
-		go c.writeLoop(s.log, &s.wg)
+		go c.writeLoop(&s.wg)
 		go s.readLoop(c)
 	}
 }
 
 func (s *Server) readLoop(c *conn) {
 	defer s.wg.Done()
-	c.readLoop(s.ep.inbox, newFrameReader(s.cfg.ReadBufferBytes, s.cfg.MaxFrameBytes), &s.ep, s.log)
+	c.readLoop(s.ep.inbox, newFrameReader(s.cfg.ReadBufferBytes, s.cfg.MaxFrameBytes))
 	s.mu.Lock()
 	for i, l := range s.live {
 		if l == c {
@@ -100,6 +136,10 @@ func (s *Server) readLoop(c *conn) {
 			break
 		}
 	}
+	// The slot's next occupant gets a new Peer, and the slot is reused
+	// last, so that this Peer stays unused as long as possible.
+	s.slotGen[c.slot]++
+	s.free = append(s.free, c.slot)
 	s.gen.Add(1)
 	s.mu.Unlock()
 }
@@ -110,6 +150,10 @@ func (s *Server) refresh() {
 		s.mu.Lock()
 		clear(s.conns)
 		s.conns = append(s.conns[:0], s.live...)
+		clear(s.bySlot)
+		for _, c := range s.conns {
+			s.bySlot[c.slot] = c
+		}
 		s.seenGen = s.gen.Load()
 		s.mu.Unlock()
 	}
@@ -133,7 +177,7 @@ func (s *Server) Publish(frame []byte) error {
 
 // SendTo queues frame for one client. A peer that is gone is not an error
 // (the client may have disconnected since its request): the frame is
-// dropped and counted.
+// dropped and counted, and never reaches a newer connection.
 func (s *Server) SendTo(to transport.Peer, frame []byte) error {
 	if s.closed.Load() {
 		return transport.ErrClosed
@@ -142,8 +186,8 @@ func (s *Server) SendTo(to transport.Peer, frame []byte) error {
 		return transport.ErrFrameTooLarge
 	}
 	s.refresh()
-	for _, c := range s.conns {
-		if c.peer == to {
+	if slot := int(uint32(to)&(1<<s.slotBits-1)) - 1; slot >= 0 && slot < len(s.bySlot) {
+		if c := s.bySlot[slot]; c != nil && c.peer == to && !c.dead.Load() {
 			s.queue(c, frame)
 			return nil
 		}
@@ -167,7 +211,7 @@ func (s *Server) queue(c *conn, frame []byte) {
 func (s *Server) dropSlow(c *conn) {
 	s.ep.slow.Add(1)
 	c.out = c.out[:0]
-	c.kill(ErrSlowClient, s.log)
+	c.kill(ErrSlowClient)
 }
 
 // Flush hands every connection's queued frames to its writer goroutine,
@@ -212,7 +256,7 @@ func (s *Server) Disconnect(peer transport.Peer) bool {
 	defer s.mu.Unlock()
 	for _, c := range s.live {
 		if c.peer == peer && !c.dead.Load() {
-			c.kill(ErrDisconnected, s.log)
+			c.kill(ErrDisconnected)
 			return true
 		}
 	}
@@ -241,7 +285,7 @@ func (s *Server) Close() error {
 	err := s.ln.Close()
 	s.mu.Lock()
 	for _, c := range s.live {
-		c.kill(transport.ErrClosed, s.log)
+		c.kill(transport.ErrClosed)
 	}
 	s.mu.Unlock()
 	s.ep.inbox.close()
@@ -269,12 +313,17 @@ func (s *Server) Clients() int {
 	return n
 }
 
-// Drops counts connections closed for cause.
+// Drops counts connections closed for cause, or refused.
 type Drops struct {
 	OversizedFrames uint64 // the peer announced a frame above MaxFrameBytes
 	SlowClients     uint64 // the send queue exceeded SlowClientBytes
+	WriteFailures   uint64 // a write to the connection failed (reset, timeout...)
+	RefusedConns    uint64 // Server: accepted beyond MaxConns and closed at once
 }
 
 func (e *endpoint) drops() Drops {
-	return Drops{OversizedFrames: e.oversized.Load(), SlowClients: e.slow.Load()}
+	return Drops{
+		OversizedFrames: e.oversized.Load(), SlowClients: e.slow.Load(),
+		WriteFailures: e.writeFailed.Load(), RefusedConns: e.refusedConns.Load(),
+	}
 }
