@@ -116,7 +116,7 @@ func TestPoll_AllocatesNothing(t *testing.T) {
 }
 
 func TestPeerTable_LookupAllocatesNothing(t *testing.T) {
-	pt := newPeerTable()
+	pt := newPeerTable(0)
 	ap := netip.MustParseAddrPort("10.0.0.1:4000")
 	p := pt.lookup(ap)
 	if a := testing.AllocsPerRun(1000, func() {

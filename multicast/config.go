@@ -52,6 +52,10 @@ type Config struct {
 	// FaultStream distinguishes the fault decisions of endpoints that share
 	// Faults.Seed (give each node its own, e.g. its instance id).
 	FaultStream uint64
+	// MaxPeers bounds the server's table of senders it can answer (SendTo);
+	// when it is full, the sender heard from least recently is forgotten
+	// to make room for a new one. 0 means 4096. Server only.
+	MaxPeers int
 	// Logger receives the rate-limited warnings of the endpoint (datagrams
 	// the kernel refused). nil means slog.Default().
 	Logger *slog.Logger
@@ -113,6 +117,9 @@ func (c Config) Validate() error {
 	}
 	if c.MaxDatagramBytes < minDatagramBytes || c.MaxDatagramBytes > maxDatagramBytes {
 		return fmt.Errorf("%w: MaxDatagramBytes %d out of range (want %d..%d)", ErrConfig, c.MaxDatagramBytes, minDatagramBytes, maxDatagramBytes)
+	}
+	if c.MaxPeers < 0 || c.MaxPeers > maxMaxPeers {
+		return fmt.Errorf("%w: MaxPeers %d out of range (want 0..%d; 0 means %d)", ErrConfig, c.MaxPeers, maxMaxPeers, defaultMaxPeers)
 	}
 	if err := c.Faults.Validate(); err != nil {
 		return fmt.Errorf("%w: Faults: %w", ErrConfig, err)

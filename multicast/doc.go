@@ -9,8 +9,12 @@
 // its unicast replies (SendTo). It joins CommandGroup (default
 // 239.77.0.2:9101) and reads commands and NAKs there, so after a failover
 // whichever sequencer is primary hears them with no reconfiguration. It
-// maps each sender's address to a transport.Peer in a fixed table (lookups
-// allocate nothing; a new sender costs one allocation).
+// maps each sender's address to a transport.Peer in a bounded table
+// (Config.MaxPeers, default 4096) that forgets the sender heard from least
+// recently when a new one needs room; a Peer carries its slot's
+// generation, so the Peer of a forgotten sender is never taken for the
+// next (SendTo drops and counts it). Lookups allocate nothing; a new
+// sender costs one allocation.
 //
 // A client joins StreamGroup, and sends to CommandGroup from its own
 // ephemeral-port socket, on which it also receives the server's unicast

@@ -6,7 +6,8 @@ import "errors"
 var ErrConfig = errors.New("multicast: bad config")
 
 // ErrUnknownPeer is returned by SendTo for a Peer this server never heard
-// from (or that was evicted from its peer table).
+// from, or whose sender was evicted from its peer table since (the frame
+// is dropped and counted).
 var ErrUnknownPeer = errors.New("multicast: unknown peer")
 
 // ErrNoMulticast is returned when the host cannot deliver multicast on the

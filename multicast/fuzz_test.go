@@ -19,7 +19,7 @@ func FuzzSourceToPeer(f *testing.F) {
 	f.Add([]byte{2, 0, 0, 0, 0, 0, 0, 0})
 	f.Add([]byte{2, 0, 0xff, 0xff, 255, 255, 255, 255, 2, 0, 0xff, 0xff, 255, 255, 255, 255})
 	f.Fuzz(func(t *testing.T, raw []byte) {
-		pt := newPeerTable()
+		pt := newPeerTable(0)
 		seen := map[netip.AddrPort]transport.Peer{}
 		for len(raw) >= 8 {
 			var sa unix.RawSockaddrInet4

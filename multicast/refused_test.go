@@ -19,6 +19,13 @@ import (
 // are not allowed (no CAP_NET_RAW).
 func sendFromPortZero(t testing.TB, to netip.AddrPort, payload []byte) {
 	t.Helper()
+	sendFromPort(t, 0, to, payload)
+}
+
+// sendFromPort is sendFromPortZero from any source port (on 127.0.0.1),
+// whether or not a socket is bound to it.
+func sendFromPort(t testing.TB, port uint16, to netip.AddrPort, payload []byte) {
+	t.Helper()
 	fd, err := unix.Socket(unix.AF_INET, unix.SOCK_RAW, unix.IPPROTO_UDP)
 	if err != nil {
 		t.Skipf("raw socket: %v (needs CAP_NET_RAW)", err)
@@ -32,7 +39,7 @@ func sendFromPortZero(t testing.TB, to netip.AddrPort, payload []byte) {
 		t.Fatalf("IP_MULTICAST_LOOP: %v", err)
 	}
 	pkt := make([]byte, 8+len(payload))
-	binary.BigEndian.PutUint16(pkt[0:], 0) // source port 0
+	binary.BigEndian.PutUint16(pkt[0:], port)
 	binary.BigEndian.PutUint16(pkt[2:], to.Port())
 	binary.BigEndian.PutUint16(pkt[4:], uint16(len(pkt)))
 	// Checksum 0: none (allowed for UDP over IPv4).

@@ -34,7 +34,7 @@ func NewServer(cfg Config) (*Server, error) {
 		cmd.conn.Close()
 		return nil, err
 	}
-	s := &Server{stream: c.streamUDP, peers: newPeerTable()}
+	s := &Server{stream: c.streamUDP, peers: newPeerTable(c.MaxPeers)}
 	r := newReceiver(cmd, c, 1)
 	r.peers = s.peers
 	s.endpoint = endpoint{
@@ -53,13 +53,17 @@ func NewServer(cfg Config) (*Server, error) {
 func (s *Server) Publish(frame []byte) error { return s.queue(frame, s.stream) }
 
 // SendTo queues frame for one client, unicast to the address its commands
-// came from.
+// came from. A Peer this server does not know, or no longer knows (its
+// sender was evicted from the peer table), gets nothing: the frame is
+// counted in Counters().Dropped and ErrUnknownPeer returned; it never
+// reaches the sender that took the evicted one's slot.
 func (s *Server) SendTo(to transport.Peer, frame []byte) error {
 	a := s.peers.addr(to)
 	if a == nil {
 		if s.closed.Load() {
 			return transport.ErrClosed
 		}
+		s.dropped.Add(1)
 		return ErrUnknownPeer
 	}
 	return s.queue(frame, a)
