@@ -28,14 +28,11 @@ func queuedBytes(s *Server) int {
 }
 
 // Subscribers that connect and never read cost the server a bounded
-// amount each: their queues are cut at SlowClientBytes (default 4 MiB)
-// and the connections closed, counted, and logged in one line, not one
-// per connection.
-func TestServer_IdleSubscribersBounded(t *testing.T) {
+// amount each, however fast it publishes: their queues are cut at
+// MaxQueueBytes and the connections closed, counted, and logged in one
+// line, not one per connection.
+func TestServer_IdleSubscribersBoundedAtFullRate(t *testing.T) {
 	cfg, logs := testConfig(t)
-	if cfg.SlowClientBytes != 4<<20 {
-		t.Fatalf("default SlowClientBytes = %d, want 4 MiB", cfg.SlowClientBytes)
-	}
 	s := newServer(t, cfg)
 	const idle = 4
 	for range idle {
@@ -47,7 +44,7 @@ func TestServer_IdleSubscribersBounded(t *testing.T) {
 	}
 	waitClients(t, s, idle)
 	frame := make([]byte, 16<<10)
-	bound := idle * (2*cfg.SlowClientBytes + len(frame) + lenPrefixBytes)
+	bound := idle * (cfg.MaxQueueBytes + len(frame) + lenPrefixBytes)
 	peak := 0
 	for i := 0; s.Drops().SlowClients < idle; i++ {
 		if i == 1<<16 { // 1 GiB published
@@ -71,6 +68,71 @@ func TestServer_IdleSubscribersBounded(t *testing.T) {
 	}
 	if !strings.Contains(logs.String(), ErrSlowClient.Error()) {
 		t.Fatalf("log does not give the reason %q:\n%s", ErrSlowClient, logs)
+	}
+}
+
+// At a moderate rate, a subscriber that does not read is cut once it
+// holds more than SlowClientBytes (default 4 MiB) with no progress for
+// SlowClientTimeout, long before MaxQueueBytes.
+func TestServer_IdleSubscriberCutWhenStalled(t *testing.T) {
+	cfg, _ := testConfig(t)
+	if cfg.SlowClientBytes != 4<<20 {
+		t.Fatalf("default SlowClientBytes = %d, want 4 MiB", cfg.SlowClientBytes)
+	}
+	cfg.SlowClientTimeout = 100 * time.Millisecond
+	s := newServer(t, cfg)
+	nc, err := net.Dial("tcp", s.Addr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer nc.Close() // never reads
+	waitClients(t, s, 1)
+	frame := make([]byte, 8<<10)
+	peak := 0
+	deadline := time.Now().Add(60 * time.Second)
+	for s.Drops().SlowClients == 0 {
+		if time.Now().After(deadline) {
+			t.Fatalf("idle subscriber not cut after 60s; holding %d bytes", queuedBytes(s))
+		}
+		s.Publish(frame)
+		s.Flush()
+		peak = max(peak, queuedBytes(s))
+		time.Sleep(time.Millisecond) // at most 8 MB/s
+	}
+	if peak >= cfg.MaxQueueBytes {
+		t.Fatalf("cut at %d bytes: by MaxQueueBytes, not by the stall rule", peak)
+	}
+	t.Logf("cut at %d bytes held (SlowClientBytes %d)", peak, cfg.SlowClientBytes)
+}
+
+// A subscriber that reads is not cut for a burst above SlowClientBytes
+// (a 16 MiB message is one), as long as it stays below MaxQueueBytes.
+func TestServer_ReadingSubscriberSurvivesLargeBurst(t *testing.T) {
+	cfg, _ := testConfig(t)
+	cfg.MaxFrameBytes = MinMaxFrameBytes
+	s := newServer(t, cfg)
+	c := dial(t, cfg, s)
+	waitClients(t, s, 1)
+	frame := make([]byte, 64000)
+	const frames = 16 << 20 / 64000
+	for range frames {
+		if err := s.Publish(frame); err != nil {
+			t.Fatal(err)
+		}
+	}
+	s.Flush()
+	got := 0
+	deadline := time.Now().Add(liveness)
+	for got < frames && time.Now().Before(deadline) {
+		n, err := c.Poll(ignore, 10*time.Millisecond)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got += n
+		s.Poll(ignore, 0)
+	}
+	if got != frames || s.Drops().SlowClients != 0 {
+		t.Fatalf("reader got %d of %d frames of a 16 MiB burst; drops %+v", got, frames, s.Drops())
 	}
 }
 

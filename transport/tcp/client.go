@@ -115,7 +115,7 @@ func (c *Client) Send(frame []byte) error {
 	c.outFrames++
 	c.ep.framesSent.Add(1)
 	c.ep.bytesSent.Add(uint64(len(frame)))
-	if len(c.out) > c.cfg.SlowClientBytes {
+	if len(c.out) > c.cfg.MaxQueueBytes {
 		c.dropQueue(true)
 	}
 	return nil
@@ -136,7 +136,7 @@ func (c *Client) Flush() error {
 		return nil
 	}
 	c.outFrames = 0
-	if pending := cn.enqueue(&c.out); pending > c.cfg.SlowClientBytes {
+	if pending := cn.enqueue(&c.out); cn.tooSlow(pending, &c.cfg) {
 		// The sequencer does not read: start over on a new connection.
 		c.ep.slow.Add(1)
 		cn.kill(ErrSlowClient)

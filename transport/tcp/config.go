@@ -33,13 +33,21 @@ type Config struct {
 	// When it is full, reader goroutines stop reading (TCP flow control
 	// pushes back on the sender) until Poll makes room.
 	InboxBytes int
-	// SlowClientBytes bounds the bytes queued for one connection and not
-	// yet written to its socket; a connection beyond it is closed with
-	// ErrSlowClient (logged, counted in Drops.SlowClients). A node that is
-	// cut off reconnects and repairs its gap by NAK. It bounds what a
-	// subscriber that does not read costs the server: about three times
-	// this (the send buffers rotate), plus the kernel's socket buffers.
-	SlowClientBytes int
+	// SlowClientBytes and SlowClientTimeout find a peer that does not
+	// read: a connection holding more than SlowClientBytes not yet written
+	// to its socket, whose writes have made no progress for
+	// SlowClientTimeout, is closed with ErrSlowClient (logged, counted in
+	// Drops.SlowClients). A node that is cut off reconnects and repairs
+	// its gap by NAK. A healthy peer may hold more for a moment (one large
+	// message is a burst of many frames): it is not cut while it reads.
+	SlowClientBytes   int
+	SlowClientTimeout time.Duration
+	// MaxQueueBytes bounds the bytes one connection may hold not yet
+	// written, reading or not: beyond it the connection is closed at once
+	// (ErrSlowClient). It bounds what a peer can make the endpoint hold:
+	// about twice this (the send buffers rotate), plus the kernel's socket
+	// buffers. Keep it above the largest burst (the largest message).
+	MaxQueueBytes int
 	// MaxConns bounds the connections a Server holds at once; one more is
 	// closed as soon as it is accepted (counted in Drops.RefusedConns,
 	// logged), so that clients cannot grow the server's memory without
@@ -65,16 +73,18 @@ type Config struct {
 const (
 	DefaultAddr = "127.0.0.1:9200"
 	// MinMaxFrameBytes is the largest wire frame (a maximal UDP datagram).
-	MinMaxFrameBytes        = 65507
-	DefaultMaxFrameBytes    = 1 << 20
-	DefaultReadBufferBytes  = 256 << 10
-	DefaultWriteBufferBytes = 64 << 10
-	DefaultInboxBytes       = 4 << 20
-	DefaultSlowClientBytes  = 4 << 20
-	DefaultMaxConns         = 1024
-	DefaultDialTimeout      = 2 * time.Second
-	DefaultReconnectMin     = 20 * time.Millisecond
-	DefaultReconnectMax     = 2 * time.Second
+	MinMaxFrameBytes         = 65507
+	DefaultMaxFrameBytes     = 1 << 20
+	DefaultReadBufferBytes   = 256 << 10
+	DefaultWriteBufferBytes  = 64 << 10
+	DefaultInboxBytes        = 4 << 20
+	DefaultSlowClientBytes   = 4 << 20
+	DefaultSlowClientTimeout = time.Second
+	DefaultMaxQueueBytes     = 32 << 20 // a 16 MiB message (the sequencer's default maximum) twice over
+	DefaultMaxConns          = 1024
+	DefaultDialTimeout       = 2 * time.Second
+	DefaultReconnectMin      = 20 * time.Millisecond
+	DefaultReconnectMax      = 2 * time.Second
 
 	maxMaxFrameBytes   = 1 << 30
 	minBufferBytes     = 4 << 10
@@ -90,16 +100,18 @@ const (
 // and no faults.
 func DefaultConfig() Config {
 	return Config{
-		Addr:             DefaultAddr,
-		MaxFrameBytes:    DefaultMaxFrameBytes,
-		ReadBufferBytes:  DefaultReadBufferBytes,
-		WriteBufferBytes: DefaultWriteBufferBytes,
-		InboxBytes:       DefaultInboxBytes,
-		SlowClientBytes:  DefaultSlowClientBytes,
-		MaxConns:         DefaultMaxConns,
-		DialTimeout:      DefaultDialTimeout,
-		ReconnectMin:     DefaultReconnectMin,
-		ReconnectMax:     DefaultReconnectMax,
+		Addr:              DefaultAddr,
+		MaxFrameBytes:     DefaultMaxFrameBytes,
+		ReadBufferBytes:   DefaultReadBufferBytes,
+		WriteBufferBytes:  DefaultWriteBufferBytes,
+		InboxBytes:        DefaultInboxBytes,
+		SlowClientBytes:   DefaultSlowClientBytes,
+		SlowClientTimeout: DefaultSlowClientTimeout,
+		MaxQueueBytes:     DefaultMaxQueueBytes,
+		MaxConns:          DefaultMaxConns,
+		DialTimeout:       DefaultDialTimeout,
+		ReconnectMin:      DefaultReconnectMin,
+		ReconnectMax:      DefaultReconnectMax,
 	}
 }
 
@@ -125,6 +137,12 @@ func (c Config) Validate() error {
 	}
 	if c.SlowClientBytes < c.MaxFrameBytes+lenPrefixBytes || c.SlowClientBytes > maxSlowClientBytes {
 		return fmt.Errorf("%w: SlowClientBytes=%d, want %d (MaxFrameBytes+4)..%d", ErrConfig, c.SlowClientBytes, c.MaxFrameBytes+lenPrefixBytes, maxSlowClientBytes)
+	}
+	if c.SlowClientTimeout <= 0 {
+		return fmt.Errorf("%w: SlowClientTimeout=%v, want > 0", ErrConfig, c.SlowClientTimeout)
+	}
+	if c.MaxQueueBytes < c.SlowClientBytes || c.MaxQueueBytes > maxSlowClientBytes {
+		return fmt.Errorf("%w: MaxQueueBytes=%d, want %d (SlowClientBytes)..%d", ErrConfig, c.MaxQueueBytes, c.SlowClientBytes, maxSlowClientBytes)
 	}
 	if c.MaxConns < 1 || c.MaxConns > maxMaxConns {
 		return fmt.Errorf("%w: MaxConns=%d, want 1..%d", ErrConfig, c.MaxConns, maxMaxConns)

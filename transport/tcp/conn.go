@@ -7,6 +7,7 @@ import (
 	"net"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/seqd/seqd/transport"
 )
@@ -31,6 +32,15 @@ type conn struct {
 	mu       sync.Mutex
 	queued   []byte // flushed, waiting for the writer
 	inflight int    // bytes the writer is writing now
+
+	// written counts bytes the socket took (the writer's progress).
+	// stalling, stallSince and stallWritten belong to the endpoint
+	// goroutine: since when the connection holds more than
+	// SlowClientBytes with written stuck at stallWritten.
+	written      atomic.Uint64
+	stalling     bool
+	stallSince   int64
+	stallWritten uint64
 
 	wake chan struct{} // cap 1: Flush -> writer
 	done chan struct{} // closed by kill
@@ -81,6 +91,35 @@ func (c *conn) enqueue(out *[]byte) (pending int) {
 	return pending
 }
 
+// writeChunkBytes is the most one Write call of writeLoop takes.
+const writeChunkBytes = 512 << 10
+
+// clockBase makes monoNow a reading of the monotonic clock.
+var clockBase = time.Now()
+
+func monoNow() int64 { return int64(time.Since(clockBase)) }
+
+// tooSlow reports whether a connection holding pending bytes not yet
+// written must be closed: beyond MaxQueueBytes at once; beyond
+// SlowClientBytes once its writes made no progress for SlowClientTimeout.
+// A peer that reads is never cut for a burst below MaxQueueBytes. It reads
+// the clock only above SlowClientBytes. Endpoint goroutine only.
+func (c *conn) tooSlow(pending int, cfg *Config) bool {
+	switch {
+	case pending > cfg.MaxQueueBytes:
+		return true
+	case pending <= cfg.SlowClientBytes:
+		c.stalling = false
+		return false
+	}
+	now := monoNow()
+	if w := c.written.Load(); !c.stalling || w != c.stallWritten {
+		c.stalling, c.stallSince, c.stallWritten = true, now, w
+		return false
+	}
+	return now-c.stallSince > int64(cfg.SlowClientTimeout)
+}
+
 // writeLoop writes what enqueue hands over until the connection dies. A
 // failed write ends this connection only (counted in Drops.WriteFailures):
 // its peer reconnects and repairs, the endpoint goes on.
@@ -100,7 +139,15 @@ func (c *conn) writeLoop(wg *sync.WaitGroup) {
 		if len(writing) == 0 {
 			continue
 		}
-		_, err := c.nc.Write(writing)
+		// In chunks, so that the endpoint sees progress (tooSlow) while
+		// a large burst is being written to a peer that reads.
+		var err error
+		for p := writing; len(p) > 0 && err == nil; {
+			var n int
+			n, err = c.nc.Write(p[:min(len(p), writeChunkBytes)])
+			c.written.Add(uint64(n))
+			p = p[n:]
+		}
 		c.mu.Lock()
 		c.inflight = 0
 		c.mu.Unlock()

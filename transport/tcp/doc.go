@@ -17,14 +17,17 @@
 // Goroutines per connection: one reader, which copies frames into the
 // endpoint's inbox (a byte ring shared by all connections, drained by
 // Poll), and one writer, so that a stalled peer blocks only its own writer.
-// A connection whose unwritten bytes exceed Config.SlowClientBytes
-// (default 4 MiB) is closed with ErrSlowClient, logged and counted
-// (Drops.SlowClients); the node reconnects and repairs its gap by NAK. So
-// a subscriber that never reads costs the server a bounded amount, and at
-// most Config.MaxConns (default 1024) connections are held: one more is
-// closed as soon as it is accepted (Drops.RefusedConns). When the inbox
-// is full the readers stop reading and TCP flow control pushes back on
-// the senders.
+// A peer that does not read is cut off: a connection holding more than
+// Config.SlowClientBytes (default 4 MiB) not yet written, with no write
+// progress for SlowClientTimeout (default 1 s), or more than MaxQueueBytes
+// (default 32 MiB) at all, is closed with ErrSlowClient, logged and
+// counted (Drops.SlowClients); the node reconnects and repairs its gap by
+// NAK. A peer that reads is not cut for a burst (a 16 MiB message) below
+// MaxQueueBytes. So a subscriber that never reads costs the server a
+// bounded amount, and at most Config.MaxConns (default 1024) connections
+// are held: one more is closed as soon as it is accepted
+// (Drops.RefusedConns). When the inbox is full the readers stop reading
+// and TCP flow control pushes back on the senders.
 //
 // Failure policy: a write that fails (a reset, a dead peer) ends that
 // connection only, counted in Drops.WriteFailures and Counters().Refused;

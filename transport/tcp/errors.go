@@ -9,9 +9,10 @@ var (
 	// ErrOversizedFrame is why a connection whose peer announced a frame
 	// longer than MaxFrameBytes was closed.
 	ErrOversizedFrame = errors.New("tcp: received frame length exceeds MaxFrameBytes")
-	// ErrSlowClient is why a connection whose send queue grew beyond
-	// SlowClientBytes was closed.
-	ErrSlowClient = errors.New("tcp: send queue exceeds SlowClientBytes")
+	// ErrSlowClient is why a connection whose peer did not read was
+	// closed: its send queue stayed above SlowClientBytes for
+	// SlowClientTimeout with no progress, or grew beyond MaxQueueBytes.
+	ErrSlowClient = errors.New("tcp: peer does not read (send queue above SlowClientBytes with no progress, or above MaxQueueBytes)")
 	// ErrTooManyConns is why a connection accepted beyond
 	// Config.MaxConns was closed at once.
 	ErrTooManyConns = errors.New("tcp: too many connections (MaxConns)")

@@ -203,7 +203,7 @@ func (s *Server) queue(c *conn, frame []byte) {
 	c.out = appendFrame(c.out, frame)
 	s.ep.framesSent.Add(1)
 	s.ep.bytesSent.Add(uint64(len(frame)))
-	if len(c.out) > s.cfg.SlowClientBytes {
+	if len(c.out) > s.cfg.MaxQueueBytes {
 		s.dropSlow(c)
 	}
 }
@@ -215,8 +215,8 @@ func (s *Server) dropSlow(c *conn) {
 }
 
 // Flush hands every connection's queued frames to its writer goroutine,
-// which writes them with one Write. A connection whose unwritten bytes
-// exceed SlowClientBytes is closed.
+// which writes them. A connection that does not read is closed (see
+// Config.SlowClientBytes and MaxQueueBytes).
 func (s *Server) Flush() error {
 	if s.closed.Load() {
 		return transport.ErrClosed
@@ -226,7 +226,10 @@ func (s *Server) Flush() error {
 		if c.dead.Load() {
 			continue
 		}
-		if pending := c.enqueue(&c.out); pending > s.cfg.SlowClientBytes {
+		if len(c.out) == 0 {
+			continue // nothing new: the stall clock, if any, runs on
+		}
+		if pending := c.enqueue(&c.out); c.tooSlow(pending, &s.cfg) {
 			s.dropSlow(c)
 		}
 	}
@@ -316,7 +319,7 @@ func (s *Server) Clients() int {
 // Drops counts connections closed for cause, or refused.
 type Drops struct {
 	OversizedFrames uint64 // the peer announced a frame above MaxFrameBytes
-	SlowClients     uint64 // the send queue exceeded SlowClientBytes
+	SlowClients     uint64 // the peer did not read (SlowClientBytes, SlowClientTimeout, MaxQueueBytes)
 	WriteFailures   uint64 // a write to the connection failed (reset, timeout...)
 	RefusedConns    uint64 // Server: accepted beyond MaxConns and closed at once
 }

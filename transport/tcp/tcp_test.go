@@ -202,7 +202,7 @@ func TestServer_ManyFramesThroughSmallInbox(t *testing.T) {
 	cfg.ReadBufferBytes = minBufferBytes
 	// The sender runs far ahead of the tiny inbox on purpose: it must
 	// not be cut off as a slow peer.
-	cfg.SlowClientBytes = 256 << 20
+	cfg.MaxQueueBytes = 256 << 20
 	s := newServer(t, cfg)
 	c := dial(t, cfg, s)
 	const frames = 3000
