@@ -42,7 +42,7 @@ func TestAgent_NakFromPortZeroUnderLoad(t *testing.T) {
 	defer srv.Close()
 	scfg := sequencer.DefaultConfig()
 	scfg.Session = 77
-	agent, err := sequencer.NewAgent(scfg, srv, func() int64 { return time.Now().UnixNano() })
+	agent, err := sequencer.NewAgent(scfg, srv, sequencer.SystemClock())
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -42,7 +42,7 @@ func TestAgent_FlushErrorIsNotFatal(t *testing.T) {
 	}
 	srv := &refusingServer{Server: net.Server()}
 	srv.refusals.Store(10)
-	a, err := NewAgent(testConfig(), srv, func() int64 { return time.Now().UnixNano() })
+	a, err := NewAgent(testConfig(), srv, SystemClock())
 	if err != nil {
 		t.Fatal(err)
 	}
