@@ -93,7 +93,7 @@ func (c *Core) startPacket() {
 func (c *Core) publishOpen() {
 	pkt := c.w.Bytes()
 	c.openInfo.Count = c.w.Count()
-	c.ring.commit(len(pkt), c.openInfo)
+	c.ring.commit(len(pkt), &c.openInfo)
 	last := c.openInfo.LastSeq()
 	c.tail = last
 	if c.partial {

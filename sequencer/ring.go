@@ -132,11 +132,10 @@ func (r *ring) claim(n int) []byte {
 }
 
 // commit records the packet of n bytes built in the claimed region.
-func (r *ring) commit(n int, info PacketInfo) {
-	*r.entry(r.next) = ringEntry{
-		pos: r.claimed, firstSeq: info.FirstSeq, n: uint32(n), count: uint16(info.Count),
-		frag: info.Fragment, fragFrom: info.FragFrom, fragTo: info.FragTo,
-	}
+func (r *ring) commit(n int, info *PacketInfo) {
+	e := r.entry(r.next)
+	e.pos, e.firstSeq, e.n, e.count = r.claimed, info.FirstSeq, uint32(n), uint16(info.Count)
+	e.frag, e.fragFrom, e.fragTo = info.Fragment, info.FragFrom, info.FragTo
 	if r.first == r.next {
 		r.head = r.claimed
 	}
@@ -148,7 +147,7 @@ func (r *ring) commit(n int, info PacketInfo) {
 // builds each packet in place with claim and commit.
 func (r *ring) Put(pkt []byte, info PacketInfo) {
 	copy(r.claim(len(pkt)), pkt)
-	r.commit(len(pkt), info)
+	r.commit(len(pkt), &info)
 }
 
 // Oldest describes the oldest retained packet (RetransmitStore).
