@@ -55,7 +55,10 @@ type Result struct {
 	Sequenced uint64 // last seq the sequencer published
 	Commands  uint64 // commands the senders issued (all acknowledged when Err is nil)
 	Sequencer sequencer.Stats
-	Err       error
+	// ClockSteps counts the sequencer's wall clock steps of minutes back
+	// or an hour forward.
+	ClockSteps int
+	Err        error
 }
 
 // Replay is the one command that reruns this seed exactly.
@@ -68,6 +71,9 @@ var ErrInvariant = errors.New("sim: invariant violated")
 
 const tick = 100 * time.Microsecond
 
+// heartbeat is the sequencer's HeartbeatInterval.
+const heartbeat = time.Millisecond
+
 // entry is the sequencer's truth about one seq, taken from what it published.
 type entry struct {
 	account  wire.Account
@@ -78,16 +84,21 @@ type entry struct {
 }
 
 type world struct {
-	cfg   Config
-	rng   *rand.Rand
-	now   int64
-	skew  int64 // the sequencer's wall clock error; it sometimes jumps back
-	net   *mem.Network
-	srv   transport.Server
-	seq   *sequencer.Core
-	nodes []*simNode
-	log   []entry
-	err   error
+	cfg        Config
+	rng        *rand.Rand
+	now        int64
+	skew       int64 // the sequencer's wall clock error; it sometimes jumps back
+	clockSteps int   // wall clock steps of minutes or hours
+	// published and lastPublish: whether and when (virtual time) the
+	// sequencer last published.
+	published   bool
+	lastPublish int64
+	net         *mem.Network
+	srv         transport.Server
+	seq         *sequencer.Core
+	nodes       []*simNode
+	log         []entry
+	err         error
 
 	onServerFrame transport.Handler
 }
@@ -118,6 +129,7 @@ func Run(cfg Config) (res Result) {
 	res.Virtual = time.Duration(w.now)
 	res.Sequenced = uint64(len(w.log))
 	res.Sequencer = w.seq.Stats()
+	res.ClockSteps = w.clockSteps
 	for _, n := range w.nodes {
 		res.Commands += n.sent
 	}
@@ -139,7 +151,7 @@ func newWorld(cfg Config) (*world, error) {
 	sc := sequencer.DefaultConfig()
 	sc.Session = 1
 	sc.Epoch = 1
-	sc.HeartbeatInterval = time.Millisecond
+	sc.HeartbeatInterval = heartbeat
 	sc.RingBytes = 1 << 16 * sc.MaxPacketBytes
 	// Exercise repair pacing: about what 5% loss needs on average, so
 	// bursts (after a partition) are throttled and must still converge.
@@ -160,6 +172,13 @@ func newWorld(cfg Config) (*world, error) {
 
 // Publish is the sequencer's sink: record the truth, then send.
 func (w *world) Publish(pkt []byte) {
+	// Liveness whatever the wall clock does: the stream never stays
+	// silent for more than a heartbeat interval (and one step) of virtual
+	// time.
+	if w.published && w.now-w.lastPublish > int64(heartbeat+tick) {
+		w.fail("nothing published for %v (heartbeat interval %v)", time.Duration(w.now-w.lastPublish), heartbeat)
+	}
+	w.published, w.lastPublish = true, w.now
 	w.record(pkt)
 	_ = w.srv.Publish(pkt)
 }
@@ -234,9 +253,20 @@ func (w *world) run() (int, error) {
 		w.now = next
 		w.net.SetNow(w.now)
 
-		// The sequencer's wall clock wanders and sometimes steps back.
+		// The sequencer's wall clock wanders and sometimes steps back; now
+		// and then it steps minutes back or an hour forward. Its timeouts
+		// run on virtual (monotonic) time, and its stamps never go back
+		// (checked in record).
 		if w.rng.IntN(1000) == 0 {
 			w.skew -= int64(w.rng.IntN(int(5 * time.Millisecond)))
+		}
+		switch w.rng.IntN(20000) {
+		case 0:
+			w.skew -= int64(1+w.rng.IntN(10)) * int64(time.Minute)
+			w.clockSteps++
+		case 1:
+			w.skew += int64(time.Hour)
+			w.clockSteps++
 		}
 
 		if w.cfg.Partitions {
