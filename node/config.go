@@ -52,9 +52,20 @@ type Config struct {
 	// WindowBytes bounds the payload bytes of unacked commands, so that a
 	// few huge commands cannot queue gigabytes in the node and its
 	// transport; one command is always allowed, whatever its size.
-	WindowBytes    int
-	BlockWhenFull  bool          // Node.Send waits for window space instead of ErrWindowFull
-	ResendInterval time.Duration // resend unacked commands after this long without an ack
+	WindowBytes int
+	// BlockWhenFull makes Node.Send wait for window space, at most
+	// SendTimeout, instead of returning ErrWindowFull at once. Callbacks
+	// use Node.TrySend, which never waits.
+	BlockWhenFull bool
+	SendTimeout   time.Duration // longest wait of a blocking Node.Send
+	// ResendInterval is the first resend timeout, used until an ack
+	// latency was measured. From then on a command not seen in the stream
+	// is resent after srtt + 4*rttvar of the measured latency (as TCP
+	// does), kept within [MinResendInterval, MaxResendInterval] and
+	// doubled while the oldest command keeps timing out.
+	ResendInterval    time.Duration
+	MinResendInterval time.Duration
+	MaxResendInterval time.Duration
 
 	NakDelay    time.Duration // first NAK after a random delay in [NakDelay/2, 3*NakDelay/2)
 	NakMaxDelay time.Duration // exponential backoff cap while a gap stays open
@@ -77,16 +88,19 @@ type Config struct {
 // DefaultConfig returns the defaults: safe mode, rewinding, window 1024.
 func DefaultConfig() Config {
 	return Config{
-		Mode:            Safe,
-		Rewind:          true,
-		Window:          1024,
-		WindowBytes:     32 << 20,
-		ResendInterval:  50 * time.Millisecond,
-		NakDelay:        time.Millisecond,
-		NakMaxDelay:     100 * time.Millisecond,
-		MaxPacketBytes:  wire.DefaultMaxPacketBytes,
-		MaxMessageBytes: 16 << 20,
-		PendingRecords:  1 << 16,
+		Mode:              Safe,
+		Rewind:            true,
+		Window:            1024,
+		WindowBytes:       32 << 20,
+		SendTimeout:       10 * time.Second,
+		ResendInterval:    50 * time.Millisecond,
+		MinResendInterval: 5 * time.Millisecond,
+		MaxResendInterval: 2 * time.Second,
+		NakDelay:          time.Millisecond,
+		NakMaxDelay:       100 * time.Millisecond,
+		MaxPacketBytes:    wire.DefaultMaxPacketBytes,
+		MaxMessageBytes:   16 << 20,
+		PendingRecords:    1 << 16,
 	}
 }
 
@@ -119,6 +133,15 @@ func (c Config) Validate() error {
 	}
 	if c.ResendInterval <= 0 {
 		return fmt.Errorf("%w: ResendInterval = %v, want > 0", ErrConfig, c.ResendInterval)
+	}
+	if c.MinResendInterval <= 0 {
+		return fmt.Errorf("%w: MinResendInterval = %v, want > 0", ErrConfig, c.MinResendInterval)
+	}
+	if c.MaxResendInterval < c.MinResendInterval {
+		return fmt.Errorf("%w: MaxResendInterval = %v, want >= MinResendInterval (%v)", ErrConfig, c.MaxResendInterval, c.MinResendInterval)
+	}
+	if c.BlockWhenFull && c.SendTimeout <= 0 {
+		return fmt.Errorf("%w: SendTimeout = %v, want > 0 with BlockWhenFull", ErrConfig, c.SendTimeout)
 	}
 	if c.NakDelay <= 0 {
 		return fmt.Errorf("%w: NakDelay = %v, want > 0", ErrConfig, c.NakDelay)

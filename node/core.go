@@ -63,6 +63,7 @@ func NewCore(cfg Config, h Handler, out Output) (*Core, error) {
 	c.act, _ = h.(ActivationHandler)
 	c.tim, _ = h.(TimerHandler)
 	c.ltim, _ = h.(LocalTimerHandler)
+	c.rejected, _ = h.(RejectionHandler)
 	c.initRecv()
 	if !cfg.ReadOnly {
 		c.initSend()
@@ -78,6 +79,7 @@ func (c *Core) Step(now int64, frame []byte) error {
 	if c.err != nil {
 		return c.err
 	}
+	c.clock = now
 	k, err := wire.PeekKind(frame)
 	if err != nil {
 		c.stats.Malformed++
@@ -109,6 +111,7 @@ func (c *Core) Tick(now int64) {
 	if c.err != nil {
 		return
 	}
+	c.clock = now
 	c.updateGap(now)
 	if c.nakArmed && now >= c.nakAt {
 		c.sendNak(now)
@@ -200,7 +203,8 @@ func (c *Core) InFlight() int { return int(c.nextCmd - 1 - c.acked) }
 func (c *Core) InFlightBytes() int { return c.inflightB }
 
 // Err is the fatal error that stopped the core (ErrUnrecoverable,
-// ErrDiverged, ErrTooLarge), or nil. Once set it never changes.
+// ErrDiverged, ErrTooLarge, ErrNewSession, ErrSuperseded,
+// ErrDuplicateSender), or nil. Once set it never changes.
 func (c *Core) Err() error { return c.err }
 
 // Stats returns the counters.

@@ -32,15 +32,31 @@
 // sequencer then publishes InternalIncarnation and expects cmdSeq 1, so a
 // restarted node never has fresh commands dropped as duplicates, and its
 // old commands seen while rewinding do not ack new ones (acks count only
-// after this incarnation's InternalIncarnation). Commands are batched into
-// frames of MaxPacketBytes, fragmented when large, kept in a window of
-// Config.Window copies, acked by seeing (account, instance, cmdSeq) in the
-// delivered stream, and resent in cmdSeq order after ResendInterval.
+// after this incarnation's InternalIncarnation). A node that sees its
+// Account/Instance announced with an incarnation at or above its own
+// before its first command (rewinding over an earlier life) moves above
+// it; after that, another incarnation announced stops it with
+// ErrSuperseded. Each unacked command keeps a checksum of its payload: a
+// command of this identity in the stream that this process did not send
+// (two processes given one incarnation) stops it with ErrDuplicateSender
+// instead of acking ours. Commands are batched into frames of
+// MaxPacketBytes, fragmented when large, kept in a window of Config.Window
+// copies, and acked by seeing (account, instance, cmdSeq) in the delivered
+// stream, or an InternalRejected for it: the sequencer refused it, the
+// slot is freed, and OnRejected gets a *RejectedError (ErrRejected and
+// the reason). Each command has its own resend timer: the ack latency is
+// measured (srtt, rttvar, as TCP does, ignoring resent commands) and a
+// command unacked after srtt + 4*rttvar (ResendInterval before the first
+// sample; within MinResendInterval..MaxResendInterval) is resent alone;
+// the timeout doubles while the oldest command keeps timing out. observe
+// (send.go) is the one place where delivered records reach the sending
+// half.
 //
 // Callbacks: OnMessage gets every message, internal ones included. After
 // it, InternalNodeActivated/Deactivated and InternalTimer for this
 // account and instance call OnActivated/OnDeactivated/OnTimer when the
-// Handler implements them. Callbacks may call the Core's Send, SendTimer,
+// Handler implements them; OnRejected comes before the OnMessage of the
+// rejection record. Callbacks may call the Core's Send, SendTimer,
 // CancelTimer, SetLocalTimer and Flush, never Step or Tick.
 //
 // Hot paths (Step delivering, Send of a small payload, idle Tick) allocate

@@ -110,6 +110,8 @@ type recorder struct {
 	timers      []uint64
 	scheduled   []int64
 	local       []uint64
+	rejected    []uint64
+	rejectErrs  []error
 	onMessage   func(m *Message)
 }
 
@@ -130,6 +132,10 @@ func (r *recorder) OnTimer(id uint64, scheduled int64) {
 	r.scheduled = append(r.scheduled, scheduled)
 }
 func (r *recorder) OnLocalTimer(id uint64) { r.local = append(r.local, id) }
+func (r *recorder) OnRejected(cmdSeq uint64, err error) {
+	r.rejected = append(r.rejected, cmdSeq)
+	r.rejectErrs = append(r.rejectErrs, err)
+}
 
 func (r *recorder) seqs() []uint64 {
 	out := make([]uint64, len(r.got))

@@ -56,6 +56,14 @@ type LocalTimerHandler interface {
 	OnLocalTimer(id uint64)
 }
 
+// RejectionHandler is optionally implemented to learn of commands the
+// sequencer refused (too large, its tables full, a bad timer request).
+// err is a *RejectedError (errors.Is(err, ErrRejected)) naming the
+// reason. The command's window slot is freed and later commands go on.
+type RejectionHandler interface {
+	OnRejected(cmdSeq uint64, err error)
+}
+
 // Output receives frames the Core wants sent to the sequencer (commands
 // and NAKs). frame is valid only during the call.
 type Output interface {
@@ -68,7 +76,7 @@ type Stats struct {
 	Duplicates     uint64 // records dropped because already held or delivered
 	Gaps           uint64 // gaps detected (each NAKed until repaired)
 	NaksSent       uint64
-	Resends        uint64 // commands sent again after ResendInterval
+	Resends        uint64 // commands sent again after their resend timeout
 	Malformed      uint64 // frames or records rejected
 	Fenced         uint64 // packets dropped for an older epoch or another session
 	Overflow       uint64 // records dropped because beyond the receive ring
@@ -76,4 +84,8 @@ type Stats struct {
 	CommandFrames  uint64 // command frames handed to Output
 	Acked          uint64 // commands seen in the stream
 	DroppedByEpoch uint64 // buffered records discarded at an epoch change
+	Rejected       uint64 // commands the sequencer refused (OnRejected)
+	// IncarnationBumps counts moves above an incarnation of this node's
+	// Account/Instance seen in the stream before its commands were.
+	IncarnationBumps uint64
 }

@@ -53,7 +53,6 @@ type recv struct {
 	firstLive      uint64
 	now            int64  // sequencer time
 	deliveredEpoch uint32 // newest epoch whose EpochStart this node delivered
-	myIncarnation  uint64 // last InternalIncarnation value seen for this account/instance
 
 	ring     []slot
 	mask     uint64
@@ -226,7 +225,7 @@ func (c *Core) duplicate(r *wire.Record) {
 // stable fragments count (a failover may cut the rest), and only after
 // this incarnation was announced (older incarnations reuse cmdSeqs).
 func (c *Core) ackHeldFragments() {
-	if c.cfg.ReadOnly || c.next > c.maxStored || c.myIncarnation != c.cfg.Incarnation {
+	if c.cfg.ReadOnly || c.next > c.maxStored || !c.announced {
 		return
 	}
 	s := &c.ring[c.next&c.mask]
@@ -356,8 +355,8 @@ func (c *Core) drain() {
 }
 
 // deliver hands one message to the application after the protocol has
-// looked at it (acks, incarnation, epochs), then runs the optional
-// callbacks an internal message asks for.
+// looked at it (epochs here, acks and incarnations in observe), then runs
+// the optional callbacks an internal message asks for.
 func (c *Core) deliver(seq uint64, t int64, epoch uint32, acct wire.Account, inst uint8, cmdSeq uint64, flags uint8, payload []byte) {
 	if t > c.now {
 		c.now = t
@@ -366,17 +365,14 @@ func (c *Core) deliver(seq uint64, t int64, epoch uint32, acct wire.Account, ins
 	var call wire.InternalType
 	var id uint64
 	var value uint64
+	var x *wire.Internal
 	if flags&wire.FlagInternal != 0 && wire.DecodeInternal(payload, &c.ix) == nil {
-		x := &c.ix
+		x = &c.ix
 		forMe := c.account != 0 && x.Account == c.account && x.Instance == c.cfg.Instance
 		switch x.Type {
 		case wire.InternalEpochStart:
 			if x.Epoch > c.deliveredEpoch {
 				c.deliveredEpoch = x.Epoch
-			}
-		case wire.InternalIncarnation:
-			if forMe {
-				c.myIncarnation = x.Value
 			}
 		case wire.InternalNodeActivated, wire.InternalNodeDeactivated, wire.InternalTimer:
 			if forMe {
@@ -384,9 +380,9 @@ func (c *Core) deliver(seq uint64, t int64, epoch uint32, acct wire.Account, ins
 			}
 		}
 	}
-	if mine && inst == c.cfg.Instance && cmdSeq != 0 && !c.cfg.ReadOnly &&
-		(c.myIncarnation == c.cfg.Incarnation || c.myIncarnation == 0 && seq >= c.firstLive) {
-		c.ack(cmdSeq)
+	c.observe(seq, acct, inst, cmdSeq, flags, payload, x)
+	if c.err != nil {
+		return
 	}
 	m := &c.msg
 	m.Seq, m.Time, m.Epoch = seq, t, epoch

@@ -1,13 +1,24 @@
 package node
 
-import "github.com/seqd/seqd/wire"
+import (
+	"fmt"
+	"hash/maphash"
+
+	"github.com/seqd/seqd/wire"
+)
 
 // cmdSlot keeps a copy of one unacked command for resends. small is the
 // slot's piece of an arena allocated once; bigger payloads get their own
 // buffer, dropped at the ack.
 type cmdSlot struct {
-	flags   uint8
-	sentAt  int64
+	flags  uint8
+	resent bool  // sent more than once: its ack is no RTT sample (Karn)
+	sentAt int64 // first send (local clock): the start of its RTT sample
+	lastAt int64 // last send: its resend timer runs from here
+	// sum tells this command from another process's command of the same
+	// number (equal incarnations): a hash of the payload, or the timer ID
+	// of a timer request (the stream echoes those as internal records).
+	sum     uint64
 	payload []byte
 	small   []byte
 }
@@ -15,20 +26,40 @@ type cmdSlot struct {
 // maxArenaBytes bounds the memory reserved up front for small commands.
 const maxArenaBytes = 16 << 20
 
+// sumSeed seeds the command checksums; they are compared only within this
+// process, so a per-process seed is enough.
+var sumSeed = maphash.MakeSeed()
+
 // send is the sending half of Core.
 type send struct {
-	nextCmd    uint64 // cmdSeq of the next command; numbering restarts at 1 per incarnation
-	acked      uint64 // every cmdSeq <= acked was seen in the stream
-	inflightB  int    // payload bytes of the unacked commands
-	resendWait int64  // current resend interval: doubles while resends bring no ack
-	cmds       []cmdSlot
-	maxWhole   int // largest payload sent as one record
-	frameBuf   []byte
-	cw         wire.CommandWriter
-	cmd        wire.Command
-	frameOpen  bool
+	nextCmd   uint64 // cmdSeq of the next command; numbering restarts at 1 per incarnation
+	acked     uint64 // every cmdSeq <= acked was seen in the stream
+	inflightB int    // payload bytes of the unacked commands
+	cmds      []cmdSlot
+	maxWhole  int // largest payload sent as one record
+	frameBuf  []byte
+	cw        wire.CommandWriter
+	cmd       wire.Command
+	frameOpen bool
+	// frameSince is when the open frame got its first command.
 	frameSince int64
 	timerBuf   [wire.TimerRequestBytes]byte
+
+	// Incarnations of this Account/Instance seen in the stream.
+	lastInc   uint64 // the last one announced (acks count only while it is ours)
+	announced bool   // this incarnation was announced: its commands are being sequenced
+
+	// Resend timer (RFC 6298): the ack latency (send to seen in the
+	// stream) is smoothed into srtt and rttvar; rto = srtt + 4*rttvar
+	// within [MinResendInterval, MaxResendInterval], ResendInterval until
+	// the first sample, doubled each time the oldest command times out.
+	srtt, rttvar   int64
+	hasRTT         bool
+	rto            int64
+	resentInFlight int   // unacked commands sent more than once
+	clock          int64 // local time of the Step or Tick running (RTT samples)
+
+	rejected RejectionHandler // nil unless the Handler implements it
 }
 
 func (c *Core) initSend() {
@@ -41,13 +72,14 @@ func (c *Core) initSend() {
 		c.cmds[i].small = arena[i*small : (i+1)*small : (i+1)*small]
 	}
 	c.frameBuf = make([]byte, c.cfg.MaxPacketBytes)
+	c.rto = c.clampRTO(int64(c.cfg.ResendInterval))
 }
 
 // Send queues payload as the next command and returns its cmdSeq. The
 // payload is copied. The command goes out when its frame fills, on Flush,
 // or on Tick; it is resent until seen in the stream.
 func (c *Core) Send(now int64, payload []byte) (uint64, error) {
-	return c.enqueue(now, payload, 0)
+	return c.enqueue(now, payload, 0, 0)
 }
 
 // SendTimer asks the sequencer for centralized timer id at sequencer time
@@ -59,7 +91,7 @@ func (c *Core) SendTimer(now int64, id uint64, at, period int64) error {
 	if err != nil {
 		return err
 	}
-	_, err = c.enqueue(now, b, wire.CmdTimer)
+	_, err = c.enqueue(now, b, wire.CmdTimer, id)
 	return err
 }
 
@@ -69,11 +101,20 @@ func (c *Core) CancelTimer(now int64, id uint64) error {
 	if err != nil {
 		return err
 	}
-	_, err = c.enqueue(now, b, wire.CmdTimer)
+	_, err = c.enqueue(now, b, wire.CmdTimer, id)
 	return err
 }
 
-func (c *Core) enqueue(now int64, payload []byte, flags uint8) (uint64, error) {
+// Incarnation is the incarnation this core sends as: Config.Incarnation,
+// or one above every incarnation of its Account/Instance it saw in the
+// stream before its first command.
+func (c *Core) Incarnation() uint64 { return c.cfg.Incarnation }
+
+// RTT returns the smoothed ack latency (0 before the first sample) and the
+// resend timeout in use, in ns.
+func (c *Core) RTT() (srtt, rto int64) { return c.srtt, c.rto }
+
+func (c *Core) enqueue(now int64, payload []byte, flags uint8, timerID uint64) (uint64, error) {
 	if c.cfg.ReadOnly {
 		return 0, ErrReadOnly
 	}
@@ -97,11 +138,17 @@ func (c *Core) enqueue(now int64, payload []byte, flags uint8) (uint64, error) {
 	c.nextCmd++
 	s := c.slot(seq)
 	s.flags = flags
-	s.sentAt = now
+	s.resent = false
+	s.sentAt, s.lastAt = now, now
 	if len(payload) <= cap(s.small) {
 		s.payload = append(s.small[:0], payload...)
 	} else {
 		s.payload = append(make([]byte, 0, len(payload)), payload...)
+	}
+	if flags&wire.CmdTimer != 0 {
+		s.sum = timerID
+	} else {
+		s.sum = maphash.Bytes(sumSeed, s.payload)
 	}
 	c.stats.CommandsSent++
 	c.appendCommand(now, seq, s)
@@ -172,60 +219,227 @@ func (c *Core) flushFrame() {
 	c.stats.CommandFrames++
 }
 
+// observe is the sending half's view of every delivered record (x is its
+// decoded payload when the record is internal, else nil): acks of this
+// node's commands, rejections, and the incarnations of its Account and
+// Instance. It runs before the record is handed to OnMessage.
+func (c *Core) observe(seq uint64, acct wire.Account, inst uint8, cmdSeq uint64, flags uint8, payload []byte, x *wire.Internal) {
+	if c.cfg.ReadOnly || c.account == 0 {
+		return
+	}
+	if x != nil && x.Account == c.account && x.Instance == c.cfg.Instance {
+		switch x.Type {
+		case wire.InternalIncarnation:
+			c.onIncarnation(seq, x.Value)
+			return
+		case wire.InternalRejected:
+			if uint64(x.Extra) == c.cfg.Incarnation && (c.announced || c.lastInc == 0) {
+				c.onRejected(x.ID, wire.RejectReason(x.Value))
+			}
+			return
+		}
+	}
+	if acct != c.account || inst != c.cfg.Instance || flags&wire.FlagSeqGen != 0 || cmdSeq == 0 {
+		return
+	}
+	// Only this incarnation's commands ack ours: a previous life's, seen
+	// while rewinding, reuse the same cmdSeqs. A node that saw no
+	// announcement at all (it joined live after its own) trusts the live
+	// stream, but only records that match what it sent.
+	if !c.announced {
+		if c.lastInc == 0 && seq >= c.firstLive && cmdSeq > c.acked && cmdSeq < c.nextCmd &&
+			c.slot(cmdSeq).matches(flags, payload, x) {
+			c.ack(cmdSeq)
+		}
+		return
+	}
+	if cmdSeq <= c.acked {
+		return // acked early by a held fragment (ackHeldFragments)
+	}
+	if cmdSeq >= c.nextCmd {
+		c.duplicateSender(cmdSeq, "is beyond the last one this process sent")
+		return
+	}
+	if !c.slot(cmdSeq).matches(flags, payload, x) {
+		c.duplicateSender(cmdSeq, "differs from the one this process sent")
+		return
+	}
+	c.ack(cmdSeq)
+}
+
+// matches reports whether a record seen in the stream under this node's
+// identity is the command kept in s.
+func (s *cmdSlot) matches(flags uint8, payload []byte, x *wire.Internal) bool {
+	if s.flags&wire.CmdTimer != 0 {
+		return x != nil && (x.Type == wire.InternalTimerSet || x.Type == wire.InternalTimerCancel) && x.ID == s.sum
+	}
+	return flags&wire.FlagInternal == 0 && maphash.Bytes(sumSeed, payload) == s.sum
+}
+
+// onIncarnation handles an announcement of incarnation v for this node's
+// Account/Instance at seq. Before its first command the node moves above
+// every incarnation it sees, so that a restart configured (or clocked)
+// below an earlier life is not ignored as stale by the sequencer. After
+// that, another incarnation means another process took this identity
+// over: this one stops instead of hanging with a full window.
+func (c *Core) onIncarnation(seq, v uint64) {
+	c.lastInc = v
+	inc := c.cfg.Incarnation
+	switch {
+	case c.nextCmd == 1:
+		if v >= inc {
+			c.cfg.Incarnation = v + 1
+			c.stats.IncarnationBumps++
+		}
+	case !c.announced && v < inc:
+		// An earlier life, seen while rewinding; its commands ack nothing.
+	case !c.announced && v == inc:
+		c.announced = true
+	case !c.announced && c.acked == 0:
+		// v > inc was announced before ours could be, so the sequencer
+		// drops every frame of ours as stale and has sequenced none: take
+		// an incarnation above v and send the window again under it.
+		c.cfg.Incarnation = v + 1
+		c.stats.IncarnationBumps++
+		c.frameOpen = false // its header names the old incarnation
+		for q := c.acked + 1; q < c.nextCmd; q++ {
+			s := c.slot(q)
+			s.sentAt, s.lastAt = c.clock, c.clock
+			c.appendCommand(c.clock, q, s)
+		}
+		if c.frameOpen {
+			c.flushFrame()
+		}
+	default:
+		c.fail(fmt.Errorf("%w: account %s instance %d: incarnation %d announced at seq %d while this process sends as incarnation %d",
+			ErrSuperseded, c.account, c.cfg.Instance, v, seq, inc))
+	}
+}
+
+// onRejected turns the sequencer's refusal of command cmdSeq into an
+// error for the application. The sequencer used the cmdSeq up, so it
+// acks like a sequenced command and the later commands go on.
+func (c *Core) onRejected(cmdSeq uint64, reason wire.RejectReason) {
+	if cmdSeq <= c.acked {
+		return
+	}
+	if cmdSeq >= c.nextCmd {
+		if c.announced {
+			c.duplicateSender(cmdSeq, "was rejected but is beyond the last one this process sent")
+		}
+		return
+	}
+	c.ack(cmdSeq)
+	c.stats.Rejected++
+	if c.rejected != nil {
+		c.rejected.OnRejected(cmdSeq, &RejectedError{CmdSeq: cmdSeq, Reason: reason})
+	}
+}
+
+// duplicateSender stops the node: another process sends with the same
+// account, instance and incarnation, so its commands would ack ours.
+func (c *Core) duplicateSender(cmdSeq uint64, what string) {
+	c.fail(fmt.Errorf("%w: account %s instance %d incarnation %d: command %d in the stream %s (next is %d); give every process its own incarnation",
+		ErrDuplicateSender, c.account, c.cfg.Instance, c.cfg.Incarnation, cmdSeq, what, c.nextCmd))
+}
+
 // ack frees the window up to cmdSeq: the sequencer accepts a sender's
-// commands only in order, so seeing cmdSeq means every earlier one made it.
+// commands only in order, so seeing cmdSeq means every earlier one made
+// it. The latency of cmdSeq itself is an RTT sample unless it was resent.
 func (c *Core) ack(cmdSeq uint64) {
 	if cmdSeq <= c.acked || cmdSeq >= c.nextCmd {
 		return
+	}
+	if s := c.slot(cmdSeq); !s.resent {
+		c.sampleRTT(c.clock - s.sentAt)
 	}
 	for q := c.acked + 1; q <= cmdSeq; q++ {
 		s := c.slot(q)
 		if s.flags&wire.CmdTimer == 0 {
 			c.inflightB -= len(s.payload)
 		}
+		if s.resent {
+			s.resent = false
+			c.resentInFlight--
+		}
 		s.payload = nil
 	}
 	c.stats.Acked += cmdSeq - c.acked
 	c.acked = cmdSeq
-	c.resendWait = int64(c.cfg.ResendInterval)
 }
 
-// resend sends every unacked command again, in cmdSeq order, once the
-// oldest has waited ResendInterval: the sequencer dropped everything after
-// a lost command (it accepts only last+1), so all of them are needed.
-// maxResendBackoff caps the resend interval at this many ResendIntervals.
-const maxResendBackoff = 32
+// sampleRTT folds one ack latency into srtt and rttvar (RFC 6298 2.2-2.3)
+// and sets the resend timeout from them, dropping any backoff.
+func (c *Core) sampleRTT(r int64) {
+	r = max(r, 0)
+	if !c.hasRTT {
+		c.hasRTT = true
+		c.srtt, c.rttvar = r, r/2
+	} else {
+		d := c.srtt - r
+		if d < 0 {
+			d = -d
+		}
+		c.rttvar += (d - c.rttvar) / 4
+		c.srtt += (r - c.srtt) / 8
+	}
+	c.rto = c.clampRTO(c.srtt + 4*c.rttvar)
+}
 
-// nsPerByteInFlight stretches the resend interval by the payload in
+func (c *Core) clampRTO(d int64) int64 {
+	return min(max(d, int64(c.cfg.MinResendInterval)), int64(c.cfg.MaxResendInterval))
+}
+
+// nsPerByteInFlight stretches the resend timeout by the payload in
 // flight (10 ns a byte: 100 MB/s); 256 KiB of small commands adds 2.6ms.
+// Big commands take time to cross even a healthy link, and the first one
+// has no RTT sample to go by.
 const nsPerByteInFlight = 10
 
+// resend sends again each unacked command whose own timer expired: sent
+// or resent at least the resend timeout ago. A late ack costs only the
+// commands sent more than a timeout before it, not the whole window; a
+// lost command is resent with those behind it that the sequencer dropped
+// (it accepts only the next cmdSeq), each as its own timer runs out. When
+// the oldest command times out the timeout doubles (up to
+// MaxResendInterval) until a command acked without a resend gives a new
+// sample: resending faster than acks can come back only piles copies
+// into the transport.
 func (c *Core) resend(now int64) {
 	if c.acked+1 >= c.nextCmd {
 		return
 	}
-	if c.resendWait == 0 {
-		c.resendWait = int64(c.cfg.ResendInterval)
-	}
-	// Big commands take time to cross even a healthy link: allow for
-	// the bytes in flight at a modest 100 MB/s before calling them lost.
-	if now-c.slot(c.acked+1).sentAt < c.resendWait+int64(c.inflightB)*nsPerByteInFlight {
+	rto := c.rto + int64(c.inflightB)*nsPerByteInFlight
+	// Never-resent commands time out in cmdSeq order: unless one was
+	// resent, the oldest is the first due.
+	if c.resentInFlight == 0 && now-c.slot(c.acked+1).lastAt < rto {
 		return
 	}
-	// Back off while resends bring no ack (a slow link, a long repair, a
-	// sequencer away): resending faster than acks can come back only
-	// piles copies into the transport. The first ack resets it.
-	c.resendWait = min(2*c.resendWait, maxResendBackoff*int64(c.cfg.ResendInterval))
-	if c.frameOpen {
-		c.flushFrame()
-	}
+	fired, oldest := false, false
 	for q := c.acked + 1; q < c.nextCmd; q++ {
 		s := c.slot(q)
-		s.sentAt = now
+		if now-s.lastAt < rto {
+			continue
+		}
+		if !fired {
+			fired = true
+			if c.frameOpen {
+				c.flushFrame()
+			}
+		}
+		oldest = oldest || q == c.acked+1
+		if !s.resent {
+			s.resent = true
+			c.resentInFlight++
+		}
+		s.lastAt = now
 		c.appendCommand(now, q, s)
 		c.stats.Resends++
 	}
-	if c.frameOpen {
+	if fired && c.frameOpen {
 		c.flushFrame()
+	}
+	if oldest {
+		c.rto = min(2*c.rto, int64(c.cfg.MaxResendInterval))
 	}
 }

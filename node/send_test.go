@@ -12,15 +12,49 @@ import (
 )
 
 // ackPacket echoes this node's commands into the stream, as the sequencer
-// would, preceded by the incarnation record.
-func ackPacket(s *stream, first uint64, incarnation uint64, cmdSeqs ...uint64) []byte {
+// would, preceded by the incarnation record. Payloads come from what the
+// core sent (o), so that they pass its check against another process's.
+func ackPacket(s *stream, o *outbox, first uint64, incarnation uint64, cmdSeqs ...uint64) []byte {
 	me := wire.MustAccount("me")
 	recs := []rec{s.internal(wire.Internal{Type: wire.InternalIncarnation, Account: me, Value: incarnation})}
 	for _, q := range cmdSeqs {
-		recs = append(recs, rec{payload: []byte("c"), account: me, cmdSeq: q})
+		recs = append(recs, echo(s.t, o, q))
 	}
 	last := first + uint64(len(recs)) - 1
 	return s.packet(first, last, 0, recs...)
+}
+
+// echo is the record the sequencer publishes for command q of this node:
+// the payload it sent, or the timer record of a timer request.
+func echo(t testing.TB, o *outbox, q uint64) rec {
+	t.Helper()
+	me := wire.MustAccount("me")
+	for _, c := range o.commands(t) {
+		if c.cmdSeq != q || c.offset != 0 {
+			continue
+		}
+		if c.flags&wire.CmdTimer != 0 {
+			var tr wire.TimerRequest
+			if err := wire.DecodeTimerRequest(c.payload, &tr); err != nil {
+				t.Fatal(err)
+			}
+			x := wire.Internal{Type: wire.InternalTimerSet, Account: me, ID: tr.ID, Value: uint64(tr.At), Extra: tr.Period}
+			if tr.Cancel {
+				x = wire.Internal{Type: wire.InternalTimerCancel, Account: me, ID: tr.ID}
+			}
+			b, err := wire.AppendInternal(make([]byte, wire.InternalBytes), &x)
+			if err != nil {
+				t.Fatal(err)
+			}
+			return rec{payload: b, account: me, cmdSeq: q, flags: wire.FlagInternal}
+		}
+		if c.flags&wire.CmdFragment != 0 {
+			t.Fatalf("echo of fragmented command %d: not supported", q)
+		}
+		return rec{payload: c.payload, account: me, cmdSeq: q}
+	}
+	t.Fatalf("command %d was never sent", q)
+	return rec{}
 }
 
 func cmdSeqsOf(cs []sentCommand) []uint64 {
@@ -63,7 +97,7 @@ func TestCore_WindowFullAndAckFreesIt(t *testing.T) {
 	s := newStream(t)
 	cfg := testConfig()
 	cfg.Window = 4
-	c, _, _ := newTestCore(t, cfg)
+	c, _, o := newTestCore(t, cfg)
 	for i := 0; i < 4; i++ {
 		if _, err := c.Send(0, []byte("x")); err != nil {
 			t.Fatal(err)
@@ -72,7 +106,8 @@ func TestCore_WindowFullAndAckFreesIt(t *testing.T) {
 	if _, err := c.Send(0, []byte("x")); !errors.Is(err, ErrWindowFull) {
 		t.Fatalf("5th Send: %v, want ErrWindowFull", err)
 	}
-	step(t, c, 0, ackPacket(s, 1, 5, 1, 2))
+	c.Flush(0)
+	step(t, c, 0, ackPacket(s, o, 1, 5, 1, 2))
 	if c.InFlight() != 2 {
 		t.Fatalf("InFlight() = %d after ack of 2, want 2", c.InFlight())
 	}
@@ -81,31 +116,43 @@ func TestCore_WindowFullAndAckFreesIt(t *testing.T) {
 	}
 }
 
-func TestCore_ResendUnackedInOrderAfterInterval(t *testing.T) {
+// TestCore_ResendOnlyExpiredCommands: each command has its own resend
+// timer; a command sent later is not resent with an older one.
+func TestCore_ResendOnlyExpiredCommands(t *testing.T) {
 	s := newStream(t)
 	cfg := testConfig()
-	cfg.ResendInterval = 50 * time.Millisecond
+	cfg.ResendInterval = 10 * time.Millisecond
 	c, _, o := newTestCore(t, cfg)
 	ms := int64(time.Millisecond)
-	for i := 0; i < 4; i++ {
-		c.Send(0, []byte{byte('a' + i)})
-	}
-	c.Tick(0)
-	step(t, c, ms, ackPacket(s, 1, 5, 1)) // 1 acked; 2 was lost, so 3 and 4 were dropped
+	c.Send(0, []byte("a"))
+	c.Flush(0)
+	c.Send(6*ms, []byte("b"))
+	c.Send(6*ms, []byte("c"))
+	c.Flush(6 * ms)
+	ack := ackPacket(s, o, 1, 5, 1, 2, 3)
 	o.frames = nil
-	c.Tick(49 * ms)
+	c.Tick(9 * ms)
 	if len(o.frames) != 0 {
 		t.Fatal("resent before ResendInterval")
 	}
-	c.Tick(51 * ms) // ResendInterval, plus 10ns a byte in flight
-	cs := o.commands(t)
-	if !slices.Equal(cmdSeqsOf(cs), []uint64{2, 3, 4}) || string(cs[0].payload) != "b" {
-		t.Fatalf("resent %+v, want 2,3,4 in order", cs)
+	c.Tick(11 * ms) // ResendInterval, plus 10ns a byte in flight
+	if cs := o.commands(t); !slices.Equal(cmdSeqsOf(cs), []uint64{1}) || string(cs[0].payload) != "a" {
+		t.Fatalf("resent %v at 11ms, want only 1 (2 and 3 are 5ms old)", cmdSeqsOf(cs))
+	}
+	// The oldest timed out: the timeout doubled to 20ms for all.
+	o.frames = nil
+	c.Tick(25 * ms)
+	if len(o.frames) != 0 {
+		t.Fatalf("resent %v at 25ms, before the doubled timeout", cmdSeqsOf(o.commands(t)))
+	}
+	c.Tick(27 * ms)
+	if cs := o.commands(t); !slices.Equal(cmdSeqsOf(cs), []uint64{2, 3}) {
+		t.Fatalf("resent %v at 27ms, want 2,3 in order", cmdSeqsOf(cs))
 	}
 	if r := c.Stats().Resends; r != 3 {
 		t.Fatalf("Resends = %d", r)
 	}
-	step(t, c, 60*ms, ackPacket(s, 3, 5, 2, 3, 4))
+	step(t, c, 30*ms, ack)
 	o.frames = nil
 	c.Tick(500 * ms)
 	if len(o.frames) != 0 || c.InFlight() != 0 {
@@ -113,15 +160,102 @@ func TestCore_ResendUnackedInOrderAfterInterval(t *testing.T) {
 	}
 }
 
+// TestCore_ResendTimeoutFollowsMeasuredRTT: acks that come back in 2ms
+// bring the resend timeout from ResendInterval down to the measurement
+// (srtt + 4*rttvar, at least MinResendInterval).
+func TestCore_ResendTimeoutFollowsMeasuredRTT(t *testing.T) {
+	s := newStream(t)
+	cfg := testConfig()
+	cfg.ResendInterval = 50 * time.Millisecond
+	cfg.MinResendInterval = time.Millisecond
+	c, _, o := newTestCore(t, cfg)
+	ms := int64(time.Millisecond)
+	me := wire.MustAccount("me")
+	now := int64(0)
+	seq := uint64(1)
+	for q := uint64(1); q <= 20; q++ {
+		p := []byte{byte(q)}
+		c.Send(now, p)
+		c.Flush(now)
+		now += 2 * ms
+		var recs []rec
+		if q == 1 {
+			recs = append(recs, s.internal(wire.Internal{Type: wire.InternalIncarnation, Account: me, Value: 5}))
+		}
+		recs = append(recs, rec{payload: p, account: me, cmdSeq: q})
+		step(t, c, now, s.packet(seq, seq+uint64(len(recs))-1, 0, recs...))
+		seq += uint64(len(recs))
+	}
+	if c.Stats().Acked != 20 || c.Stats().Resends != 0 {
+		t.Fatalf("stats %+v", c.Stats())
+	}
+	srtt, rto := c.RTT()
+	if srtt != 2*ms || rto >= 3*ms {
+		t.Fatalf("srtt %v rto %v after 20 acks in 2ms", time.Duration(srtt), time.Duration(rto))
+	}
+	c.Send(now, []byte("late"))
+	c.Flush(now)
+	o.frames = nil
+	c.Tick(now + 5*ms)
+	if cs := o.commands(t); !slices.Equal(cmdSeqsOf(cs), []uint64{21}) {
+		t.Fatalf("resent %v 5ms after the send, want 21 (ResendInterval was 50ms)", cmdSeqsOf(cs))
+	}
+}
+
+// TestCore_DelayedAcksCauseFewResends: acks that come back after twice
+// the initial resend interval cost a few resends while the timeout
+// adapts, not a copy of the window every interval.
+func TestCore_DelayedAcksCauseFewResends(t *testing.T) {
+	s := newStream(t)
+	cfg := testConfig()
+	cfg.Window = 256
+	cfg.ResendInterval = 10 * time.Millisecond
+	c, _, _ := newTestCore(t, cfg)
+	ms := int64(time.Millisecond)
+	me := wire.MustAccount("me")
+	const delay = 20             // ms: 2x ResendInterval
+	sentBy := map[int64]uint64{} // ms -> last cmdSeq sent by then
+	seq, acked := uint64(1), uint64(0)
+	for now := int64(0); now < 2000; now++ {
+		// The stream echoes what was sent delay ms ago.
+		if last := sentBy[now-delay]; now >= delay && last > acked {
+			var recs []rec
+			if acked == 0 {
+				recs = append(recs, s.internal(wire.Internal{Type: wire.InternalIncarnation, Account: me, Value: 5}))
+			}
+			for q := acked + 1; q <= last; q++ {
+				recs = append(recs, rec{payload: []byte{byte(q)}, account: me, cmdSeq: q})
+			}
+			step(t, c, now*ms, s.packet(seq, seq+uint64(len(recs))-1, 0, recs...))
+			seq += uint64(len(recs))
+			acked = last
+		}
+		for i := 0; i < 4; i++ {
+			q, err := c.Send(now*ms, []byte{byte(c.nextCmd)})
+			if err != nil {
+				t.Fatalf("Send at %dms: %v", now, err)
+			}
+			sentBy[now] = q
+		}
+		c.Tick(now * ms)
+	}
+	st := c.Stats()
+	t.Logf("sent %d, resent %d", st.CommandsSent, st.Resends)
+	if st.Acked < st.CommandsSent-100 || st.Resends > uint64(cfg.Window)/8 {
+		t.Fatalf("%d commands sent, %d acked, %d resent: want fewer than %d resends", st.CommandsSent, st.Acked, st.Resends, cfg.Window/8)
+	}
+}
+
 func TestCore_OldIncarnationDoesNotAck(t *testing.T) {
 	s := newStream(t)
-	c, _, _ := newTestCore(t, testConfig())
+	c, _, o := newTestCore(t, testConfig())
 	c.Send(0, []byte("x"))
-	step(t, c, 0, ackPacket(s, 1, 4, 1)) // a previous life of this node, seen while rewinding
+	c.Flush(0)
+	step(t, c, 0, ackPacket(s, o, 1, 4, 1)) // a previous life of this node, seen while rewinding
 	if c.InFlight() != 1 {
 		t.Fatalf("InFlight() = %d: an old incarnation's command acked ours", c.InFlight())
 	}
-	step(t, c, 0, ackPacket(s, 3, 5, 1))
+	step(t, c, 0, ackPacket(s, o, 3, 5, 1))
 	if c.InFlight() != 0 {
 		t.Fatalf("InFlight() = %d after own ack", c.InFlight())
 	}
@@ -282,7 +416,7 @@ func TestConfig_ValidateNamesField(t *testing.T) {
 func TestCore_WindowBytesBoundsPayloadInFlight(t *testing.T) {
 	cfg := testConfig()
 	cfg.WindowBytes = 25
-	c, _, _ := newTestCore(t, cfg)
+	c, _, o := newTestCore(t, cfg)
 	ten := bytes.Repeat([]byte("t"), 10)
 	for i := 0; i < 2; i++ {
 		if _, err := c.Send(0, ten); err != nil {
@@ -296,7 +430,8 @@ func TestCore_WindowBytesBoundsPayloadInFlight(t *testing.T) {
 		t.Fatalf("a timer request carries no payload toward WindowBytes: %v", err)
 	}
 	s := newStream(t)
-	step(t, c, 0, ackPacket(s, 1, 5, 1, 2, 3))
+	c.Flush(0)
+	step(t, c, 0, ackPacket(s, o, 1, 5, 1, 2, 3))
 	if c.InFlight() != 0 || c.InFlightBytes() != 0 {
 		t.Fatalf("after the acks: %d commands, %d bytes in flight", c.InFlight(), c.InFlightBytes())
 	}
@@ -306,15 +441,20 @@ func TestCore_WindowBytesBoundsPayloadInFlight(t *testing.T) {
 }
 
 // TestCore_ResendBacksOffUntilAnAck: resends that bring no ack come at
-// doubling intervals; an ack brings the interval back.
+// doubling intervals. The ack of a resent command says nothing of the
+// round trip (Karn), so the backoff stays until a command acked without a
+// resend brings a sample.
 func TestCore_ResendBacksOffUntilAnAck(t *testing.T) {
 	cfg := testConfig()
 	cfg.ResendInterval = 10 * time.Millisecond
+	cfg.MinResendInterval = time.Millisecond
 	c, _, o := newTestCore(t, cfg)
 	if _, err := c.Send(0, []byte("x")); err != nil {
 		t.Fatal(err)
 	}
 	c.Flush(0)
+	s := newStream(t)
+	ack1 := ackPacket(s, o, 1, 5, 1)
 	var at []time.Duration
 	for now := time.Duration(0); now <= 200*time.Millisecond; now += time.Millisecond {
 		before := len(o.commands(t))
@@ -328,15 +468,22 @@ func TestCore_ResendBacksOffUntilAnAck(t *testing.T) {
 	if !slices.Equal(at, want) {
 		t.Fatalf("resends at %v, want %v", at, want)
 	}
-	s := newStream(t)
-	step(t, c, int64(200*time.Millisecond), ackPacket(s, 1, 5, 1))
-	if _, err := c.Send(int64(200*time.Millisecond), []byte("y")); err != nil {
-		t.Fatal(err)
+	ms := int64(time.Millisecond)
+	step(t, c, 200*ms, ack1)
+	if _, rto := c.RTT(); rto != 160*ms {
+		t.Fatalf("rto %v after the ack of a resent command, want the backoff (160ms) kept", time.Duration(rto))
 	}
-	c.Flush(int64(200 * time.Millisecond))
+	c.Send(200*ms, []byte("y"))
+	c.Flush(200 * ms)
+	step(t, c, 202*ms, s.packet(3, 3, 0, echo(t, o, 2)))
+	if srtt, rto := c.RTT(); srtt != 2*ms || rto != 6*ms {
+		t.Fatalf("srtt %v rto %v after a 2ms ack, want 2ms and 6ms", time.Duration(srtt), time.Duration(rto))
+	}
+	c.Send(202*ms, []byte("z"))
+	c.Flush(202 * ms)
 	before := len(o.commands(t))
-	c.Tick(int64(211 * time.Millisecond))
+	c.Tick(209 * ms)
 	if len(o.commands(t)) != before+1 {
-		t.Fatal("after an ack the next resend did not come after one ResendInterval")
+		t.Fatal("after a fresh sample the next resend did not come after the measured timeout")
 	}
 }
