@@ -57,6 +57,15 @@ type send struct {
 	hasRTT         bool
 	rto            int64
 	resentInFlight int   // unacked commands sent more than once
+	// lastAckAt is when an ack last freed the oldest command. Every
+	// command's timer runs from its own last send or from lastAckAt,
+	// whichever is later (TCP restarts its timer on each ack): while acks
+	// keep coming, late ones cost no resends.
+	lastAckAt int64
+	// ackSinceTimeout: an ack came since the oldest command last timed
+	// out. A timeout doubles rto only without one: a stalled path, not one
+	// lost command.
+	ackSinceTimeout bool
 	clock          int64 // local time of the Step or Tick running (RTT samples)
 
 	rejected RejectionHandler // nil unless the Handler implements it
@@ -345,7 +354,8 @@ func (c *Core) duplicateSender(cmdSeq uint64, what string) {
 
 // ack frees the window up to cmdSeq: the sequencer accepts a sender's
 // commands only in order, so seeing cmdSeq means every earlier one made
-// it. The latency of cmdSeq itself is an RTT sample unless it was resent.
+// it. The latency of cmdSeq itself is an RTT sample unless it was resent
+// (Karn: the ack may answer the first send or the last).
 func (c *Core) ack(cmdSeq uint64) {
 	if cmdSeq <= c.acked || cmdSeq >= c.nextCmd {
 		return
@@ -353,6 +363,8 @@ func (c *Core) ack(cmdSeq uint64) {
 	if s := c.slot(cmdSeq); !s.resent {
 		c.sampleRTT(c.clock - s.sentAt)
 	}
+	c.lastAckAt = c.clock
+	c.ackSinceTimeout = true
 	for q := c.acked + 1; q <= cmdSeq; q++ {
 		s := c.slot(q)
 		if s.flags&wire.CmdTimer == 0 {
@@ -396,29 +408,31 @@ func (c *Core) clampRTO(d int64) int64 {
 // has no RTT sample to go by.
 const nsPerByteInFlight = 10
 
-// resend sends again each unacked command whose own timer expired: sent
-// or resent at least the resend timeout ago. A late ack costs only the
-// commands sent more than a timeout before it, not the whole window; a
-// lost command is resent with those behind it that the sequencer dropped
-// (it accepts only the next cmdSeq), each as its own timer runs out. When
-// the oldest command times out the timeout doubles (up to
-// MaxResendInterval) until a command acked without a resend gives a new
-// sample: resending faster than acks can come back only piles copies
-// into the transport.
+// resend sends again each unacked command whose own timer expired: no ack
+// for rto since it was last sent (or since the last ack, if later). Late
+// acks that keep coming cost no resends, and a delay that grows past rto
+// costs the commands sent before the acks stopped, not the whole window.
+// A lost command and those behind it, which the sequencer dropped (it
+// accepts only the next cmdSeq), are resent together once the acks stop
+// for rto, in cmdSeq order. When the oldest command times out twice with
+// no ack in between, the timeout doubles (up to MaxResendInterval) until a
+// command acked without a resend gives a new sample: resending faster
+// than acks can come back only piles copies into the transport.
 func (c *Core) resend(now int64) {
 	if c.acked+1 >= c.nextCmd {
 		return
 	}
 	rto := c.rto + int64(c.inflightB)*nsPerByteInFlight
+	from := c.lastAckAt
 	// Never-resent commands time out in cmdSeq order: unless one was
 	// resent, the oldest is the first due.
-	if c.resentInFlight == 0 && now-c.slot(c.acked+1).lastAt < rto {
+	if c.resentInFlight == 0 && now-max(c.slot(c.acked+1).lastAt, from) < rto {
 		return
 	}
 	fired, oldest := false, false
 	for q := c.acked + 1; q < c.nextCmd; q++ {
 		s := c.slot(q)
-		if now-s.lastAt < rto {
+		if now-max(s.lastAt, from) < rto {
 			continue
 		}
 		if !fired {
@@ -440,6 +454,9 @@ func (c *Core) resend(now int64) {
 		c.flushFrame()
 	}
 	if oldest {
-		c.rto = min(2*c.rto, int64(c.cfg.MaxResendInterval))
+		if !c.ackSinceTimeout {
+			c.rto = min(2*c.rto, int64(c.cfg.MaxResendInterval))
+		}
+		c.ackSinceTimeout = false
 	}
 }
