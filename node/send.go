@@ -56,7 +56,7 @@ type send struct {
 	srtt, rttvar   int64
 	hasRTT         bool
 	rto            int64
-	resentInFlight int   // unacked commands sent more than once
+	resentInFlight int // unacked commands sent more than once
 	// lastAckAt is when an ack last freed the oldest command. Every
 	// command's timer runs from its own last send or from lastAckAt,
 	// whichever is later (TCP restarts its timer on each ack): while acks
@@ -66,7 +66,7 @@ type send struct {
 	// out. A timeout doubles rto only without one: a stalled path, not one
 	// lost command.
 	ackSinceTimeout bool
-	clock          int64 // local time of the Step or Tick running (RTT samples)
+	clock           int64 // local time of the Step or Tick running (RTT samples)
 
 	rejected RejectionHandler // nil unless the Handler implements it
 }
