@@ -83,7 +83,7 @@ func TestAgent_NakFromPortZeroUnderLoad(t *testing.T) {
 			defer wg.Done()
 			p := make([]byte, 100)
 			for k := 0; k < count && ctx.Err() == nil; k++ {
-				if err := n.Send(p); err != nil && ctx.Err() == nil {
+				if _, err := n.SendContext(ctx, p); err != nil && ctx.Err() == nil {
 					nodeErr <- fmt.Errorf("node %d Send: %w", i, err)
 					return
 				}

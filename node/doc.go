@@ -65,13 +65,18 @@
 // # Node (shell)
 //
 // Only the goroutine in Node.Run touches the Core and the client: it polls
-// the client (waiting at most 1ms), steps the Core, ticks it and flushes.
-// Send, SetTimer, SetLocalTimer etc. may be called from any goroutine and
-// from callbacks: they copy the request into a mutex-guarded queue that
-// Run applies to the Core (right after each frame, so replies from a
-// callback leave with that batch). The mutex is never held while the Core
-// runs, so a callback can never deadlock on it. With BlockWhenFull, Send
-// waits on a sync.Cond for window space, except on the Run goroutine
-// (inside a callback), where it returns ErrWindowFull. Now and Rewinding
-// read atomics refreshed before each callback.
+// the client (waiting at most 1ms), steps the Core, ticks it and flushes,
+// reading the local clock once per loop iteration. Send, TrySend,
+// SetTimer, SetLocalTimer etc. may be called from any goroutine: they copy
+// the request into a mutex-guarded queue that Run applies to the Core
+// (right after each frame, so replies from a callback leave with that
+// batch), and give each command its cmdSeq at once (the Core numbers them
+// in the same order). The mutex is never held while the Core runs, so a
+// callback can never deadlock on it. Only the first request queued while
+// Run blocks in Poll wakes it (transport.Waker). A full window makes
+// TrySend and the timer calls return ErrWindowFull at once; Send waits
+// for space with BlockWhenFull, at most SendTimeout, and SendContext until
+// its context ends; both end when Run does. Callbacks send with TrySend:
+// only Run frees space, and it is busy running them. Now, Rewinding and
+// Incarnation read atomics refreshed before each callback.
 package node

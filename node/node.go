@@ -3,7 +3,6 @@ package node
 import (
 	"context"
 	"errors"
-	"runtime"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -49,30 +48,43 @@ type Node struct {
 	onRecv transport.Handler // method value built once
 	idle   transport.Idle    // Run goroutine only
 	waker  transport.Waker   // the client's, if it has one
-	// polling is true while Run may be blocked in Poll: a Send from
-	// another goroutine then wakes it rather than wait out the Poll.
+	// polling is true while Run may be blocked in Poll: the first command
+	// queued from another goroutine then wakes it (and clears polling, so
+	// the Sends after it do not wake it again) rather than wait out the
+	// Poll.
 	polling atomic.Bool
+
+	// Run goroutine only: the local clock, read once per loop iteration
+	// (by the first frame of a Poll, or after it) rather than per frame.
+	clock    func() int64
+	now      int64
+	nowValid bool
 
 	// Mirrors of Core state for other goroutines; written by Run (during
 	// delivery, before each callback, so callbacks see the current value).
-	now       atomic.Int64
-	rewinding atomic.Bool
-	inCore    atomic.Bool   // Run is inside the Core (callbacks may be running)
-	runID     atomic.Uint64 // goroutine id of Run
+	seqNow      atomic.Int64
+	rewinding   atomic.Bool
+	incarnation atomic.Uint64
+
+	// space is signalled (without blocking: it holds one token) when
+	// window space frees and a Send waits; done is closed when Run ends.
+	space chan struct{}
+	done  chan struct{}
 
 	// mu guards everything below; it is never held while the Core runs.
 	mu         sync.Mutex
-	space      sync.Cond // signalled when window space frees or Run ends
 	ops        []op
 	opBytes    []byte
 	spareOps   []op
 	spareBytes []byte
-	queued     int // commands in ops
-	queuedB    int // their payload bytes
-	inflight   int // Core.InFlight after Run last looked
-	inflightB  int // Core.InFlightBytes after Run last looked
+	nextCmd    uint64 // cmdSeq of the next command admitted: the Core numbers them in the same order
+	queued     int    // commands in ops
+	queuedB    int    // their payload bytes
+	inflight   int    // Core.InFlight after Run last looked
+	inflightB  int    // Core.InFlightBytes after Run last looked
+	waiters    int    // Sends waiting for space
 	stats      Stats
-	done       bool
+	ended      bool
 	doneErr    error
 	sendErr    error // first error from client.Send
 }
@@ -83,8 +95,9 @@ func New(cfg Config, h Handler, client transport.Client) (*Node, error) {
 	if cfg.Incarnation == 0 {
 		cfg.Incarnation = uint64(time.Now().UnixNano())
 	}
-	n := &Node{cfg: cfg, client: client, user: h, start: time.Now()}
-	n.space.L = &n.mu
+	n := &Node{cfg: cfg, client: client, user: h, start: time.Now(), nextCmd: 1,
+		space: make(chan struct{}, 1), done: make(chan struct{})}
+	n.clock = n.monotonic
 	core, err := NewCore(cfg, shellHandler{n: n}, shellOutput{n: n})
 	if err != nil {
 		return nil, err
@@ -93,6 +106,7 @@ func New(cfg Config, h Handler, client transport.Client) (*Node, error) {
 	n.onRecv = n.receive
 	n.waker, _ = client.(transport.Waker)
 	n.rewinding.Store(core.Rewinding())
+	n.incarnation.Store(core.Incarnation())
 	return n, nil
 }
 
@@ -101,36 +115,38 @@ func New(cfg Config, h Handler, client transport.Client) (*Node, error) {
 func (n *Node) SetIdleSpin(d time.Duration) { n.idle.Spin = d }
 
 // Run drives the node until ctx is done or the core stops with a fatal
-// error (ErrUnrecoverable, ErrDiverged), which it returns; a transport
-// error is returned too. Handler callbacks run on this goroutine.
+// error (ErrUnrecoverable, ErrDiverged, ErrSuperseded, ...), which it
+// returns; a transport error is returned too. Handler callbacks run on
+// this goroutine.
 func (n *Node) Run(ctx context.Context) error {
-	n.runID.Store(goroutineID())
 	got := 0
 	for {
 		if err := ctx.Err(); err != nil {
 			return n.finish(err)
 		}
 		wait := n.idle.Wait(got, maxPollWait)
-		// polling is set before ops is checked, and Send appends to ops
-		// before it reads polling: either Run sees the op, or Send sees
-		// polling and wakes the Poll.
-		n.polling.Store(true)
-		n.mu.Lock()
-		if len(n.ops) > 0 {
-			wait = 0
+		if wait > 0 {
+			// polling is set before ops is checked, and Send appends to
+			// ops before it reads polling: either Run sees the op, or
+			// Send sees polling and wakes the Poll. A Poll that does
+			// not block needs no wake.
+			n.polling.Store(true)
+			n.mu.Lock()
+			if len(n.ops) > 0 {
+				wait = 0
+			}
+			n.mu.Unlock()
 		}
-		n.mu.Unlock()
 		var err error
 		got, err = n.client.Poll(n.onRecv, wait)
 		n.polling.Store(false)
 		if err != nil {
 			return n.finish(err)
 		}
-		now := n.clock()
-		n.inCore.Store(true)
+		now := n.tick()
+		n.nowValid = false
 		n.applyOps(now)
 		n.core.Tick(now)
-		n.inCore.Store(false)
 		n.publish()
 		if err := n.core.Err(); err != nil {
 			return n.finish(err)
@@ -150,16 +166,24 @@ func (n *Node) Run(ctx context.Context) error {
 	}
 }
 
-func (n *Node) clock() int64 { return int64(time.Since(n.start)) }
+func (n *Node) monotonic() int64 { return int64(time.Since(n.start)) }
+
+// tick returns the local clock of this loop iteration, reading it only
+// the first time.
+func (n *Node) tick() int64 {
+	if !n.nowValid {
+		n.now = n.clock()
+		n.nowValid = true
+	}
+	return n.now
+}
 
 // receive is the transport handler: one frame into the Core. Malformed
 // frames are counted by the Core and otherwise ignored.
 func (n *Node) receive(frame []byte, _ transport.Peer) {
-	now := n.clock()
-	n.inCore.Store(true)
+	now := n.tick()
 	_ = n.core.Step(now, frame)
 	n.applyOps(now) // commands sent by callbacks go out with this batch
-	n.inCore.Store(false)
 	n.publish()
 }
 
@@ -179,7 +203,8 @@ func (n *Node) applyOps(now int64) {
 		switch o.kind {
 		case opSend:
 			// The shell admitted it against the same window the core
-			// keeps, so the core accepts it.
+			// keeps, so the core accepts it, with the number the
+			// shell gave it.
 			_, _ = n.core.Send(now, b[o.off:o.off+o.n])
 			applied++
 			appliedB += o.n
@@ -206,108 +231,207 @@ func (n *Node) applyOps(now int64) {
 
 // publish refreshes the mirrors other goroutines read.
 func (n *Node) publish() {
-	n.now.Store(n.core.Now())
+	n.seqNow.Store(n.core.Now())
 	n.rewinding.Store(n.core.Rewinding())
+	n.incarnation.Store(n.core.Incarnation())
 	n.mu.Lock()
 	inflight, inflightB := n.core.InFlight(), n.core.InFlightBytes()
-	if inflight < n.inflight || inflightB < n.inflightB {
-		n.space.Broadcast()
+	if n.waiters > 0 && (inflight < n.inflight || inflightB < n.inflightB) {
+		n.signalSpace()
 	}
 	n.inflight, n.inflightB = inflight, inflightB
 	n.stats = n.core.Stats()
 	n.mu.Unlock()
 }
 
+// signalSpace hands one waiting Send the news that space freed; the
+// channel holds one token, so it never blocks. The Send that takes it
+// passes it on if space remains.
+func (n *Node) signalSpace() {
+	select {
+	case n.space <- struct{}{}:
+	default:
+	}
+}
+
 func (n *Node) finish(err error) error {
 	n.mu.Lock()
-	n.done = true
-	n.doneErr = err
-	n.space.Broadcast()
+	if !n.ended {
+		n.ended = true
+		n.doneErr = err
+		close(n.done)
+	}
 	n.mu.Unlock()
 	return err
 }
 
-// Send queues payload (copied) as a command. Safe from any goroutine and
-// from Handler callbacks. A full window returns ErrWindowFull, or with
-// BlockWhenFull waits for space (until Run ends); inside a callback it
-// never waits, since only the Run goroutine can free space, and returns
-// ErrWindowFull.
-func (n *Node) Send(p []byte) error {
-	return n.enqueue(op{kind: opSend}, p, true)
+// Send queues payload (copied) as the next command and returns its
+// cmdSeq (commands are numbered 1, 2, ... in the order Send, TrySend and
+// the timer calls accept them; OnRejected names that number). Safe from
+// any goroutine. A full window returns ErrWindowFull, or with
+// BlockWhenFull waits for space, at most SendTimeout (then
+// ErrWindowFull), or until Run ends (its error). Handler callbacks must
+// use TrySend instead: only the Run goroutine, which runs them, frees
+// space, so a callback's Send could only wait out its deadline.
+func (n *Node) Send(p []byte) (uint64, error) {
+	if !n.cfg.BlockWhenFull {
+		return n.enqueue(nil, 0, op{kind: opSend}, p, true)
+	}
+	return n.enqueue(nil, n.cfg.SendTimeout, op{kind: opSend}, p, true)
 }
 
 // SendString is Send for a string, without converting it to a slice.
-func (n *Node) SendString(s string) error {
+func (n *Node) SendString(s string) (uint64, error) {
 	return n.Send(unsafe.Slice(unsafe.StringData(s), len(s))) // read only: copied by enqueue
+}
+
+// SendContext is Send that waits for window space until ctx is done
+// (then ctx's error) or Run ends, whatever BlockWhenFull says.
+func (n *Node) SendContext(ctx context.Context, p []byte) (uint64, error) {
+	return n.enqueue(ctx, 0, op{kind: opSend}, p, true)
+}
+
+// TrySend is Send that never waits: a full window returns ErrWindowFull
+// at once. Handler callbacks send with it; another goroutine may too.
+func (n *Node) TrySend(p []byte) (uint64, error) {
+	return n.enqueue(nil, 0, op{kind: opSend}, p, true)
+}
+
+// TrySendString is TrySend for a string, without converting it to a slice.
+func (n *Node) TrySendString(s string) (uint64, error) {
+	return n.TrySend(unsafe.Slice(unsafe.StringData(s), len(s)))
 }
 
 // SetTimer schedules centralized timer id at sequencer time Now()+after;
 // it fires through OnTimer at the same point of the stream everywhere.
-func (n *Node) SetTimer(id uint64, after time.Duration) error {
-	return n.enqueue(op{kind: opTimer, id: id, at: n.Now() + int64(after)}, nil, true)
+// The request is a command (it returns its cmdSeq) and, like TrySend,
+// never waits: a full window returns ErrWindowFull.
+func (n *Node) SetTimer(id uint64, after time.Duration) (uint64, error) {
+	return n.enqueue(nil, 0, op{kind: opTimer, id: id, at: n.Now() + int64(after)}, nil, true)
 }
 
 // SetPeriodicTimer schedules centralized timer id at sequencer time at,
-// then every period.
-func (n *Node) SetPeriodicTimer(id uint64, at int64, period time.Duration) error {
-	return n.enqueue(op{kind: opTimer, id: id, at: at, period: int64(period)}, nil, true)
+// then every period (see SetTimer).
+func (n *Node) SetPeriodicTimer(id uint64, at int64, period time.Duration) (uint64, error) {
+	return n.enqueue(nil, 0, op{kind: opTimer, id: id, at: at, period: int64(period)}, nil, true)
 }
 
-// CancelTimer cancels centralized timer id.
-func (n *Node) CancelTimer(id uint64) error {
-	return n.enqueue(op{kind: opCancelTimer, id: id}, nil, true)
+// CancelTimer cancels centralized timer id (see SetTimer).
+func (n *Node) CancelTimer(id uint64) (uint64, error) {
+	return n.enqueue(nil, 0, op{kind: opCancelTimer, id: id}, nil, true)
 }
 
 // SetLocalTimer calls OnLocalTimer(id) after the given local time.
 func (n *Node) SetLocalTimer(id uint64, after time.Duration) {
-	_ = n.enqueue(op{kind: opLocalTimer, id: id, after: after}, nil, false)
+	_, _ = n.enqueue(nil, 0, op{kind: opLocalTimer, id: id, after: after}, nil, false)
 }
 
-func (n *Node) enqueue(o op, p []byte, command bool) error {
+// timers are reused by blocking Sends, so waiting allocates nothing.
+var timers = sync.Pool{New: func() any {
+	t := time.NewTimer(time.Hour)
+	t.Stop()
+	return t
+}}
+
+// enqueue admits a request against the window and queues it for Run. A
+// full window waits when ctx is set (until it is done) or timeout > 0
+// (then ErrWindowFull), else returns ErrWindowFull.
+func (n *Node) enqueue(ctx context.Context, timeout time.Duration, o op, p []byte, command bool) (uint64, error) {
 	if command {
 		if n.cfg.ReadOnly {
-			return ErrReadOnly
+			return 0, ErrReadOnly
 		}
 		if len(p) > n.cfg.MaxMessageBytes {
-			return ErrTooLarge
+			return 0, ErrTooLarge
 		}
+	}
+	var deadline *time.Timer
+	var cancelled <-chan struct{}
+	if ctx != nil {
+		cancelled = ctx.Done()
 	}
 	n.mu.Lock()
 	for {
-		if n.done {
+		if n.ended {
 			err := n.doneErr
 			n.mu.Unlock()
-			return err
+			stopTimer(deadline)
+			return 0, err
 		}
-		if !command || n.inflight+n.queued < n.cfg.Window &&
-			(n.inflight+n.queued == 0 || n.inflightB+n.queuedB+len(p) <= n.cfg.WindowBytes) {
+		if !command || n.fits(len(p)) {
 			break
 		}
-		// Only a full window pays for goroutineID: a callback on the Run
-		// goroutine must not wait for acks that only Run can process.
-		if !n.cfg.BlockWhenFull || n.inCore.Load() && goroutineID() == n.runID.Load() {
+		if ctx == nil && timeout <= 0 {
 			n.mu.Unlock()
-			return ErrWindowFull
+			return 0, ErrWindowFull
 		}
-		n.space.Wait()
+		if deadline == nil && timeout > 0 {
+			deadline = timers.Get().(*time.Timer)
+			deadline.Reset(timeout)
+		}
+		var timerC <-chan time.Time
+		if deadline != nil {
+			timerC = deadline.C
+		}
+		n.waiters++
+		n.mu.Unlock()
+		var err error
+		select {
+		case <-n.space:
+		case <-n.done:
+		case <-timerC:
+			err = ErrWindowFull
+		case <-cancelled:
+			err = ctx.Err()
+		}
+		n.mu.Lock()
+		n.waiters--
+		if err != nil {
+			n.mu.Unlock()
+			stopTimer(deadline)
+			return 0, err
+		}
+	}
+	var seq uint64
+	if command {
+		seq = n.nextCmd
+		n.nextCmd++
+		n.queued++
+		n.queuedB += len(p)
 	}
 	o.off, o.n = len(n.opBytes), len(p)
 	n.opBytes = append(n.opBytes, p...)
 	n.ops = append(n.ops, o)
-	if command {
-		n.queued++
-		n.queuedB += len(p)
+	if n.waiters > 0 && n.fits(0) {
+		n.signalSpace() // room for another: pass the signal on
 	}
 	n.mu.Unlock()
-	if n.waker != nil && n.polling.Load() {
+	stopTimer(deadline)
+	// Wake a Run blocked in Poll, once: the Sends that follow before it
+	// runs find polling cleared.
+	if n.waker != nil && n.polling.CompareAndSwap(true, false) {
 		n.waker.Wake()
 	}
-	return nil
+	return seq, nil
+}
+
+// fits reports whether a command of size payload bytes fits the window
+// (n.mu held). One command always fits when nothing is in flight.
+func (n *Node) fits(size int) bool {
+	k := n.inflight + n.queued
+	return k < n.cfg.Window && (k == 0 || n.inflightB+n.queuedB+size <= n.cfg.WindowBytes)
+}
+
+func stopTimer(t *time.Timer) {
+	if t != nil {
+		t.Stop()
+		timers.Put(t)
+	}
 }
 
 // Now is sequencer time (see Core.Now); inside a callback, the time of the
 // message being delivered.
-func (n *Node) Now() int64 { return n.now.Load() }
+func (n *Node) Now() int64 { return n.seqNow.Load() }
 
 // Rewinding reports whether the node is still replaying history from
 // before it joined (see Core.Rewinding).
@@ -327,16 +451,19 @@ func (n *Node) Stats() Stats {
 	return n.stats
 }
 
-// Incarnation is the incarnation in use (picked by New when 0).
-func (n *Node) Incarnation() uint64 { return n.cfg.Incarnation }
+// Incarnation is the incarnation in use: Config.Incarnation (picked by
+// New when 0), or the one the Core moved to above an incarnation of this
+// identity seen in the stream before its first command.
+func (n *Node) Incarnation() uint64 { return n.incarnation.Load() }
 
 // shellHandler forwards callbacks to the user's Handler, refreshing the
 // mirrors first so that Node.Now and Node.Rewinding are current inside.
 type shellHandler struct{ n *Node }
 
 func (s shellHandler) OnMessage(m *Message) {
-	s.n.now.Store(s.n.core.Now())
+	s.n.seqNow.Store(s.n.core.Now())
 	s.n.rewinding.Store(s.n.core.Rewinding())
+	s.n.incarnation.Store(s.n.core.Incarnation())
 	s.n.user.OnMessage(m)
 }
 
@@ -364,6 +491,12 @@ func (s shellHandler) OnLocalTimer(id uint64) {
 	}
 }
 
+func (s shellHandler) OnRejected(cmdSeq uint64, err error) {
+	if r, ok := s.n.user.(RejectionHandler); ok {
+		r.OnRejected(cmdSeq, err)
+	}
+}
+
 // shellOutput hands the Core's frames to the client (Run goroutine only).
 type shellOutput struct{ n *Node }
 
@@ -375,25 +508,4 @@ func (o shellOutput) Send(frame []byte) {
 		}
 		o.n.mu.Unlock()
 	}
-}
-
-// goroutineID parses the current goroutine's id from its stack header
-// ("goroutine 123 [running]:"). Go hides goroutine identity on purpose; we
-// need it only to tell a callback's Send from another goroutine's when the
-// window is full, off the hot path.
-func goroutineID() uint64 {
-	var buf [64]byte
-	b := buf[:runtime.Stack(buf[:], false)]
-	const prefix = "goroutine "
-	if len(b) < len(prefix) {
-		return 0
-	}
-	var id uint64
-	for _, c := range b[len(prefix):] {
-		if c < '0' || c > '9' {
-			break
-		}
-		id = id*10 + uint64(c-'0')
-	}
-	return id
 }

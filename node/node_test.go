@@ -98,8 +98,8 @@ func (h *pingPong) OnMessage(m *Message) {
 	h.order = append(h.order, p)
 	if strings.HasPrefix(p, "ping") {
 		h.pings++
-		// Re-entrant send from inside the callback.
-		if err := h.n.SendString("pong" + p[4:]); err != nil {
+		// Re-entrant send from inside the callback: TrySend never waits.
+		if _, err := h.n.TrySendString("pong" + p[4:]); err != nil {
 			h.errs = append(h.errs, err)
 		}
 	} else {
@@ -137,7 +137,7 @@ func TestNode_SendFromCallbackAndOtherGoroutine(t *testing.T) {
 	runErr := make(chan error, 1)
 	go func() { runErr <- n.Run(ctx) }()
 	for i := 0; i < total; i++ {
-		if err := n.SendString("ping" + string(rune('a'+i%26))); err != nil {
+		if _, err := n.SendString("ping" + string(rune('a'+i%26))); err != nil {
 			t.Fatalf("Send %d: %v", i, err)
 		}
 	}
@@ -162,7 +162,7 @@ func TestNode_SendFromCallbackAndOtherGoroutine(t *testing.T) {
 	if h.pings != total || h.pongs+len(h.errs) != total {
 		t.Fatalf("pings %d pongs %d errs %d", h.pings, h.pongs, len(h.errs))
 	}
-	if err := n.Send([]byte("x")); !errors.Is(err, context.Canceled) {
+	if _, err := n.Send([]byte("x")); !errors.Is(err, context.Canceled) {
 		t.Fatalf("Send after Run ended: %v", err)
 	}
 }
@@ -194,11 +194,153 @@ func TestNode_RunStopsOnUnrecoverableGap(t *testing.T) {
 	}
 }
 
-func TestGoroutineIDTellsGoroutinesApart(t *testing.T) {
-	here := goroutineID()
-	other := make(chan uint64)
-	go func() { other <- goroutineID() }()
-	if o := <-other; here == 0 || o == 0 || o == here || goroutineID() != here {
-		t.Fatalf("ids here=%d other=%d", here, o)
+// TestNode_BlockedSendEnds: a Send waiting for window space ends at its
+// deadline (SendTimeout) or its context, never waits forever (it used to,
+// with no sequencer acking), and TrySend never waits.
+func TestNode_BlockedSendEnds(t *testing.T) {
+	network, err := mem.NewNetwork(mem.DefaultConfig())
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	cfg := testConfig()
+	cfg.Window = 1
+	cfg.BlockWhenFull = true
+	cfg.SendTimeout = 20 * time.Millisecond
+	n, err := New(cfg, &recorder{}, network.Client()) // no sequencer: nothing is acked
+	if err != nil {
+		t.Fatal(err)
+	}
+	runErr := make(chan error, 1)
+	go func() { runErr <- n.Run(ctx) }()
+	if q, err := n.Send([]byte("a")); err != nil || q != 1 {
+		t.Fatalf("first Send: %d %v", q, err)
+	}
+	if _, err := n.TrySend([]byte("b")); !errors.Is(err, ErrWindowFull) {
+		t.Fatalf("TrySend with a full window: %v", err)
+	}
+	ended := make(chan error, 1)
+	go func() { _, err := n.Send([]byte("b")); ended <- err }()
+	select {
+	case err := <-ended:
+		if !errors.Is(err, ErrWindowFull) {
+			t.Fatalf("Send past its deadline: %v, want ErrWindowFull", err)
+		}
+	case <-time.After(30 * time.Second): // hang guard only
+		t.Fatal("a blocked Send did not end at its deadline")
+	}
+	sctx, scancel := context.WithCancel(context.Background())
+	go func() { _, err := n.SendContext(sctx, []byte("c")); ended <- err }()
+	scancel()
+	if err := <-ended; !errors.Is(err, context.Canceled) {
+		t.Fatalf("SendContext after cancel: %v", err)
+	}
+	cancel()
+	<-runErr
+	if _, err := n.SendContext(context.Background(), []byte("d")); !errors.Is(err, context.Canceled) {
+		t.Fatalf("SendContext after Run ended: %v, want Run's error", err)
+	}
+	if n.InFlight() != 1 {
+		t.Fatalf("InFlight %d: a refused Send was queued", n.InFlight())
+	}
+}
+
+// pollClient is a transport.Client whose Poll blocks until the test
+// releases it, counting Wakes and clock reads.
+type pollClient struct {
+	mu      sync.Mutex
+	wakes   int
+	polls   int
+	entered chan struct{}
+	release chan struct{}
+	frames  [][]byte // handed to the handler by the next Poll
+}
+
+func (p *pollClient) Send([]byte) error { return nil }
+func (p *pollClient) Flush() error      { return nil }
+func (p *pollClient) Close() error      { return nil }
+func (p *pollClient) Wake() {
+	p.mu.Lock()
+	p.wakes++
+	p.mu.Unlock()
+}
+
+func (p *pollClient) Poll(h transport.Handler, wait time.Duration) (int, error) {
+	p.mu.Lock()
+	p.polls++
+	frames := p.frames
+	p.frames = nil
+	p.mu.Unlock()
+	for _, f := range frames {
+		h(f, transport.NoPeer)
+	}
+	if wait > 0 && len(frames) == 0 {
+		p.entered <- struct{}{}
+		<-p.release
+	}
+	return len(frames), nil
+}
+
+// TestNode_SendsWakeABlockedPollOnce: while Run blocks in Poll, the first
+// Send from another goroutine wakes it and the next ones do not (each
+// Send woke it: a write to the eventfd per command).
+func TestNode_SendsWakeABlockedPollOnce(t *testing.T) {
+	cl := &pollClient{entered: make(chan struct{}), release: make(chan struct{})}
+	cfg := testConfig()
+	n, err := New(cfg, &recorder{}, cl)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	runErr := make(chan error, 1)
+	go func() { runErr <- n.Run(ctx) }()
+	<-cl.entered // Run blocks in Poll
+	for i := 0; i < 10; i++ {
+		if _, err := n.Send([]byte("x")); err != nil {
+			t.Fatal(err)
+		}
+	}
+	cl.mu.Lock()
+	wakes := cl.wakes
+	cl.mu.Unlock()
+	if wakes != 1 {
+		t.Fatalf("%d Wakes for 10 Sends during one blocked Poll, want 1", wakes)
+	}
+	cancel()
+	cl.release <- struct{}{}
+	go func() {
+		for range cl.entered {
+			cl.release <- struct{}{}
+		}
+	}()
+	<-runErr
+}
+
+// TestNode_ReadsTheClockOncePerPoll: Run reads the local clock once per
+// loop iteration, not once per frame (7% of a sending node's profile was
+// time.Now).
+func TestNode_ReadsTheClockOncePerPoll(t *testing.T) {
+	s := newStream(t)
+	cl := &pollClient{entered: make(chan struct{}), release: make(chan struct{})}
+	for q := uint64(1); q <= 10; q++ {
+		cl.frames = append(cl.frames, s.msgs(q, 1))
+	}
+	n, err := New(testConfig(), &recorder{}, cl)
+	if err != nil {
+		t.Fatal(err)
+	}
+	reads := 0
+	n.clock = func() int64 { reads++; return int64(reads) }
+	ctx, cancel := context.WithCancel(context.Background())
+	runErr := make(chan error, 1)
+	go func() { runErr <- n.Run(ctx) }()
+	<-cl.entered // the first Poll delivered 10 frames, the second blocks
+	got, delivered := reads, n.Stats().Delivered
+	cancel()
+	cl.release <- struct{}{}
+	<-runErr
+	if delivered != 10 || got != 1 {
+		t.Fatalf("%d clock reads for one Poll of %d frames, want 1", got, delivered)
 	}
 }

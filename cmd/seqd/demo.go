@@ -140,7 +140,7 @@ func runDemo(ctx context.Context, nodes, count int, faults fault.Config) error {
 		go func() {
 			defer wg.Done()
 			for k := 0; k < count && ctx.Err() == nil; k++ {
-				if err := d.n.SendString(fmt.Sprintf("%s order %d", d.name, k)); err != nil {
+				if _, err := d.n.SendContext(ctx, []byte(fmt.Sprintf("%s order %d", d.name, k))); err != nil {
 					nodeErr <- fmt.Errorf("%s send: %w", d.name, err)
 					return
 				}

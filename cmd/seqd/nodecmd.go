@@ -32,7 +32,9 @@ func nodeCommand() *cli.Command {
 		strFlag("node.mode", "safe", "safe (deliver what the group holds as stable) | fast (deliver on arrival)"),
 		intFlag("node.window", d.Window, "commands in flight before Send blocks"),
 		intFlag("node.window-bytes", d.WindowBytes, "payload bytes in flight before Send blocks (one command always goes)"),
-		durFlag("node.resend-interval", d.ResendInterval, "resend a command not seen in the stream after this long"),
+		durFlag("node.resend-interval", d.ResendInterval, "first resend timeout of a command not seen in the stream, until the round trip is measured"),
+		durFlag("node.min-resend-interval", d.MinResendInterval, "lower bound of the measured resend timeout (srtt + 4*rttvar)"),
+		durFlag("node.max-resend-interval", d.MaxResendInterval, "upper bound of the resend timeout, backoff included"),
 		intFlag("node.max-packet-bytes", 0, "largest command frame; 0: the path MTU (smaller: less batching)"),
 		durFlag("node.idle-spin", 0, "keep polling without blocking this long after each frame (lower latency, costs a core)"),
 		boolFlag("rtt", false, "round-trip mode: send a command, wait to see it, repeat; report percentiles"),
@@ -173,7 +175,9 @@ func (c *cliNode) OnMessage(m *node.Message) {
 func (c *cliNode) sendRTT(cmd uint64) error {
 	fillBenchPayload(c.payload, cmd)
 	c.sentAt = time.Now().UnixNano()
-	if err := c.n.Send(c.payload); err != nil {
+	// TrySend: this runs inside OnMessage, and one command is in flight
+	// at a time, so the window always has room.
+	if _, err := c.n.TrySend(c.payload); err != nil {
 		return fmt.Errorf("send: %w", err)
 	}
 	return nil
@@ -188,6 +192,8 @@ func runNode(cc *cli.Context) error {
 	cfg.Window = cc.Int("node.window")
 	cfg.WindowBytes = cc.Int("node.window-bytes")
 	cfg.ResendInterval = cc.Duration("node.resend-interval")
+	cfg.MinResendInterval = cc.Duration("node.min-resend-interval")
+	cfg.MaxResendInterval = cc.Duration("node.max-resend-interval")
 	var err error
 	if cfg.MaxPacketBytes, err = packetBytes(cc, "node.max-packet-bytes"); err != nil {
 		return err
@@ -303,7 +309,7 @@ func (c *cliNode) sendAll(ctx context.Context, log *slog.Logger, rate, size int)
 	next := time.Now()
 	for i := 1; i <= c.count && ctx.Err() == nil; i++ {
 		fillBenchPayload(p, uint64(i))
-		if err := c.n.Send(p); err != nil {
+		if _, err := c.n.SendContext(ctx, p); err != nil {
 			if ctx.Err() == nil {
 				log.Error("send", "cmd", i, "err", err)
 			}

@@ -146,12 +146,14 @@ var (
 		"MaxReceivers":             "sequencer.max-receivers",
 	}
 	nodeKeys = map[string]string{
-		"Account":        "account",
-		"Instance":       "instance",
-		"Window":         "node.window",
-		"WindowBytes":    "node.window-bytes",
-		"ResendInterval": "node.resend-interval",
-		"MaxPacketBytes": "node.max-packet-bytes",
+		"Account":           "account",
+		"Instance":          "instance",
+		"Window":            "node.window",
+		"WindowBytes":       "node.window-bytes",
+		"ResendInterval":    "node.resend-interval",
+		"MinResendInterval": "node.min-resend-interval",
+		"MaxResendInterval": "node.max-resend-interval",
+		"MaxPacketBytes":    "node.max-packet-bytes",
 	}
 )
 

@@ -23,7 +23,7 @@ func (p *Pinger) OnMessage(m *node.Message) {
 	p.n.SetLocalTimer(1, 3*time.Second) // send again in three seconds
 }
 
-func (p *Pinger) OnLocalTimer(id uint64) { p.n.SendString("TIME-" + time.Now().String()) }
+func (p *Pinger) OnLocalTimer(id uint64) { p.n.TrySendString("TIME-" + time.Now().String()) }
 
 func main() {
 	client, err := multicast.NewClient(multicast.DefaultConfig())

@@ -190,7 +190,7 @@ func runScenario(t *testing.T, sc scenario) {
 			p := make([]byte, 200)
 			for k := 0; k < sc.count && runCtx.Err() == nil; k++ {
 				p[0], p[1] = byte(k), byte(i)
-				if err := r.n.Send(p[:50+k%150]); err != nil && runCtx.Err() == nil {
+				if _, err := r.n.SendContext(runCtx, p[:50+k%150]); err != nil && runCtx.Err() == nil {
 					errc <- fmt.Errorf("%s send: %w", r.name, err)
 					return
 				}

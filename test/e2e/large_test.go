@@ -131,7 +131,7 @@ func sixteenMiB(t *testing.T, kind string) {
 			p[j] = byte(r.Uint32())
 		}
 		sent = append(sent, p)
-		if err := sn.Send(p); err != nil {
+		if _, err := sn.Send(p); err != nil {
 			t.Fatal(err)
 		}
 	}
