@@ -5,7 +5,7 @@ BIN     := bin/seqd
 PKGS    := ./...
 FUZZTIME ?= 10s
 
-.PHONY: all build test fmt-check vet unit allocs sim soak bench fuzz lint demo integration clean
+.PHONY: all build test fmt-check mod-check vet unit allocs sim soak bench fuzz lint demo integration clean
 
 all: build
 
@@ -15,11 +15,15 @@ build:
 ## test: what CI runs: format check, vet, race-enabled tests, the
 ## zero-allocation tests without the race detector (it perturbs sync.Pool),
 ## a simulator run.
-test: fmt-check vet unit allocs sim
+test: fmt-check mod-check vet unit allocs sim
 
 fmt-check:
 	@out=$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go')); \
 	if [ -n "$$out" ]; then echo "gofmt would change:"; echo "$$out"; exit 1; fi
+
+## mod-check: go.mod and go.sum say exactly what the code imports.
+mod-check:
+	$(GO) mod tidy -diff
 
 vet:
 	$(GO) vet $(PKGS)
