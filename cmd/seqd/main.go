@@ -3,14 +3,36 @@
 package main
 
 import (
+	"errors"
 	"fmt"
 	"os"
 	"runtime/pprof"
+	"strings"
 
 	"github.com/urfave/cli/v2"
+
+	"github.com/seqd/seqd/cmd/seqd/internal/stopsignal"
 )
 
+// Exit statuses (README, "Exit status").
+const (
+	exitError       = 1 // bad configuration, or a failure while running
+	exitInterrupted = 2 // `seqd node` stopped by SIGTERM/SIGINT before it was done
+)
+
+// codedError carries an exit status other than exitError up to main.
+type codedError struct {
+	code int
+	err  error
+}
+
+func (e *codedError) Error() string { return e.err.Error() }
+func (e *codedError) Unwrap() error { return e.err }
+
 func main() {
+	// SIGTERM and SIGINT are caught since stopsignal's init, before main:
+	// a stop request during start-up ends the process gracefully.
+	//
 	// SEQD_CPUPROFILE=prefix makes every seqd process write a CPU profile
 	// to prefix.<pid>: the way to see inside `seqd bench`'s children.
 	if prefix := os.Getenv("SEQD_CPUPROFILE"); prefix != "" {
@@ -20,15 +42,21 @@ func main() {
 			}
 		}
 	}
-	if err := newApp().Run(os.Args); err != nil {
+	if err := newApp().RunContext(stopsignal.Context(), os.Args); err != nil {
 		pprof.StopCPUProfile()
+		// Each error is printed once, here, with one prefix.
 		fmt.Fprintln(os.Stderr, "seqd:", err)
-		os.Exit(1)
+		code := exitError
+		var ce *codedError
+		if errors.As(err, &ce) {
+			code = ce.code
+		}
+		os.Exit(code)
 	}
 }
 
 func newApp() *cli.App {
-	return &cli.App{
+	app := &cli.App{
 		Name:  "seqd",
 		Usage: "a replicated sequencer: total-order broadcast over reliable UDP multicast or TCP",
 		Commands: []*cli.Command{
@@ -39,5 +67,46 @@ func newApp() *cli.App {
 			benchCommand(),
 			benchPeerCommand(),
 		},
+		// main prints errors; the library must not print them too.
+		ExitErrHandler: func(*cli.Context, error) {},
+		OnUsageError:   usageError,
 	}
+	for _, cmd := range app.Commands {
+		strict(cmd)
+	}
+	return app
+}
+
+// strict makes a subcommand refuse positional arguments: no subcommand
+// takes any, and one is almost always a mistake that would otherwise pass
+// in silence (`--internal false` sets --internal and leaves "false" over;
+// every option after it is dropped too).
+func strict(cmd *cli.Command) {
+	cmd.HideHelpCommand = true
+	cmd.OnUsageError = usageError
+	before := cmd.Before
+	cmd.Before = func(c *cli.Context) error {
+		if c.NArg() > 0 {
+			return strayArguments(cmd.Name, c.Args().Slice())
+		}
+		if before != nil {
+			return before(c)
+		}
+		return nil
+	}
+}
+
+func strayArguments(name string, args []string) error {
+	return fmt.Errorf("unexpected argument(s) %q: options are --key value or --key=value, and a boolean takes its value after \"=\" (--internal=false, not --internal false); see seqd %s --help",
+		strings.Join(args, " "), name)
+}
+
+// usageError reports a flag the parser refused, once, without the help
+// text (seqd CMD --help shows it).
+func usageError(c *cli.Context, err error, _ bool) error {
+	name := "seqd"
+	if c.Command != nil && c.Command.Name != "" {
+		name = "seqd " + c.Command.Name
+	}
+	return fmt.Errorf("%w (see %s --help)", err, name)
 }

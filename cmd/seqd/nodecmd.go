@@ -15,13 +15,14 @@ import (
 
 	"github.com/urfave/cli/v2"
 
+	"github.com/seqd/seqd/cmd/seqd/internal/stopsignal"
 	"github.com/seqd/seqd/node"
 	"github.com/seqd/seqd/wire"
 )
 
 func nodeCommand() *cli.Command {
 	d := node.DefaultConfig()
-	flags, before := withConfig(append(transportFlags(),
+	flags, before := withConfig(append(transportFlags(false),
 		strFlag("account", "", "this node's account (1..8 ASCII bytes); empty with --read-only"),
 		intFlag("instance", 1, "instance id (hot-hot pairs share an account)"),
 		intFlag("count", 1000, "commands to send; the node exits 0 once all are acknowledged"),
@@ -241,9 +242,9 @@ func runNode(cc *cli.Context) error {
 		return configError(err, nodeKeys)
 	}
 	c.n.SetIdleSpin(cc.Duration("node.idle-spin"))
-	ctx, stop := signalContext(cc.Context)
-	defer stop()
-	ctx, cancel := context.WithTimeout(ctx, cc.Duration("timeout"))
+	// cc.Context is done on SIGTERM or SIGINT, even one sent during
+	// start-up: the node then stops with exitInterrupted.
+	ctx, cancel := context.WithTimeout(cc.Context, cc.Duration("timeout"))
 	defer cancel()
 	runErr := make(chan error, 1)
 	go func() { runErr <- c.n.Run(ctx) }()
@@ -265,19 +266,25 @@ func runNode(cc *cli.Context) error {
 	select {
 	case <-c.done:
 	case err := <-runErr:
-		if err == nil || errors.Is(err, context.Canceled) {
-			return fmt.Errorf("node: stopped before done: mine=%d/%d others=%d/%d", c.mine, c.count, c.others, c.expect)
+		if stopsignal.Received() != nil {
+			return c.interrupted(cfg.Account)
 		}
-		return fmt.Errorf("node: %w", err)
+		if err == nil || errors.Is(err, context.Canceled) {
+			return fmt.Errorf("stopped before done: mine=%d/%d others=%d/%d", c.mine, c.count, c.others, c.expect)
+		}
+		return err
 	case <-ctx.Done():
-		return fmt.Errorf("node: %v before done: mine=%d/%d others=%d/%d", ctx.Err(), c.mine, c.count, c.others, c.expect)
+		if stopsignal.Received() != nil {
+			return c.interrupted(cfg.Account)
+		}
+		return fmt.Errorf("%v before done: mine=%d/%d others=%d/%d", ctx.Err(), c.mine, c.count, c.others, c.expect)
 	}
 	var ms runtime.MemStats
 	runtime.ReadMemStats(&ms)
 	cancel()
 	<-runErr
 	if c.check.err != nil {
-		return fmt.Errorf("node: verification failed: %w", c.check.err)
+		return fmt.Errorf("verification failed: %w", c.check.err)
 	}
 	delivered := c.mine + c.others
 	span := c.lastT.Sub(c.first)
@@ -298,6 +305,14 @@ func runNode(cc *cli.Context) error {
 	}
 	fmt.Println("node: ok " + fields)
 	return nil
+}
+
+// interrupted ends a node stopped by SIGTERM or SIGINT before it was done
+// (during start-up included): a stopped line on stdout, exitInterrupted.
+func (c *cliNode) interrupted(account string) error {
+	fmt.Printf("node: stopped account=%s count=%d acked=%d others=%d last_seq=%d signal=%s\n",
+		orDash(account), c.count, c.mine, c.others, c.check.last, stopsignal.Received())
+	return &codedError{code: exitInterrupted, err: fmt.Errorf("stopped by %v before done: acked %d of %d, others %d of %d", stopsignal.Received(), c.mine, c.count, c.others, c.expect)}
 }
 
 func (c *cliNode) sendAll(ctx context.Context, log *slog.Logger, rate, size int) {

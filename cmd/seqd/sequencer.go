@@ -4,14 +4,15 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"os"
-	"os/signal"
 	"runtime"
 	"strings"
-	"syscall"
 	"time"
 
 	"github.com/urfave/cli/v2"
+
+	"github.com/seqd/seqd/cmd/seqd/internal/stopsignal"
 
 	"github.com/seqd/seqd/sequencer"
 	"github.com/seqd/seqd/transport/tcp"
@@ -19,7 +20,7 @@ import (
 
 func sequencerCommand() *cli.Command {
 	d := sequencer.DefaultConfig()
-	flags, before := withConfig(append(transportFlags(),
+	flags, before := withConfig(append(transportFlags(true),
 		uintFlag("session", 0, "session id (0: the start time in ns)"),
 		intFlag("sequencer.max-packet-bytes", 0, "largest stream datagram (UDP payload); 0: the path MTU (1472 on Ethernet, 65507 on loopback)"),
 		durFlag("sequencer.heartbeat-interval", d.HeartbeatInterval, "heartbeat when idle this long"),
@@ -44,13 +45,26 @@ func sequencerCommand() *cli.Command {
 	}
 }
 
-// signalContext ends on SIGTERM or SIGINT: a graceful stop.
-func signalContext(parent context.Context) (context.Context, context.CancelFunc) {
-	return signal.NotifyContext(parent, syscall.SIGTERM, os.Interrupt)
+// stoppedLine is the sequencer's last stdout line, printed however it
+// stops (a signal during start-up included), so that scripts can wait for
+// it.
+func stoppedLine(lastSeq uint64, st sequencer.Stats, allocs float64) string {
+	return fmt.Sprintf("sequencer: stopped last_seq=%d commands=%d duplicates=%d naks=%d retransmitted=%d multicast_repairs=%d throttled=%d allocs_per_msg=%.4f",
+		lastSeq, st.Commands, st.Duplicates, st.Naks, st.Retransmitted, st.RepairsMulticast, st.Throttled, allocs)
+}
+
+// stoppedInStartup ends a sequencer that was asked to stop (SIGTERM,
+// SIGINT) before it served: exit status 0 and the stopped line, as for a
+// stop while serving.
+func stoppedInStartup(log *slog.Logger) error {
+	fmt.Println(stoppedLine(0, sequencer.Stats{}, 0))
+	log.Info("sequencer stopped during start-up", "signal", fmt.Sprint(stopsignal.Received()))
+	return nil
 }
 
 func runSequencer(c *cli.Context) error {
 	log := newLogger(c)
+	ctx := c.Context // done on SIGTERM or SIGINT, even one sent during start-up
 	cfg := sequencer.DefaultConfig()
 	cfg.Session = c.Uint64("session")
 	if cfg.Session == 0 {
@@ -77,7 +91,7 @@ func runSequencer(c *cli.Context) error {
 	if err := cfg.Validate(); err != nil {
 		return configError(err, sequencerKeys)
 	}
-	if err := oneOf("transport", c.String("transport"), "udp", "tcp", "hybrid"); err != nil {
+	if err := oneOf("transport", c.String("transport"), serverTransports...); err != nil {
 		return err
 	}
 	if err := validateTransport(c, c.String("transport")); err != nil {
@@ -89,18 +103,25 @@ func runSequencer(c *cli.Context) error {
 			c.String("udp.stream-group"), c.String("udp.command-group"), c.String("udp.interface"), c.String("tcp.addr"))
 		return nil
 	}
+	if ctx.Err() != nil {
+		return stoppedInStartup(log)
+	}
 	srv, err := openServer(c, log)
 	if err != nil {
 		return err
 	}
 	defer srv.Close()
+	if ctx.Err() != nil {
+		return stoppedInStartup(log)
+	}
 	agent, err := sequencer.NewAgent(cfg, srv, sequencer.SystemClock())
 	if err != nil {
 		return err
 	}
 	agent.SetIdleSpin(c.Duration("sequencer.idle-spin"))
-	ctx, stop := signalContext(c.Context)
-	defer stop()
+	if ctx.Err() != nil {
+		return stoppedInStartup(log)
+	}
 	runtime.LockOSThread()
 	// The ready line is for scripts and `seqd bench`: the sequencer is
 	// serving once it is printed.
@@ -119,8 +140,7 @@ func runSequencer(c *cli.Context) error {
 	if st.Messages > 0 {
 		allocs = float64(ms1.Mallocs-ms0.Mallocs) / float64(st.Messages)
 	}
-	fmt.Printf("sequencer: stopped last_seq=%d commands=%d duplicates=%d naks=%d retransmitted=%d multicast_repairs=%d throttled=%d allocs_per_msg=%.4f\n",
-		agent.LastSeq(), st.Commands, st.Duplicates, st.Naks, st.Retransmitted, st.RepairsMulticast, st.Throttled, allocs)
+	fmt.Println(stoppedLine(agent.LastSeq(), st, allocs))
 	log.Info("sequencer stopped", "last_seq", agent.LastSeq(), "commands", st.Commands, "duplicates", st.Duplicates,
 		"naks", st.Naks, "retransmitted", st.Retransmitted, "gones", st.Gones, "malformed", st.Malformed)
 	if errors.Is(err, context.Canceled) {

@@ -4,7 +4,6 @@ import (
 	"bufio"
 	"context"
 	"errors"
-	"fmt"
 	"hash/crc32"
 	"os"
 	"strconv"
@@ -19,7 +18,7 @@ import (
 var castagnoli = crc32.MakeTable(crc32.Castagnoli)
 
 func tailCommand() *cli.Command {
-	flags, before := withConfig(append(transportFlags(),
+	flags, before := withConfig(append(transportFlags(false),
 		strFlag("format", "text", "text | json (one object per message per line)"),
 		intFlag("count", 0, "stop after this many messages (0: until interrupted)"),
 		boolFlag("internal", true, "also print internal (sequencer-generated) messages"),
@@ -157,9 +156,9 @@ func runTail(cc *cli.Context) error {
 	if err != nil {
 		return configError(err, nodeKeys)
 	}
-	ctx, stop := signalContext(cc.Context)
-	defer stop()
-	ctx, cancel := context.WithCancel(ctx)
+	// Done on SIGTERM or SIGINT, even one sent during start-up: the tail
+	// then ends with status 0 like one stopped while printing.
+	ctx, cancel := context.WithCancel(cc.Context)
 	defer cancel()
 	errc := make(chan error, 1)
 	go func() { errc <- n.Run(ctx) }()
@@ -177,7 +176,7 @@ func runTail(cc *cli.Context) error {
 			if errors.Is(err, context.Canceled) {
 				return nil
 			}
-			return fmt.Errorf("tail: %w", err)
+			return err
 		}
 	}
 }

@@ -16,15 +16,22 @@ import (
 	"github.com/seqd/seqd/transport/tcp"
 )
 
+// Transports each role accepts: only the sequencer serves both at once.
+var (
+	serverTransports = []string{"udp", "tcp", "hybrid"}
+	clientTransports = []string{"udp", "tcp"}
+)
+
 // transportFlags are the keys that choose and shape the transport; the same
 // keys serve the sequencer and the nodes, so one file configures both.
-func transportFlags() []cli.Flag {
+// server: the sequencer's flags (it alone accepts hybrid).
+func transportFlags(server bool) []cli.Flag {
 	mc := multicast.DefaultConfig()
 	// A process that is descheduled for a few milliseconds at a million
 	// messages a second needs deep socket buffers not to drop.
 	mc.ReadBufferBytes = 32 << 20
 	return []cli.Flag{
-		strFlag("transport", "udp", "udp (multicast) | tcp | hybrid (sequencer only: udp and tcp at once)"),
+		transportFlag(server),
 		strFlag("udp.interface", mc.Interface, "network interface for multicast"),
 		strFlag("udp.stream-group", mc.StreamGroup, "multicast group:port of the event stream"),
 		strFlag("udp.command-group", mc.CommandGroup, "multicast group:port the sequencer reads commands from"),
@@ -36,6 +43,13 @@ func transportFlags() []cli.Flag {
 		strFlag("tcp.addr", tcp.DefaultAddr, "address the sequencer listens on and nodes connect to"),
 		boolFlag("verbose", false, "debug logging"),
 	}
+}
+
+func transportFlag(server bool) cli.Flag {
+	if server {
+		return strFlag("transport", "udp", "udp (multicast) | tcp | hybrid (udp and tcp at once)")
+	}
+	return strFlag("transport", "udp", "udp (multicast) | tcp")
 }
 
 func multicastConfig(c *cli.Context, faults fault.Config) multicast.Config {
@@ -121,7 +135,7 @@ func validateTransport(c *cli.Context, kind string) error {
 // says what it got (groups, addresses, the buffers the kernel granted).
 func openServer(c *cli.Context, log *slog.Logger) (transport.Server, error) {
 	kind := c.String("transport")
-	if err := oneOf("transport", kind, "udp", "tcp", "hybrid"); err != nil {
+	if err := oneOf("transport", kind, serverTransports...); err != nil {
 		return nil, err
 	}
 	if err := validateTransport(c, kind); err != nil {
@@ -146,7 +160,7 @@ func openServer(c *cli.Context, log *slog.Logger) (transport.Server, error) {
 			for _, o := range servers {
 				o.Close()
 			}
-			return nil, fmt.Errorf("tcp: %w", err)
+			return nil, err // "tcp: listen ...": the package names itself
 		}
 		log.Info("tcp listening", "addr", s.Addr().String())
 		servers = append(servers, s)
@@ -160,7 +174,7 @@ func openServer(c *cli.Context, log *slog.Logger) (transport.Server, error) {
 // openClient opens a node's end of the configured transport.
 func openClient(c *cli.Context, log *slog.Logger, role string) (transport.Client, error) {
 	kind := c.String("transport")
-	if err := oneOf("transport", kind, "udp", "tcp"); err != nil {
+	if err := oneOf("transport", kind, clientTransports...); err != nil {
 		return nil, err
 	}
 	if err := validateTransport(c, kind); err != nil {
@@ -185,7 +199,7 @@ func openClient(c *cli.Context, log *slog.Logger, role string) (transport.Client
 	tc.DialTimeout = 5 * time.Second
 	cl, err := tcp.Dial(tc)
 	if err != nil {
-		return nil, fmt.Errorf("tcp: %w", err)
+		return nil, err // "tcp: dial ...": the package names itself
 	}
 	return cl, nil
 }
