@@ -47,6 +47,10 @@ type Config struct {
 	// is true until it reaches the first seq it saw live). false: start at
 	// the first seq seen.
 	Rewind bool
+	// RewindFrom, with Rewind, is the first seq to deliver instead of 1
+	// (0 and 1 both mean seq 1). Seqs before it are skipped; if it lies
+	// beyond the live stream, delivery starts when it is published.
+	RewindFrom uint64
 
 	Window int // max unacked commands in flight
 	// WindowBytes bounds the payload bytes of unacked commands, so that a

@@ -170,6 +170,9 @@ func (c *Core) start(p *wire.Packet) {
 	if !c.cfg.Rewind {
 		c.next = p.FirstSeq
 		c.deliveredEpoch = p.Epoch
+	} else if c.cfg.RewindFrom > 1 {
+		c.next = c.cfg.RewindFrom
+		c.deliveredEpoch = p.Epoch
 	}
 	c.contig = c.next - 1
 	c.tail = c.next - 1

@@ -304,6 +304,25 @@ func TestCore_NoRewindStartsLive(t *testing.T) {
 	}
 }
 
+// TestCore_RewindFromSeq: with RewindFrom a late joiner repairs and
+// delivers from that seq, not from 1.
+func TestCore_RewindFromSeq(t *testing.T) {
+	s := newStream(t)
+	cfg := testConfig()
+	cfg.RewindFrom = 6
+	c, h, o := newTestCore(t, cfg)
+	step(t, c, 0, s.msgs(10, 2)) // live stream is at 10
+	c.Tick(int64(time.Second))
+	naks := o.naks(t)
+	if len(naks) != 1 || naks[0].FromSeq != 6 || naks[0].ToSeq != 9 {
+		t.Fatalf("NAKs %+v, want 6..9", naks)
+	}
+	step(t, c, 0, s.msgs(1, 9))
+	if got := h.seqs(); !slices.Equal(got, seqRange(6, 11)) {
+		t.Fatalf("delivered %v, want 6..11", got)
+	}
+}
+
 func TestCore_NowFollowsStreamTime(t *testing.T) {
 	s := newStream(t)
 	c, h, _ := newTestCore(t, testConfig())

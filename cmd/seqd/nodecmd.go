@@ -79,9 +79,17 @@ func (k *checker) check(m *node.Message) {
 		}
 		return
 	}
+	// The node reads the stream from seq 1, so it sees every incarnation
+	// start: each one's commands are 1, 2, 3... A first command other
+	// than 1 means command 1 was lost.
 	key := uint64(m.Account)<<8 | uint64(m.Instance)
-	if m.CmdSeq != k.senders[key]+1 && k.senders[key] != 0 {
-		k.err = fmt.Errorf("seq %d: command %d of %v/%d after %d: lost or duplicated", m.Seq, m.CmdSeq, m.Account, m.Instance, k.senders[key])
+	prev := k.senders[key]
+	if m.CmdSeq != prev+1 {
+		if prev == 0 {
+			k.err = fmt.Errorf("seq %d: first command of %v/%d in this incarnation is %d, want 1: lost", m.Seq, m.Account, m.Instance, m.CmdSeq)
+			return
+		}
+		k.err = fmt.Errorf("seq %d: command %d of %v/%d after %d: lost or duplicated", m.Seq, m.CmdSeq, m.Account, m.Instance, prev)
 		return
 	}
 	k.senders[key] = m.CmdSeq

@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"context"
 	"errors"
+	"fmt"
 	"hash/crc32"
 	"os"
 	"strconv"
@@ -19,14 +20,27 @@ var castagnoli = crc32.MakeTable(crc32.Castagnoli)
 
 func tailCommand() *cli.Command {
 	flags, before := withConfig(append(transportFlags(false),
-		strFlag("format", "text", "text | json (one object per message per line)"),
+		strFlag("format", "text", "text | json (one object per message per line: seq epoch time account instance cmd_seq size crc internal, and type for an internal message)"),
+		strFlag("from", "live", "live: start at the live tail of the stream; N (>= 1): rewind from seq N, which must still be in the sequencer's retransmit ring"),
 		intFlag("count", 0, "stop after this many messages (0: until interrupted)"),
-		boolFlag("internal", true, "also print internal (sequencer-generated) messages"),
+		boolFlag("internal", true, "also print internal (sequencer-generated) messages; their account and instance are those of the sender the record is about (incarnation, activation, timer), empty and 0 for session and epoch records"),
 		strFlag("node.mode", "safe", "safe | fast"),
 	))
 	return &cli.Command{
-		Name:   "tail",
-		Usage:  "print the event stream (read-only node)",
+		Name:  "tail",
+		Usage: "print the event stream (read-only node)",
+		Description: `Prints each message of the stream, from the live tail on (--from live) or
+from an earlier seq still held by the sequencer's retransmit ring (--from N).
+
+--format json writes one object per line with the keys
+  seq epoch time account instance cmd_seq size crc internal
+where time is the sequencer's clock in ns, size and crc (CRC-32C) describe
+the payload, and internal is true for a record the sequencer generated.
+An internal record also has "type" (session-start, epoch-start,
+incarnation, node-activated, node-deactivated, force-passive, timer,
+timer-set, timer-cancel); its account and instance name the sender the
+record is about (whose incarnation, activation or timer it is), and are
+"" and 0 for session-start and epoch-start.`,
 		Flags:  flags,
 		Before: before,
 		Action: runTail,
@@ -83,10 +97,19 @@ func appendMessage(b []byte, m *node.Message, json bool) []byte {
 		b = strconv.AppendUint(b, uint64(m.Epoch), 10)
 		b = append(b, `,"time":`...)
 		b = strconv.AppendInt(b, m.Time, 10)
+		// An internal record is about a sender (whose incarnation,
+		// activation or timer): its account and instance are that
+		// sender's, from the payload.
+		acct, inst := m.Account, m.Instance
+		var in wire.Internal
+		internal := m.Internal() && m.DecodeInternal(&in) == nil
+		if internal {
+			acct, inst = in.Account, in.Instance
+		}
 		b = append(b, `,"account":`...)
-		b = strconv.AppendQuote(b, m.Account.String())
+		b = strconv.AppendQuote(b, acct.String())
 		b = append(b, `,"instance":`...)
-		b = strconv.AppendUint(b, uint64(m.Instance), 10)
+		b = strconv.AppendUint(b, uint64(inst), 10)
 		b = append(b, `,"cmd_seq":`...)
 		b = strconv.AppendUint(b, m.CmdSeq, 10)
 		b = append(b, `,"size":`...)
@@ -95,12 +118,9 @@ func appendMessage(b []byte, m *node.Message, json bool) []byte {
 		b = strconv.AppendUint(b, uint64(crc), 10)
 		b = append(b, `,"internal":`...)
 		b = strconv.AppendBool(b, m.Internal())
-		if m.Internal() {
-			var in wire.Internal
-			if m.DecodeInternal(&in) == nil {
-				b = append(b, `,"type":`...)
-				b = strconv.AppendQuote(b, in.Type.String())
-			}
+		if internal {
+			b = append(b, `,"type":`...)
+			b = strconv.AppendQuote(b, in.Type.String())
 		}
 		return append(b, "}\n"...)
 	}
@@ -115,6 +135,8 @@ func appendMessage(b []byte, m *node.Message, json bool) []byte {
 			b = append(b, in.Type.String()...)
 			b = append(b, ' ')
 			b = append(b, in.Account.String()...)
+			b = append(b, '/')
+			b = strconv.AppendUint(b, uint64(in.Instance), 10)
 			return append(b, '\n')
 		}
 	}
@@ -142,6 +164,12 @@ func runTail(cc *cli.Context) error {
 	}
 	cfg := node.DefaultConfig()
 	cfg.ReadOnly = true
+	from, err := parseFrom(cc.String("from"))
+	if err != nil {
+		return err
+	}
+	cfg.Rewind = from > 0
+	cfg.RewindFrom = from
 	if mode == "fast" {
 		cfg.Mode = node.Fast
 	}
@@ -176,7 +204,23 @@ func runTail(cc *cli.Context) error {
 			if errors.Is(err, context.Canceled) {
 				return nil
 			}
+			if from > 0 && errors.Is(err, node.ErrUnrecoverable) {
+				// Until replayers exist, history comes from the ring alone.
+				return fmt.Errorf("--from %d: the sequencer's retransmit ring no longer holds the seqs asked for (%w); start later, or use --from live", from, err)
+			}
 			return err
 		}
 	}
+}
+
+// parseFrom reads --from: "live" is 0, else a seq >= 1.
+func parseFrom(v string) (uint64, error) {
+	if v == "live" {
+		return 0, nil
+	}
+	n, err := strconv.ParseUint(v, 10, 64)
+	if err != nil || n == 0 {
+		return 0, fmt.Errorf("config key from: %q is not allowed (want live, or a seq >= 1)", v)
+	}
+	return n, nil
 }

@@ -155,7 +155,7 @@ func TestCLI_SequencerNodeTail(t *testing.T) {
 	seq, lines, seqErr := startSequencer(t, ctx, bin, net)
 
 	const count = 500
-	tail := exec.CommandContext(ctx, bin, append([]string{"tail", "--format", "json", "--internal=false", "--count", fmt.Sprint(count)}, net...)...)
+	tail := exec.CommandContext(ctx, bin, append([]string{"tail", "--format", "json", "--from", "1", "--internal=false", "--count", fmt.Sprint(count)}, net...)...)
 	var tailOut, tailErr bytes.Buffer
 	tail.Stdout, tail.Stderr = &tailOut, &tailErr
 	if err := tail.Start(); err != nil {
@@ -224,11 +224,31 @@ func TestCLI_NodeKilledAndRestarted(t *testing.T) {
 	net := []string{"--transport", "udp", "--udp.stream-group", mc.StreamGroup, "--udp.command-group", mc.CommandGroup}
 	startSequencer(t, ctx, bin, net)
 
+	// One tail reads the whole stream from seq 1: it shows when the first
+	// life has commands in the stream (the moment to kill it, whatever the
+	// machine's load), and at the end, both lives.
+	tail := exec.CommandContext(ctx, bin, append([]string{"tail", "--format", "json", "--from", "1"}, net...)...)
+	var tailOut syncBuffer
+	tail.Stdout = &tailOut
+	if err := tail.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer func() {
+		_ = tail.Process.Signal(syscall.SIGTERM)
+		_ = tail.Wait()
+	}()
+
 	first := exec.CommandContext(ctx, bin, append([]string{"node", "--account", "PHOENIX", "--count", "1000000", "--rate", "20000", "--size", "64"}, net...)...)
 	if err := first.Start(); err != nil {
 		t.Fatal(err)
 	}
-	time.Sleep(500 * time.Millisecond)
+	const killAfter = 200
+	for lives := phoenixLives(t, tailOut.String()); len(lives) == 0 || lives[0] < killAfter; lives = phoenixLives(t, tailOut.String()) {
+		if ctx.Err() != nil {
+			t.Fatalf("the first life never had %d commands in the stream: %v", killAfter, lives)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
 	if err := first.Process.Signal(syscall.SIGKILL); err != nil {
 		t.Fatal(err)
 	}
@@ -243,51 +263,50 @@ func TestCLI_NodeKilledAndRestarted(t *testing.T) {
 		t.Fatalf("restarted node result:\n%s", out)
 	}
 
-	// The whole stream, from a tail that rewinds it: two lives, each
-	// numbered from 1, each command once, the second life complete.
-	tail := exec.CommandContext(ctx, bin, append([]string{"tail", "--format", "json"}, net...)...)
-	var tailOut syncBuffer
-	tail.Stdout = &tailOut
-	if err := tail.Start(); err != nil {
-		t.Fatal(err)
-	}
-	var lives []int // commands seen per incarnation
-	deadline := time.Now().Add(20 * time.Second)
-	for time.Now().Before(deadline) {
-		time.Sleep(200 * time.Millisecond)
-		lives = lives[:0]
-		next := uint64(1)
-		for _, l := range strings.Split(tailOut.String(), "\n") {
-			var m struct {
-				Account string `json:"account"`
-				CmdSeq  uint64 `json:"cmd_seq"`
-				Type    string `json:"type"`
-			}
-			if json.Unmarshal([]byte(l), &m) != nil {
-				continue
-			}
-			switch {
-			case m.Type == "incarnation":
-				lives = append(lives, 0)
-				next = 1
-			case m.Account == "PHOENIX" && m.Type == "":
-				if m.CmdSeq != next || len(lives) == 0 {
-					t.Fatalf("command %d of PHOENIX where %d was due (life %d)", m.CmdSeq, next, len(lives))
-				}
-				next++
-				lives[len(lives)-1]++
-			}
-		}
-		if len(lives) == 2 && lives[1] == again {
+	// The whole stream: two lives, each numbered from 1, each command
+	// once, the second life complete.
+	var lives []int
+	for {
+		lives = phoenixLives(t, tailOut.String())
+		if len(lives) == 2 && lives[1] == again || ctx.Err() != nil {
 			break
 		}
+		time.Sleep(50 * time.Millisecond)
 	}
-	_ = tail.Process.Signal(syscall.SIGTERM)
-	_ = tail.Wait()
 	if len(lives) != 2 || lives[0] == 0 || lives[1] != again {
 		t.Fatalf("lives in the stream: %v, want two, the second with %d commands", lives, again)
 	}
 	t.Logf("first life: %d commands before SIGKILL; second: %d", lives[0], lives[1])
+}
+
+// phoenixLives reads a JSON tail: the commands of PHOENIX per incarnation,
+// failing the test if one is out of order within its life.
+func phoenixLives(t *testing.T, out string) []int {
+	t.Helper()
+	var lives []int
+	next := uint64(1)
+	for _, l := range strings.Split(out, "\n") {
+		var m struct {
+			Account string `json:"account"`
+			CmdSeq  uint64 `json:"cmd_seq"`
+			Type    string `json:"type"`
+		}
+		if json.Unmarshal([]byte(l), &m) != nil {
+			continue
+		}
+		switch {
+		case m.Type == "incarnation" && m.Account == "PHOENIX":
+			lives = append(lives, 0)
+			next = 1
+		case m.Account == "PHOENIX" && m.Type == "":
+			if m.CmdSeq != next || len(lives) == 0 {
+				t.Fatalf("command %d of PHOENIX where %d was due (life %d)", m.CmdSeq, next, len(lives))
+			}
+			next++
+			lives[len(lives)-1]++
+		}
+	}
+	return lives
 }
 
 // syncBuffer is a bytes.Buffer that a process writes while the test reads.

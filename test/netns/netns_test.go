@@ -144,7 +144,7 @@ func TestNetns_MulticastAcrossHosts(t *testing.T) {
 	tails := make([]chan result, 2)
 	for i := range tails {
 		tails[i] = make(chan result, 1)
-		args := append([]string{"tail", "--format", "json", "--internal=false", "--count", fmt.Sprint(2 * count)}, common...)
+		args := append([]string{"tail", "--format", "json", "--from", "1", "--internal=false", "--count", fmt.Sprint(2 * count)}, common...)
 		c := l.cmd(ctx, i+1, bin, args...)
 		var stderr bytes.Buffer
 		c.Stderr = &stderr
