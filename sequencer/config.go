@@ -31,9 +31,10 @@ type Config struct {
 	FlushDelay time.Duration
 	// RingBytes is the retransmit ring's size: the newest published
 	// packets are kept, back to back, up to this many bytes (less at most
-	// one packet of padding per 4 MiB chunk). The memory is allocated in
-	// 4 MiB chunks as the ring fills, so an idle sequencer holds little; an
-	// index of 32 bytes per retained packet comes on top.
+	// one packet of padding per chunk). The memory is allocated in chunks
+	// as the ring fills (4 MiB each; one chunk of RingBytes rounded up to a
+	// power of two for a ring below 4 MiB), so an idle sequencer holds
+	// little; an index of 32 bytes per retained packet comes on top.
 	RingBytes int
 	// NakAnswerBytes caps the answer to one NAK (at least one packet is
 	// sent); the receiver asks again for the rest, which paces repair.
