@@ -211,7 +211,7 @@ func (e *endpoint) Close() error {
 	if e.closed.Swap(true) {
 		return nil
 	}
-	e.poller.wake()
+	e.poller.forceWake()
 	e.pollMu.Lock()
 	for _, s := range e.sockets {
 		s.conn.Close()

@@ -3,6 +3,7 @@ package multicast
 import (
 	"fmt"
 	"math"
+	"sync/atomic"
 	"time"
 
 	"golang.org/x/sys/unix"
@@ -14,9 +15,19 @@ import (
 // goroutine, and a goroutine per socket would add a hand-off (and a copy)
 // per datagram; epoll_wait parks only the polling goroutine's thread, and
 // only when there is nothing to read.
+//
+// Wakes coalesce: armed is set by the wake that writes the eventfd and
+// cleared by the wait that reads it, so however many wakes come while the
+// poller is busy, at most one write is outstanding (a sending node wakes
+// its Run loop once per Poll, not once per Send). The wait reads the
+// eventfd before it clears armed, so a wake that finds armed set always
+// has a write ahead of it that a wait has yet to read, or that the
+// current wait read after the wake's work was queued: a wake is never lost.
 type poller struct {
 	epfd, evfd int
 	events     [4]unix.EpollEvent
+	armed      atomic.Bool
+	writes     atomic.Uint64 // eventfd writes (tests)
 }
 
 func newPoller(fds ...int) (*poller, error) {
@@ -57,17 +68,32 @@ func (p *poller) wait(d time.Duration) (woken bool, err error) {
 	for i := range n {
 		if int(p.events[i].Fd) == p.evfd {
 			// Reset the eventfd's counter, or epoll reports it
-			// readable forever and every later wait returns at once.
+			// readable forever and every later wait returns at once;
+			// then let the next wake write again.
 			var b [8]byte
 			_, _ = unix.Read(p.evfd, b[:])
+			p.armed.Store(false)
 			return true, nil
 		}
 	}
 	return false, nil
 }
 
-// wake makes a current or later wait return woken; safe from any goroutine.
+// wake makes a current or later wait return woken; safe from any
+// goroutine. It writes the eventfd only if no write is outstanding.
 func (p *poller) wake() {
+	if p.armed.Load() || p.armed.Swap(true) {
+		return
+	}
+	p.writes.Add(1)
+	one := [8]byte{1}
+	_, _ = unix.Write(p.evfd, one[:])
+}
+
+// forceWake writes the eventfd whatever armed says (Close: the wait must
+// return even if a wake's write is still on its way).
+func (p *poller) forceWake() {
+	p.armed.Store(true)
 	one := [8]byte{1}
 	_, _ = unix.Write(p.evfd, one[:])
 }

@@ -511,38 +511,65 @@ func testCloseUnblocks(t *testing.T, f Factory) {
 }
 
 // testWake: a client that is a transport.Waker returns from a long Poll
-// soon after Wake, with no error, and stays usable.
+// soon after Wake, with no error, and stays usable; Wakes with nobody
+// waiting make the next Poll return early once (they coalesce), never
+// more, and are never lost.
+//
+// The bounds are generous on purpose: a Poll(10s) that returns within
+// wakeBound of a Wake was woken (it did not time out), and one that waits
+// at least most of its time was not. They check correctness, not speed.
 func testWake(t *testing.T, f Factory) {
 	_, cls := open(t, f, 1)
 	w, ok := cls[0].(transport.Waker)
 	if !ok {
 		t.Skip("client is not a transport.Waker")
 	}
+	const long, wakeBound = 10 * time.Second, 2 * time.Second
 	for round := 0; round < 3; round++ {
-		done := make(chan error, 1)
+		type result struct {
+			err     error
+			elapsed time.Duration
+		}
+		done := make(chan result, 1)
 		go func() {
-			_, err := cls[0].Poll(ignore, time.Minute)
-			done <- err
+			start := time.Now()
+			_, err := cls[0].Poll(ignore, long)
+			done <- result{err, time.Since(start)}
 		}()
 		time.Sleep(20 * time.Millisecond) // most likely blocked in Poll by now
 		w.Wake()
 		select {
-		case err := <-done:
-			if err != nil {
-				t.Fatalf("round %d: Poll after Wake = %v, want nil", round, err)
+		case r := <-done:
+			if r.err != nil {
+				t.Fatalf("round %d: Poll after Wake = %v, want nil", round, r.err)
 			}
-		case <-time.After(liveness):
-			t.Fatalf("round %d: Poll(wait=1m) still blocked %v after Wake", round, liveness)
+			if r.elapsed > wakeBound {
+				t.Fatalf("round %d: Poll(%v) returned after %v: it timed out, the Wake was lost", round, long, r.elapsed)
+			}
+		case <-time.After(liveness + long):
+			t.Fatalf("round %d: Poll(%v) still blocked after Wake", round, long)
 		}
 	}
-	// A Wake with nobody waiting makes the next Poll return early at most
-	// once, then Poll waits again.
-	w.Wake()
-	if _, err := cls[0].Poll(ignore, 10*time.Millisecond); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := cls[0].Poll(ignore, 10*time.Millisecond); err != nil {
-		t.Fatal(err)
+	// Wakes with nobody waiting make the next Poll return early, once.
+	for _, wakes := range []int{1, 100} {
+		for range wakes {
+			w.Wake()
+		}
+		start := time.Now()
+		if _, err := cls[0].Poll(ignore, long); err != nil {
+			t.Fatal(err)
+		}
+		if d := time.Since(start); d > wakeBound {
+			t.Fatalf("%d Wake(s), then Poll(%v) returned after %v: the wake was lost", wakes, long, d)
+		}
+		const short = 30 * time.Millisecond
+		start = time.Now()
+		if _, err := cls[0].Poll(ignore, short); err != nil {
+			t.Fatal(err)
+		}
+		if d := time.Since(start); d < short*3/4 {
+			t.Fatalf("%d Wake(s) woke two Polls: the second Poll(%v) returned after %v", wakes, short, d)
+		}
 	}
 }
 
