@@ -35,8 +35,11 @@ type endpoint struct {
 	poller  *poller
 
 	pollMu sync.Mutex
-	wakeMu sync.RWMutex // held to write to the eventfd (Wake) or close it (Close); lock order: pollMu, wakeMu
-	closed atomic.Bool
+	// drainFirst: the last read left a full batch, so the next Poll reads
+	// before it asks epoll (pollMu).
+	drainFirst bool
+	wakeMu     sync.RWMutex // held to write to the eventfd (Wake) or close it (Close); lock order: pollMu, wakeMu
+	closed     atomic.Bool
 
 	// Counters published after each batch, so Counters may be read from
 	// another goroutine (metrics) without a race.
@@ -129,46 +132,76 @@ func (e *endpoint) pollLocked(h transport.Handler, wait time.Duration) (int, err
 			return 0, err
 		}
 	}
-	var deadline time.Time
-	for {
-		if e.closed.Load() {
-			return 0, transport.ErrClosed
-		}
-		n, err := e.drain(h)
+	if e.closed.Load() {
+		return 0, transport.ErrClosed
+	}
+	// Read the sockets first when there is likely more to read (the last
+	// read filled a batch), when the caller will not wait, or when a fault
+	// injector may hold a datagram back (it is released when a socket is
+	// found empty). Otherwise ask epoll first: it returns at once if a
+	// socket is readable and says which, and an idle endpoint pays one
+	// system call per wait instead of one per socket more.
+	if e.drainFirst || wait <= 0 || e.cfg.Faults.Enabled() {
+		n, err := e.drain(h, false)
 		if n > 0 || err != nil || wait <= 0 {
 			return n, err
 		}
-		if deadline.IsZero() {
-			deadline = time.Now().Add(wait)
-		} else if wait = time.Until(deadline); wait <= 0 {
-			return 0, nil
-		}
-		woken, err := e.poller.wait(wait)
-		if woken {
-			if e.closed.Load() {
-				return 0, transport.ErrClosed
-			}
-			return e.drain(h) // Wake: back to the caller
+	}
+	deadline := time.Now().Add(wait)
+	for {
+		woken, timedOut, err := e.poller.wait(wait)
+		if e.closed.Load() {
+			return 0, transport.ErrClosed
 		}
 		if err != nil {
 			return 0, fmt.Errorf("multicast: %s poll: %w", e.role, err)
 		}
+		if timedOut {
+			// Nothing arrived in the whole wait (epoll rounds it up):
+			// no need to look at the sockets again.
+			return 0, nil
+		}
+		n, err := e.drain(h, !woken)
+		if n > 0 || err != nil || woken {
+			return n, err // a Wake goes back to the caller, frames or not
+		}
+		// Readable but nothing delivered (a datagram dropped as too
+		// long, or by faults): wait for the rest of the time.
+		if wait = time.Until(deadline); wait <= 0 {
+			return 0, nil
+		}
 	}
 }
 
-// drain reads what is available on every socket without blocking and
-// returns the frames delivered.
-func (e *endpoint) drain(h transport.Handler) (int, error) {
+// drain reads what is available without blocking and returns the frames
+// delivered: from every socket, or with onlyReady from those the poller's
+// last wait found readable. A socket that filled its batch is read again,
+// up to maxRounds batches.
+func (e *endpoint) drain(h transport.Handler, onlyReady bool) (int, error) {
 	var delivered uint64
+	if onlyReady {
+		for _, r := range e.rx {
+			r.again = e.poller.readable(r.s.fd)
+		}
+	} else {
+		for _, r := range e.rx {
+			r.again = true
+		}
+	}
+	e.drainFirst = false
 	for round := 0; round < maxRounds; round++ {
 		more := false
 		for _, r := range e.rx {
+			if !r.again {
+				continue
+			}
 			before, drops := r.frames, r.faultDrops()
 			k, err := r.read(h)
 			if k == 0 {
 				r.release(h) // idle: a held-back datagram goes now
 			}
-			more = more || k == len(r.msgs)
+			r.again = k == len(r.msgs)
+			more = more || r.again
 			delivered += r.frames - before
 			e.framesRecv.Add(r.frames - before)
 			e.bytesRecv.Add(r.bytes)
@@ -176,12 +209,17 @@ func (e *endpoint) drain(h transport.Handler) (int, error) {
 			e.dropped.Add(r.faultDrops() - drops + r.truncated)
 			r.truncated = 0
 			if err != nil {
+				e.drainFirst = true
 				return int(delivered), fmt.Errorf("multicast: %s recvmmsg: %w", e.role, err)
 			}
 		}
 		if !more {
 			break
 		}
+	}
+	// A batch still full after maxRounds: more is waiting.
+	for _, r := range e.rx {
+		e.drainFirst = e.drainFirst || r.again
 	}
 	return int(delivered), nil
 }

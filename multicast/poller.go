@@ -26,6 +26,7 @@ import (
 type poller struct {
 	epfd, evfd int
 	events     [4]unix.EpollEvent
+	ready      int // events[:ready] are the last wait's
 	armed      atomic.Bool
 	writes     atomic.Uint64 // eventfd writes (tests)
 }
@@ -52,18 +53,23 @@ func newPoller(fds ...int) (*poller, error) {
 }
 
 // wait blocks until a socket is readable, d passes (rounded up to a
-// millisecond, epoll's unit) or wake is called; it reports the wake.
-func (p *poller) wait(d time.Duration) (woken bool, err error) {
+// millisecond, epoll's unit) or wake is called; it reports the wake, and
+// timedOut when d passed with nothing ready (the caller need not look).
+func (p *poller) wait(d time.Duration) (woken, timedOut bool, err error) {
 	ms := int64((d + time.Millisecond - 1) / time.Millisecond)
 	if ms > math.MaxInt32 {
 		ms = math.MaxInt32
 	}
 	n, err := unix.EpollWait(p.epfd, p.events[:], int(ms))
+	p.ready = max(n, 0)
 	if err == unix.EINTR {
-		return false, nil
+		return false, false, nil
 	}
 	if err != nil {
-		return false, err
+		return false, false, err
+	}
+	if n == 0 {
+		return false, true, nil
 	}
 	for i := range n {
 		if int(p.events[i].Fd) == p.evfd {
@@ -73,10 +79,20 @@ func (p *poller) wait(d time.Duration) (woken bool, err error) {
 			var b [8]byte
 			_, _ = unix.Read(p.evfd, b[:])
 			p.armed.Store(false)
-			return true, nil
+			return true, false, nil
 		}
 	}
-	return false, nil
+	return false, false, nil
+}
+
+// readable reports whether the last wait found fd readable.
+func (p *poller) readable(fd int) bool {
+	for i := range p.ready {
+		if int(p.events[i].Fd) == fd {
+			return true
+		}
+	}
+	return false
 }
 
 // wake makes a current or later wait return woken; safe from any

@@ -46,6 +46,9 @@ type receiver struct {
 	h       transport.Handler
 	cur     transport.Peer
 
+	// again: read this socket (again) in the current drain.
+	again bool
+
 	// Totals, written by the polling goroutine only; the endpoint publishes
 	// them to its atomic counters after each batch.
 	frames, bytes, truncated uint64

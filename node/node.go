@@ -120,11 +120,12 @@ func (n *Node) SetIdleSpin(d time.Duration) { n.idle.Spin = d }
 // this goroutine.
 func (n *Node) Run(ctx context.Context) error {
 	got := 0
+	now := n.clock()
 	for {
 		if err := ctx.Err(); err != nil {
 			return n.finish(err)
 		}
-		wait := n.idle.Wait(got, maxPollWait)
+		wait := n.idle.Wait(got, n.idleWait(now))
 		if wait > 0 {
 			// polling is set before ops is checked, and Send appends to
 			// ops before it reads polling: either Run sees the op, or
@@ -143,7 +144,7 @@ func (n *Node) Run(ctx context.Context) error {
 		if err != nil {
 			return n.finish(err)
 		}
-		now := n.tick()
+		now = n.tick()
 		n.nowValid = false
 		n.applyOps(now)
 		n.core.Tick(now)
@@ -176,6 +177,46 @@ func (n *Node) tick() int64 {
 		n.nowValid = true
 	}
 	return n.now
+}
+
+// maxIdleWait bounds a Poll of Run when the core has no timed work due
+// sooner (a node hears heartbeats far more often anyway), so that timed
+// work idleWait does not know of costs at most this much delay.
+const maxIdleWait = 100 * time.Millisecond
+
+// idleWait is how long Run may block in Poll as of now: until the core's
+// next timed work (a NAK, a resend, a local timer, the command frame's
+// flush delay), at most maxIdleWait; 0 when work is due. Commands from
+// other goroutines wake the Poll (transport.Waker); over a client that
+// cannot be woken, Run keeps to maxPollWait. An idle node then wakes for
+// the stream's heartbeats only, not every millisecond. It reads the
+// Core's fields (same package) and allocates nothing.
+func (n *Node) idleWait(now int64) time.Duration {
+	if n.waker == nil {
+		return maxPollWait
+	}
+	c := n.core
+	if c.err != nil {
+		return 0
+	}
+	due := int64(maxIdleWait)
+	if c.nakArmed {
+		due = min(due, c.nakAt-now)
+	}
+	if !c.cfg.ReadOnly && c.acked+1 < c.nextCmd {
+		wait := c.resendWait
+		if wait == 0 {
+			wait = int64(c.cfg.ResendInterval)
+		}
+		due = min(due, c.slot(c.acked+1).sentAt+wait+int64(c.inflightB)*nsPerByteInFlight-now)
+	}
+	for i := range c.localTimers {
+		due = min(due, c.localTimers[i].at-now)
+	}
+	if c.frameOpen {
+		due = min(due, c.frameSince+int64(c.cfg.FlushDelay)-now)
+	}
+	return time.Duration(max(0, due))
 }
 
 // receive is the transport handler: one frame into the Core. Malformed

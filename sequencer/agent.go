@@ -21,7 +21,6 @@ type Agent struct {
 	clock func() Time
 	now   Time // this iteration's reading
 	fresh bool // now was read in this iteration
-	wait  time.Duration
 	idle  transport.Idle
 
 	onFrame transport.Handler
@@ -54,12 +53,39 @@ func NewAgent(cfg Config, srv transport.Server, clock func() Time) (*Agent, erro
 	if err != nil {
 		return nil, err
 	}
-	a := &Agent{core: core, srv: srv, clock: clock, wait: cfg.HeartbeatInterval / 4}
-	if a.wait <= 0 || a.wait > time.Millisecond {
-		a.wait = time.Millisecond
-	}
+	a := &Agent{core: core, srv: srv, clock: clock}
 	a.onFrame = a.frame
 	return a, nil
+}
+
+// maxIdleWait bounds a Poll of Run when the core has no timed work due
+// sooner, so that a change Run cannot see (a bug, a new kind of timed work
+// not listed in idleWait) costs at most this much delay.
+const maxIdleWait = 100 * time.Millisecond
+
+// idleWait is how long Run may block in Poll: until the core's next timed
+// work, as of the last clock reading (the next heartbeat, the earliest
+// centralized timer, the flow-limit refresh, the hot-hot activity check),
+// never longer than maxIdleWait; 0 when work is due now. An idle
+// sequencer then wakes once per heartbeat instead of every millisecond.
+// It reads the Core's fields directly (same package) and allocates
+// nothing; the Core itself stays free of any notion of waiting.
+func (a *Agent) idleWait() time.Duration {
+	c := a.core
+	if !c.clockSet || c.open || c.stable != c.stableSent {
+		return 0
+	}
+	due := c.lastSend + int64(c.cfg.HeartbeatInterval) - c.mono
+	if t := &c.timers; len(t.heap) > 0 {
+		due = min(due, t.list[t.heap[0]].at-c.now) // sequencer time runs at the monotonic rate or faster
+	}
+	if c.flow.limitPos != 0 {
+		due = min(due, c.flow.updated+int64(c.cfg.FlowReceiverTimeout)/8-c.mono)
+	}
+	if c.cfg.ActiveTimeout > 0 {
+		due = min(due, int64(c.cfg.ActiveTimeout)/8)
+	}
+	return time.Duration(max(0, min(due, int64(maxIdleWait))))
 }
 
 // SetIdleSpin makes Run poll without blocking for d after each frame
@@ -100,7 +126,7 @@ func (a *Agent) Run(ctx context.Context) error {
 		}
 		var err error
 		a.fresh = false
-		if got, err = a.srv.Poll(a.onFrame, a.idle.Wait(got, a.wait)); err != nil {
+		if got, err = a.srv.Poll(a.onFrame, a.idle.Wait(got, a.idleWait())); err != nil {
 			a.snapshot()
 			return err
 		}

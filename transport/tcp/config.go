@@ -80,7 +80,7 @@ const (
 	DefaultInboxBytes        = 4 << 20
 	DefaultSlowClientBytes   = 4 << 20
 	DefaultSlowClientTimeout = time.Second
-	DefaultMaxQueueBytes     = 32 << 20 // a 16 MiB message (the sequencer's default maximum) twice over
+	DefaultMaxQueueBytes     = 64 << 20 // a node's default window (32 MiB of commands, resent at once) twice over
 	DefaultMaxConns          = 1024
 	DefaultDialTimeout       = 2 * time.Second
 	DefaultReconnectMin      = 20 * time.Millisecond

@@ -20,9 +20,10 @@
 // A peer that does not read is cut off: a connection holding more than
 // Config.SlowClientBytes (default 4 MiB) not yet written, with no write
 // progress for SlowClientTimeout (default 1 s), or more than MaxQueueBytes
-// (default 32 MiB) at all, is closed with ErrSlowClient, logged and
-// counted (Drops.SlowClients); the node reconnects and repairs its gap by
-// NAK. A peer that reads is not cut for a burst (a 16 MiB message) below
+// (default 64 MiB: a node's window of commands, resent at once, must fit)
+// at all, is closed with ErrSlowClient, logged and counted
+// (Drops.SlowClients); the node reconnects and repairs its gap by NAK. A
+// peer that reads is not cut for a burst (a 16 MiB message) below
 // MaxQueueBytes. So a subscriber that never reads costs the server a
 // bounded amount, and at most Config.MaxConns (default 1024) connections
 // are held: one more is closed as soon as it is accepted
