@@ -61,7 +61,7 @@ func TestNode_IdleWaitsUntilItsNextTimedWork(t *testing.T) {
 		cancel()
 		long := 0
 		for i, w := range cl.waits {
-			if !readOnly && w > cfg.ResendInterval*maxResendBackoff {
+			if !readOnly && w > cfg.MaxResendInterval {
 				t.Fatalf("sending node: poll %d waits %v, beyond the longest resend interval", i, w)
 			}
 			if w > time.Millisecond {
