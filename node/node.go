@@ -120,7 +120,7 @@ func (n *Node) SetIdleSpin(d time.Duration) { n.idle.Spin = d }
 // this goroutine.
 func (n *Node) Run(ctx context.Context) error {
 	got := 0
-	now := n.clock()
+	var now int64 // the last iteration's reading: idleWait needs no fresh one
 	for {
 		if err := ctx.Err(); err != nil {
 			return n.finish(err)

@@ -53,7 +53,7 @@ func TestNode_IdleWaitsUntilItsNextTimedWork(t *testing.T) {
 		}
 		if !readOnly {
 			// No sequencer: the command stays unacked and is resent.
-			if err := n.SendString("x"); err != nil {
+			if _, err := n.SendString("x"); err != nil {
 				t.Fatal(err)
 			}
 		}
