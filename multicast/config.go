@@ -6,6 +6,7 @@ import (
 	"net"
 	"net/netip"
 
+	"github.com/seqd/seqd/config"
 	"github.com/seqd/seqd/transport/fault"
 )
 
@@ -90,7 +91,7 @@ func DefaultConfig() Config {
 // Validate reports the first bad field, naming it and the allowed values.
 func (c Config) Validate() error {
 	if c.Interface == "" {
-		return fmt.Errorf("%w: Interface is empty (want an interface name such as \"lo\" or \"eth0\")", ErrConfig)
+		return config.New(ErrConfig, "Interface", c.Interface, `an interface name such as "lo" or "eth0"`)
 	}
 	s, err := parseGroup("StreamGroup", c.StreamGroup)
 	if err != nil {
@@ -101,28 +102,28 @@ func (c Config) Validate() error {
 		return err
 	}
 	if s == cmd {
-		return fmt.Errorf("%w: StreamGroup and CommandGroup are both %q (want distinct groups)", ErrConfig, c.StreamGroup)
+		return config.New(ErrConfig, "CommandGroup", c.CommandGroup, "a group distinct from StreamGroup")
 	}
 	if c.TTL < 0 || c.TTL > maxTTL {
-		return fmt.Errorf("%w: TTL %d out of range (want 0..%d)", ErrConfig, c.TTL, maxTTL)
+		return config.New(ErrConfig, "TTL", c.TTL, fmt.Sprintf("0..%d", maxTTL))
 	}
 	if c.ReadBufferBytes < 0 || c.ReadBufferBytes > maxBufferBytes {
-		return fmt.Errorf("%w: ReadBufferBytes %d out of range (want 0..%d; 0 keeps the kernel default)", ErrConfig, c.ReadBufferBytes, maxBufferBytes)
+		return config.New(ErrConfig, "ReadBufferBytes", c.ReadBufferBytes, fmt.Sprintf("0..%d (0 keeps the kernel default)", maxBufferBytes))
 	}
 	if c.WriteBufferBytes < 0 || c.WriteBufferBytes > maxBufferBytes {
-		return fmt.Errorf("%w: WriteBufferBytes %d out of range (want 0..%d; 0 keeps the kernel default)", ErrConfig, c.WriteBufferBytes, maxBufferBytes)
+		return config.New(ErrConfig, "WriteBufferBytes", c.WriteBufferBytes, fmt.Sprintf("0..%d (0 keeps the kernel default)", maxBufferBytes))
 	}
 	if c.BatchSize < 1 || c.BatchSize > maxBatchSize {
-		return fmt.Errorf("%w: BatchSize %d out of range (want 1..%d)", ErrConfig, c.BatchSize, maxBatchSize)
+		return config.New(ErrConfig, "BatchSize", c.BatchSize, fmt.Sprintf("1..%d", maxBatchSize))
 	}
 	if c.MaxDatagramBytes < minDatagramBytes || c.MaxDatagramBytes > maxDatagramBytes {
-		return fmt.Errorf("%w: MaxDatagramBytes %d out of range (want %d..%d)", ErrConfig, c.MaxDatagramBytes, minDatagramBytes, maxDatagramBytes)
+		return config.New(ErrConfig, "MaxDatagramBytes", c.MaxDatagramBytes, fmt.Sprintf("%d..%d", minDatagramBytes, maxDatagramBytes))
 	}
 	if c.MaxPeers < 0 || c.MaxPeers > maxMaxPeers {
 		return fmt.Errorf("%w: MaxPeers %d out of range (want 0..%d; 0 means %d)", ErrConfig, c.MaxPeers, maxMaxPeers, defaultMaxPeers)
 	}
 	if err := c.Faults.Validate(); err != nil {
-		return fmt.Errorf("%w: Faults: %w", ErrConfig, err)
+		return &config.Error{Field: "Faults", Value: c.Faults.String(), Allowed: err.Error(), Err: ErrConfig}
 	}
 	return nil
 }
@@ -130,13 +131,13 @@ func (c Config) Validate() error {
 func parseGroup(key, s string) (netip.AddrPort, error) {
 	ap, err := netip.ParseAddrPort(s)
 	if err != nil {
-		return ap, fmt.Errorf("%w: %s %q is not an IPv4 host:port (e.g. \"239.77.0.1:9100\")", ErrConfig, key, s)
+		return ap, config.New(ErrConfig, key, s, `an IPv4 multicast host:port (e.g. "239.77.0.1:9100")`)
 	}
 	if !ap.Addr().Is4() || !ap.Addr().IsMulticast() {
-		return ap, fmt.Errorf("%w: %s %q is not a multicast address (want 224.0.0.0/4)", ErrConfig, key, s)
+		return ap, config.New(ErrConfig, key, s, "a multicast address (224.0.0.0/4) and a port")
 	}
 	if ap.Port() == 0 {
-		return ap, fmt.Errorf("%w: %s %q has port 0 (want a fixed port 1..65535: every member must bind the same one)", ErrConfig, key, s)
+		return ap, config.New(ErrConfig, key, s, "a fixed port 1..65535 (every member binds the same one), not 0")
 	}
 	return ap, nil
 }

@@ -6,6 +6,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/seqd/seqd/config"
 	"github.com/seqd/seqd/transport"
 	"github.com/seqd/seqd/transport/fault"
 	"github.com/seqd/seqd/transport/transporttest"
@@ -44,26 +45,28 @@ func conformance(t *testing.T, offload bool) {
 
 func TestConfig_ValidateNamesFieldAndRange(t *testing.T) {
 	for _, tc := range []struct {
-		edit func(*Config)
-		want string
+		edit    func(*Config)
+		field   string
+		allowed string
 	}{
-		{func(c *Config) { c.StreamGroup = "1.2.3.4:9" }, `StreamGroup "1.2.3.4:9" is not a multicast address (want 224.0.0.0/4)`},
-		{func(c *Config) { c.CommandGroup = "239.1.1.1" }, `CommandGroup "239.1.1.1" is not an IPv4 host:port`},
-		{func(c *Config) { c.CommandGroup = "239.1.1.1:0" }, `CommandGroup "239.1.1.1:0" has port 0`},
-		{func(c *Config) { c.CommandGroup = c.StreamGroup }, `StreamGroup and CommandGroup are both`},
-		{func(c *Config) { c.Interface = "" }, `Interface is empty`},
-		{func(c *Config) { c.TTL = 300 }, `TTL 300 out of range (want 0..255)`},
-		{func(c *Config) { c.BatchSize = 0 }, `BatchSize 0 out of range (want 1..1024)`},
-		{func(c *Config) { c.MaxDatagramBytes = 70000 }, `MaxDatagramBytes 70000 out of range (want 64..65507)`},
-		{func(c *Config) { c.ReadBufferBytes = -1 }, `ReadBufferBytes -1 out of range`},
-		{func(c *Config) { c.WriteBufferBytes = 2 << 30 }, `WriteBufferBytes 2147483648 out of range`},
-		{func(c *Config) { c.Faults.Loss = 1 }, `Faults: fault: bad spec: loss=1`},
+		{func(c *Config) { c.StreamGroup = "1.2.3.4:9" }, "StreamGroup", "multicast address (224.0.0.0/4)"},
+		{func(c *Config) { c.CommandGroup = "239.1.1.1" }, "CommandGroup", "IPv4 multicast host:port"},
+		{func(c *Config) { c.CommandGroup = "239.1.1.1:0" }, "CommandGroup", "not 0"},
+		{func(c *Config) { c.CommandGroup = c.StreamGroup }, "CommandGroup", "distinct from StreamGroup"},
+		{func(c *Config) { c.Interface = "" }, "Interface", "interface name"},
+		{func(c *Config) { c.TTL = 300 }, "TTL", "0..255"},
+		{func(c *Config) { c.BatchSize = 0 }, "BatchSize", "1..1024"},
+		{func(c *Config) { c.MaxDatagramBytes = 70000 }, "MaxDatagramBytes", "64..65507"},
+		{func(c *Config) { c.ReadBufferBytes = -1 }, "ReadBufferBytes", "0.."},
+		{func(c *Config) { c.WriteBufferBytes = 2 << 30 }, "WriteBufferBytes", "0.."},
+		{func(c *Config) { c.Faults.Loss = 1 }, "Faults", "loss=1"},
 	} {
 		c := DefaultConfig()
 		tc.edit(&c)
 		err := c.Validate()
-		if !errors.Is(err, ErrConfig) || !strings.Contains(err.Error(), tc.want) {
-			t.Errorf("Validate() = %v, want ErrConfig containing %q", err, tc.want)
+		var ce *config.Error
+		if !errors.Is(err, ErrConfig) || !errors.As(err, &ce) || ce.Field != tc.field || !strings.Contains(ce.Allowed, tc.allowed) {
+			t.Errorf("Validate() = %v, want a config.Error on %s allowing %q", err, tc.field, tc.allowed)
 		}
 		if _, err := NewServer(c); !errors.Is(err, ErrConfig) {
 			t.Errorf("NewServer with bad config = %v, want ErrConfig", err)

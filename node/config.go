@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/seqd/seqd/config"
 	"github.com/seqd/seqd/wire"
 )
 
@@ -121,50 +122,50 @@ const (
 func (c Config) Validate() error {
 	if c.Account == "" {
 		if !c.ReadOnly {
-			return fmt.Errorf("%w: Account is empty, want 1..8 printable ASCII bytes (empty only with ReadOnly)", ErrConfig)
+			return config.New(ErrConfig, "Account", c.Account, "1..8 printable ASCII bytes (empty only with ReadOnly)")
 		}
 	} else if _, err := wire.ParseAccount(c.Account); err != nil {
-		return fmt.Errorf("%w: Account %q: want 1..8 printable ASCII bytes", ErrConfig, c.Account)
+		return config.New(ErrConfig, "Account", c.Account, "1..8 printable ASCII bytes")
 	}
 	if c.Mode != Safe && c.Mode != Fast {
-		return fmt.Errorf("%w: Mode = %d, want Safe (0) or Fast (1)", ErrConfig, c.Mode)
+		return config.New(ErrConfig, "Mode", uint8(c.Mode), "Safe (0) or Fast (1)")
 	}
 	if c.Window < 1 || c.Window > maxWindow {
-		return fmt.Errorf("%w: Window = %d, want 1..%d", ErrConfig, c.Window, maxWindow)
+		return config.New(ErrConfig, "Window", c.Window, fmt.Sprintf("1..%d", maxWindow))
 	}
 	if c.WindowBytes < 1 {
-		return fmt.Errorf("%w: WindowBytes = %d, want >= 1", ErrConfig, c.WindowBytes)
+		return config.New(ErrConfig, "WindowBytes", c.WindowBytes, ">= 1")
 	}
 	if c.ResendInterval <= 0 {
-		return fmt.Errorf("%w: ResendInterval = %v, want > 0", ErrConfig, c.ResendInterval)
+		return config.New(ErrConfig, "ResendInterval", c.ResendInterval, "> 0")
 	}
 	if c.MinResendInterval <= 0 {
-		return fmt.Errorf("%w: MinResendInterval = %v, want > 0", ErrConfig, c.MinResendInterval)
+		return config.New(ErrConfig, "MinResendInterval", c.MinResendInterval, "> 0")
 	}
 	if c.MaxResendInterval < c.MinResendInterval {
-		return fmt.Errorf("%w: MaxResendInterval = %v, want >= MinResendInterval (%v)", ErrConfig, c.MaxResendInterval, c.MinResendInterval)
+		return config.New(ErrConfig, "MaxResendInterval", c.MaxResendInterval, fmt.Sprintf(">= MinResendInterval (%v)", c.MinResendInterval))
 	}
 	if c.BlockWhenFull && c.SendTimeout <= 0 {
-		return fmt.Errorf("%w: SendTimeout = %v, want > 0 with BlockWhenFull", ErrConfig, c.SendTimeout)
+		return config.New(ErrConfig, "SendTimeout", c.SendTimeout, "> 0 with BlockWhenFull")
 	}
 	if c.NakDelay <= 0 {
-		return fmt.Errorf("%w: NakDelay = %v, want > 0", ErrConfig, c.NakDelay)
+		return config.New(ErrConfig, "NakDelay", c.NakDelay, "> 0")
 	}
 	if c.NakMaxDelay < c.NakDelay {
-		return fmt.Errorf("%w: NakMaxDelay = %v, want >= NakDelay (%v)", ErrConfig, c.NakMaxDelay, c.NakDelay)
+		return config.New(ErrConfig, "NakMaxDelay", c.NakMaxDelay, fmt.Sprintf(">= NakDelay (%v)", c.NakDelay))
 	}
 	if c.MaxPacketBytes < minPacketBytes || c.MaxPacketBytes > maxPacketBytes {
-		return fmt.Errorf("%w: MaxPacketBytes = %d, want %d..%d", ErrConfig, c.MaxPacketBytes, minPacketBytes, maxPacketBytes)
+		return config.New(ErrConfig, "MaxPacketBytes", c.MaxPacketBytes, fmt.Sprintf("%d..%d", minPacketBytes, maxPacketBytes))
 	}
 	if c.MaxMessageBytes < 1 || c.MaxMessageBytes > wire.MaxMessageBytes {
-		return fmt.Errorf("%w: MaxMessageBytes = %d, want 1..%d", ErrConfig, c.MaxMessageBytes, wire.MaxMessageBytes)
+		return config.New(ErrConfig, "MaxMessageBytes", c.MaxMessageBytes, fmt.Sprintf("1..%d", wire.MaxMessageBytes))
 	}
 	if c.FlushDelay < 0 {
-		return fmt.Errorf("%w: FlushDelay = %v, want >= 0", ErrConfig, c.FlushDelay)
+		return config.New(ErrConfig, "FlushDelay", c.FlushDelay, ">= 0")
 	}
 	p := c.PendingRecords
 	if p < minPendingRecords || p > maxPendingRecords || p&(p-1) != 0 {
-		return fmt.Errorf("%w: PendingRecords = %d, want a power of two in %d..%d", ErrConfig, p, minPendingRecords, maxPendingRecords)
+		return config.New(ErrConfig, "PendingRecords", p, fmt.Sprintf("a power of two in %d..%d", minPendingRecords, maxPendingRecords))
 	}
 	return nil
 }

@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/seqd/seqd/config"
 	"github.com/seqd/seqd/wire"
 )
 
@@ -387,21 +388,23 @@ func TestCore_FlushDelayHoldsPartialFrame(t *testing.T) {
 
 func TestConfig_ValidateNamesField(t *testing.T) {
 	for _, tc := range []struct {
-		mut  func(*Config)
-		want string
+		mut     func(*Config)
+		field   string
+		allowed string
 	}{
-		{func(c *Config) { c.Account = "" }, "Account is empty"},
-		{func(c *Config) { c.Account = "toolongname" }, `Account "toolongname"`},
-		{func(c *Config) { c.Window = 0 }, "Window = 0, want 1..1048576"},
-		{func(c *Config) { c.NakMaxDelay = 0 }, "NakMaxDelay = 0s, want >= NakDelay (1ms)"},
-		{func(c *Config) { c.PendingRecords = 1000 }, "PendingRecords = 1000, want a power of two in 16..4194304"},
-		{func(c *Config) { c.MaxPacketBytes = 10 }, "MaxPacketBytes = 10, want 124..1048576"},
+		{func(c *Config) { c.Account = "" }, "Account", "empty only with ReadOnly"},
+		{func(c *Config) { c.Account = "toolongname" }, "Account", "1..8 printable ASCII bytes"},
+		{func(c *Config) { c.Window = 0 }, "Window", "1..1048576"},
+		{func(c *Config) { c.NakMaxDelay = 0 }, "NakMaxDelay", ">= NakDelay (1ms)"},
+		{func(c *Config) { c.PendingRecords = 1000 }, "PendingRecords", "a power of two in 16..4194304"},
+		{func(c *Config) { c.MaxPacketBytes = 10 }, "MaxPacketBytes", "124..1048576"},
 	} {
 		cfg := testConfig()
 		tc.mut(&cfg)
 		err := cfg.Validate()
-		if !errors.Is(err, ErrConfig) || !strings.Contains(err.Error(), tc.want) {
-			t.Errorf("Validate() = %v, want it to contain %q", err, tc.want)
+		var ce *config.Error
+		if !errors.Is(err, ErrConfig) || !errors.As(err, &ce) || ce.Field != tc.field || !strings.Contains(ce.Allowed, tc.allowed) {
+			t.Errorf("Validate() = %v, want a config.Error on %s allowing %q", err, tc.field, tc.allowed)
 		}
 	}
 	cfg := testConfig()

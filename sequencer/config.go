@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/seqd/seqd/config"
 	"github.com/seqd/seqd/wire"
 )
 
@@ -116,7 +117,7 @@ const (
 // Validate reports the first field outside its allowed range.
 func (c Config) Validate() error {
 	bad := func(field string, v any, want string) error {
-		return fmt.Errorf("%w: %s = %v, want %s", ErrConfig, field, v, want)
+		return config.New(ErrConfig, field, v, want)
 	}
 	switch {
 	case c.Session == 0:

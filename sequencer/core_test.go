@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/seqd/seqd/config"
 	"github.com/seqd/seqd/wire"
 )
 
@@ -493,14 +494,15 @@ func TestConfig_Validate(t *testing.T) {
 	if err := testConfig().Validate(); err != nil {
 		t.Fatalf("test config: %v", err)
 	}
-	if err := DefaultConfig().Validate(); err == nil || !strings.Contains(err.Error(), "Session") {
+	var ce *config.Error
+	if err := DefaultConfig().Validate(); !errors.As(err, &ce) || ce.Field != "Session" {
 		t.Fatalf("DefaultConfig without a session: %v", err)
 	}
 	for _, tt := range tests {
 		cfg := testConfig()
 		tt.mod(&cfg)
 		err := cfg.Validate()
-		if !errors.Is(err, ErrConfig) || !strings.HasPrefix(err.Error(), "sequencer: invalid config: "+tt.field+" = ") {
+		if !errors.Is(err, ErrConfig) || !errors.As(err, &ce) || ce.Field != tt.field {
 			t.Errorf("%s: %v", tt.field, err)
 		}
 		if _, err := New(cfg, &recordingSink{}); !errors.Is(err, ErrConfig) {

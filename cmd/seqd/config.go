@@ -1,6 +1,7 @@
 package main
 
 import (
+	"errors"
 	"fmt"
 	"log/slog"
 	"os"
@@ -12,6 +13,7 @@ import (
 	"github.com/urfave/cli/v2"
 	"github.com/urfave/cli/v2/altsrc"
 
+	"github.com/seqd/seqd/config"
 	"github.com/seqd/seqd/transport/fault"
 )
 
@@ -100,6 +102,25 @@ func checkConfigKeys(path string, flags []cli.Flag) error {
 	return nil
 }
 
+// errConfig is the sentinel of configuration errors reported on a key.
+var errConfig = errors.New("invalid configuration")
+
+// keyError is a config.Error on a configuration key, saying where the key
+// can be set.
+func keyError(key, value, allowed string) error {
+	return &keyedError{ce: &config.Error{Field: key, Value: value, Allowed: allowed, Err: errConfig}}
+}
+
+// keyedError prints a config.Error with the flag and variable of its key;
+// errors.As finds the config.Error inside.
+type keyedError struct{ ce *config.Error }
+
+func (e *keyedError) Error() string {
+	return fmt.Sprintf("%v (flag --%s, variable %s)", e.ce, e.ce.Field, envName(e.ce.Field))
+}
+
+func (e *keyedError) Unwrap() error { return e.ce }
+
 // oneOf checks an enumerated configuration value.
 func oneOf(key, value string, allowed ...string) error {
 	for _, a := range allowed {
@@ -107,7 +128,7 @@ func oneOf(key, value string, allowed ...string) error {
 			return nil
 		}
 	}
-	return fmt.Errorf("config key %s: %q is not allowed (want one of: %s)", key, value, strings.Join(allowed, ", "))
+	return keyError(key, fmt.Sprintf("%q", value), "one of: "+strings.Join(allowed, ", "))
 }
 
 // faultsFromEnv reads SEQD_FAULTS and says so loudly: a chaos drill must

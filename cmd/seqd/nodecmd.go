@@ -220,10 +220,10 @@ func runNode(cc *cli.Context) error {
 		count = 0
 	}
 	if cc.Int("instance") < 0 || cc.Int("instance") > 255 {
-		return fmt.Errorf("config key instance: %d out of range (0..255)", cc.Int("instance"))
+		return keyError("instance", fmt.Sprint(cc.Int("instance")), "0..255")
 	}
 	if size < 0 || size > cfg.MaxMessageBytes {
-		return fmt.Errorf("config key size: %d out of range (0..%d)", size, cfg.MaxMessageBytes)
+		return keyError("size", fmt.Sprint(size), fmt.Sprintf("0..%d", cfg.MaxMessageBytes))
 	}
 	if err := cfg.Validate(); err != nil {
 		return configError(err, nodeKeys)
@@ -238,7 +238,7 @@ func runNode(cc *cli.Context) error {
 	if cfg.Account != "" {
 		c.check.self, err = wire.ParseAccount(cfg.Account)
 		if err != nil {
-			return fmt.Errorf("config key account: %q: %w", cfg.Account, err)
+			return keyError("account", fmt.Sprintf("%q", cfg.Account), "1..8 printable ASCII bytes")
 		}
 	}
 	c.check.instance = cfg.Instance

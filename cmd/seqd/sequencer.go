@@ -7,12 +7,12 @@ import (
 	"log/slog"
 	"os"
 	"runtime"
-	"strings"
 	"time"
 
 	"github.com/urfave/cli/v2"
 
 	"github.com/seqd/seqd/cmd/seqd/internal/stopsignal"
+	"github.com/seqd/seqd/config"
 
 	"github.com/seqd/seqd/sequencer"
 	"github.com/seqd/seqd/transport/tcp"
@@ -177,22 +177,15 @@ var (
 	}
 )
 
-// configError names what to fix: the package validators name the Go
-// field; this adds the configuration key (flag --key, variable SEQD_KEY,
-// or the key in the --config file).
+// configError names what to fix: the package validators return a
+// config.Error on a Go field; this reports it on the configuration key
+// (flag --key, variable SEQD_KEY, or the key in the --config file).
 func configError(err error, keys map[string]string) error {
-	// The field named first is the one at fault ("X = v, want >= Y").
-	msg := err.Error()
-	best, bestAt := "", len(msg)
-	for field, key := range keys {
-		for _, sep := range []string{" ", "="} {
-			if i := strings.Index(msg, field+sep); i >= 0 && i < bestAt {
-				best, bestAt = key, i
-			}
+	var ce *config.Error
+	if errors.As(err, &ce) {
+		if key, ok := keys[ce.Field]; ok {
+			return keyError(key, ce.Value, ce.Allowed)
 		}
 	}
-	if best != "" {
-		return fmt.Errorf("config key %s (flag --%s, variable %s): %w", best, best, envName(best), err)
-	}
-	return fmt.Errorf("invalid configuration: %w", err)
+	return err
 }

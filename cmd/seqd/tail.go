@@ -220,7 +220,7 @@ func parseFrom(v string) (uint64, error) {
 	}
 	n, err := strconv.ParseUint(v, 10, 64)
 	if err != nil || n == 0 {
-		return 0, fmt.Errorf("config key from: %q is not allowed (want live, or a seq >= 1)", v)
+		return 0, keyError("from", fmt.Sprintf("%q", v), "live, or a seq >= 1")
 	}
 	return n, nil
 }

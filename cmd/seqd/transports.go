@@ -86,14 +86,14 @@ func autoPacketBytes(c *cli.Context) (int, error) {
 	name := c.String("udp.interface")
 	ifi, err := net.InterfaceByName(name)
 	if err != nil {
-		return 0, fmt.Errorf("config key udp.interface: %q: %w", name, err)
+		return 0, keyError("udp.interface", fmt.Sprintf("%q", name), fmt.Sprintf("a network interface of this host (%v)", err))
 	}
 	n := ifi.MTU - 28
 	if n > maxUDPPayload || ifi.MTU <= 0 {
 		n = maxUDPPayload
 	}
 	if n < 576-28 {
-		return 0, fmt.Errorf("config key udp.interface: %q has MTU %d; seqd needs at least 576", name, ifi.MTU)
+		return 0, keyError("udp.interface", fmt.Sprintf("%q", name), fmt.Sprintf("an interface with an MTU of at least 576 (it has %d)", ifi.MTU))
 	}
 	return n, nil
 }

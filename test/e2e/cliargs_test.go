@@ -46,7 +46,7 @@ func TestCLI_ErrorsPrintedOnce(t *testing.T) {
 	}{
 		{[]string{"tail", "--bogus"}, "flag provided but not defined: -bogus"},
 		{[]string{"node", "--account", "A", "--count", "1", "--timeout", "300ms", "--transport", "tcp", "--tcp.addr", "127.0.0.1:1"}, "connection refused"},
-		{[]string{"node", "--account", "much-too-long"}, "config key account"},
+		{[]string{"node", "--account", "much-too-long"}, "account = "},
 	} {
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 		cmd := exec.CommandContext(ctx, bin, tc.args...)

@@ -6,6 +6,7 @@ import (
 	"net"
 	"time"
 
+	"github.com/seqd/seqd/config"
 	"github.com/seqd/seqd/transport/fault"
 )
 
@@ -121,43 +122,43 @@ func (c Config) minInboxBytes() int { return recordBytes(c.MaxFrameBytes) }
 // Validate reports the first field out of its allowed range.
 func (c Config) Validate() error {
 	if _, _, err := net.SplitHostPort(c.Addr); err != nil {
-		return fmt.Errorf("%w: Addr=%q, want host:port: %v", ErrConfig, c.Addr, err)
+		return config.New(ErrConfig, "Addr", c.Addr, fmt.Sprintf("host:port: %v", err))
 	}
 	if c.MaxFrameBytes < MinMaxFrameBytes || c.MaxFrameBytes > maxMaxFrameBytes {
-		return fmt.Errorf("%w: MaxFrameBytes=%d, want %d..%d", ErrConfig, c.MaxFrameBytes, MinMaxFrameBytes, maxMaxFrameBytes)
+		return config.New(ErrConfig, "MaxFrameBytes", c.MaxFrameBytes, fmt.Sprintf("%d..%d", MinMaxFrameBytes, maxMaxFrameBytes))
 	}
 	if c.ReadBufferBytes < minBufferBytes || c.ReadBufferBytes > maxBufferBytes {
-		return fmt.Errorf("%w: ReadBufferBytes=%d, want %d..%d", ErrConfig, c.ReadBufferBytes, minBufferBytes, maxBufferBytes)
+		return config.New(ErrConfig, "ReadBufferBytes", c.ReadBufferBytes, fmt.Sprintf("%d..%d", minBufferBytes, maxBufferBytes))
 	}
 	if c.WriteBufferBytes < minBufferBytes || c.WriteBufferBytes > maxBufferBytes {
-		return fmt.Errorf("%w: WriteBufferBytes=%d, want %d..%d", ErrConfig, c.WriteBufferBytes, minBufferBytes, maxBufferBytes)
+		return config.New(ErrConfig, "WriteBufferBytes", c.WriteBufferBytes, fmt.Sprintf("%d..%d", minBufferBytes, maxBufferBytes))
 	}
 	if c.InboxBytes < c.minInboxBytes() || c.InboxBytes > maxInboxBytes {
-		return fmt.Errorf("%w: InboxBytes=%d, want %d (one MaxFrameBytes frame)..%d", ErrConfig, c.InboxBytes, c.minInboxBytes(), maxInboxBytes)
+		return config.New(ErrConfig, "InboxBytes", c.InboxBytes, fmt.Sprintf("%d (one MaxFrameBytes frame)..%d", c.minInboxBytes(), maxInboxBytes))
 	}
 	if c.SlowClientBytes < c.MaxFrameBytes+lenPrefixBytes || c.SlowClientBytes > maxSlowClientBytes {
-		return fmt.Errorf("%w: SlowClientBytes=%d, want %d (MaxFrameBytes+4)..%d", ErrConfig, c.SlowClientBytes, c.MaxFrameBytes+lenPrefixBytes, maxSlowClientBytes)
+		return config.New(ErrConfig, "SlowClientBytes", c.SlowClientBytes, fmt.Sprintf("%d (MaxFrameBytes+4)..%d", c.MaxFrameBytes+lenPrefixBytes, maxSlowClientBytes))
 	}
 	if c.SlowClientTimeout <= 0 {
-		return fmt.Errorf("%w: SlowClientTimeout=%v, want > 0", ErrConfig, c.SlowClientTimeout)
+		return config.New(ErrConfig, "SlowClientTimeout", c.SlowClientTimeout, "> 0")
 	}
 	if c.MaxQueueBytes < c.SlowClientBytes || c.MaxQueueBytes > maxSlowClientBytes {
-		return fmt.Errorf("%w: MaxQueueBytes=%d, want %d (SlowClientBytes)..%d", ErrConfig, c.MaxQueueBytes, c.SlowClientBytes, maxSlowClientBytes)
+		return config.New(ErrConfig, "MaxQueueBytes", c.MaxQueueBytes, fmt.Sprintf("%d (SlowClientBytes)..%d", c.SlowClientBytes, maxSlowClientBytes))
 	}
 	if c.MaxConns < 1 || c.MaxConns > maxMaxConns {
-		return fmt.Errorf("%w: MaxConns=%d, want 1..%d", ErrConfig, c.MaxConns, maxMaxConns)
+		return config.New(ErrConfig, "MaxConns", c.MaxConns, fmt.Sprintf("1..%d", maxMaxConns))
 	}
 	if c.DialTimeout <= 0 {
-		return fmt.Errorf("%w: DialTimeout=%v, want > 0", ErrConfig, c.DialTimeout)
+		return config.New(ErrConfig, "DialTimeout", c.DialTimeout, "> 0")
 	}
 	if c.ReconnectMin <= 0 {
-		return fmt.Errorf("%w: ReconnectMin=%v, want > 0", ErrConfig, c.ReconnectMin)
+		return config.New(ErrConfig, "ReconnectMin", c.ReconnectMin, "> 0")
 	}
 	if c.ReconnectMax < c.ReconnectMin {
-		return fmt.Errorf("%w: ReconnectMax=%v, want >= ReconnectMin (%v)", ErrConfig, c.ReconnectMax, c.ReconnectMin)
+		return config.New(ErrConfig, "ReconnectMax", c.ReconnectMax, fmt.Sprintf(">= ReconnectMin (%v)", c.ReconnectMin))
 	}
 	if err := c.Faults.Validate(); err != nil {
-		return fmt.Errorf("%w: Faults: %w", ErrConfig, err)
+		return &config.Error{Field: "Faults", Value: c.Faults.String(), Allowed: err.Error(), Err: ErrConfig}
 	}
 	return nil
 }

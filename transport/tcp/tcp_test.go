@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/seqd/seqd/config"
 	"github.com/seqd/seqd/transport"
 	"github.com/seqd/seqd/transport/fault"
 	"github.com/seqd/seqd/transport/transporttest"
@@ -150,7 +151,8 @@ func TestConfig_Validate(t *testing.T) {
 		cfg := DefaultConfig()
 		tc.edit(&cfg)
 		err := cfg.Validate()
-		if !errors.Is(err, ErrConfig) || !strings.Contains(err.Error(), tc.field+"=") && !strings.Contains(err.Error(), tc.field+":") {
+		var ce *config.Error
+		if !errors.Is(err, ErrConfig) || !errors.As(err, &ce) || ce.Field != tc.field {
 			t.Errorf("%s: Validate() = %v, want ErrConfig naming %s", tc.field, err, tc.field)
 		}
 		if _, err := NewServer(cfg); !errors.Is(err, ErrConfig) {
