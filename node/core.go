@@ -207,8 +207,12 @@ func (c *Core) InFlightBytes() int { return c.inflightB }
 // ErrDuplicateSender), or nil. Once set it never changes.
 func (c *Core) Err() error { return c.err }
 
-// Stats returns the counters.
-func (c *Core) Stats() Stats { return c.stats }
+// Stats returns the counters (and the resend timer's gauges).
+func (c *Core) Stats() Stats {
+	st := c.stats
+	st.SmoothedRTT, st.ResendTimeout = time.Duration(c.srtt), time.Duration(c.rto)
+	return st
+}
 
 func (c *Core) fail(err error) {
 	if c.err == nil {

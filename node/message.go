@@ -1,6 +1,10 @@
 package node
 
-import "github.com/seqd/seqd/wire"
+import (
+	"time"
+
+	"github.com/seqd/seqd/wire"
+)
 
 // Message is one delivered message of the stream. The Core reuses it:
 // Payload (and the Message itself) is valid only during OnMessage.
@@ -88,4 +92,10 @@ type Stats struct {
 	// IncarnationBumps counts moves above an incarnation of this node's
 	// Account/Instance seen in the stream before its commands were.
 	IncarnationBumps uint64
+	ResendScans      uint64 // Ticks that found commands to resend
+
+	// Gauges, not counters: the smoothed ack latency (0 before the first
+	// sample) and the resend timeout in use.
+	SmoothedRTT   time.Duration
+	ResendTimeout time.Duration
 }

@@ -55,10 +55,12 @@ type Node struct {
 	polling atomic.Bool
 
 	// Run goroutine only: the local clock, read once per loop iteration
-	// (by the first frame of a Poll, or after it) rather than per frame.
+	// (by the first frame of a Poll, or after it, and every
+	// framesPerClock frames of a long Poll) rather than per frame.
 	clock    func() int64
 	now      int64
 	nowValid bool
+	nowUses  int // frames stepped at now
 
 	// Mirrors of Core state for other goroutines; written by Run (during
 	// delivery, before each callback, so callbacks see the current value).
@@ -169,13 +171,19 @@ func (n *Node) Run(ctx context.Context) error {
 
 func (n *Node) monotonic() int64 { return int64(time.Since(n.start)) }
 
+// framesPerClock bounds how many frames of one long Poll share a clock
+// read, so that ack latencies measured across a Poll stay true.
+const framesPerClock = 16
+
 // tick returns the local clock of this loop iteration, reading it only
-// the first time.
+// the first time (and again every framesPerClock frames).
 func (n *Node) tick() int64 {
-	if !n.nowValid {
+	if !n.nowValid || n.nowUses >= framesPerClock {
 		n.now = n.clock()
 		n.nowValid = true
+		n.nowUses = 0
 	}
+	n.nowUses++
 	return n.now
 }
 

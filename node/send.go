@@ -15,6 +15,10 @@ type cmdSlot struct {
 	resent bool  // sent more than once: its ack is no RTT sample (Karn)
 	sentAt int64 // first send (local clock): the start of its RTT sample
 	lastAt int64 // last send: its resend timer runs from here
+	// after is the highest seq known to exist when it was last sent: it
+	// can appear in the stream only after it, so its ack cannot come
+	// before the node delivered that far.
+	after uint64
 	// sum tells this command from another process's command of the same
 	// number (equal incarnations): a hash of the payload, or the timer ID
 	// of a timer request (the stream echoes those as internal records).
@@ -55,8 +59,10 @@ type send struct {
 	// the first sample, doubled each time the oldest command times out.
 	srtt, rttvar   int64
 	hasRTT         bool
-	rto            int64
-	resentInFlight int // unacked commands sent more than once
+	rtoBase        int64 // from the samples (ResendInterval before the first)
+	backoff        uint8 // timeouts of the oldest command with no ack between
+	rto            int64 // rtoBase << backoff, at most MaxResendInterval
+	resentInFlight int   // unacked commands sent more than once
 	// lastAckAt is when an ack last freed the oldest command. Every
 	// command's timer runs from its own last send or from lastAckAt,
 	// whichever is later (TCP restarts its timer on each ack): while acks
@@ -66,7 +72,12 @@ type send struct {
 	// out. A timeout doubles rto only without one: a stalled path, not one
 	// lost command.
 	ackSinceTimeout bool
-	clock           int64 // local time of the Step or Tick running (RTT samples)
+	// behindAt is the last Tick at which the node had not yet delivered
+	// the stream up to where its oldest command could appear (rewinding
+	// from seq 1, repairing a gap, waiting for stable): no timer runs
+	// then, as no ack can have come, whatever the network did.
+	behindAt int64
+	clock    int64 // local time of the Step or Tick running (RTT samples)
 
 	rejected RejectionHandler // nil unless the Handler implements it
 }
@@ -81,7 +92,8 @@ func (c *Core) initSend() {
 		c.cmds[i].small = arena[i*small : (i+1)*small : (i+1)*small]
 	}
 	c.frameBuf = make([]byte, c.cfg.MaxPacketBytes)
-	c.rto = c.clampRTO(int64(c.cfg.ResendInterval))
+	c.rtoBase = min(int64(c.cfg.ResendInterval), int64(c.cfg.MaxResendInterval))
+	c.rto = c.rtoBase
 }
 
 // Send queues payload as the next command and returns its cmdSeq. The
@@ -149,6 +161,7 @@ func (c *Core) enqueue(now int64, payload []byte, flags uint8, timerID uint64) (
 	s.flags = flags
 	s.resent = false
 	s.sentAt, s.lastAt = now, now
+	s.after = c.tail
 	if len(payload) <= cap(s.small) {
 		s.payload = append(s.small[:0], payload...)
 	} else {
@@ -313,7 +326,7 @@ func (c *Core) onIncarnation(seq, v uint64) {
 		c.frameOpen = false // its header names the old incarnation
 		for q := c.acked + 1; q < c.nextCmd; q++ {
 			s := c.slot(q)
-			s.sentAt, s.lastAt = c.clock, c.clock
+			s.sentAt, s.lastAt, s.after = c.clock, c.clock, c.tail
 			c.appendCommand(c.clock, q, s)
 		}
 		if c.frameOpen {
@@ -365,6 +378,12 @@ func (c *Core) ack(cmdSeq uint64) {
 	}
 	c.lastAckAt = c.clock
 	c.ackSinceTimeout = true
+	if c.backoff != 0 {
+		// Progress: the path works, whatever was lost. Like TCP, drop
+		// the backoff on an ack of new data.
+		c.backoff = 0
+		c.rto = c.rtoBase
+	}
 	for q := c.acked + 1; q <= cmdSeq; q++ {
 		s := c.slot(q)
 		if s.flags&wire.CmdTimer == 0 {
@@ -395,7 +414,9 @@ func (c *Core) sampleRTT(r int64) {
 		c.rttvar += (d - c.rttvar) / 4
 		c.srtt += (r - c.srtt) / 8
 	}
-	c.rto = c.clampRTO(c.srtt + 4*c.rttvar)
+	c.rtoBase = c.clampRTO(c.srtt + 4*c.rttvar)
+	c.rto = c.rtoBase
+	c.backoff = 0
 }
 
 func (c *Core) clampRTO(d int64) int64 {
@@ -409,34 +430,42 @@ func (c *Core) clampRTO(d int64) int64 {
 const nsPerByteInFlight = 10
 
 // resend sends again each unacked command whose own timer expired: no ack
-// for rto since it was last sent (or since the last ack, if later). Late
+// for rto since it was last sent (or since the last ack, or since the node
+// caught up with the stream up to where it could appear, if later). Late
 // acks that keep coming cost no resends, and a delay that grows past rto
 // costs the commands sent before the acks stopped, not the whole window.
 // A lost command and those behind it, which the sequencer dropped (it
 // accepts only the next cmdSeq), are resent together once the acks stop
 // for rto, in cmdSeq order. When the oldest command times out twice with
-// no ack in between, the timeout doubles (up to MaxResendInterval) until a
-// command acked without a resend gives a new sample: resending faster
-// than acks can come back only piles copies into the transport.
+// no ack in between, the timeout doubles (up to MaxResendInterval) until
+// an ack comes: resending faster than acks can come back only piles
+// copies into the transport.
 func (c *Core) resend(now int64) {
 	if c.acked+1 >= c.nextCmd {
 		return
 	}
+	delivered := c.next - 1
+	head := c.slot(c.acked + 1)
+	if delivered < head.after {
+		c.behindAt = now
+		return
+	}
 	rto := c.rto + int64(c.inflightB)*nsPerByteInFlight
-	from := c.lastAckAt
+	from := max(c.lastAckAt, c.behindAt)
 	// Never-resent commands time out in cmdSeq order: unless one was
 	// resent, the oldest is the first due.
-	if c.resentInFlight == 0 && now-max(c.slot(c.acked+1).lastAt, from) < rto {
+	if c.resentInFlight == 0 && now-max(head.lastAt, from) < rto {
 		return
 	}
 	fired, oldest := false, false
 	for q := c.acked + 1; q < c.nextCmd; q++ {
 		s := c.slot(q)
-		if now-max(s.lastAt, from) < rto {
+		if now-max(s.lastAt, from) < rto || delivered < s.after {
 			continue
 		}
 		if !fired {
 			fired = true
+			c.stats.ResendScans++
 			if c.frameOpen {
 				c.flushFrame()
 			}
@@ -447,6 +476,7 @@ func (c *Core) resend(now int64) {
 			c.resentInFlight++
 		}
 		s.lastAt = now
+		s.after = c.tail
 		c.appendCommand(now, q, s)
 		c.stats.Resends++
 	}
@@ -454,8 +484,9 @@ func (c *Core) resend(now int64) {
 		c.flushFrame()
 	}
 	if oldest {
-		if !c.ackSinceTimeout {
-			c.rto = min(2*c.rto, int64(c.cfg.MaxResendInterval))
+		if !c.ackSinceTimeout && c.rto < int64(c.cfg.MaxResendInterval) {
+			c.backoff++
+			c.rto = min(c.rtoBase<<c.backoff, int64(c.cfg.MaxResendInterval))
 		}
 		c.ackSinceTimeout = false
 	}

@@ -444,9 +444,10 @@ func TestCore_WindowBytesBoundsPayloadInFlight(t *testing.T) {
 }
 
 // TestCore_ResendBacksOffUntilAnAck: resends that bring no ack come at
-// doubling intervals. The ack of a resent command says nothing of the
-// round trip (Karn), so the backoff stays until a command acked without a
-// resend brings a sample.
+// doubling intervals; an ack drops the backoff. The ack of a resent
+// command says nothing of the round trip (Karn): the timeout comes from
+// the measurement only once a command acked without a resend brings a
+// sample.
 func TestCore_ResendBacksOffUntilAnAck(t *testing.T) {
 	cfg := testConfig()
 	cfg.ResendInterval = 10 * time.Millisecond
@@ -473,8 +474,8 @@ func TestCore_ResendBacksOffUntilAnAck(t *testing.T) {
 	}
 	ms := int64(time.Millisecond)
 	step(t, c, 200*ms, ack1)
-	if _, rto := c.RTT(); rto != 160*ms {
-		t.Fatalf("rto %v after the ack of a resent command, want the backoff (160ms) kept", time.Duration(rto))
+	if srtt, rto := c.RTT(); rto != 10*ms || srtt != 0 {
+		t.Fatalf("srtt %v rto %v after the ack of a resent command, want no sample and the backoff dropped (10ms)", time.Duration(srtt), time.Duration(rto))
 	}
 	c.Send(200*ms, []byte("y"))
 	c.Flush(200 * ms)
@@ -488,5 +489,36 @@ func TestCore_ResendBacksOffUntilAnAck(t *testing.T) {
 	c.Tick(209 * ms)
 	if len(o.commands(t)) != before+1 {
 		t.Fatal("after a fresh sample the next resend did not come after the measured timeout")
+	}
+}
+
+// TestCore_NoResendWhileBehindTheStream: a node that has not yet read the
+// stream up to where its command could appear (a late joiner rewinding
+// from seq 1, a gap under repair) cannot have its ack yet: no resend
+// until it caught up, then one resend timeout later.
+func TestCore_NoResendWhileBehindTheStream(t *testing.T) {
+	s := newStream(t)
+	cfg := testConfig()
+	cfg.ResendInterval = 10 * time.Millisecond
+	c, _, o := newTestCore(t, cfg)
+	ms := int64(time.Millisecond)
+	step(t, c, 0, s.msgs(100, 1)) // joins at seq 100: 1..99 are repaired first
+	c.Send(0, []byte("a"))
+	c.Flush(0)
+	o.frames = nil
+	for now := int64(0); now <= 500*ms; now += ms {
+		c.Tick(now)
+	}
+	if cs := o.commands(t); len(cs) != 0 {
+		t.Fatalf("resent %v while 1..99 were being repaired", cmdSeqsOf(cs))
+	}
+	step(t, c, 500*ms, s.msgs(1, 99)) // caught up to 100; the command is not in the stream
+	c.Tick(505 * ms)
+	if cs := o.commands(t); len(cs) != 0 {
+		t.Fatal("resent before a resend timeout after catching up")
+	}
+	c.Tick(511 * ms)
+	if cs := o.commands(t); !slices.Equal(cmdSeqsOf(cs), []uint64{1}) {
+		t.Fatalf("resent %v one timeout after catching up, want [1]", cmdSeqsOf(cs))
 	}
 }

@@ -223,7 +223,7 @@ func benchProcesses(ctx context.Context, o benchOptions, outDir string) error {
 		procs = append(procs, p)
 		senders = append(senders, p)
 	}
-	rate, worst := 0.0, 0.0
+	rate, worst, resends, dups := 0.0, 0.0, 0.0, 0.0
 	for i, s := range senders {
 		l, err := s.waitLine("node: ok", 10*time.Minute)
 		if err != nil {
@@ -239,15 +239,23 @@ func benchProcesses(ctx context.Context, o benchOptions, outDir string) error {
 		if a, err := field(l, "allocs_per_msg"); err == nil && a > worst {
 			worst = a
 		}
+		if r, err := field(l, "resends"); err == nil {
+			resends += r
+		}
 	}
 	seq.stop()
 	if l, err := seq.waitLine("sequencer: stopped", 5*time.Second); err == nil {
 		if a, err := field(l, "allocs_per_msg"); err == nil && a > worst {
 			worst = a
 		}
+		if d, err := field(l, "duplicates"); err == nil {
+			dups = d
+		}
 	}
-	fmt.Printf("bench transport=%s mode=tput size=%d nodes=%d msgs=%d rate=%.0f msg/s allocs_per_msg=%.4f\n",
-		o.transport, o.size, o.nodes, total, rate, worst)
+	// resends: commands the nodes sent again; duplicates: copies the
+	// sequencer dropped (resends that were not needed, and repeats).
+	fmt.Printf("bench transport=%s mode=tput size=%d nodes=%d msgs=%d rate=%.0f msg/s allocs_per_msg=%.4f resends=%.0f duplicates=%.0f\n",
+		o.transport, o.size, o.nodes, total, rate, worst, resends, dups)
 	return nil
 }
 

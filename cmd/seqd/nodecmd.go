@@ -301,8 +301,10 @@ func runNode(cc *cli.Context) error {
 		rate = float64(delivered) / span.Seconds()
 		allocs = float64(ms.Mallocs-c.allocs0.Load()) / float64(delivered)
 	}
-	fields := fmt.Sprintf("account=%s sent=%d acked=%d delivered=%d others=%d last_seq=%d span_s=%.3f rate=%.0f allocs_per_msg=%.4f elapsed_s=%.3f",
-		orDash(cfg.Account), count, c.mine, delivered, c.others, c.check.last, span.Seconds(), rate, allocs, time.Since(start).Seconds())
+	st := c.n.Stats()
+	fields := fmt.Sprintf("account=%s sent=%d acked=%d delivered=%d others=%d last_seq=%d span_s=%.3f rate=%.0f allocs_per_msg=%.4f elapsed_s=%.3f resends=%d resend_events=%d srtt_us=%d rto_us=%d",
+		orDash(cfg.Account), count, c.mine, delivered, c.others, c.check.last, span.Seconds(), rate, allocs, time.Since(start).Seconds(),
+		st.Resends, st.ResendScans, st.SmoothedRTT.Microseconds(), st.ResendTimeout.Microseconds())
 	if c.rtt {
 		fields += " " + summarize(c.samples).fields()
 		if p := cc.String("samples"); p != "" {

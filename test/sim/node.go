@@ -62,6 +62,7 @@ func newSimNode(w *world, i int, readOnly bool) (*simNode, error) {
 	cfg.Seed = w.cfg.Seed*131 + uint64(i)
 	cfg.Window = 64 + 64*(i%3)
 	cfg.ResendInterval = 5 * time.Millisecond
+	cfg.MinResendInterval = time.Millisecond
 	if i%2 == 1 {
 		cfg.Mode = node.Fast
 	}
