@@ -211,17 +211,8 @@ func (n *Node) idleWait(now int64) time.Duration {
 	if c.nakArmed {
 		due = min(due, c.nakAt-now)
 	}
-	if !c.cfg.ReadOnly && c.acked+1 < c.nextCmd {
-		// As Core.resend decides: unless a command was resent, the
-		// oldest is the first due; else look at each (rare: a stall).
-		rto := c.rto + int64(c.inflightB)*nsPerByteInFlight
-		last := c.slot(c.acked + 1).lastAt
-		if c.resentInFlight > 0 {
-			for q := c.acked + 2; q < c.nextCmd; q++ {
-				last = min(last, c.slot(q).lastAt)
-			}
-		}
-		due = min(due, max(last, c.lastAckAt)+rto-now)
+	if at, ok := c.resendDue(); ok {
+		due = min(due, at-now)
 	}
 	for i := range c.localTimers {
 		due = min(due, c.localTimers[i].at-now)

@@ -3,6 +3,7 @@ package node
 import (
 	"context"
 	"errors"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -17,15 +18,18 @@ import (
 // accepts each sender's commands in cmdSeq order (whole commands only)
 // and publishes them, stable at once.
 type echoSequencer struct {
-	t      testing.TB
-	srv    transport.Server
-	s      *stream
-	next   uint64
-	last   map[wire.Account]uint64
-	inc    map[wire.Account]uint64
-	recs   []rec
-	gone   bool // answer every NAK with Gone
-	onRecv transport.Handler
+	t    testing.TB
+	srv  transport.Server
+	s    *stream
+	next uint64
+	last map[wire.Account]uint64
+	inc  map[wire.Account]uint64
+	recs []rec
+	gone bool // answer every NAK with Gone
+	// rejectOver: commands larger than this are refused with an
+	// InternalRejected record (0: none).
+	rejectOver int
+	onRecv     transport.Handler
 }
 
 func newEchoSequencer(t testing.TB, srv transport.Server) *echoSequencer {
@@ -57,6 +61,11 @@ func (e *echoSequencer) receive(frame []byte, from transport.Peer) {
 			continue
 		}
 		e.last[p.Account] = c.CmdSeq
+		if e.rejectOver > 0 && len(c.Payload) > e.rejectOver {
+			e.recs = append(e.recs, e.s.internal(wire.Internal{Type: wire.InternalRejected, Account: p.Account, Instance: p.Instance,
+				ID: c.CmdSeq, Value: uint64(wire.RejectTooLarge), Extra: int64(p.Incarnation)}))
+			continue
+		}
 		e.recs = append(e.recs, rec{payload: append([]byte(nil), c.Payload...), account: p.Account, inst: p.Instance, cmdSeq: c.CmdSeq})
 	}
 }
@@ -342,5 +351,85 @@ func TestNode_ReadsTheClockOncePerPoll(t *testing.T) {
 	<-runErr
 	if delivered != 10 || got != 1 {
 		t.Fatalf("%d clock reads for one Poll of %d frames, want 1", got, delivered)
+	}
+}
+
+// rejectRecorder records rejections and the node's own messages.
+type rejectRecorder struct {
+	mu       sync.Mutex
+	mine     []string
+	rejected []uint64
+	errs     []error
+	done     chan struct{}
+}
+
+func (r *rejectRecorder) OnMessage(m *Message) {
+	if !m.Mine() || m.Internal() {
+		return
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.mine = append(r.mine, string(m.Payload))
+	if string(m.Payload) == "last" {
+		close(r.done)
+	}
+}
+
+func (r *rejectRecorder) OnRejected(cmdSeq uint64, err error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.rejected = append(r.rejected, cmdSeq)
+	r.errs = append(r.errs, err)
+}
+
+// TestNode_RejectedCommandReachesTheHandler: a command the sequencer
+// refuses comes back through OnRejected with its cmdSeq (the one Send
+// returned) and ErrRejected; the commands after it are delivered.
+func TestNode_RejectedCommandReachesTheHandler(t *testing.T) {
+	network, err := mem.NewNetwork(mem.DefaultConfig())
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	seqr := newEchoSequencer(t, network.Server())
+	seqr.rejectOver = 10
+	go seqr.run(ctx)
+	h := &rejectRecorder{done: make(chan struct{})}
+	cfg := testConfig()
+	cfg.Incarnation = 0
+	n, err := New(cfg, h, network.Client())
+	if err != nil {
+		t.Fatal(err)
+	}
+	runErr := make(chan error, 1)
+	go func() { runErr <- n.Run(ctx) }()
+	var seqs []uint64
+	for _, p := range []string{"first", "far too large", "last"} {
+		q, err := n.SendString(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		seqs = append(seqs, q)
+	}
+	select {
+	case <-h.done:
+	case err := <-runErr:
+		t.Fatalf("Run: %v", err)
+	case <-time.After(60 * time.Second): // hang guard only
+		t.Fatalf("stuck: %+v", n.Stats())
+	}
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if !slices.Equal(seqs, []uint64{1, 2, 3}) || !slices.Equal(h.rejected, []uint64{2}) ||
+		!errors.Is(h.errs[0], ErrRejected) || !slices.Equal(h.mine, []string{"first", "last"}) {
+		t.Fatalf("sent as %v; rejected %v (%v); delivered %q", seqs, h.rejected, h.errs, h.mine)
+	}
+	// Stats are published after the step that delivered "last".
+	for st := n.Stats(); st.Rejected != 1; st = n.Stats() {
+		if st.Rejected > 1 {
+			t.Fatalf("Stats().Rejected = %d", st.Rejected)
+		}
+		time.Sleep(time.Millisecond)
 	}
 }

@@ -232,9 +232,8 @@ func (c *Core) ackHeldFragments() {
 		return
 	}
 	s := &c.ring[c.next&c.mask]
-	if s.seq == c.next && s.state == slotPartial && s.seq <= c.stable && s.account == c.account &&
-		s.instance == c.cfg.Instance && s.flags&wire.FlagSeqGen == 0 && s.cmdSeq != 0 {
-		c.ack(s.cmdSeq)
+	if s.seq == c.next && s.state == slotPartial && s.seq <= c.stable {
+		c.observe(s.seq, s.account, s.instance, s.cmdSeq, s.flags|wire.FlagFragment, nil, nil)
 	}
 }
 

@@ -161,7 +161,7 @@ func (c *Core) enqueue(now int64, payload []byte, flags uint8, timerID uint64) (
 	s.flags = flags
 	s.resent = false
 	s.sentAt, s.lastAt = now, now
-	s.after = c.tail
+	s.after = c.streamTail()
 	if len(payload) <= cap(s.small) {
 		s.payload = append(s.small[:0], payload...)
 	} else {
@@ -227,7 +227,7 @@ func (c *Core) openFrame(now int64) {
 	if c.frameOpen {
 		return
 	}
-	_ = c.cw.Reset(c.frameBuf, c.account, c.cfg.Instance, c.cfg.Incarnation, c.session)
+	_ = c.cw.Reset(c.frameBuf, c.account, c.cfg.Instance, c.cfg.Incarnation, c.streamSession())
 	c.frameOpen = true
 	c.frameSince = now
 }
@@ -244,7 +244,9 @@ func (c *Core) flushFrame() {
 // observe is the sending half's view of every delivered record (x is its
 // decoded payload when the record is internal, else nil): acks of this
 // node's commands, rejections, and the incarnations of its Account and
-// Instance. It runs before the record is handed to OnMessage.
+// Instance. It runs before the record is handed to OnMessage. With
+// wire.FlagFragment in flags (and no payload) it tells of a stable
+// fragment of the next message, held while the rest is repaired.
 func (c *Core) observe(seq uint64, acct wire.Account, inst uint8, cmdSeq uint64, flags uint8, payload []byte, x *wire.Internal) {
 	if c.cfg.ReadOnly || c.account == 0 {
 		return
@@ -264,12 +266,23 @@ func (c *Core) observe(seq uint64, acct wire.Account, inst uint8, cmdSeq uint64,
 	if acct != c.account || inst != c.cfg.Instance || flags&wire.FlagSeqGen != 0 || cmdSeq == 0 {
 		return
 	}
+	if flags&wire.FlagFragment != 0 {
+		// A stable fragment of this node's large command, held while the
+		// rest is repaired: the sequencer numbers a command only once it
+		// has all of it, so the fragment proves it made it. Acking now
+		// spares a resend of megabytes. No payload to check yet: only
+		// once this incarnation was announced.
+		if c.announced && cmdSeq > c.acked && cmdSeq < c.nextCmd {
+			c.ack(cmdSeq)
+		}
+		return
+	}
 	// Only this incarnation's commands ack ours: a previous life's, seen
 	// while rewinding, reuse the same cmdSeqs. A node that saw no
 	// announcement at all (it joined live after its own) trusts the live
 	// stream, but only records that match what it sent.
 	if !c.announced {
-		if c.lastInc == 0 && seq >= c.firstLive && cmdSeq > c.acked && cmdSeq < c.nextCmd &&
+		if c.lastInc == 0 && seq >= c.streamFirstLive() && cmdSeq > c.acked && cmdSeq < c.nextCmd &&
 			c.slot(cmdSeq).matches(flags, payload, x) {
 			c.ack(cmdSeq)
 		}
@@ -326,7 +339,7 @@ func (c *Core) onIncarnation(seq, v uint64) {
 		c.frameOpen = false // its header names the old incarnation
 		for q := c.acked + 1; q < c.nextCmd; q++ {
 			s := c.slot(q)
-			s.sentAt, s.lastAt, s.after = c.clock, c.clock, c.tail
+			s.sentAt, s.lastAt, s.after = c.clock, c.clock, c.streamTail()
 			c.appendCommand(c.clock, q, s)
 		}
 		if c.frameOpen {
@@ -444,7 +457,7 @@ func (c *Core) resend(now int64) {
 	if c.acked+1 >= c.nextCmd {
 		return
 	}
-	delivered := c.next - 1
+	delivered := c.streamDelivered()
 	head := c.slot(c.acked + 1)
 	if delivered < head.after {
 		c.behindAt = now
@@ -476,7 +489,7 @@ func (c *Core) resend(now int64) {
 			c.resentInFlight++
 		}
 		s.lastAt = now
-		s.after = c.tail
+		s.after = c.streamTail()
 		c.appendCommand(now, q, s)
 		c.stats.Resends++
 	}
@@ -491,3 +504,35 @@ func (c *Core) resend(now int64) {
 		c.ackSinceTimeout = false
 	}
 }
+
+// resendDue tells when resend will next find a command to send again, as
+// it decides; false when nothing is in flight or the node is behind the
+// stream (then a frame, not a timer, changes things).
+func (c *Core) resendDue() (int64, bool) {
+	if c.cfg.ReadOnly || c.acked+1 >= c.nextCmd {
+		return 0, false
+	}
+	delivered := c.streamDelivered()
+	head := c.slot(c.acked + 1)
+	if delivered < head.after {
+		return 0, false
+	}
+	rto := c.rto + int64(c.inflightB)*nsPerByteInFlight
+	from := max(c.lastAckAt, c.behindAt)
+	last := head.lastAt
+	if c.resentInFlight > 0 { // rare (a stall): look at each
+		for q := c.acked + 2; q < c.nextCmd; q++ {
+			if s := c.slot(q); delivered >= s.after {
+				last = min(last, s.lastAt)
+			}
+		}
+	}
+	return max(last, from) + rto, true
+}
+
+// The receiving half's state the sending half reads: what was delivered,
+// the highest seq known to exist, the first seq seen live, the session.
+func (c *Core) streamDelivered() uint64 { return c.next - 1 }
+func (c *Core) streamTail() uint64      { return c.tail }
+func (c *Core) streamFirstLive() uint64 { return c.firstLive }
+func (c *Core) streamSession() uint64   { return c.session }
