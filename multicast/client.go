@@ -14,10 +14,15 @@ const SequencerPeer transport.Peer = 1
 // answers). It implements transport.Client and transport.Stats.
 type Client struct {
 	endpoint
+	sources sourceList // repair sources (AddSource)
 }
 
-var _ transport.Client = (*Client)(nil)
-var _ transport.Stats = (*Client)(nil)
+var (
+	_ transport.Client  = (*Client)(nil)
+	_ transport.Stats   = (*Client)(nil)
+	_ transport.Waker   = (*Client)(nil)
+	_ transport.Sourcer = (*Client)(nil)
+)
 
 // NewClient joins StreamGroup on cfg.Interface and opens its unicast socket
 // on an ephemeral port.
@@ -38,10 +43,11 @@ func NewClient(cfg Config) (*Client, error) {
 	rs := newReceiver(stream, c, 2)
 	ru := newReceiver(uni, c, 3)
 	ru.from = SequencerPeer
-	cl := &Client{endpoint{
+	cl := &Client{endpoint: endpoint{
 		cfg: c, role: "client", rx: []*receiver{rs, ru}, sockets: []*socket{stream, uni},
 		sender: uni, out: newSendQueue(uni, c),
 	}}
+	ru.sources = &cl.sources
 	if err := cl.init(); err != nil {
 		stream.conn.Close()
 		uni.conn.Close()

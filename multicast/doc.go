@@ -19,6 +19,9 @@
 // A client joins StreamGroup, and sends to CommandGroup from its own
 // ephemeral-port socket, on which it also receives the server's unicast
 // replies (from SequencerPeer; stream frames come from transport.NoPeer).
+// It is a transport.Sourcer: AddSource names a unicast repair source (a
+// replayer), SendTo sends it datagrams from that same socket, and its
+// answers come to the handler with the source's Peer.
 // Group sockets set SO_REUSEADDR (many members per host share the port)
 // and IP_MULTICAST_ALL=0 (hear only the groups they joined, so sessions
 // on one host need only distinct groups). One frame is one datagram.
@@ -63,9 +66,13 @@
 // blocking; when all are empty and wait > 0 it parks in epoll_wait on an
 // epoll set holding the receive sockets and an eventfd, so a client
 // waits on its two sockets at once without spinning a core, and Close
-// (from any goroutine) signals the eventfd to unblock it. A timed wait is
-// rounded up to whole milliseconds. An endpoint is used by one goroutine
-// at a time; Close and Counters may be called from any goroutine.
+// (from any goroutine) signals the eventfd to unblock it; so does Wake,
+// and wakes coalesce (at most one eventfd write outstanding). When the
+// last read did not fill a batch, Poll asks epoll first, which says which
+// socket is readable: an idle endpoint makes one system call per wait. A
+// timed wait is rounded up to whole milliseconds. An endpoint is used by
+// one goroutine at a time; Close, Wake and Counters may be called from any
+// goroutine.
 //
 // Fault injection (Config.Faults, from SEQD_FAULTS) passes every received
 // datagram through a seeded fault.Injector, one per socket (stream ids

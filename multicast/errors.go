@@ -13,3 +13,7 @@ var ErrUnknownPeer = errors.New("multicast: unknown peer")
 // ErrNoMulticast is returned when the host cannot deliver multicast on the
 // configured interface (see doc.go for the host settings).
 var ErrNoMulticast = errors.New("multicast: interface does not carry multicast")
+
+// ErrBadSource is returned by Client.AddSource for an address that cannot
+// be a repair source, or when the Client has as many as it takes.
+var ErrBadSource = errors.New("multicast: bad repair source")

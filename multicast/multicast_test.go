@@ -3,6 +3,7 @@ package multicast
 import (
 	"errors"
 	"fmt"
+	"net"
 	"strings"
 	"testing"
 
@@ -258,4 +259,39 @@ func TestFaults_ReorderReleasedWhenIdle(t *testing.T) {
 		t.Fatalf("delivered %d of %d", len(col.got), total)
 	}
 	t.Logf("%d of %d frames out of place", reordered, total)
+}
+
+func TestConformance_Sourcer(t *testing.T) {
+	transporttest.RunSourcer(t, func(t *testing.T, n int) (transport.Server, []transport.Client, func()) {
+		cfg := testConfig(t)
+		srv, cls := session(t, cfg, n)
+		out := make([]transport.Client, n)
+		for i, c := range cls {
+			out[i] = c
+		}
+		return srv, out, func() {}
+	}, udpEcho)
+}
+
+// udpEcho is a repair source on loopback that answers every datagram
+// with itself.
+func udpEcho(t *testing.T) string {
+	c, err := net.ListenUDP("udp4", &net.UDPAddr{IP: net.IPv4(127, 0, 0, 1)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan struct{})
+	t.Cleanup(func() { c.Close(); <-done })
+	go func() {
+		defer close(done)
+		buf := make([]byte, 65536)
+		for {
+			n, from, err := c.ReadFromUDP(buf)
+			if err != nil {
+				return
+			}
+			_, _ = c.WriteToUDP(buf[:n], from)
+		}
+	}()
+	return c.LocalAddr().String()
 }

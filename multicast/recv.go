@@ -37,6 +37,9 @@ type receiver struct {
 	// the fixed peer below.
 	peers *peerTable
 	from  transport.Peer
+	// sources, on a client's unicast socket, names the repair sources
+	// (transport.Sourcer); a datagram from any other address is from.
+	sources *sourceList
 
 	// inj, when faults are on, sits between the socket and the handler.
 	// passOut is its output, built once (a method value) so that Pass
@@ -140,6 +143,10 @@ func (r *receiver) read(h transport.Handler) (int, error) {
 		from := r.from
 		if r.peers != nil {
 			from = r.peers.lookup(sourceOf(&r.names[i]))
+		} else if r.sources != nil && len(r.sources.keys) > 0 {
+			if p := r.sources.lookup(sourceOf(&r.names[i])); p != transport.NoPeer {
+				from = p
+			}
 		}
 		for {
 			k := min(seg, len(data))

@@ -17,6 +17,18 @@
 // time, except Close, which may be called from any goroutine and makes a
 // blocked Poll return ErrClosed.
 //
+// Optional abilities are small interfaces of their own: Stats (counters),
+// Waker (wake a blocked Poll from another goroutine; wakes coalesce), and
+// Sourcer (a client addresses repair sources other than the sequencer: a
+// replayer, a standby, so that a receiver chooses where to NAK).
+//
+// Failure policy: a send the network refuses (a datagram the kernel will
+// not take, a connection whose write fails) is loss, counted in
+// Counters.Refused and logged at most once per interval (RateLog); only
+// ErrClosed is fatal to a caller. Tables keyed by remote peers are
+// bounded, and a Peer carries a generation (within PeerBits) so that the
+// Peer of a forgotten sender never names a newer one.
+//
 // The conformance suite in transport/transporttest runs against every
-// implementation.
+// implementation (RunSourcer for Sourcers).
 package transport

@@ -83,6 +83,23 @@ type Counters struct {
 	Refused uint64
 }
 
+// Sourcer is an optional ability of a Client: it can address repair
+// sources other than the sequencer (a replayer, a standby sequencer), so
+// that a receiver chooses where to send a NAK. Frames a source sends back
+// reach the Client's Poll handler with the source's Peer, so the receiver
+// can tell whose answer it is.
+type Sourcer interface {
+	// AddSource makes the endpoint at addr (host:port, in the
+	// transport's own terms) a source and returns its Peer, never
+	// NoPeer. Adding the same addr again returns the same Peer. The
+	// source need not be reachable yet: a transport that connects keeps
+	// trying.
+	AddSource(addr string) (Peer, error)
+	// SendTo queues frame for the source to (sent on Flush, like Send).
+	// A Peer that AddSource did not return is an error.
+	SendTo(to Peer, frame []byte) error
+}
+
 // Waker is an optional ability of a Client: Wake makes a Poll blocked in
 // another goroutine (or the next Poll that would block) return soon, with
 // no error, so that work queued by another goroutine (a command to send)

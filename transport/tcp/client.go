@@ -22,6 +22,12 @@ type Client struct {
 	out       []byte // owned by the endpoint goroutine: frames Sent since the last Flush
 	outFrames int
 
+	// peer labels the frames this client's connections receive: NoPeer
+	// for the sequencer, a source's Peer for a repair source, whose
+	// connections push into the owning client's inbox.
+	peer    transport.Peer
+	sources []*Client // repair sources (AddSource), endpoint goroutine only
+
 	// mu orders connection changes against Close, so that no connection
 	// is installed after Close.
 	mu         sync.Mutex
@@ -32,7 +38,11 @@ type Client struct {
 	wg     sync.WaitGroup
 }
 
-var _ transport.Client = (*Client)(nil)
+var (
+	_ transport.Client  = (*Client)(nil)
+	_ transport.Waker   = (*Client)(nil)
+	_ transport.Sourcer = (*Client)(nil)
+)
 
 // Dial validates cfg and connects to cfg.Addr. The first connection is made
 // before Dial returns, so a wrong address fails here; later ones are made
@@ -49,7 +59,7 @@ func Dial(cfg Config) (*Client, error) {
 	c.ep.init(cfg, 1, "client")
 	// The first connection is installed before Dial returns, so that
 	// frames sent right away are not dropped.
-	cn := newConn(nc, transport.NoPeer, cfg, &c.ep)
+	cn := newConn(nc, c.peer, cfg, &c.ep)
 	c.cur.Store(cn)
 	c.wg.Add(1)
 	go c.run(cn)
@@ -61,13 +71,21 @@ func Dial(cfg Config) (*Client, error) {
 func (c *Client) run(cn *conn) {
 	defer c.wg.Done()
 	fr := newFrameReader(c.cfg.ReadBufferBytes, c.cfg.MaxFrameBytes)
+	// A source added before it was reachable starts with no connection
+	// and dials at once.
+	first := cn == nil
 	for {
-		c.serve(cn, fr)
+		if cn != nil {
+			c.serve(cn, fr)
+		}
 		cn = nil
 		backoff := c.cfg.ReconnectMin
 		for cn == nil {
 			// Jitter spreads the reconnects of many nodes after a restart.
 			sleep := backoff/2 + rand.N(backoff/2+1)
+			if first {
+				sleep, first = 0, false
+			}
 			select {
 			case <-c.ep.closing:
 				return
@@ -78,7 +96,7 @@ func (c *Client) run(cn *conn) {
 				backoff = min(2*backoff, c.cfg.ReconnectMax)
 				continue
 			}
-			cn = newConn(nc, transport.NoPeer, c.cfg, &c.ep)
+			cn = newConn(nc, c.peer, c.cfg, &c.ep)
 			c.mu.Lock()
 			if c.closed.Load() {
 				c.mu.Unlock()
@@ -126,6 +144,9 @@ func (c *Client) Send(frame []byte) error {
 func (c *Client) Flush() error {
 	if c.closed.Load() {
 		return transport.ErrClosed
+	}
+	for _, src := range c.sources {
+		_ = src.Flush()
 	}
 	if c.outFrames == 0 {
 		return nil
@@ -185,6 +206,9 @@ func (c *Client) Connected() bool {
 // Close stops reconnecting, closes the connection and waits for the
 // client's goroutines. A concurrent Poll returns transport.ErrClosed.
 func (c *Client) Close() error {
+	for _, src := range c.sources {
+		_ = src.Close()
+	}
 	c.mu.Lock()
 	if c.closed.Swap(true) {
 		c.mu.Unlock()
@@ -202,7 +226,66 @@ func (c *Client) Close() error {
 
 // Counters returns the client's totals. FramesSent counts frames accepted
 // by Send, including those later dropped while disconnected (in Dropped).
-func (c *Client) Counters() transport.Counters { return c.ep.counters() }
+func (c *Client) Counters() transport.Counters {
+	t := c.ep.counters()
+	for _, src := range c.sources {
+		sc := src.ep.counters()
+		t.FramesSent += sc.FramesSent
+		t.BytesSent += sc.BytesSent
+		t.Dropped += sc.Dropped
+		t.Refused += sc.Refused
+	}
+	return t
+}
+
+// AddSource makes the repair source at addr (a replayer's or a standby's
+// TCP address) reachable by SendTo (transport.Sourcer): the client keeps
+// one more connection, to addr, dialled now and again whenever it drops,
+// in the background (addr need not be up yet). Frames the source sends
+// reach this client's Poll handler with the returned Peer; frames sent to
+// it while it is not connected are dropped and counted, as for the
+// sequencer. Call it on the endpoint's goroutine.
+func (c *Client) AddSource(addr string) (transport.Peer, error) {
+	if c.closed.Load() {
+		return transport.NoPeer, transport.ErrClosed
+	}
+	if _, _, err := net.SplitHostPort(addr); err != nil {
+		return transport.NoPeer, fmt.Errorf("%w: %q: %v", ErrBadSource, addr, err)
+	}
+	for i, src := range c.sources {
+		if src.cfg.Addr == addr {
+			return transport.Peer(i + 1), nil
+		}
+	}
+	if len(c.sources) == maxSources {
+		return transport.NoPeer, fmt.Errorf("%w: %q: already %d sources", ErrBadSource, addr, maxSources)
+	}
+	cfg := c.cfg
+	cfg.Addr = addr
+	src := &Client{cfg: cfg, out: make([]byte, 0, cfg.WriteBufferBytes), peer: transport.Peer(len(c.sources) + 1)}
+	src.ep.init(cfg, 2, "source")
+	src.ep.inbox = c.ep.inbox // frames land in this client's inbox, labelled src.peer
+	c.sources = append(c.sources, src)
+	src.wg.Add(1)
+	go src.run(nil)
+	return src.peer, nil
+}
+
+// SendTo queues frame for a source added by AddSource (the Peer it
+// returned); other Peers get ErrUnknownPeer.
+func (c *Client) SendTo(to transport.Peer, frame []byte) error {
+	if c.closed.Load() {
+		return transport.ErrClosed
+	}
+	i := int(to) - 1
+	if i < 0 || i >= len(c.sources) {
+		return ErrUnknownPeer
+	}
+	return c.sources[i].Send(frame)
+}
+
+// maxSources bounds AddSource.
+const maxSources = 64
 
 // Drops counts connections the client closed for cause.
 func (c *Client) Drops() Drops { return c.ep.drops() }

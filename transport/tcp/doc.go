@@ -47,6 +47,10 @@
 // protocol resends commands and repairs the stream, so the transport does
 // not resume by itself. Reconnects counts the reconnections.
 //
+// Repair sources: a Client is a transport.Sourcer. AddSource keeps one more
+// connection, to a replayer or a standby, reconnecting like the first;
+// its frames share the client's inbox, labelled with the source's Peer.
+//
 // Faults: Config.Faults (transport/fault) are applied to received frames
 // in Poll, on the endpoint's goroutine, so a seed replays the same
 // decisions for the same sequence of received frames.

@@ -16,6 +16,12 @@ var (
 	// ErrTooManyConns is why a connection accepted beyond
 	// Config.MaxConns was closed at once.
 	ErrTooManyConns = errors.New("tcp: too many connections (MaxConns)")
+	// ErrBadSource is returned by Client.AddSource for an address that
+	// is not host:port, or beyond the sources a client takes.
+	ErrBadSource = errors.New("tcp: bad repair source")
+	// ErrUnknownPeer is returned by Client.SendTo for a Peer AddSource
+	// did not return.
+	ErrUnknownPeer = errors.New("tcp: unknown peer")
 	// ErrDisconnected is why a connection closed by Server.Disconnect
 	// ended.
 	ErrDisconnected = errors.New("tcp: disconnected by the server")

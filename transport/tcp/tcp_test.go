@@ -432,3 +432,41 @@ func TestClient_CloseUnblocksPollAndStopsReconnecting(t *testing.T) {
 		t.Fatalf("Send after Close = %v", err)
 	}
 }
+
+func TestConformance_Sourcer(t *testing.T) {
+	transporttest.RunSourcer(t, func(t *testing.T, n int) (transport.Server, []transport.Client, func()) {
+		cfg, _ := testConfig(t)
+		s := newServer(t, cfg)
+		cls := make([]transport.Client, n)
+		for i := range cls {
+			cls[i] = dial(t, cfg, s)
+		}
+		waitClients(t, s, n)
+		return s, cls, func() {}
+	}, tcpEcho)
+}
+
+// tcpEcho is a repair source: a Server that answers every frame with
+// itself, to its sender.
+func tcpEcho(t *testing.T) string {
+	cfg, _ := testConfig(t)
+	s := newServer(t, cfg)
+	stop := make(chan struct{})
+	done := make(chan struct{})
+	t.Cleanup(func() { close(stop); <-done })
+	go func() {
+		defer close(done)
+		echo := func(frame []byte, from transport.Peer) { _ = s.SendTo(from, frame) }
+		for {
+			select {
+			case <-stop:
+				return
+			default:
+			}
+			if _, err := s.Poll(echo, 5*time.Millisecond); err != nil {
+				return
+			}
+		}
+	}()
+	return s.Addr().String()
+}

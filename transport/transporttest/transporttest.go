@@ -634,3 +634,92 @@ func testFlush(t *testing.T, f Factory) {
 		return nil
 	})
 }
+
+// EchoFactory starts a repair source (as a replayer would be) that sends
+// every frame it receives back to its sender, stopped at t's cleanup, and
+// returns the address a transport.Sourcer client gives AddSource.
+type EchoFactory func(t *testing.T) (addr string)
+
+// RunSourcer runs the conformance tests of transport.Sourcer clients as
+// subtests of t: f as for Run, echo to start repair sources.
+func RunSourcer(t *testing.T, f Factory, echo EchoFactory) {
+	t.Run("SourceAnswersWithItsPeer", func(t *testing.T) { testSourcer(t, f, echo) })
+}
+
+// testSourcer: frames sent to a source added with AddSource reach it
+// alone (not the sequencer), and its answers reach the client's handler
+// with that source's Peer, distinct from the sequencer's and from other
+// sources'.
+func testSourcer(t *testing.T, f Factory, echo EchoFactory) {
+	srv, cls := open(t, f, 1)
+	src, ok := cls[0].(transport.Sourcer)
+	if !ok {
+		t.Skip("client is not a transport.Sourcer")
+	}
+	addrs := []string{echo(t), echo(t)}
+	peers := make([]transport.Peer, len(addrs))
+	for i, a := range addrs {
+		p, err := src.AddSource(a)
+		if err != nil {
+			t.Fatalf("AddSource(%s): %v", a, err)
+		}
+		if p == transport.NoPeer {
+			t.Fatalf("AddSource(%s) = NoPeer", a)
+		}
+		if again, err := src.AddSource(a); err != nil || again != p {
+			t.Fatalf("AddSource(%s) again = %d, %v; want %d, nil", a, again, err, p)
+		}
+		peers[i] = p
+	}
+	if peers[0] == peers[1] {
+		t.Fatalf("two sources share Peer %d", peers[0])
+	}
+	if err := src.SendTo(peers[1]+100, fill(make([]byte, 64), 9)); err == nil {
+		t.Errorf("SendTo(a Peer AddSource never returned) = nil, want an error")
+	}
+	// Ask each source until it answers: a source that connects may not
+	// be connected yet, and frames sent before are dropped.
+	got := make([]bool, len(peers))
+	var first error
+	h := func(frame []byte, from transport.Peer) {
+		index, err := check(frame)
+		switch {
+		case err != nil:
+		case index < 0 || index >= len(peers):
+			err = fmt.Errorf("unexpected frame %d from Peer %d", index, from)
+		case from != peers[index]:
+			err = fmt.Errorf("source %d's answer came from Peer %d, want its Peer %d", index, from, peers[index])
+		}
+		if err != nil && first == nil {
+			first = err
+		}
+		if err == nil {
+			got[index] = true
+		}
+	}
+	deadline := time.Now().Add(liveness)
+	for !got[0] || !got[1] {
+		if time.Now().After(deadline) {
+			t.Fatalf("answers from sources: %v after %v", got, liveness)
+		}
+		for i, p := range peers {
+			if !got[i] {
+				if err := src.SendTo(p, fill(make([]byte, 64+i), i)); err != nil {
+					t.Fatalf("SendTo(source %d): %v", i, err)
+				}
+			}
+		}
+		if err := cls[0].Flush(); err != nil {
+			t.Fatal(err)
+		}
+		for end := time.Now().Add(20 * time.Millisecond); time.Now().Before(end) && (!got[0] || !got[1]); {
+			if _, err := cls[0].Poll(h, 5*time.Millisecond); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if first != nil {
+			t.Fatal(first)
+		}
+	}
+	expectQuiet(t, "server (frames went to the sources)", srv.Poll)
+}
