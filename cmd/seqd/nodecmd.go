@@ -41,6 +41,7 @@ func nodeCommand() *cli.Command {
 		boolFlag("rtt", false, "round-trip mode: send a command, wait to see it, repeat; report percentiles"),
 		strFlag("samples", "", "rtt mode: write the round trips (ns, one per line) to this file"),
 		durFlag("timeout", 10*time.Minute, "give up after this long"),
+		streamWarnFlag(),
 	))
 	return &cli.Command{
 		Name:   "node",
@@ -256,6 +257,7 @@ func runNode(cc *cli.Context) error {
 	defer cancel()
 	runErr := make(chan error, 1)
 	go func() { runErr <- c.n.Run(ctx) }()
+	go watchStream(ctx, log, client, listenAddress(cc), cc.Duration("stream-warn-after"))
 
 	start := time.Now()
 	if count == 0 && c.expect == 0 {

@@ -25,6 +25,7 @@ func tailCommand() *cli.Command {
 		intFlag("count", 0, "stop after this many messages (0: until interrupted)"),
 		boolFlag("internal", true, "also print internal (sequencer-generated) messages; their account and instance are those of the sender the record is about (incarnation, activation, timer), empty and 0 for session and epoch records"),
 		strFlag("node.mode", "safe", "safe | fast"),
+		streamWarnFlag(),
 	))
 	return &cli.Command{
 		Name:  "tail",
@@ -190,6 +191,7 @@ func runTail(cc *cli.Context) error {
 	defer cancel()
 	errc := make(chan error, 1)
 	go func() { errc <- n.Run(ctx) }()
+	go watchStream(ctx, log, client, listenAddress(cc), cc.Duration("stream-warn-after"))
 	// The writer belongs to the node's goroutine; a local timer flushes it
 	// there so that a slow stream still shows up promptly.
 	t.n = n

@@ -1,0 +1,62 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"time"
+
+	"github.com/urfave/cli/v2"
+
+	"github.com/seqd/seqd/transport"
+)
+
+// streamWarnFlag is the node's and the tail's key for the silence warning.
+func streamWarnFlag() cli.Flag {
+	return durFlag("stream-warn-after", 3*time.Second, "warn (log WARN) when nothing came from a sequencer for this long, and again at a tenth of that rate while it lasts (0: never)")
+}
+
+// listenAddress says where a client waits for the stream, for the
+// silence warning: the group and interface, or the TCP address.
+func listenAddress(c *cli.Context) string {
+	if c.String("transport") == "tcp" {
+		return "tcp " + c.String("tcp.addr")
+	}
+	return fmt.Sprintf("udp group %s on interface %s", c.String("udp.stream-group"), c.String("udp.interface"))
+}
+
+// watchStream logs a warning when the client received nothing for after
+// (a sequencer heartbeats every few ms, so silence means there is none,
+// or it is on another group), then every 10*after while the silence
+// lasts, until ctx ends. Without it a node pointed at the wrong group
+// waits in silence until its timeout.
+func watchStream(ctx context.Context, log *slog.Logger, client transport.Client, where string, after time.Duration) {
+	st, ok := client.(transport.Stats)
+	if !ok || after <= 0 {
+		return
+	}
+	tick := time.NewTicker(min(after/4, time.Second))
+	defer tick.Stop()
+	last := st.Counters().FramesReceived
+	quiet := time.Now()
+	due := after
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case now := <-tick.C:
+			if n := st.Counters().FramesReceived; n != last {
+				last, quiet, due = n, now, after
+				continue
+			}
+			if d := now.Sub(quiet); d >= due {
+				what := "no stream from a sequencer yet: is one running on this group?"
+				if last > 0 {
+					what = "the stream stopped: is the sequencer still running?"
+				}
+				log.Warn(what, "silent_for", d.Round(time.Millisecond).String(), "listening", where)
+				due = d + 10*after
+			}
+		}
+	}
+}
