@@ -34,6 +34,8 @@ func sequencerCommand() *cli.Command {
 		durFlag("sequencer.flow-receiver-timeout", d.FlowReceiverTimeout, "a node silent this long no longer holds the stream back"),
 		intFlag("sequencer.max-receivers", d.MaxReceivers, "receivers whose positions are tracked (the least recently heard is forgotten)"),
 		durFlag("sequencer.idle-spin", 0, "keep polling without blocking this long after each frame (lower latency, costs a core)"),
+		durFlag("sequencer.listen-before-start", 200*time.Millisecond, "listen on the stream this long before starting, and refuse to start if another session is live there (0: do not listen)"),
+		&cli.BoolFlag{Name: "force", Usage: "start even if another session is live on these groups: EVERY NODE OF THAT SESSION STOPS (they see a new session); for replacing a sequencer known to be wrong"},
 		&cli.BoolFlag{Name: "dry-run", Usage: "validate the configuration, print it and exit"},
 	))
 	return &cli.Command{
@@ -102,6 +104,21 @@ func runSequencer(c *cli.Context) error {
 			c.String("transport"), cfg.Session, cfg.MaxPacketBytes, cfg.HeartbeatInterval, cfg.RingBytes, cfg.NakAnswerBytes, cfg.MaxMessageBytes,
 			c.String("udp.stream-group"), c.String("udp.command-group"), c.String("udp.interface"), c.String("tcp.addr"))
 		return nil
+	}
+	if ctx.Err() != nil {
+		return stoppedInStartup(log)
+	}
+	live, err := probeLiveSession(ctx, c, log, c.Duration("sequencer.listen-before-start"))
+	if err != nil {
+		return err
+	}
+	if live != nil {
+		if !c.Bool("force") {
+			return fmt.Errorf("session %d is live on %s (last seq %d): a second sequencer there would stop every node of it; stop that sequencer, choose other groups, or pass --force to take the stream over",
+				live.session, live.where, live.lastSeq)
+		}
+		log.Warn("--force: STARTING OVER A LIVE SESSION: every node of that session will stop (new session on the stream)",
+			"live_session", live.session, "listening", live.where, "new_session", cfg.Session)
 	}
 	if ctx.Err() != nil {
 		return stoppedInStartup(log)
