@@ -12,6 +12,8 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -21,20 +23,38 @@ import (
 // proc is one child process of a real-socket bench: its stdout is scanned
 // for the line that tells it is ready and the line with its results.
 type proc struct {
-	name  string
-	cmd   *exec.Cmd
-	lines chan string
-	done  chan error
+	name    string
+	cmd     *exec.Cmd
+	set     *procSet
+	mustRun bool // it ends only when stopped (the sequencer): any exit is a failure
+	lines   chan string
+	stderr  *prefixWriter
+
+	stopping atomic.Bool   // stop was called: its exit is expected
+	exited   chan struct{} // closed once it exited; exitErr is set then
+	exitErr  error
 }
 
-func startProc(ctx context.Context, name string, args ...string) (*proc, error) {
+// procSet is the bench's children: the first one that dies unasked is
+// reported on died, so that whatever the bench waits for ends at once
+// with that child's error instead of waiting for a line that will never
+// come.
+type procSet struct {
+	died chan *proc
+}
+
+func newProcSet() *procSet { return &procSet{died: make(chan *proc, 128)} }
+
+func (set *procSet) start(ctx context.Context, name string, mustRun bool, args ...string) (*proc, error) {
 	exe, err := os.Executable()
 	if err != nil {
 		return nil, err
 	}
 	cmd := exec.CommandContext(ctx, exe, args...)
 	cmd.Cancel = func() error { return cmd.Process.Signal(syscall.SIGKILL) }
-	cmd.Stderr = &prefixWriter{prefix: name + ": ", w: os.Stderr}
+	p := &proc{name: name, cmd: cmd, set: set, mustRun: mustRun, lines: make(chan string, 64), exited: make(chan struct{}),
+		stderr: &prefixWriter{prefix: name + ": ", w: os.Stderr}}
+	cmd.Stderr = p.stderr
 	out, err := cmd.StdoutPipe()
 	if err != nil {
 		return nil, err
@@ -42,19 +62,37 @@ func startProc(ctx context.Context, name string, args ...string) (*proc, error) 
 	if err := cmd.Start(); err != nil {
 		return nil, fmt.Errorf("bench: start %s: %w", name, err)
 	}
-	p := &proc{name: name, cmd: cmd, lines: make(chan string, 64), done: make(chan error, 1)}
 	go func() {
 		sc := bufio.NewScanner(out)
 		for sc.Scan() {
 			p.lines <- sc.Text()
 		}
 		close(p.lines)
-		p.done <- cmd.Wait()
+		p.exitErr = cmd.Wait()
+		close(p.exited)
+		if !p.stopping.Load() && (p.exitErr != nil || p.mustRun) {
+			set.died <- p
+		}
 	}()
 	return p, nil
 }
 
-// waitLine returns the first stdout line starting with prefix.
+// failure describes how a child ended: its exit status and the last lines
+// it wrote on stderr. Call it once the child exited.
+func (p *proc) failure() error {
+	status := "exited with status 0"
+	if p.exitErr != nil {
+		status = p.exitErr.Error()
+	}
+	last := p.stderr.last()
+	if len(last) == 0 {
+		last = []string{"(none)"}
+	}
+	return fmt.Errorf("bench: %s died (%s); its last stderr lines:\n%s", p.name, status, strings.Join(last, "\n"))
+}
+
+// waitLine returns the first stdout line starting with prefix. It fails
+// at once when this child, or any other of the bench, dies unasked.
 func (p *proc) waitLine(prefix string, timeout time.Duration) (string, error) {
 	t := time.NewTimer(timeout)
 	defer t.Stop()
@@ -62,12 +100,16 @@ func (p *proc) waitLine(prefix string, timeout time.Duration) (string, error) {
 		select {
 		case l, ok := <-p.lines:
 			if !ok {
-				err := <-p.done
-				p.done <- err
-				return "", fmt.Errorf("bench: %s exited before printing %q: %v", p.name, prefix, err)
+				<-p.exited
+				return "", fmt.Errorf("%w (before printing %q)", p.failure(), prefix)
 			}
 			if strings.HasPrefix(l, prefix) {
 				return l, nil
+			}
+		case d := <-p.set.died:
+			p.set.died <- d // the next wait sees it too
+			if d != p {
+				return "", d.failure()
 			}
 		case <-t.C:
 			return "", fmt.Errorf("bench: %s printed no %q within %v", p.name, prefix, timeout)
@@ -77,35 +119,61 @@ func (p *proc) waitLine(prefix string, timeout time.Duration) (string, error) {
 
 // stop asks the process to end (SIGTERM) and kills it if it does not.
 func (p *proc) stop() {
-	if p.cmd.ProcessState != nil {
+	select {
+	case <-p.exited:
 		return
+	default:
 	}
+	p.stopping.Store(true)
 	_ = p.cmd.Process.Signal(syscall.SIGTERM)
 	select {
-	case err := <-p.done:
-		p.done <- err
+	case <-p.exited:
 	case <-time.After(3 * time.Second):
 		_ = p.cmd.Process.Kill()
+		<-p.exited
 	}
 }
+
+// stderrLinesKept is how many of a child's last stderr lines a failure
+// quotes.
+const stderrLinesKept = 10
 
 type prefixWriter struct {
 	prefix string
 	w      io.Writer
 	buf    []byte
+	mu     sync.Mutex
+	tail   []string // the last stderrLinesKept lines
 }
 
 func (p *prefixWriter) Write(b []byte) (int, error) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
 	p.buf = append(p.buf, b...)
 	for {
 		i := strings.IndexByte(string(p.buf), '\n')
 		if i < 0 {
 			break
 		}
-		fmt.Fprintf(p.w, "%s%s\n", p.prefix, p.buf[:i])
+		line := string(p.buf[:i])
+		fmt.Fprintf(p.w, "%s%s\n", p.prefix, line)
+		if len(p.tail) == stderrLinesKept {
+			p.tail = p.tail[1:]
+		}
+		p.tail = append(p.tail, line)
 		p.buf = p.buf[i+1:]
 	}
 	return len(b), nil
+}
+
+func (p *prefixWriter) last() []string {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	out := append([]string(nil), p.tail...)
+	if len(p.buf) > 0 {
+		out = append(out, string(p.buf))
+	}
+	return out
 }
 
 // field reads key=value out of a result line.
@@ -149,7 +217,8 @@ func benchProcesses(ctx context.Context, o benchOptions, outDir string) error {
 	defer cancel()
 	seqArgs := append([]string{"sequencer"}, netArgs...)
 	seqArgs = append(seqArgs, "--session", strconv.FormatInt(time.Now().UnixNano(), 10), "--sequencer.idle-spin", o.spin.String())
-	seq, err := startProc(ctx, "sequencer", seqArgs...)
+	set := newProcSet()
+	seq, err := set.start(ctx, "sequencer", true, seqArgs...)
 	if err != nil {
 		return err
 	}
@@ -163,7 +232,10 @@ func benchProcesses(ctx context.Context, o benchOptions, outDir string) error {
 		if one := wire.CommandHeaderBytes + wire.CommandRecordBytes + o.size; !o.batch && one <= 65507 {
 			// One command per frame: the frame limit fits exactly one.
 			// (A larger command is fragmented over several frames anyway.)
-			a = append(a, "--node.max-packet-bytes", strconv.Itoa(one))
+			// The node's smallest frame limit holds a fragment header
+			// and 64 bytes more than a record header: a smaller
+			// command still goes one per frame under it.
+			a = append(a, "--node.max-packet-bytes", strconv.Itoa(max(one, wire.CommandHeaderBytes+wire.CommandRecordBytes+wire.FragmentHeaderBytes+64)))
 		}
 		return append(a, extra...)
 	}
@@ -185,7 +257,7 @@ func benchProcesses(ctx context.Context, o benchOptions, outDir string) error {
 		if samples != "" {
 			args = append(args, "--samples", samples)
 		}
-		p, err := startProc(ctx, "rtt-node", args...)
+		p, err := set.start(ctx, "rtt-node", false, args...)
 		if err != nil {
 			return err
 		}
@@ -215,7 +287,7 @@ func benchProcesses(ctx context.Context, o benchOptions, outDir string) error {
 	total := per * o.nodes
 	var senders []*proc
 	for i := 0; i < o.nodes; i++ {
-		p, err := startProc(ctx, fmt.Sprintf("sender%d", i), nodeArgs("--account", fmt.Sprintf("B%d", i),
+		p, err := set.start(ctx, fmt.Sprintf("sender%d", i), false, nodeArgs("--account", fmt.Sprintf("B%d", i),
 			"--count", strconv.Itoa(per), "--expect", strconv.Itoa(total-per))...)
 		if err != nil {
 			return err
