@@ -44,8 +44,16 @@ func nodeCommand() *cli.Command {
 		streamWarnFlag(),
 	))
 	return &cli.Command{
-		Name:   "node",
-		Usage:  "run a built-in node: send commands, verify the whole stream, exit 0 once all commands are acknowledged",
+		Name:  "node",
+		Usage: "run a built-in node: send commands, verify the whole stream, exit 0 once all commands are acknowledged",
+		Description: `Reads the stream from seq 1 and verifies it: dense seqs, and each sender's
+commands once and in order, numbered from 1 in each incarnation (a first
+command other than 1 means command 1 was lost); its own payloads intact.
+
+Exit status: 0 once every command is acknowledged (and --expect reached),
+printing "node: ok ..."; 2 when SIGTERM or SIGINT stopped it before that,
+printing "node: stopped ..."; 1 on any error (configuration, verification,
+--timeout).`,
 		Flags:  flags,
 		Before: before,
 		Action: runNode,

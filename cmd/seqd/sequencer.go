@@ -41,6 +41,13 @@ func sequencerCommand() *cli.Command {
 	return &cli.Command{
 		Name:   "sequencer",
 		Usage:  "run a standalone sequencer (the Raft cluster comes later)",
+		Description: `Before it starts, listens on the stream for sequencer.listen-before-start
+and refuses to start if another session is live there: a second sequencer
+on the same groups would stop every node of the first (--force overrides).
+
+Prints "sequencer: ready ..." once serving and "sequencer: stopped ..." when
+it stops. Exit status: 0 when SIGTERM or SIGINT stopped it (during start-up
+too, with the stopped line); 1 on any error.`,
 		Flags:  flags,
 		Before: before,
 		Action: runSequencer,

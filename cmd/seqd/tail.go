@@ -41,7 +41,10 @@ An internal record also has "type" (session-start, epoch-start,
 incarnation, node-activated, node-deactivated, force-passive, timer,
 timer-set, timer-cancel); its account and instance name the sender the
 record is about (whose incarnation, activation or timer it is), and are
-"" and 0 for session-start and epoch-start.`,
+"" and 0 for session-start and epoch-start.
+
+Exit status: 0 when --count messages were printed or SIGTERM or SIGINT
+stopped it; 1 on any error.`,
 		Flags:  flags,
 		Before: before,
 		Action: runTail,
