@@ -39,8 +39,8 @@ func sequencerCommand() *cli.Command {
 		&cli.BoolFlag{Name: "dry-run", Usage: "validate the configuration, print it and exit"},
 	))
 	return &cli.Command{
-		Name:   "sequencer",
-		Usage:  "run a standalone sequencer (the Raft cluster comes later)",
+		Name:  "sequencer",
+		Usage: "run a standalone sequencer (the Raft cluster comes later)",
 		Description: `Before it starts, listens on the stream for sequencer.listen-before-start
 and refuses to start if another session is live there: a second sequencer
 on the same groups would stop every node of the first (--force overrides).
