@@ -73,22 +73,24 @@ func TestCLI_TailFrom(t *testing.T) {
 	}
 
 	// By default a tail starts live: started now, it prints a command of
-	// the next sender, never LATE's (which is history).
-	type result struct {
-		msgs   []map[string]any
-		stderr string
-		err    error
+	// the next sender, never LATE's (which is history). The next sender
+	// starts once the tail has joined the group (it logs its socket).
+	liveTail := exec.CommandContext(ctx, bin, append([]string{"tail", "--format", "json", "--count", "1", "--internal=false"}, net...)...)
+	var liveOut, liveErr syncBuffer
+	liveTail.Stdout, liveTail.Stderr = &liveOut, &liveErr
+	if err := liveTail.Start(); err != nil {
+		t.Fatal(err)
 	}
-	live := make(chan result, 1)
-	go func() {
-		m, s, e := tail("--count", "1", "--internal=false")
-		live <- result{m, s, e}
-	}()
-
+	for !strings.Contains(liveErr.String(), "udp multicast") && ctx.Err() == nil {
+		time.Sleep(10 * time.Millisecond)
+	}
 	last := runNode("EARLY", "--count", "2000", "--rate", "5000")
-	r := <-live
-	if r.err != nil || len(r.msgs) != 1 || r.msgs[0]["seq"].(float64) <= float64(late) || r.msgs[0]["account"] != "EARLY" {
-		t.Fatalf("live tail: %v %v\n%s", r.err, r.msgs, r.stderr)
+	if err := liveTail.Wait(); err != nil {
+		t.Fatalf("live tail: %v\n%s", err, liveErr.String())
+	}
+	var first map[string]any
+	if err := json.Unmarshal([]byte(strings.TrimSpace(liveOut.String())), &first); err != nil || first["seq"].(float64) <= float64(late) || first["account"] != "EARLY" {
+		t.Fatalf("live tail printed %q (%v), want a command of EARLY after seq %d", liveOut.String(), err, late)
 	}
 
 	// Seq 1 left the ring: a clear error naming what is gone.

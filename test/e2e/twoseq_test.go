@@ -23,7 +23,7 @@ func TestCLI_SecondSequencerRefused(t *testing.T) {
 	const session = 4242
 	startSequencer(t, ctx, bin, append([]string{"--session", fmt.Sprint(session)}, net...))
 
-	second := exec.CommandContext(ctx, bin, append([]string{"sequencer"}, net...)...)
+	second := exec.CommandContext(ctx, bin, append([]string{"sequencer", "--sequencer.listen-before-start", "1s"}, net...)...)
 	out, err := second.CombinedOutput()
 	if err == nil || second.ProcessState.ExitCode() != 1 {
 		t.Fatalf("second sequencer: %v, want exit 1\n%s", err, out)
