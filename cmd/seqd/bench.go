@@ -8,6 +8,7 @@ import (
 
 	"github.com/urfave/cli/v2"
 
+	"github.com/seqd/seqd/cmd/seqd/internal/stopsignal"
 	"github.com/seqd/seqd/node"
 	"github.com/seqd/seqd/sequencer"
 	"github.com/seqd/seqd/transport"
@@ -52,7 +53,13 @@ func benchCommand() *cli.Command {
 				}
 				return benchMem(opt)
 			case "udp", "tcp":
-				return benchProcesses(c.Context, opt, c.String("out"))
+				err := benchProcesses(c.Context, opt, c.String("out"))
+				if err != nil && stopsignal.Received() != nil {
+					// The children were killed because the bench was
+					// asked to stop: say that, not how they died.
+					return fmt.Errorf("bench: interrupted by %v", stopsignal.Received())
+				}
+				return err
 			}
 			return fmt.Errorf("bench: --transport %q not supported yet (want mem, udp or tcp)", opt.transport)
 		},

@@ -51,10 +51,14 @@ func (set *procSet) start(ctx context.Context, name string, mustRun bool, args .
 		return nil, err
 	}
 	cmd := exec.CommandContext(ctx, exe, args...)
-	cmd.Cancel = func() error { return cmd.Process.Signal(syscall.SIGKILL) }
 	p := &proc{name: name, cmd: cmd, set: set, mustRun: mustRun, lines: make(chan string, 64), exited: make(chan struct{}),
 		stderr: &prefixWriter{prefix: name + ": ", w: os.Stderr}}
 	cmd.Stderr = p.stderr
+	// The bench's end kills its children: an expected death.
+	cmd.Cancel = func() error {
+		p.stopping.Store(true)
+		return cmd.Process.Signal(syscall.SIGKILL)
+	}
 	out, err := cmd.StdoutPipe()
 	if err != nil {
 		return nil, err
