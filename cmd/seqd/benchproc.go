@@ -221,6 +221,23 @@ func benchProcesses(ctx context.Context, o benchOptions, outDir string) error {
 	defer cancel()
 	seqArgs := append([]string{"sequencer"}, netArgs...)
 	seqArgs = append(seqArgs, "--session", strconv.FormatInt(time.Now().UnixNano(), 10), "--sequencer.idle-spin", o.spin.String())
+	// The rtt latency breakdown: the sequencer notes when each packet
+	// went out, the node when each round trip passed each hop.
+	var publishTimes, stamps string
+	if o.mode == "rtt" {
+		// With --out the raw instants stay there for a closer look.
+		dir := outDir
+		if dir == "" {
+			if dir, err = os.MkdirTemp("", "seqd-bench-"); err != nil {
+				return err
+			}
+			defer os.RemoveAll(dir)
+		} else if err := os.MkdirAll(dir, 0o755); err != nil {
+			return err
+		}
+		publishTimes, stamps = filepath.Join(dir, "rtt_publish_times_ns.txt"), filepath.Join(dir, "rtt_stamps_ns.txt")
+		seqArgs = append(seqArgs, "--publish-times", publishTimes)
+	}
 	set := newProcSet()
 	seq, err := set.start(ctx, "sequencer", true, seqArgs...)
 	if err != nil {
@@ -257,7 +274,7 @@ func benchProcesses(ctx context.Context, o benchOptions, outDir string) error {
 			}
 			samples = filepath.Join(outDir, "rtt_samples_ns.txt")
 		}
-		args := nodeArgs("--account", "RTT", "--rtt", "--count", strconv.Itoa(o.count))
+		args := nodeArgs("--account", "RTT", "--rtt", "--count", strconv.Itoa(o.count), "--stamps", stamps)
 		if samples != "" {
 			args = append(args, "--samples", samples)
 		}
@@ -274,7 +291,18 @@ func benchProcesses(ctx context.Context, o benchOptions, outDir string) error {
 		if o.spin > 0 {
 			spin = fmt.Sprintf(" spin_us=%d", o.spin.Microseconds())
 		}
-		fmt.Printf("bench transport=%s mode=rtt size=%d msgs=%d %s%s\n", o.transport, o.size, o.count, latencyFields(line), spin)
+		hops, err := rttHops(seq, publishTimes, stamps)
+		if err != nil {
+			return err
+		}
+		fmt.Printf("bench transport=%s mode=rtt size=%d msgs=%d %s%s %s\n", o.transport, o.size, o.count, latencyFields(line), spin, hops.fields())
+		if outDir != "" {
+			path, err := hops.writeCSV(outDir, o.transport)
+			if err != nil {
+				return err
+			}
+			fmt.Fprintf(os.Stderr, "bench: hops %s\n", path)
+		}
 		if samples != "" {
 			if err := histogramFromFile(outDir, o.transport, samples); err != nil {
 				return err
@@ -333,6 +361,25 @@ func benchProcesses(ctx context.Context, o benchOptions, outDir string) error {
 	fmt.Printf("bench transport=%s mode=tput size=%d nodes=%d msgs=%d rate=%.0f msg/s allocs_per_msg=%.4f resends=%.0f duplicates=%.0f\n",
 		o.transport, o.size, o.nodes, total, rate, worst, resends, dups)
 	return nil
+}
+
+// rttHops stops the sequencer, so that it writes when it published each
+// packet, and joins that with the rtt node's stamps.
+func rttHops(seq *proc, publishTimes, stamps string) (hopSummary, error) {
+	seq.stop()
+	if _, err := seq.waitLine("sequencer: stopped", 5*time.Second); err != nil {
+		return hopSummary{}, err
+	}
+	spans, err := readPublishSpans(publishTimes)
+	if err != nil {
+		return hopSummary{}, err
+	}
+	samples, err := readStamps(stamps)
+	if err != nil {
+		return hopSummary{}, err
+	}
+	publishedAt(samples, spans)
+	return summarizeHops(samples), nil
 }
 
 // latencyFields keeps the percentile fields of a node's rtt result line.

@@ -40,6 +40,7 @@ func nodeCommand() *cli.Command {
 		durFlag("node.idle-spin", 0, "keep polling without blocking this long after each frame (lower latency, costs a core)"),
 		boolFlag("rtt", false, "round-trip mode: send a command, wait to see it, repeat; report percentiles"),
 		strFlag("samples", "", "rtt mode: write the round trips (ns, one per line) to this file"),
+		strFlag("stamps", "", "rtt mode: note when each round trip passed each hop and write it to this file (seq sent out stamp in delivered, wall ns; for seqd bench's latency breakdown)"),
 		durFlag("timeout", 10*time.Minute, "give up after this long"),
 		streamWarnFlag(),
 	))
@@ -147,6 +148,8 @@ type cliNode struct {
 	sentAt  int64
 	samples []int64
 	payload []byte
+	trace   *tracedClient // with --stamps
+	stamps  []rttStamps
 
 	allocs0 atomic.Uint64
 }
@@ -175,6 +178,10 @@ func (c *cliNode) OnMessage(m *node.Message) {
 		c.mine++
 		if c.rtt {
 			c.samples = append(c.samples, now.UnixNano()-c.sentAt)
+			if c.trace != nil {
+				out, in := c.trace.take()
+				c.stamps = append(c.stamps, rttStamps{Seq: m.Seq, Sent: c.sentAt, Out: out, Stamp: m.Time, In: in, Delivered: now.UnixNano()})
+			}
 			if c.mine < c.count {
 				if err := c.sendRTT(uint64(c.mine + 1)); err != nil && c.check.err == nil {
 					c.check.err = err
@@ -251,10 +258,15 @@ func runNode(cc *cli.Context) error {
 		}
 	}
 	c.check.instance = cfg.Instance
+	nodeClient := client
 	if c.rtt {
 		c.samples = make([]int64, 0, count)
+		if cc.String("stamps") != "" {
+			nodeClient, c.trace = traceClient(client)
+			c.stamps = make([]rttStamps, 0, count)
+		}
 	}
-	c.n, err = node.New(cfg, c, client)
+	c.n, err = node.New(cfg, c, nodeClient)
 	if err != nil {
 		return configError(err, nodeKeys)
 	}
@@ -319,6 +331,11 @@ func runNode(cc *cli.Context) error {
 		fields += " " + summarize(c.samples).fields()
 		if p := cc.String("samples"); p != "" {
 			if err := writeSamples(p, c.samples); err != nil {
+				return err
+			}
+		}
+		if p := cc.String("stamps"); p != "" {
+			if err := writeStamps(p, c.stamps); err != nil {
 				return err
 			}
 		}

@@ -36,6 +36,7 @@ func sequencerCommand() *cli.Command {
 		durFlag("sequencer.idle-spin", 0, "keep polling without blocking this long after each frame (lower latency, costs a core)"),
 		durFlag("sequencer.listen-before-start", 200*time.Millisecond, "listen on the stream this long before starting, and refuse to start if another session is live there (0: do not listen)"),
 		&cli.BoolFlag{Name: "force", Usage: "start even if another session is live on these groups: EVERY NODE OF THAT SESSION STOPS (they see a new session); for replacing a sequencer known to be wrong"},
+		&cli.StringFlag{Name: "publish-times", Usage: "note when each stream packet went to the kernel and write it (first_seq count unix_ns) to this file on stop; for seqd bench's latency breakdown"},
 		&cli.BoolFlag{Name: "dry-run", Usage: "validate the configuration, print it and exit"},
 	))
 	return &cli.Command{
@@ -138,7 +139,13 @@ func runSequencer(c *cli.Context) error {
 	if ctx.Err() != nil {
 		return stoppedInStartup(log)
 	}
-	agent, err := sequencer.NewAgent(cfg, srv, sequencer.SystemClock())
+	served := srv
+	var traced *tracedServer
+	if c.String("publish-times") != "" {
+		traced = newTracedServer(srv)
+		served = traced
+	}
+	agent, err := sequencer.NewAgent(cfg, served, sequencer.SystemClock())
 	if err != nil {
 		return err
 	}
@@ -164,9 +171,16 @@ func runSequencer(c *cli.Context) error {
 	if st.Messages > 0 {
 		allocs = float64(ms1.Mallocs-ms0.Mallocs) / float64(st.Messages)
 	}
+	var traceErr error
+	if traced != nil {
+		traceErr = traced.write(c.String("publish-times"))
+	}
 	fmt.Println(stoppedLine(agent.LastSeq(), st, allocs))
 	log.Info("sequencer stopped", "last_seq", agent.LastSeq(), "commands", st.Commands, "duplicates", st.Duplicates,
 		"naks", st.Naks, "retransmitted", st.Retransmitted, "gones", st.Gones, "malformed", st.Malformed)
+	if traceErr != nil {
+		return fmt.Errorf("--publish-times: %w", traceErr)
+	}
 	if errors.Is(err, context.Canceled) {
 		return nil
 	}

@@ -73,3 +73,40 @@ func childrenRunning(pid int, word string) []int {
 	}
 	return out
 }
+
+// TestCLI_BenchRTTBreakdown: `seqd bench --mode rtt` splits every round
+// trip into its hops (node, wire to the sequencer, sequencer, wire back,
+// node), reports the median and p99 of each on its line, and writes them
+// as CSV under --out. Every sample has all its instants, in order.
+func TestCLI_BenchRTTBreakdown(t *testing.T) {
+	bin := seqd(t)
+	for _, tr := range []string{"udp", "tcp"} {
+		t.Run(tr, func(t *testing.T) {
+			dir := t.TempDir()
+			ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
+			defer cancel()
+			out, err := exec.CommandContext(ctx, bin, "bench", "--transport", tr, "--mode", "rtt", "--count", "300", "--size", "64", "--out", dir).Output()
+			if err != nil {
+				t.Fatalf("bench: %v\n%s", err, out)
+			}
+			line := strings.TrimSpace(string(out))
+			for _, hop := range []string{"node_send", "to_seq", "seq", "to_node", "node_recv"} {
+				for _, q := range []string{"_p50_us=", "_p99_us="} {
+					if !strings.Contains(line, " "+hop+q) {
+						t.Errorf("line lacks %s%s: %s", hop, q, line)
+					}
+				}
+			}
+			if !strings.Contains(line, "hop_samples=300") || strings.Contains(line, "hop_skipped") {
+				t.Errorf("want all 300 samples with every hop: %s", line)
+			}
+			csv, err := os.ReadFile(filepath.Join(dir, tr+"_rtt_hops.csv"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if rows := strings.Split(strings.TrimSpace(string(csv)), "\n"); len(rows) != 6 || !strings.HasPrefix(rows[1], "node_send,300,") {
+				t.Errorf("%s_rtt_hops.csv:\n%s", tr, csv)
+			}
+		})
+	}
+}

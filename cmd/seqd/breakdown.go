@@ -1,0 +1,356 @@
+package main
+
+import (
+	"bufio"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/seqd/seqd/transport"
+	"github.com/seqd/seqd/wire"
+)
+
+// The rtt bench's latency breakdown: where the microseconds of one round
+// trip go. Every process of a bench runs on one host, so wall-clock
+// readings (time.Now().UnixNano(), CLOCK_REALTIME) taken in different
+// processes are comparable. Each round trip is cut at five instants, each
+// read where it costs nothing extra or only in a bench:
+//
+//	sent      the node calls Send (the rtt node's own reading, as before)
+//	out       the node called its transport's Flush, which hands the
+//	          command to the kernel (tracedClient, bench only)
+//	stamp     the sequencer stamped the record: its sequencer time, read
+//	          once per poll batch, carried in the stream anyway
+//	published the sequencer called its transport's Flush, which hands the
+//	          packet to the kernel (tracedServer, `seqd sequencer
+//	          --publish-times`, bench only)
+//	in        the node's transport handed it the frame that delivered the
+//	          message (tracedClient, bench only)
+//	delivered OnMessage ran (the rtt node's own reading, as before)
+//
+// So node_send and seq are time in the processes before the send system
+// call; to_seq and to_node are the kernel's send and receive paths (on
+// loopback the sending call itself delivers the datagram) and the wake-up
+// of the receiving process, until its poll hands the frame over. The hops
+// between them add up to the round trip exactly, sample by
+// sample. The library packages carry no hook: the bench wraps the
+// transports it hands them, and only in rtt mode.
+
+// rttStamps are one round trip's instants (wall ns; 0: not known).
+type rttStamps struct {
+	Seq                                        uint64
+	Sent, Out, Stamp, Published, In, Delivered int64
+}
+
+// hopNames are the hops of a round trip, in order; the bench prints
+// <name>_p50_us and <name>_p99_us for each.
+var hopNames = [...]string{"node_send", "to_seq", "seq", "to_node", "node_recv"}
+
+const hopCount = len(hopNames)
+
+// hops splits one round trip into its hops (ns). ok is false when an
+// instant is missing or the instants are out of order (a clock stepped, a
+// resent command was the one sequenced): such a sample tells nothing.
+func (s rttStamps) hops() (h [hopCount]int64, ok bool) {
+	t := [...]int64{s.Sent, s.Out, s.Stamp, s.Published, s.In, s.Delivered}
+	for i := 1; i < len(t); i++ {
+		if t[i-1] == 0 || t[i] < t[i-1] {
+			return h, false
+		}
+		h[i-1] = t[i] - t[i-1]
+	}
+	return h, true
+}
+
+// hopSummary is the percentiles of each hop over the samples whose
+// instants were all known and in order.
+type hopSummary struct {
+	N       int // samples used
+	Skipped int // samples without every instant, or out of order
+	Hops    [hopCount]latencySummary
+}
+
+func summarizeHops(samples []rttStamps) hopSummary {
+	var per [hopCount][]int64
+	var s hopSummary
+	for _, x := range samples {
+		h, ok := x.hops()
+		if !ok {
+			s.Skipped++
+			continue
+		}
+		for i := range h {
+			per[i] = append(per[i], h[i])
+		}
+		s.N++
+	}
+	for i := range per {
+		s.Hops[i] = summarize(per[i])
+	}
+	return s
+}
+
+// fields renders the median and p99 of each hop in microseconds, the
+// bench line's unit.
+func (s hopSummary) fields() string {
+	var b strings.Builder
+	for i, name := range hopNames {
+		fmt.Fprintf(&b, "%s_p50_us=%.1f %s_p99_us=%.1f ", name, micros(s.Hops[i].P50), name, micros(s.Hops[i].P99))
+	}
+	fmt.Fprintf(&b, "hop_samples=%d", s.N)
+	if s.Skipped > 0 {
+		fmt.Fprintf(&b, " hop_skipped=%d", s.Skipped)
+	}
+	return b.String()
+}
+
+// writeCSV writes the hop percentiles to dir/<name>_rtt_hops.csv.
+func (s hopSummary) writeCSV(dir, name string) (string, error) {
+	var b strings.Builder
+	b.WriteString("hop,samples,p50_us,p90_us,p99_us,p999_us,max_us\n")
+	for i, h := range s.Hops {
+		fmt.Fprintf(&b, "%s,%d,%.1f,%.1f,%.1f,%.1f,%.1f\n", hopNames[i], h.N,
+			micros(h.P50), micros(h.P90), micros(h.P99), micros(h.P999), micros(h.Max))
+	}
+	path := filepath.Join(dir, name+"_rtt_hops.csv")
+	return path, os.WriteFile(path, []byte(b.String()), 0o644)
+}
+
+// publishSpan is one stream packet the sequencer handed to the kernel:
+// seqs First..First+Count-1 at wall time At.
+type publishSpan struct {
+	First uint64
+	Count int
+	At    int64
+}
+
+// publishedAt fills each sample's Published from spans (in the order they
+// were published): the first time the packet holding its seq went out.
+func publishedAt(samples []rttStamps, spans []publishSpan) {
+	sorted := slices.Clone(spans)
+	// Stable, so that of two spans holding a seq (a repair) the first
+	// published stays first.
+	slices.SortStableFunc(sorted, func(a, b publishSpan) int {
+		switch {
+		case a.First < b.First:
+			return -1
+		case a.First > b.First:
+			return 1
+		}
+		return 0
+	})
+	for i := range samples {
+		seq := samples[i].Seq
+		// The last span starting at or below seq, then back over equal
+		// starts to the first published.
+		j, _ := slices.BinarySearchFunc(sorted, seq+1, func(s publishSpan, t uint64) int {
+			if s.First < t {
+				return -1
+			}
+			return 1
+		})
+		j--
+		if j < 0 {
+			continue
+		}
+		for j > 0 && sorted[j-1].First == sorted[j].First {
+			j--
+		}
+		if s := sorted[j]; seq < s.First+uint64(s.Count) {
+			samples[i].Published = s.At
+		}
+	}
+}
+
+// tracedClient is the rtt bench node's transport: it notes when a command
+// frame went to the kernel and when each stream frame came in, for the
+// latency breakdown. Its fields are touched by the node's Run goroutine
+// only (Send, Flush, Poll and the handler Poll calls, which runs
+// OnMessage). It reads the clock once per command flush and once per
+// received frame: a bench instrument, never used outside `seqd bench`.
+type tracedClient struct {
+	transport.Client
+	h       transport.Handler // the node's handler during a Poll
+	onFrame transport.Handler // built once
+	cmdSent bool              // a command frame was queued since the last Flush
+
+	// out is the time the first command flush after the last take
+	// began; in is when the frame being handled arrived.
+	out, in int64
+}
+
+// tracedWakeClient is a tracedClient over a client that can be woken, so
+// that the node keeps blocking in Poll as it does without the trace.
+type tracedWakeClient struct {
+	*tracedClient
+	w transport.Waker
+}
+
+func (c tracedWakeClient) Wake() { c.w.Wake() }
+
+// traceClient wraps cl; use the returned Client for the node and the
+// *tracedClient to read the instants.
+func traceClient(cl transport.Client) (transport.Client, *tracedClient) {
+	t := &tracedClient{Client: cl}
+	t.onFrame = t.frame
+	if w, ok := cl.(transport.Waker); ok {
+		return tracedWakeClient{tracedClient: t, w: w}, t
+	}
+	return t, t
+}
+
+func (c *tracedClient) Send(frame []byte) error {
+	if k, err := wire.PeekKind(frame); err == nil && k == wire.KindCommand {
+		c.cmdSent = true
+	}
+	return c.Client.Send(frame)
+}
+
+// Flush notes the time before the call: on loopback the send system call
+// itself carries the datagram to the receiving socket and may return after
+// the sequencer already read it.
+func (c *tracedClient) Flush() error {
+	if c.cmdSent {
+		c.cmdSent = false
+		if c.out == 0 {
+			c.out = time.Now().UnixNano()
+		}
+	}
+	return c.Client.Flush()
+}
+
+func (c *tracedClient) Poll(h transport.Handler, wait time.Duration) (int, error) {
+	c.h = h
+	return c.Client.Poll(c.onFrame, wait)
+}
+
+func (c *tracedClient) frame(f []byte, from transport.Peer) {
+	c.in = time.Now().UnixNano()
+	c.h(f, from)
+}
+
+// take returns the instants of the message being delivered now (call it
+// from OnMessage) and starts watching for the next command's flush.
+func (c *tracedClient) take() (out, in int64) {
+	out = c.out
+	c.out = 0
+	return out, c.in
+}
+
+// maxPublishSpans bounds the spans a tracedServer keeps (24 bytes each),
+// allocated when the trace is asked for.
+const maxPublishSpans = 1 << 20
+
+// tracedServer is the sequencer's transport under `seqd sequencer
+// --publish-times`: it notes when the Flush that sends each first-sent
+// data packet began. Used by the agent's Run goroutine only. A packet the
+// transport sent on its own within a Poll (a full batch) is stamped at
+// the next Flush, a little late; the rtt bench's one message in flight
+// never fills a batch.
+type tracedServer struct {
+	transport.Server
+	pkt     wire.Packet
+	pending []publishSpan // published since the last Flush
+	spans   []publishSpan
+	lost    int // spans beyond maxPublishSpans
+}
+
+func newTracedServer(srv transport.Server) *tracedServer {
+	return &tracedServer{Server: srv, pending: make([]publishSpan, 0, 64), spans: make([]publishSpan, 0, 4096)}
+}
+
+func (s *tracedServer) Publish(frame []byte) error {
+	if wire.DecodePacket(frame, &s.pkt) == nil && s.pkt.Kind == wire.KindData &&
+		s.pkt.Flags&wire.PacketRetransmit == 0 && s.pkt.Count > 0 {
+		s.pending = append(s.pending, publishSpan{First: s.pkt.FirstSeq, Count: s.pkt.Count})
+	}
+	return s.Server.Publish(frame)
+}
+
+// Flush notes the time before the call, as tracedClient.Flush does.
+func (s *tracedServer) Flush() error {
+	if len(s.pending) > 0 {
+		at := time.Now().UnixNano()
+		for _, p := range s.pending {
+			if len(s.spans) == maxPublishSpans {
+				s.lost++
+				continue
+			}
+			p.At = at
+			s.spans = append(s.spans, p)
+		}
+		s.pending = s.pending[:0]
+	}
+	return s.Server.Flush()
+}
+
+// write saves the spans, one "first count unix_ns" line each.
+func (s *tracedServer) write(path string) error {
+	f, err := os.Create(path)
+	if err != nil {
+		return err
+	}
+	w := bufio.NewWriter(f)
+	for _, p := range s.spans {
+		fmt.Fprintf(w, "%d %d %d\n", p.First, p.Count, p.At)
+	}
+	if err := w.Flush(); err != nil {
+		f.Close()
+		return err
+	}
+	return f.Close()
+}
+
+func readPublishSpans(path string) ([]publishSpan, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	var spans []publishSpan
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		var p publishSpan
+		if _, err := fmt.Sscan(sc.Text(), &p.First, &p.Count, &p.At); err != nil {
+			return nil, fmt.Errorf("bench: %s: %q: %w", path, sc.Text(), err)
+		}
+		spans = append(spans, p)
+	}
+	return spans, sc.Err()
+}
+
+// writeStamps saves the rtt node's instants, one sample per line:
+// seq sent out stamp in delivered (wall ns).
+func writeStamps(path string, samples []rttStamps) error {
+	var b strings.Builder
+	for _, s := range samples {
+		fmt.Fprintf(&b, "%d %d %d %d %d %d\n", s.Seq, s.Sent, s.Out, s.Stamp, s.In, s.Delivered)
+	}
+	return os.WriteFile(path, []byte(b.String()), 0o644)
+}
+
+func readStamps(path string) ([]rttStamps, error) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return nil, err
+	}
+	var out []rttStamps
+	for _, l := range strings.Split(strings.TrimSpace(string(b)), "\n") {
+		f := strings.Fields(l)
+		if len(f) != 6 {
+			return nil, fmt.Errorf("bench: %s: %q: want 6 fields", path, l)
+		}
+		var v [6]int64
+		for i := range f {
+			if v[i], err = strconv.ParseInt(f[i], 10, 64); err != nil {
+				return nil, fmt.Errorf("bench: %s: %w", path, err)
+			}
+		}
+		out = append(out, rttStamps{Seq: uint64(v[0]), Sent: v[1], Out: v[2], Stamp: v[3], In: v[4], Delivered: v[5]})
+	}
+	return out, nil
+}

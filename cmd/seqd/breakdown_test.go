@@ -1,0 +1,181 @@
+package main
+
+import (
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/seqd/seqd/transport"
+	"github.com/seqd/seqd/wire"
+)
+
+func TestRTTStamps_HopsAddUpToTheRoundTrip(t *testing.T) {
+	s := rttStamps{Seq: 7, Sent: 1000, Out: 1003, Stamp: 1010, Published: 1012, In: 1030, Delivered: 1031}
+	h, ok := s.hops()
+	if !ok {
+		t.Fatal("hops of ordered instants: not ok")
+	}
+	want := [hopCount]int64{3, 7, 2, 18, 1}
+	if h != want {
+		t.Fatalf("hops = %v, want %v", h, want)
+	}
+	var sum int64
+	for _, d := range h {
+		sum += d
+	}
+	if sum != s.Delivered-s.Sent {
+		t.Fatalf("hops add up to %d, the round trip is %d", sum, s.Delivered-s.Sent)
+	}
+}
+
+func TestRTTStamps_MissingOrDisorderedInstantsAreSkipped(t *testing.T) {
+	good := rttStamps{Seq: 1, Sent: 100, Out: 110, Stamp: 120, Published: 130, In: 140, Delivered: 150}
+	noPublish := good
+	noPublish.Published = 0
+	resentFirst := good
+	resentFirst.Out = 125 // the flush noted came after the sequencer stamped
+	for _, s := range []rttStamps{noPublish, resentFirst} {
+		if _, ok := s.hops(); ok {
+			t.Errorf("%+v: hops ok, want skipped", s)
+		}
+	}
+	sum := summarizeHops([]rttStamps{good, noPublish, resentFirst, good})
+	if sum.N != 2 || sum.Skipped != 2 {
+		t.Fatalf("N=%d Skipped=%d, want 2 and 2", sum.N, sum.Skipped)
+	}
+	if sum.Hops[3].P50 != 10 {
+		t.Fatalf("to_node p50 = %v, want 10ns", sum.Hops[3].P50)
+	}
+}
+
+func TestSummarizeHops_MediansPerHop(t *testing.T) {
+	// Three round trips: the median of each hop is taken over that hop
+	// alone (medians of hops need not add up to the median round trip).
+	var samples []rttStamps
+	for i, d := range [][hopCount]int64{
+		{1000, 20000, 3000, 25000, 2000},
+		{2000, 10000, 1000, 30000, 1000},
+		{3000, 30000, 2000, 20000, 3000},
+	} {
+		s := rttStamps{Seq: uint64(i + 1), Sent: 1_000_000}
+		s.Out = s.Sent + d[0]
+		s.Stamp = s.Out + d[1]
+		s.Published = s.Stamp + d[2]
+		s.In = s.Published + d[3]
+		s.Delivered = s.In + d[4]
+		samples = append(samples, s)
+	}
+	sum := summarizeHops(samples)
+	want := [hopCount]time.Duration{2 * time.Microsecond, 20 * time.Microsecond, 2 * time.Microsecond, 25 * time.Microsecond, 2 * time.Microsecond}
+	for i := range want {
+		if sum.Hops[i].P50 != want[i] {
+			t.Errorf("%s p50 = %v, want %v", hopNames[i], sum.Hops[i].P50, want[i])
+		}
+		if sum.Hops[i].P99 != time.Duration(slices.Max(samplesHop(samples, i))) {
+			t.Errorf("%s p99 = %v, want the largest of three", hopNames[i], sum.Hops[i].P99)
+		}
+	}
+	f := sum.fields()
+	for _, w := range []string{"node_send_p50_us=2.0", "to_seq_p50_us=20.0", "to_seq_p99_us=30.0", "seq_p50_us=2.0", "to_node_p50_us=25.0", "node_recv_p50_us=2.0", "hop_samples=3"} {
+		if !strings.Contains(f, w) {
+			t.Errorf("fields %q lack %q", f, w)
+		}
+	}
+	if strings.Contains(f, "hop_skipped") {
+		t.Errorf("fields %q name skipped samples; none were", f)
+	}
+}
+
+func samplesHop(s []rttStamps, i int) []int64 {
+	var out []int64
+	for _, x := range s {
+		h, _ := x.hops()
+		out = append(out, h[i])
+	}
+	return out
+}
+
+func TestPublishedAt_FirstPacketHoldingTheSeq(t *testing.T) {
+	spans := []publishSpan{
+		{First: 5, Count: 3, At: 500}, // 5..7
+		{First: 1, Count: 4, At: 100}, // 1..4 (listed out of order)
+		{First: 5, Count: 1, At: 900}, // 5 again later: not the first send
+		{First: 10, Count: 1, At: 1000},
+	}
+	samples := []rttStamps{{Seq: 1}, {Seq: 4}, {Seq: 5}, {Seq: 7}, {Seq: 8}, {Seq: 10}, {Seq: 11}}
+	publishedAt(samples, spans)
+	want := []int64{100, 100, 500, 500, 0, 1000, 0}
+	for i, s := range samples {
+		if s.Published != want[i] {
+			t.Errorf("seq %d: published at %d, want %d", s.Seq, s.Published, want[i])
+		}
+	}
+}
+
+func TestStampsAndSpans_RoundTripThroughFiles(t *testing.T) {
+	dir := t.TempDir()
+	in := []rttStamps{{Seq: 3, Sent: 1, Out: 2, Stamp: 3, In: 5, Delivered: 6}}
+	p := filepath.Join(dir, "stamps.txt")
+	if err := writeStamps(p, in); err != nil {
+		t.Fatal(err)
+	}
+	got, err := readStamps(p)
+	if err != nil || len(got) != 1 || got[0] != in[0] {
+		t.Fatalf("readStamps = %+v, %v; want %+v", got, err, in)
+	}
+	srv := newTracedServer(nopServer{})
+	srv.spans = append(srv.spans, publishSpan{First: 9, Count: 2, At: 77})
+	sp := filepath.Join(dir, "spans.txt")
+	if err := srv.write(sp); err != nil {
+		t.Fatal(err)
+	}
+	spans, err := readPublishSpans(sp)
+	if err != nil || len(spans) != 1 || spans[0] != (publishSpan{First: 9, Count: 2, At: 77}) {
+		t.Fatalf("readPublishSpans = %+v, %v", spans, err)
+	}
+	if err := os.WriteFile(p, []byte("1 2 3\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := readStamps(p); err == nil {
+		t.Fatal("readStamps of a short line: no error")
+	}
+}
+
+func TestTracedServer_NotesFirstSentDataPackets(t *testing.T) {
+	srv := newTracedServer(nopServer{})
+	buf := make([]byte, 1500)
+	var w wire.PacketWriter
+	if err := w.Reset(buf, wire.KindData, 1, 1, 42, 1000, 1); err != nil {
+		t.Fatal(err)
+	}
+	for i := 0; i < 2; i++ {
+		if err := w.Append(&wire.Record{Time: 1000, Account: wire.MustAccount("A"), CmdSeq: uint64(i + 1), Payload: []byte("x")}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	data := w.Bytes()
+	hb, err := wire.AppendHeartbeat(make([]byte, 100), 1, 1, 44, 43, 1000, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_ = srv.Publish(hb)
+	_ = srv.Publish(data)
+	if len(srv.spans) != 0 {
+		t.Fatal("a span noted before Flush")
+	}
+	_ = srv.Flush()
+	if len(srv.spans) != 1 || srv.spans[0].First != 42 || srv.spans[0].Count != 2 || srv.spans[0].At == 0 {
+		t.Fatalf("spans = %+v, want one for seqs 42..43 with a time", srv.spans)
+	}
+}
+
+type nopServer struct{}
+
+func (nopServer) Publish([]byte) error                               { return nil }
+func (nopServer) SendTo(transport.Peer, []byte) error                { return nil }
+func (nopServer) Flush() error                                       { return nil }
+func (nopServer) Poll(transport.Handler, time.Duration) (int, error) { return 0, nil }
+func (nopServer) Close() error                                       { return nil }
