@@ -225,7 +225,16 @@ func (n *Node) idleWait(now int64) time.Duration {
 
 // receive is the transport handler: one frame into the Core. Malformed
 // frames are counted by the Core and otherwise ignored.
+//
+// A frame in hand means Poll waits no more (it waits only for the first
+// frame), so polling is cleared here: a command sent from a callback on
+// this goroutine, or from another one meanwhile, is applied when this Poll
+// returns and needs no wake (an eventfd write and a read, per message of
+// an rtt node).
 func (n *Node) receive(frame []byte, _ transport.Peer) {
+	if n.polling.Load() {
+		n.polling.Store(false)
+	}
 	now := n.tick()
 	_ = n.core.Step(now, frame)
 	n.applyOps(now) // commands sent by callbacks go out with this batch
