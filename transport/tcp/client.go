@@ -157,7 +157,8 @@ func (c *Client) Flush() error {
 		return nil
 	}
 	c.outFrames = 0
-	if pending := cn.enqueue(&c.out); cn.tooSlow(pending, &c.cfg) {
+	// One connection: the node's goroutine writes it directly when it can.
+	if pending := cn.enqueue(&c.out, true); cn.tooSlow(pending, &c.cfg) {
 		// The sequencer does not read: start over on a new connection.
 		c.ep.slow.Add(1)
 		cn.kill(ErrSlowClient)

@@ -214,14 +214,23 @@ func (s *Server) dropSlow(c *conn) {
 	c.kill(ErrSlowClient)
 }
 
+// directWriteConns is the most connections a Server writes directly (see
+// conn).
+const directWriteConns = 8
+
 // Flush hands every connection's queued frames to its writer goroutine,
-// which writes them. A connection that does not read is closed (see
-// Config.SlowClientBytes and MaxQueueBytes).
+// which writes them; with few connections whose writers are idle, it
+// writes what the sockets take at once itself. A connection that does not
+// read is closed (see Config.SlowClientBytes and MaxQueueBytes).
 func (s *Server) Flush() error {
 	if s.closed.Load() {
 		return transport.ErrClosed
 	}
 	s.refresh()
+	// A few connections are written by the sequencer's goroutine when
+	// their writers are idle; many are left to their writers, which run
+	// in parallel, so that one flush is not a long run of system calls.
+	direct := len(s.conns) <= directWriteConns
 	for _, c := range s.conns {
 		if c.dead.Load() {
 			continue
@@ -229,7 +238,7 @@ func (s *Server) Flush() error {
 		if len(c.out) == 0 {
 			continue // nothing new: the stall clock, if any, runs on
 		}
-		if pending := c.enqueue(&c.out); c.tooSlow(pending, &s.cfg) {
+		if pending := c.enqueue(&c.out, direct); c.tooSlow(pending, &s.cfg) {
 			s.dropSlow(c)
 		}
 	}
