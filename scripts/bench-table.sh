@@ -1,0 +1,72 @@
+#!/usr/bin/env bash
+# bench-table.sh: every command of README's performance table, plus the bare
+# baselines, in ONE run, one line each; then the ratios the performance
+# targets are stated in, each against the baseline measured in this run.
+#
+#   scripts/bench-table.sh            # builds seqd into a temporary directory
+#   SEQD=/path/to/seqd scripts/bench-table.sh
+#   RTT_COUNT=100000 TPUT_COUNT=3000000 scripts/bench-table.sh
+#
+# The machine's load average is printed before and after: figures from a
+# loaded machine are figures from a loaded machine.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+RTT_COUNT=${RTT_COUNT:-100000}
+TPUT_COUNT=${TPUT_COUNT:-3000000}
+if [[ -z "${SEQD:-}" ]]; then
+	tmp=$(mktemp -d)
+	trap 'rm -rf "$tmp"' EXIT
+	go build -o "$tmp/seqd" ./cmd/seqd
+	SEQD=$tmp/seqd
+fi
+
+load() { cut -d' ' -f1-3 /proc/loadavg; }
+# field LINE KEY: the value of KEY=value in LINE.
+field() { grep -o "\b$2=[^ ]*" <<<"$1" | head -1 | cut -d= -f2; }
+# run LABEL COMMAND...: runs it, prints "LABEL | command | its result line".
+declare -A OUT
+run() {
+	local label=$1
+	shift
+	local line
+	if ! line=$("$@" 2>/dev/null | grep -E '^(bench |Benchmark)' | tail -1); then
+		line="FAILED"
+	fi
+	OUT[$label]=$line
+	printf '%-14s | %s | %s\n' "$label" "$*" "$line"
+}
+ratio() { awk -v a="$1" -v b="$2" 'BEGIN { if (b == 0 || a == "" || b == "") print "n/a"; else printf "%.2f", a / b }'; }
+verdict() { awk -v r="$1" -v op="$2" -v t="$3" 'BEGIN { if (r == "n/a") print "n/a"; else if ((op == ">=" && r >= t) || (op == "<=" && r <= t)) print "met"; else print "NOT met" }'; }
+
+echo "# bench-table $(date -u +%FT%TZ) $(git rev-parse --short HEAD) nproc=$(nproc) load before: $(load)"
+run baseline-b "$SEQD" bench --mode baseline --size 256 --batch --count "$TPUT_COUNT"
+run baseline-1 "$SEQD" bench --mode baseline --size 256 --count "$TPUT_COUNT"
+run mem "$SEQD" bench --transport mem --size 256 --nodes 3 --count "$TPUT_COUNT"
+run udp-b "$SEQD" bench --transport udp --mode tput --size 256 --nodes 3 --batch --count "$TPUT_COUNT"
+run udp-b-1472 env SEQD_SEQUENCER_MAX_PACKET_BYTES=1472 SEQD_NODE_MAX_PACKET_BYTES=1472 \
+	"$SEQD" bench --transport udp --mode tput --size 256 --nodes 3 --batch --count "$TPUT_COUNT"
+run udp-1 "$SEQD" bench --transport udp --mode tput --size 256 --nodes 3 --count "$TPUT_COUNT"
+run udp-b-1400 "$SEQD" bench --transport udp --mode tput --size 1400 --nodes 3 --batch --count "$TPUT_COUNT"
+run tcp-b "$SEQD" bench --transport tcp --mode tput --size 256 --nodes 3 --batch --count "$TPUT_COUNT"
+run udp-rtt "$SEQD" bench --transport udp --mode rtt --size 256 --count "$RTT_COUNT"
+run udp-rtt-spin "$SEQD" bench --transport udp --mode rtt --size 256 --spin 200us --count "$RTT_COUNT"
+run tcp-rtt "$SEQD" bench --transport tcp --mode rtt --size 256 --count "$RTT_COUNT"
+run udp-16MiB "$SEQD" bench --transport udp --mode tput --size 16777216 --nodes 2 --count 8
+run CoreStep-64x1 go test -run '^$' -bench 'CoreStep/size=64/batch=1$' -benchmem ./sequencer
+run CoreStep-64x8 go test -run '^$' -bench 'CoreStep/size=64/batch=8$' -benchmem ./sequencer
+run Deliver-256 go test -run '^$' -bench 'Deliver/size=256$' -benchmem ./node
+echo "# load after: $(load)"
+
+ppb50=$(field "${OUT[baseline-b]}" udp_rtt_p50_us)
+ppb999=$(field "${OUT[baseline-b]}" udp_rtt_p999_us)
+r=$(ratio "$(field "${OUT[udp-b]}" rate)" "$(field "${OUT[baseline-b]}" udp_blast_rate)")
+echo "target batched udp tput / batched bare blast >= 1.5: $r ($(verdict "$r" ">=" 1.5))"
+r=$(ratio "$(field "${OUT[udp-1]}" rate)" "$(field "${OUT[baseline-1]}" udp_blast_rate)")
+echo "target unbatched udp tput / one-per-datagram blast >= 3: $r ($(verdict "$r" ">=" 3))"
+r=$(ratio "$(field "${OUT[udp-rtt]}" p50_us)" "$ppb50")
+echo "target udp rtt p50 / bare ping-pong p50 <= 1.3: $r ($(verdict "$r" "<=" 1.3))"
+r=$(ratio "$(field "${OUT[udp-rtt]}" p999_us)" "$ppb999")
+echo "target udp rtt p99.9 / bare ping-pong p99.9 <= 2 (no spin): $r ($(verdict "$r" "<=" 2))"
+r=$(ratio "$(field "${OUT[tcp-rtt]}" p50_us)" "$(field "${OUT[udp-rtt]}" p50_us)")
+echo "target tcp rtt p50 / udp rtt p50 <= 1.5: $r ($(verdict "$r" "<=" 1.5))"
