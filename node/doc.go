@@ -46,11 +46,15 @@
 // slot is freed, and OnRejected gets a *RejectedError (ErrRejected and
 // the reason). Each command has its own resend timer: the ack latency is
 // measured (srtt, rttvar, as TCP does, ignoring resent commands) and a
-// command unacked after srtt + 4*rttvar (ResendInterval before the first
-// sample; within MinResendInterval..MaxResendInterval) is resent alone;
-// the timeout doubles while the oldest command keeps timing out. observe
-// (send.go) is the one place where delivered records reach the sending
-// half.
+// command is resent once no ack came for srtt + 4*rttvar (ResendInterval
+// before the first sample; within MinResendInterval..MaxResendInterval)
+// since it was sent, since the last ack, or since the node caught up with
+// the stream up to where the command can appear, whichever is last. So
+// late acks that keep coming, a rewind or a repair cost no resends, and a
+// lost command goes again with the ones behind it that the sequencer
+// dropped. The timeout doubles while the oldest command times out with no
+// ack between, and an ack drops the backoff. observe (send.go) is the one
+// place where delivered records reach the sending half.
 //
 // Callbacks: OnMessage gets every message, internal ones included. After
 // it, InternalNodeActivated/Deactivated and InternalTimer for this
