@@ -91,6 +91,7 @@ func (c *Core) Step(now int64, frame []byte) error {
 			c.stats.Malformed++
 			return err
 		}
+		c.heard(now)
 		c.onPacket(now)
 	case wire.KindGone:
 		if err := wire.DecodeGone(frame, &c.gone); err != nil {

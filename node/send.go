@@ -59,6 +59,7 @@ type send struct {
 	// the first sample, doubled each time the oldest command times out.
 	srtt, rttvar   int64
 	hasRTT         bool
+	sampledSentAt  int64 // send time of the last command sampled
 	rtoBase        int64 // from the samples (ResendInterval before the first)
 	backoff        uint8 // timeouts of the oldest command with no ack between
 	rto            int64 // rtoBase << backoff, at most MaxResendInterval
@@ -77,7 +78,12 @@ type send struct {
 	// from seq 1, repairing a gap, waiting for stable): no timer runs
 	// then, as no ack can have come, whatever the network did.
 	behindAt int64
-	clock    int64 // local time of the Step or Tick running (RTT samples)
+	// heardAt is when the last stream packet (data or heartbeat) came.
+	// Timers advance only with it: while the stream is silent (the
+	// sequencer stalled, or the way back cut) no ack can come and no
+	// resend can help, so a stall never costs a window of copies.
+	heardAt int64
+	clock   int64 // local time of the Step or Tick running (RTT samples)
 
 	rejected RejectionHandler // nil unless the Handler implements it
 }
@@ -386,7 +392,11 @@ func (c *Core) ack(cmdSeq uint64) {
 	if cmdSeq <= c.acked || cmdSeq >= c.nextCmd {
 		return
 	}
-	if s := c.slot(cmdSeq); !s.resent {
+	if s := c.slot(cmdSeq); !s.resent && (!c.hasRTT || s.sentAt > c.sampledSentAt) {
+		// One sample per send time: commands sent together and acked in
+		// one packet would otherwise give hundreds of equal samples and
+		// squeeze rttvar to nothing.
+		c.sampledSentAt = s.sentAt
 		c.sampleRTT(c.clock - s.sentAt)
 	}
 	c.lastAckAt = c.clock
@@ -442,9 +452,10 @@ func (c *Core) clampRTO(d int64) int64 {
 // has no RTT sample to go by.
 const nsPerByteInFlight = 10
 
-// resend sends again each unacked command whose own timer expired: no ack
-// for rto since it was last sent (or since the last ack, or since the node
-// caught up with the stream up to where it could appear, if later). Late
+// resend sends again each unacked command whose own timer expired: the
+// stream went on for rto since it was last sent (or since the last ack, or
+// since the node caught up with the stream up to where it could appear,
+// if later) without it: a packet, data or heartbeat, came rto after. Late
 // acks that keep coming cost no resends, and a delay that grows past rto
 // costs the commands sent before the acks stopped, not the whole window.
 // A lost command and those behind it, which the sequencer dropped (it
@@ -467,13 +478,14 @@ func (c *Core) resend(now int64) {
 	from := max(c.lastAckAt, c.behindAt)
 	// Never-resent commands time out in cmdSeq order: unless one was
 	// resent, the oldest is the first due.
-	if c.resentInFlight == 0 && now-max(head.lastAt, from) < rto {
+	heard := c.heardAt
+	if c.resentInFlight == 0 && heard-max(head.lastAt, from) < rto {
 		return
 	}
 	fired, oldest := false, false
 	for q := c.acked + 1; q < c.nextCmd; q++ {
 		s := c.slot(q)
-		if now-max(s.lastAt, from) < rto || delivered < s.after {
+		if heard-max(s.lastAt, from) < rto || delivered < s.after {
 			continue
 		}
 		if !fired {
@@ -506,8 +518,9 @@ func (c *Core) resend(now int64) {
 }
 
 // resendDue tells when resend will next find a command to send again, as
-// it decides; false when nothing is in flight or the node is behind the
-// stream (then a frame, not a timer, changes things).
+// it decides; false when nothing is in flight, the node is behind the
+// stream or no packet came since a deadline (then a frame, not a timer,
+// changes things).
 func (c *Core) resendDue() (int64, bool) {
 	if c.cfg.ReadOnly || c.acked+1 >= c.nextCmd {
 		return 0, false
@@ -527,8 +540,15 @@ func (c *Core) resendDue() (int64, bool) {
 			}
 		}
 	}
-	return max(last, from) + rto, true
+	if at := max(last, from) + rto; c.heardAt >= at {
+		return at, true
+	}
+	return 0, false // a packet heard after the deadline will tell
 }
+
+// heard notes a stream packet (data or heartbeat) at now: evidence that
+// acks could come, which resend timers wait for.
+func (c *Core) heard(now int64) { c.heardAt = now }
 
 // The receiving half's state the sending half reads: what was delivered,
 // the highest seq known to exist, the first seq seen live, the session.

@@ -58,6 +58,14 @@ func echo(t testing.TB, o *outbox, q uint64) rec {
 	return rec{}
 }
 
+// beatAndTick plays a heartbeat at now (the stream is alive and brings
+// nothing new), then ticks: resend timers advance only with the stream.
+func beatAndTick(t testing.TB, c *Core, s *stream, now int64) {
+	t.Helper()
+	step(t, c, now, s.heartbeat(c.tail+1, c.stable, now))
+	c.Tick(now)
+}
+
 func cmdSeqsOf(cs []sentCommand) []uint64 {
 	var out []uint64
 	for _, c := range cs {
@@ -132,21 +140,21 @@ func TestCore_ResendOnlyExpiredCommands(t *testing.T) {
 	c.Flush(6 * ms)
 	ack := ackPacket(s, o, 1, 5, 1, 2, 3)
 	o.frames = nil
-	c.Tick(9 * ms)
+	beatAndTick(t, c, s, 9*ms)
 	if len(o.frames) != 0 {
 		t.Fatal("resent before ResendInterval")
 	}
-	c.Tick(11 * ms) // ResendInterval, plus 10ns a byte in flight
+	beatAndTick(t, c, s, 11*ms) // ResendInterval, plus 10ns a byte in flight
 	if cs := o.commands(t); !slices.Equal(cmdSeqsOf(cs), []uint64{1}) || string(cs[0].payload) != "a" {
 		t.Fatalf("resent %v at 11ms, want only 1 (2 and 3 are 5ms old)", cmdSeqsOf(cs))
 	}
 	// The oldest timed out: the timeout doubled to 20ms for all.
 	o.frames = nil
-	c.Tick(25 * ms)
+	beatAndTick(t, c, s, 25*ms)
 	if len(o.frames) != 0 {
 		t.Fatalf("resent %v at 25ms, before the doubled timeout", cmdSeqsOf(o.commands(t)))
 	}
-	c.Tick(27 * ms)
+	beatAndTick(t, c, s, 27*ms)
 	if cs := o.commands(t); !slices.Equal(cmdSeqsOf(cs), []uint64{2, 3}) {
 		t.Fatalf("resent %v at 27ms, want 2,3 in order", cmdSeqsOf(cs))
 	}
@@ -197,7 +205,7 @@ func TestCore_ResendTimeoutFollowsMeasuredRTT(t *testing.T) {
 	c.Send(now, []byte("late"))
 	c.Flush(now)
 	o.frames = nil
-	c.Tick(now + 5*ms)
+	beatAndTick(t, c, s, now+5*ms)
 	if cs := o.commands(t); !slices.Equal(cmdSeqsOf(cs), []uint64{21}) {
 		t.Fatalf("resent %v 5ms after the send, want 21 (ResendInterval was 50ms)", cmdSeqsOf(cs))
 	}
@@ -230,6 +238,10 @@ func TestCore_DelayedAcksCauseFewResends(t *testing.T) {
 			step(t, c, now*ms, s.packet(seq, seq+uint64(len(recs))-1, 0, recs...))
 			seq += uint64(len(recs))
 			acked = last
+		} else {
+			// The stream is alive (other senders, heartbeats): only
+			// this node's acks are late.
+			step(t, c, now*ms, s.heartbeat(seq, seq-1, now*ms))
 		}
 		for i := 0; i < 4; i++ {
 			q, err := c.Send(now*ms, []byte{byte(c.nextCmd)})
@@ -459,9 +471,11 @@ func TestCore_ResendBacksOffUntilAnAck(t *testing.T) {
 	c.Flush(0)
 	s := newStream(t)
 	ack1 := ackPacket(s, o, 1, 5, 1)
+	hbs := newStream(t) // the heartbeats before the ack: nothing published yet
 	var at []time.Duration
 	for now := time.Duration(0); now <= 200*time.Millisecond; now += time.Millisecond {
 		before := len(o.commands(t))
+		step(t, c, int64(now), hbs.heartbeat(1, 0, int64(now)))
 		c.Tick(int64(now))
 		if len(o.commands(t)) > before {
 			at = append(at, now)
@@ -486,7 +500,7 @@ func TestCore_ResendBacksOffUntilAnAck(t *testing.T) {
 	c.Send(202*ms, []byte("z"))
 	c.Flush(202 * ms)
 	before := len(o.commands(t))
-	c.Tick(209 * ms)
+	beatAndTick(t, c, s, 209*ms)
 	if len(o.commands(t)) != before+1 {
 		t.Fatal("after a fresh sample the next resend did not come after the measured timeout")
 	}
@@ -507,18 +521,79 @@ func TestCore_NoResendWhileBehindTheStream(t *testing.T) {
 	c.Flush(0)
 	o.frames = nil
 	for now := int64(0); now <= 500*ms; now += ms {
+		step(t, c, now, s.heartbeat(101, 100, now)) // the stream is alive
 		c.Tick(now)
 	}
 	if cs := o.commands(t); len(cs) != 0 {
 		t.Fatalf("resent %v while 1..99 were being repaired", cmdSeqsOf(cs))
 	}
 	step(t, c, 500*ms, s.msgs(1, 99)) // caught up to 100; the command is not in the stream
-	c.Tick(505 * ms)
+	beatAndTick(t, c, s, 505*ms)
 	if cs := o.commands(t); len(cs) != 0 {
 		t.Fatal("resent before a resend timeout after catching up")
 	}
-	c.Tick(511 * ms)
+	beatAndTick(t, c, s, 511*ms)
 	if cs := o.commands(t); !slices.Equal(cmdSeqsOf(cs), []uint64{1}) {
 		t.Fatalf("resent %v one timeout after catching up, want [1]", cmdSeqsOf(cs))
+	}
+}
+
+// TestCore_OneRTTSamplePerSendTime: commands sent together and acked in
+// one packet are one sample, not hundreds that squeeze rttvar to nothing
+// (then any stall longer than srtt resent a whole window).
+func TestCore_OneRTTSamplePerSendTime(t *testing.T) {
+	s := newStream(t)
+	cfg := testConfig()
+	cfg.Window = 512
+	cfg.MinResendInterval = time.Millisecond
+	c, _, _ := newTestCore(t, cfg)
+	ms := int64(time.Millisecond)
+	me := wire.MustAccount("me")
+	seq := uint64(1)
+	for round := int64(0); round < 4; round++ {
+		now := round * 100 * ms
+		var recs []rec
+		if round == 0 {
+			recs = append(recs, s.internal(wire.Internal{Type: wire.InternalIncarnation, Account: me, Value: 5}))
+		}
+		for i := 0; i < 100; i++ {
+			q, _ := c.Send(now, []byte{byte(i)})
+			recs = append(recs, rec{payload: []byte{byte(i)}, account: me, cmdSeq: q})
+		}
+		c.Flush(now)
+		lat := []int64{4, 12, 4, 12}[round] * ms
+		step(t, c, now+lat, s.packet(seq, seq+uint64(len(recs))-1, 0, recs...))
+		seq += uint64(len(recs))
+	}
+	srtt, rto := c.RTT()
+	// Samples 4, 12, 4, 12 ms: rttvar stays in milliseconds.
+	if rto-srtt < 8*ms {
+		t.Fatalf("srtt %v rto %v: rttvar collapsed", time.Duration(srtt), time.Duration(rto))
+	}
+}
+
+// TestCore_NoResendWhileTheStreamIsSilent: while no packet comes (the
+// sequencer stalled, the way back cut), no ack can come and no resend can
+// help: timers wait for the stream. The first heartbeat past the timeout
+// that still brings no ack sends the command again.
+func TestCore_NoResendWhileTheStreamIsSilent(t *testing.T) {
+	s := newStream(t)
+	cfg := testConfig()
+	cfg.ResendInterval = 10 * time.Millisecond
+	c, _, o := newTestCore(t, cfg)
+	ms := int64(time.Millisecond)
+	step(t, c, 0, s.heartbeat(1, 0, 0))
+	c.Send(0, []byte("a"))
+	c.Flush(0)
+	o.frames = nil
+	for now := int64(0); now <= 500*ms; now += ms {
+		c.Tick(now)
+	}
+	if len(o.frames) != 0 {
+		t.Fatalf("resent %v while the stream was silent", cmdSeqsOf(o.commands(t)))
+	}
+	beatAndTick(t, c, s, 501*ms)
+	if cs := o.commands(t); !slices.Equal(cmdSeqsOf(cs), []uint64{1}) {
+		t.Fatalf("resent %v after a heartbeat without the command, want [1]", cmdSeqsOf(cs))
 	}
 }
