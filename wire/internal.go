@@ -22,7 +22,14 @@ const (
 	// RejectReason). The command seq is used up: the sender's later
 	// commands are not held behind it, and its node reports the error.
 	InternalRejected InternalType = 10
-	internalLast                  = InternalRejected
+	// InternalSenderForgotten: the sequencer's sender table was full and
+	// it forgot Account/Instance (incarnation Extra, last cmdSeq ID), the
+	// least recently active sender, to make room for a new one. Its
+	// dedupe entry and centralized timers are gone: its next command must
+	// start a new incarnation at cmdSeq 1 (a command above 1 is dropped as
+	// out of order, since a resend can no longer be told from a new one).
+	InternalSenderForgotten InternalType = 11
+	internalLast                         = InternalSenderForgotten
 )
 
 func (t InternalType) String() string {
@@ -47,6 +54,8 @@ func (t InternalType) String() string {
 		return "timer-cancel"
 	case InternalRejected:
 		return "rejected"
+	case InternalSenderForgotten:
+		return "sender-forgotten"
 	}
 	return "unknown"
 }
