@@ -1,8 +1,12 @@
 package sequencer
 
+import "github.com/seqd/seqd/wire"
+
 // assembly reassembles one fragmented command. It keeps the byte ranges it
-// holds across resends, so a resent frame only fills holes, and reuses its
-// buffer from one command to the next.
+// holds across resends, so a resent frame only fills holes. Its buffer
+// grows with the bytes that arrive (up to the declared total), not with
+// the total a fragment declares, and is reused from one command to the
+// next.
 type assembly struct {
 	cmdSeq uint64 // command being reassembled; 0 = none
 	total  uint32
@@ -15,10 +19,7 @@ type span struct{ from, to uint32 }
 func (a *assembly) start(cmdSeq uint64, total uint32) {
 	a.cmdSeq = cmdSeq
 	a.total = total
-	if uint32(cap(a.buf)) < total {
-		a.buf = make([]byte, total)
-	}
-	a.buf = a.buf[:total]
+	a.buf = a.buf[:0]
 	a.have = a.have[:0]
 }
 
@@ -31,8 +32,20 @@ func (a *assembly) clear() {
 // total) and reports whether the whole command is now held.
 func (a *assembly) add(off uint32, p []byte) bool {
 	if len(p) > 0 {
+		end := off + uint32(len(p))
+		if int(end) > len(a.buf) {
+			if int(end) > cap(a.buf) {
+				// Grow by doubling, never past the declared total.
+				n := min(max(int(end), 2*cap(a.buf)), int(a.total))
+				nb := make([]byte, int(end), n)
+				copy(nb, a.buf)
+				a.buf = nb
+			} else {
+				a.buf = a.buf[:end]
+			}
+		}
 		copy(a.buf[off:], p)
-		lo, hi := off, off+uint32(len(p))
+		lo, hi := off, end
 		i := 0
 		for i < len(a.have) && a.have[i].to < lo {
 			i++
@@ -58,3 +71,100 @@ func (a *assembly) add(off uint32, p []byte) bool {
 	}
 	return len(a.have) == 1 && a.have[0].from == 0 && a.have[0].to == a.total
 }
+
+// senderKey names a sender: (account, instance).
+type senderKey struct {
+	account  wire.Account
+	instance uint8
+}
+
+// reassembly is a command being reassembled for one sender, with the
+// budget it reserved (its declared total) and the last time a fragment
+// came (on the core's clock), by which an abandoned one is forgotten.
+type reassembly struct {
+	key         senderKey
+	incarnation uint64
+	reserved    int
+	touched     int64
+	asm         assembly
+}
+
+// reassemblies holds the commands being reassembled, one per sender at
+// most. It is not part of State: nothing of it is in the stream until the
+// command is whole. Its bounds: MaxReassemblyBytes of declared totals,
+// all senders together, and ReassemblyTimeout of silence, after which a
+// reassembly is dropped and its budget freed (its sender died, or moved
+// on); a resend then starts it again.
+type reassemblies struct {
+	index    map[senderKey]int32
+	list     []reassembly
+	free     []int32
+	reserved int // sum of reserved
+}
+
+func (t *reassemblies) init() { t.index = make(map[senderKey]int32) }
+
+// get returns the reassembly of k, or nil.
+func (t *reassemblies) get(k senderKey) *reassembly {
+	i, ok := t.index[k]
+	if !ok {
+		return nil
+	}
+	return &t.list[i]
+}
+
+// open starts a reassembly for k reserving total bytes (the caller checked
+// the budget); a buffer of a dropped reassembly is reused.
+func (t *reassemblies) open(k senderKey, incarnation, cmdSeq uint64, total uint32, now int64) *reassembly {
+	var i int32
+	if n := len(t.free); n > 0 {
+		i = t.free[n-1]
+		t.free = t.free[:n-1]
+	} else {
+		t.list = append(t.list, reassembly{})
+		i = int32(len(t.list) - 1)
+	}
+	r := &t.list[i]
+	r.key, r.incarnation, r.reserved, r.touched = k, incarnation, int(total), now
+	r.asm.start(cmdSeq, total)
+	t.index[k] = i
+	t.reserved += r.reserved
+	return r
+}
+
+// drop ends the reassembly of k and frees its budget. A buffer above
+// keepAssemblyBytes is released: many senders each keeping a 16 MiB
+// buffer would pin gigabytes.
+func (t *reassemblies) drop(k senderKey) {
+	i, ok := t.index[k]
+	if !ok {
+		return
+	}
+	r := &t.list[i]
+	t.reserved -= r.reserved
+	r.reserved = 0
+	r.asm.clear()
+	if cap(r.asm.buf) > keepAssemblyBytes {
+		r.asm.buf = nil
+	}
+	delete(t.index, k)
+	t.free = append(t.free, i)
+}
+
+// expire drops every reassembly untouched since before and returns how
+// many it dropped.
+func (t *reassemblies) expire(before int64) int {
+	n := 0
+	for i := range t.list {
+		r := &t.list[i]
+		if r.asm.cmdSeq != 0 && r.touched < before {
+			t.drop(r.key)
+			n++
+		}
+	}
+	return n
+}
+
+// keepAssemblyBytes: a reassembly buffer up to this size is kept for the
+// next fragmented command; a larger one is released.
+const keepAssemblyBytes = 1 << 20

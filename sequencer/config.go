@@ -54,13 +54,31 @@ type Config struct {
 	// reassembled from fragments).
 	MaxMessageBytes int
 	// MaxSenders is the capacity of the dedupe table, allocated up front.
+	// A new sender in a full table replaces the least recently active one
+	// (whose last record is oldest) if that one's last record is at least
+	// SenderIdleTimeout old; otherwise its command is rejected
+	// (RejectSenderTableFull). Every member of a sequencer group must use
+	// the same value: standbys applying the stream forget the same sender.
 	MaxSenders int
-	// MaxReassemblyBytes bounds the memory held by commands being
-	// reassembled from fragments, all senders together; a fragment that
-	// would start a reassembly beyond it is dropped (counted) and its
-	// sender's resend tries again later. Buffers above 1 MiB are released
-	// once their command is sequenced.
+	// SenderIdleTimeout is how long (sequencer time) a sender must have
+	// had no record in the stream before a full table may forget it.
+	SenderIdleTimeout time.Duration
+	// MaxReassemblyBytes bounds the memory reserved by commands being
+	// reassembled from fragments, all senders together (each reserves its
+	// declared total; buffers grow with the bytes that arrive). A command
+	// whose reassembly does not fit is rejected (RejectReassemblyFull).
+	// Buffers above 1 MiB are released once their command is sequenced.
 	MaxReassemblyBytes int
+	// ReassemblyTimeout: a reassembly that got no fragment for this long is
+	// dropped and its budget freed (its sender died mid-command, or moved
+	// on); a resend starts it again.
+	ReassemblyTimeout time.Duration
+	// MaxTimersPerSender caps the centralized timers one (account,
+	// instance) may hold; setting one more is rejected (RejectTimerCap).
+	MaxTimersPerSender int
+	// MinTimerPeriod is the shortest period of a periodic centralized
+	// timer; a shorter one is rejected (RejectTimerRequest).
+	MinTimerPeriod time.Duration
 	// ActiveTimeout (hot-hot): when the active instance of an account has
 	// been silent this long and another instance was heard within it, the
 	// other becomes active. 0 never switches.
@@ -102,6 +120,10 @@ func DefaultConfig() Config {
 		FlowWindowPercent:     50,
 		FlowReceiverTimeout:   2 * time.Second,
 		MaxReceivers:          1024,
+		ReassemblyTimeout:     30 * time.Second,
+		SenderIdleTimeout:     10 * time.Minute,
+		MaxTimersPerSender:    1024,
+		MinTimerPeriod:        time.Millisecond,
 		Standalone:            true,
 	}
 }
@@ -112,6 +134,8 @@ const (
 	maxPacketBytes = 65507 // largest UDP payload over IPv4
 	maxRingBytes   = 1 << 40
 	maxSenders     = 1 << 20
+	// maxTimersPerSender keeps timer counts in an int32.
+	maxTimersPerSender = 1 << 20
 )
 
 // Validate reports the first field outside its allowed range.
@@ -148,6 +172,14 @@ func (c Config) Validate() error {
 		return bad("MaxReassemblyBytes", c.MaxReassemblyBytes, fmt.Sprintf(">= MaxMessageBytes (%d)", c.MaxMessageBytes))
 	case c.MaxSenders < 1 || c.MaxSenders > maxSenders:
 		return bad("MaxSenders", c.MaxSenders, fmt.Sprintf("1..%d", maxSenders))
+	case c.SenderIdleTimeout < 0:
+		return bad("SenderIdleTimeout", c.SenderIdleTimeout, ">= 0")
+	case c.ReassemblyTimeout < time.Millisecond:
+		return bad("ReassemblyTimeout", c.ReassemblyTimeout, ">= 1ms")
+	case c.MaxTimersPerSender < 1 || c.MaxTimersPerSender > maxTimersPerSender:
+		return bad("MaxTimersPerSender", c.MaxTimersPerSender, fmt.Sprintf("1..%d", maxTimersPerSender))
+	case c.MinTimerPeriod < 0:
+		return bad("MinTimerPeriod", c.MinTimerPeriod, ">= 0")
 	case c.ActiveTimeout < 0:
 		return bad("ActiveTimeout", c.ActiveTimeout, ">= 0 (0 = never switch)")
 	case c.FlowWindowPercent < 0 || c.FlowWindowPercent > 90:

@@ -18,31 +18,41 @@ type Sink interface {
 
 // Stats are the Core's counters since New.
 type Stats struct {
-	Commands         uint64 // commands sequenced (whole or reassembled)
-	Duplicates       uint64 // commands dropped: cmdSeq <= last sequenced
-	OutOfOrder       uint64 // commands dropped: cmdSeq > last+1
-	StaleFrames      uint64 // command frames dropped: incarnation older than on record
-	Fragments        uint64 // command fragments accepted into a reassembly
-	BadFragments     uint64 // fragments dropped: Total disagrees with the reassembly in progress
-	ReassemblyFull   uint64 // fragments dropped: MaxReassemblyBytes reached
-	Malformed        uint64 // frames rejected by a decoder or a sanity check
-	WrongSession     uint64 // command frames and NAKs for another session (ignored)
-	Rejected         uint64 // frames from new senders refused because the table is full
-	Statuses         uint64 // receiver position reports taken
-	StatusBeyondTail uint64 // position reports beyond the last published seq (ignored)
-	FlowPaused       uint64 // command frames not taken: the slowest receiver that matters is a flow window behind
-	Naks             uint64 // NAKs received for this session
-	NaksBeyondTail   uint64 // NAKs starting after the last published seq (ignored)
-	Retransmitted    uint64 // packets sent again in answer to NAKs
-	RepairsMulticast uint64 // NAK answers published to everyone (several receivers asked)
-	Throttled        uint64 // NAK answers cut short by RetransmitBytesPerSecond
-	Gones            uint64 // Gone replies (range left the ring)
-	Heartbeats       uint64 // heartbeats published
-	Packets          uint64 // data packets published (first sends)
-	Messages         uint64 // sequence numbers assigned
-	TimersFired      uint64 // InternalTimer messages emitted
-	TimerSkipped     uint64 // periods of periodic timers skipped (sequencer time jumped past them)
-	ActivationSwitch uint64 // hot-hot switches by ActiveTimeout
+	Commands     uint64 // commands sequenced (whole or reassembled)
+	Duplicates   uint64 // commands dropped: cmdSeq <= last sequenced
+	OutOfOrder   uint64 // commands dropped: cmdSeq > last+1
+	StaleFrames  uint64 // command frames dropped: incarnation older than on record
+	Fragments    uint64 // command fragments accepted into a reassembly
+	BadFragments uint64 // fragments dropped: Total disagrees with the reassembly in progress
+	Malformed    uint64 // frames rejected by a decoder or a sanity check
+	WrongSession uint64 // command frames and NAKs for another session (ignored)
+	// Rejected counts InternalRejected records (commands refused, each
+	// reported to its sender in the stream); the Rejected* fields split it
+	// by reason.
+	Rejected                uint64
+	RejectedTooLarge        uint64 // over MaxMessageBytes
+	RejectedSenderTableFull uint64 // unknown sender, table full of senders heard within SenderIdleTimeout
+	RejectedReassemblyFull  uint64 // MaxReassemblyBytes reached
+	RejectedTimerCap        uint64 // MaxTimersPerSender reached
+	RejectedTimerRequest    uint64 // malformed timer request or period below MinTimerPeriod
+	RejectedFragmentedTimer uint64 // timer request in fragments
+	SendersForgotten        uint64 // senders forgotten by a full table for a new one (InternalSenderForgotten)
+	ReassembliesExpired     uint64 // reassemblies dropped after ReassemblyTimeout of silence
+	Statuses                uint64 // receiver position reports taken
+	StatusBeyondTail        uint64 // position reports beyond the last published seq (ignored)
+	FlowPaused              uint64 // command frames not taken: the slowest receiver that matters is a flow window behind
+	Naks                    uint64 // NAKs received for this session
+	NaksBeyondTail          uint64 // NAKs starting after the last published seq (ignored)
+	Retransmitted           uint64 // packets sent again in answer to NAKs
+	RepairsMulticast        uint64 // NAK answers published to everyone (several receivers asked)
+	Throttled               uint64 // NAK answers cut short by RetransmitBytesPerSecond
+	Gones                   uint64 // Gone replies (range left the ring)
+	Heartbeats              uint64 // heartbeats published
+	Packets                 uint64 // data packets published (first sends)
+	Messages                uint64 // sequence numbers assigned
+	TimersFired             uint64 // InternalTimer messages emitted
+	TimerSkipped            uint64 // periods of periodic timers skipped (sequencer time jumped past them)
+	ActivationSwitch        uint64 // hot-hot switches by ActiveTimeout
 }
 
 // Core is the sequencing state machine. See the package comment.
@@ -83,15 +93,20 @@ type Core struct {
 	store    RetransmitStore // answers NAKs: the ring
 	repair   repairState
 	onRepair PacketFunc // c.repairPacket, built once
-	senders  senderTable
-	asmBytes int // capacity of every sender's reassembly buffer (MaxReassemblyBytes)
-	accounts accountTable
-	timers   timerTable
+	// state is what the stream determines (dedupe, activation, timers):
+	// every record the core emits is applied to it at once.
+	state State
+	live  []liveSender // per State sender index: last frame heard
+	asm   reassemblies
+	// asmExpireAt: the next Tick at or after it drops reassemblies silent
+	// for ReassemblyTimeout.
+	asmExpireAt int64
 
 	// Scratch values reused on every call so that nothing escapes to the heap.
 	cmd wire.CommandPacket
 	c   wire.Command
 	rec wire.Record
+	app wire.Record // the record being applied to state
 	nak wire.Nak
 	// status is the last receiver report decoded; flow tracks them all.
 	status wire.Status
@@ -139,9 +154,9 @@ func New(cfg Config, sink Sink) (*Core, error) {
 	c.ring.init(cfg.RingBytes, cfg.MaxPacketBytes)
 	c.store = &c.ring
 	c.onRepair = c.repairPacket
-	c.senders.init(cfg.MaxSenders)
-	c.accounts.init(cfg.MaxSenders)
-	c.timers.init()
+	c.state.init(cfg.MaxSenders, cfg.FirstSeq)
+	c.live = make([]liveSender, cfg.MaxSenders)
+	c.asm.init()
 	c.flow.init(cfg.MaxReceivers)
 	// The bucket holds 50ms of the rate, and at least one packet so that a
 	// tiny rate still makes progress.
@@ -201,6 +216,9 @@ func (c *Core) Tick(now Time) {
 	}
 	c.fireTimers()
 	c.tickFlow()
+	if len(c.asm.index) > 0 && c.mono >= c.asmExpireAt {
+		c.expireReassemblies()
+	}
 	if c.open && (c.nextSeq != before || c.mono-c.openedAt >= int64(c.cfg.FlushDelay)) {
 		c.publishOpen()
 	}
@@ -243,6 +261,11 @@ func (c *Core) Stable() uint64 { return c.stable }
 
 // Published is the last seq whose every byte has been published.
 func (c *Core) Published() uint64 { return c.published }
+
+// State is the stream-derived state, as of the last record emitted (the
+// open packet included). It is the Core's own: read it, Snapshot it, but
+// do not Apply to it.
+func (c *Core) State() *State { return &c.state }
 
 // Stats returns a copy of the counters.
 func (c *Core) Stats() Stats { return c.stats }

@@ -17,6 +17,60 @@
 // for unicast replies (retransmits, Gone). A packet handed to the sink is a
 // view of the retransmit ring, valid only during the call.
 //
+// # Three parts: State, publishing, repair
+//
+// State is what the stream determines: the dedupe table (per (account,
+// instance): incarnation, last command seq), hot-hot activation, the
+// centralized timers, and the position (last seq and time, the epoch). It
+// changes only through State.Apply(record), which every sequenced record
+// goes through, and it encodes with Snapshot (versioned bytes) and
+// decodes with Restore. The Core decides (which command to accept or
+// reject, when a timer is due, when activation switches, which sender a
+// full table forgets), emits the record, then applies it through the same
+// Apply as a standby reading the stream; so a standby (later, each
+// member of the Raft group) that applies the stream holds a State equal
+// to the primary's, byte for byte, at every seq, and a new primary's
+// dedupe table is rebuilt from the stream by construction. What the
+// stream does not carry stays in the Core: when each sender was last
+// heard (ActiveTimeout, on the monotonic clock) and commands being
+// reassembled from fragments. The simulator asserts the equality after
+// every step.
+//
+// Publishing is the rest of the Core: numbering, stamping, batching
+// records into packets in place in the ring, fragmenting, stable,
+// heartbeats and flow control. Repair answers NAKs from a
+// RetransmitStore (below).
+//
+// # Rejection and bounds
+//
+// A command the sequencer cannot take is rejected, one by one, never by
+// dropping its frame: an InternalRejected record (FlagInternal, the
+// requester's account, instance and command seq in the record header,
+// payload Account, Instance, ID = cmdSeq, Value = a wire.RejectReason,
+// Extra = the frame's incarnation) takes its place in the stream and
+// uses its command seq up, so the sender's later commands go on and its
+// node turns the record into an error for that command. Reasons: larger
+// than MaxMessageBytes; an unknown sender while the table is full of
+// senders active within SenderIdleTimeout (this one leaves no entry);
+// the reassembly budget (MaxReassemblyBytes) full; MaxTimersPerSender
+// reached; a malformed timer request or a period below MinTimerPeriod; a
+// fragmented timer request. Each is counted in Stats.
+//
+// Every table keyed by a remote identity is bounded. Senders: only a
+// record in the stream creates an entry (a frame whose commands are all
+// dropped leaves none), at most MaxSenders; for a new sender in a full
+// table the least recently active one (oldest last record) is forgotten
+// if it has been silent in the stream for SenderIdleTimeout: an
+// InternalSenderForgotten record, applied like any other, so standbys
+// forget the same one. Its dedupe entry and timers go: a resend of its
+// old commands could no longer be told from a new command, so the
+// forgotten node must start a new incarnation at command seq 1 (the
+// record tells it); a command above 1 from an unknown sender is dropped
+// as out of order. Reassemblies: MaxReassemblyBytes of declared totals,
+// and one silent for ReassemblyTimeout (monotonic) is dropped, freeing
+// its budget; buffers grow with the bytes that arrive. Timers:
+// MaxTimersPerSender each, periods of at least MinTimerPeriod.
+//
 // # Time
 //
 // Every timeout (heartbeats, flush delay, repair pacing, the multicast
@@ -38,9 +92,12 @@
 // Sequence numbers are dense and start at Config.FirstSeq. A fresh session
 // (FirstSeq 1) begins with InternalSessionStart (seq 1) then
 // InternalEpochStart; a later epoch begins with InternalEpochStart. For a
-// command frame the order is: InternalNodeActivated (the account's first
-// instance heard from), InternalIncarnation (a larger incarnation than on
-// record), then its accepted commands in cmdSeq order. A CmdTimer command
+// command frame the order is: InternalIncarnation (a larger incarnation
+// than on record, for a known sender), then for each command that is next
+// for its sender, in cmdSeq order: for a sender not on record,
+// InternalSenderForgotten (a full table makes room), InternalNodeActivated
+// (its account has no active instance), InternalIncarnation (a non-zero
+// incarnation); then the command, or its InternalRejected. A CmdTimer command
 // becomes an InternalTimerSet/InternalTimerCancel record that keeps the
 // requester's account, instance and cmdSeq. Tick emits, in order, hot-hot
 // switches (InternalNodeDeactivated then InternalNodeActivated) and due
@@ -77,6 +134,7 @@
 // chunks as packets fill it, and its index doubles as it grows, so that
 // memory follows use up to RingBytes. In steady state Step (a
 // command frame from a known sender, or a NAK), Flush and Tick allocate
-// nothing. A new sender, a new timer, and the reassembly buffer of a
-// fragmented command larger than any before from that sender allocate once.
+// nothing (State.Apply included). A new account, a new timer, and a
+// reassembly buffer (grown as fragments arrive, reused across commands up
+// to 1 MiB) allocate.
 package sequencer

@@ -3,17 +3,21 @@ package sequencer
 import "errors"
 
 // Sentinel errors. Step also returns the wire package's decoder sentinels
-// (wire.ErrShort, wire.ErrRecord, wire.ErrTimerReq, ...) for malformed frames.
+// (wire.ErrShort, wire.ErrRecord, ...) for malformed frames. Commands the
+// sequencer cannot take are not errors of Step: they are rejected in the
+// stream (wire.InternalRejected) and counted in Stats.
 var (
 	// ErrConfig is wrapped by Config.Validate with the bad field and its range.
 	ErrConfig = errors.New("sequencer: invalid config")
-	// ErrTooManySenders: a frame came from a new (account, instance) while
-	// the dedupe table already holds MaxSenders entries.
-	ErrTooManySenders = errors.New("sequencer: sender table full")
-	// ErrFragmentedTimer: a CmdTimer command arrived as fragments; timer
-	// requests are 32 bytes and always travel whole.
-	ErrFragmentedTimer = errors.New("sequencer: timer request must not be fragmented")
-	// ErrCommandTooLarge: a command (or a fragment's Total) exceeds
-	// Config.MaxMessageBytes.
-	ErrCommandTooLarge = errors.New("sequencer: command larger than MaxMessageBytes")
+	// ErrApplyGap: State.Apply got a record whose seq is not the next one.
+	ErrApplyGap = errors.New("sequencer: record applied out of seq order")
+	// ErrApplyRecord: State.Apply got an internal record that does not
+	// decode (or is fragmented).
+	ErrApplyRecord = errors.New("sequencer: malformed internal record")
+	// ErrApplyFull: State.Apply got a record naming a new sender while
+	// the table is full (the primary emits InternalSenderForgotten first).
+	ErrApplyFull = errors.New("sequencer: record names a new sender in a full table")
+	// ErrSnapshot: State.Restore got bytes that are not a valid snapshot
+	// of a version it reads.
+	ErrSnapshot = errors.New("sequencer: malformed state snapshot")
 )

@@ -2,7 +2,9 @@ package sequencer
 
 import (
 	"bytes"
+	"fmt"
 	"math/rand/v2"
+	"slices"
 	"testing"
 
 	"github.com/seqd/seqd/wire"
@@ -163,52 +165,66 @@ func TestAssembly_KeepsRangesAcrossResends(t *testing.T) {
 	}
 }
 
-// TestCore_ReassemblyMemoryIsBounded: fragments that would start a
-// reassembly beyond MaxReassemblyBytes are dropped until memory is free
-// again; large buffers are released once their command is sequenced.
+// TestCore_ReassemblyMemoryIsBounded: a command whose reassembly would
+// go beyond MaxReassemblyBytes is rejected in the stream (its sender's
+// next command gets through); large buffers are released once their
+// command is sequenced.
 func TestCore_ReassemblyMemoryIsBounded(t *testing.T) {
 	cfg := testConfig()
 	cfg.RingBytes = 1 << 13 * cfg.MaxPacketBytes
 	cfg.MaxMessageBytes = 2 << 20
 	cfg.MaxReassemblyBytes = 3 << 20
 	c, sink := newCore(t, cfg)
-	frags := func(a wire.Account, payload []byte) [][]byte {
-		var out [][]byte
-		const room = 60000
-		for off := 0; off < len(payload); off += room {
-			end := min(off+room, len(payload))
-			out = append(out, frame(t, a, 1, 0, wire.Command{CmdSeq: 1, Flags: wire.CmdFragment,
-				Total: uint32(len(payload)), Offset: uint32(off), Payload: payload[off:end]}))
-		}
-		return out
-	}
 	pa, pb := bytes.Repeat([]byte("A"), 2<<20), bytes.Repeat([]byte("B"), 2<<20)
-	fa, fb := frags(acctA, pa), frags(acctB, pb)
+	fa, fb := fragFrames(t, acctA, 1, pa), fragFrames(t, acctB, 1, pb)
 	half := len(fa) / 2
 	for _, f := range fa[:half] {
 		mustStep(t, c, 1, f)
 	}
 	mustStep(t, c, 2, fb[0]) // 2 MiB held for A: B's 2 MiB does not fit in 3
-	if st := c.Stats(); st.ReassemblyFull != 1 {
-		t.Fatalf("ReassemblyFull = %d, want 1", st.ReassemblyFull)
+	if st := c.Stats(); st.RejectedReassemblyFull != 1 {
+		t.Fatalf("RejectedReassemblyFull = %d, want 1", st.RejectedReassemblyFull)
+	}
+	for _, f := range fb[1:] { // the rest of a rejected command: duplicates
+		mustStep(t, c, 2, f)
 	}
 	for _, f := range fa[half:] {
 		mustStep(t, c, 3, f)
 	}
-	for _, f := range fb { // A's buffer was released: B now fits
+	for _, f := range fragFrames(t, acctB, 2, pb) { // A's buffer was released: B now fits
 		mustStep(t, c, 4, f)
 	}
 	c.Flush(at(5))
 	var got [][]byte
+	var rejected []string
 	for _, m := range decodeStream(t, sink.published, cfg.MaxPacketBytes) {
 		if m.Internal == nil {
 			got = append(got, m.Payload)
+		} else if m.Internal.Type == wire.InternalRejected {
+			rejected = append(rejected, fmt.Sprintf("%v/%d cmd %d: %v", m.Internal.Account, m.Internal.Instance, m.Internal.ID, wire.RejectReason(m.Internal.Value)))
 		}
 	}
 	if len(got) != 2 || !bytes.Equal(got[0], pa) || !bytes.Equal(got[1], pb) {
 		t.Fatalf("sequenced %d commands, want A's then B's 2 MiB intact", len(got))
 	}
-	if st := c.Stats(); st.Commands != 2 || st.ReassemblyFull != 1 {
+	if want := []string{"bob/1 cmd 1: " + wire.RejectReassemblyFull.String()}; !slices.Equal(rejected, want) {
+		t.Fatalf("rejections %q, want %q", rejected, want)
+	}
+	if st := c.Stats(); st.Commands != 2 || st.Rejected != 1 || st.Duplicates != uint64(len(fb)-1) {
 		t.Fatalf("stats %+v", st)
 	}
+}
+
+// fragFrames splits payload into command frames of one fragment each, as
+// command cmdSeq of account a, instance 1.
+func fragFrames(t testing.TB, a wire.Account, cmdSeq uint64, payload []byte) [][]byte {
+	t.Helper()
+	var out [][]byte
+	const room = 60000
+	for off := 0; off < len(payload); off += room {
+		end := min(off+room, len(payload))
+		out = append(out, frame(t, a, 1, 0, wire.Command{CmdSeq: cmdSeq, Flags: wire.CmdFragment,
+			Total: uint32(len(payload)), Offset: uint32(off), Payload: payload[off:end]}))
+	}
+	return out
 }

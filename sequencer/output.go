@@ -45,6 +45,13 @@ func (c *Core) appendMessage(flags uint8, account wire.Account, instance uint8, 
 	}
 	c.nextSeq++
 	c.stats.Messages++
+	// The primary applies what it emits, through the same Apply as a
+	// standby reading the stream.
+	a := &c.app
+	a.Seq, a.Time, a.Flags, a.Account, a.Instance, a.CmdSeq, a.Payload = seq, c.now, flags, account, instance, cmdSeq, payload
+	if err := c.state.Apply(a); err != nil {
+		panic("sequencer: state refused a record the core emitted: " + err.Error())
+	}
 	return seq
 }
 

@@ -1,26 +1,28 @@
 package sequencer
 
 import (
-	"encoding/binary"
-
 	"github.com/seqd/seqd/wire"
 )
 
-// sender is the dedupe entry of one (account, instance): the incarnation
-// on record, the last cmdSeq sequenced, and the command being reassembled.
+// sender is the dedupe entry of one (account, instance), part of State:
+// the incarnation on record, the last cmdSeq used up, and its latest
+// record (for the choice of whom to forget in a full table).
 type sender struct {
 	account     wire.Account
 	instance    uint8
-	acct        int32 // index in Core.accounts
+	acct        int32 // index in State.accounts.list
+	timers      int32 // centralized timers it holds
 	incarnation uint64
 	lastCmdSeq  uint64
-	lastHeard   int64 // mono time of its last valid frame (ActiveTimeout)
-	asm         assembly
+	lastSeq     uint64 // seq of its latest record
+	lastTime    int64  // time of its latest record
 }
 
-// senderTable is an open-addressing hash table from (account, instance) to
-// sender. Entries are allocated up front (MaxSenders) and never move, so a
-// lookup costs one hash and usually one probe and allocates nothing.
+// senderTable is an open-addressing (linear probing) hash table from
+// (account, instance) to an index in list. The list is allocated up front
+// (MaxSenders) and entries never move: a forgotten sender's index is
+// reused by the one that replaces it. A lookup costs one hash and usually
+// one probe and allocates nothing.
 type senderTable struct {
 	slots []int32 // index+1 into list; 0 = empty
 	mask  uint64
@@ -62,152 +64,48 @@ func (t *senderTable) lookup(a wire.Account, instance uint8) (int32, uint64) {
 	}
 }
 
-// insert adds a sender at the empty slot lookup returned; -1 when full.
+// insert adds a sender at the empty slot lookup returned; the caller
+// checks that the list has room.
 func (t *senderTable) insert(slot uint64, a wire.Account, instance uint8) int32 {
-	if len(t.list) == cap(t.list) {
-		return -1
-	}
 	t.list = append(t.list, sender{account: a, instance: instance})
 	idx := int32(len(t.list) - 1)
 	t.slots[slot] = idx + 1
 	return idx
 }
 
-// stepCommand validates a command frame, then dedupes and sequences its
-// commands.
-func (c *Core) stepCommand(now Time, frame []byte) error {
-	p := &c.cmd
-	if err := wire.DecodeCommand(frame, p); err != nil {
-		c.stats.Malformed++
-		return err
-	}
-	if err := c.checkCommands(frame); err != nil {
-		c.stats.Malformed++
-		return err
-	}
-	if p.Session != 0 && p.Session != c.session {
-		c.stats.WrongSession++
-		return nil
-	}
-	if c.flowPaused() {
-		// The slowest receiver that matters is a flow window behind: the
-		// node resends this frame after its backoff.
-		c.stats.FlowPaused++
-		return nil
-	}
-	idx, slot := c.senders.lookup(p.Account, p.Instance)
-	isNew := idx < 0
-	if isNew {
-		if idx = c.senders.insert(slot, p.Account, p.Instance); idx < 0 {
-			c.stats.Rejected++
-			return ErrTooManySenders
-		}
-	}
-	s := &c.senders.list[idx]
-	if p.Incarnation < s.incarnation {
-		c.stats.StaleFrames++
-		return nil
-	}
-	c.advance(now)
-	s.lastHeard = c.mono
-	if isNew {
-		c.accounts.addInstance(c, s, idx)
-	}
-	if p.Incarnation > s.incarnation {
-		// A restarted node: the reset goes into the stream so that a new
-		// primary rebuilding the table from the stream agrees.
-		s.incarnation = p.Incarnation
-		s.lastCmdSeq = 0
-		s.asm.clear()
-		c.in = wire.Internal{Type: wire.InternalIncarnation, Account: s.account, Instance: s.instance, Value: s.incarnation}
-		c.emitInternal(wire.FlagInternal|wire.FlagSeqGen, 0, 0, 0)
-	}
-	cmd := &c.c
-	for p.Next(cmd) {
-		switch {
-		case cmd.CmdSeq <= s.lastCmdSeq:
-			c.stats.Duplicates++
-		case cmd.CmdSeq != s.lastCmdSeq+1:
-			c.stats.OutOfOrder++
-		case cmd.Flags&wire.CmdFragment != 0:
-			c.addFragment(s, cmd)
-		case cmd.Flags&wire.CmdTimer != 0:
-			c.sequenceTimer(s, cmd)
-		default:
-			s.asm.clear()
-			c.appendMessage(0, s.account, s.instance, cmd.CmdSeq, cmd.Payload)
-			s.lastCmdSeq = cmd.CmdSeq
-			c.stats.Commands++
-		}
-	}
-	return nil
+// reuse gives index idx (unlinked) to a new sender at the empty slot
+// lookup returned.
+func (t *senderTable) reuse(idx int32, slot uint64, a wire.Account, instance uint8) {
+	t.list[idx] = sender{account: a, instance: instance}
+	t.slots[slot] = idx + 1
 }
 
-// checkCommands rejects, before anything changes, commands that decode but
-// that the sequencer cannot take: oversized ones and bad timer requests.
-// It walks the record headers of the frame DecodeCommand has validated
-// (layout in package wire's doc) instead of decoding every command: this
-// pass runs for every frame and only timer requests need a closer look.
-func (c *Core) checkCommands(frame []byte) error {
-	max := uint64(c.cfg.MaxMessageBytes)
-	b := frame[wire.CommandHeaderBytes:]
-	for len(b) > 0 {
-		n := int(binary.LittleEndian.Uint16(b[8:]))
-		flags := b[10]
-		h := wire.CommandRecordBytes
-		total := uint64(n)
-		if flags&wire.CmdFragment != 0 {
-			total = uint64(binary.LittleEndian.Uint32(b[12:]))
-			h += wire.FragmentHeaderBytes
-		}
-		if total > max {
-			return ErrCommandTooLarge
-		}
-		if flags&wire.CmdTimer != 0 {
-			if flags&wire.CmdFragment != 0 {
-				return ErrFragmentedTimer
-			}
-			if err := wire.DecodeTimerRequest(b[h:h+n], &c.tr); err != nil {
-				return err
-			}
-		}
-		b = b[h+n:]
+// unlink removes index idx from the hash slots (the list entry stays, for
+// reuse), shifting later entries of its probe run back so that lookups
+// need no tombstones.
+func (t *senderTable) unlink(idx int32) {
+	e := &t.list[idx]
+	_, i := t.lookup(e.account, e.instance)
+	for t.slots[i] != idx+1 {
+		i = (i + 1) & t.mask
 	}
-	return nil
-}
-
-// keepAssemblyBytes: a reassembly buffer up to this size is kept for the
-// sender's next fragmented command; a larger one is released.
-const keepAssemblyBytes = 1 << 20
-
-// addFragment adds a fragment of the expected command to the sender's
-// reassembly and sequences the command once every byte is held.
-func (c *Core) addFragment(s *sender, cmd *wire.Command) {
-	a := &s.asm
-	if a.cmdSeq != cmd.CmdSeq {
-		if grow := int(cmd.Total) - cap(a.buf); grow > 0 {
-			if c.asmBytes+grow > c.cfg.MaxReassemblyBytes {
-				c.stats.ReassemblyFull++
+	for {
+		j := i
+		for {
+			j = (j + 1) & t.mask
+			s := t.slots[j]
+			if s == 0 {
+				t.slots[i] = 0
 				return
 			}
-			c.asmBytes += grow
+			home := senderHash(t.list[s-1].account, t.list[s-1].instance) & t.mask
+			// The entry at j may move to i unless its home lies
+			// cyclically in (i, j].
+			if (i <= j && (home <= i || home > j)) || (i > j && home <= i && home > j) {
+				t.slots[i] = s
+				i = j
+				break
+			}
 		}
-		a.start(cmd.CmdSeq, cmd.Total)
-	} else if a.total != cmd.Total {
-		c.stats.BadFragments++
-		return
 	}
-	c.stats.Fragments++
-	if !a.add(cmd.Offset, cmd.Payload) {
-		return
-	}
-	c.appendMessage(0, s.account, s.instance, cmd.CmdSeq, a.buf[:a.total])
-	a.clear()
-	if cap(a.buf) > keepAssemblyBytes {
-		// Many senders each keeping a 16 MiB buffer would pin gigabytes.
-		c.asmBytes -= cap(a.buf)
-		a.buf = nil
-	}
-	s.lastCmdSeq = cmd.CmdSeq
-	c.stats.Commands++
 }

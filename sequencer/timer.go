@@ -87,13 +87,13 @@ func (t *timerTable) fix(i int) {
 	t.down(t.list[t.heap[i]].pos)
 }
 
-// set schedules (or replaces) a timer.
-func (t *timerTable) set(k timerKey, at, period int64) {
+// set schedules (or replaces) a timer and reports whether it is new.
+func (t *timerTable) set(k timerKey, at, period int64) bool {
 	if s, ok := t.index[k]; ok {
 		tm := &t.list[s]
 		tm.at, tm.period = at, period
 		t.fix(tm.pos)
-		return
+		return false
 	}
 	var s int32
 	if n := len(t.free); n > 0 {
@@ -107,13 +107,15 @@ func (t *timerTable) set(k timerKey, at, period int64) {
 	t.heap = append(t.heap, s)
 	t.up(len(t.heap) - 1)
 	t.index[k] = s
+	return true
 }
 
-// cancel removes a timer; unknown keys are fine (it may have fired).
-func (t *timerTable) cancel(k timerKey) {
+// cancel removes a timer and reports whether it existed (it may have
+// fired).
+func (t *timerTable) cancel(k timerKey) bool {
 	s, ok := t.index[k]
 	if !ok {
-		return
+		return false
 	}
 	delete(t.index, k)
 	i := t.list[s].pos
@@ -126,61 +128,128 @@ func (t *timerTable) cancel(k timerKey) {
 		t.fix(i)
 	}
 	t.free = append(t.free, s)
+	return true
 }
 
-// sequenceTimer sequences a CmdTimer command as an internal record that
-// keeps the requester's account/instance/cmdSeq (so the node's ack logic is
-// the same as for any command), then applies it.
-func (c *Core) sequenceTimer(s *sender, cmd *wire.Command) {
+// cancelSender removes every timer of (a, instance), in heap order so
+// that every applier removes them in the same order.
+func (t *timerTable) cancelSender(a wire.Account, instance uint8) {
+	for i := 0; i < len(t.heap); {
+		k := t.list[t.heap[i]].key
+		if k.account == a && k.instance == instance {
+			t.cancel(k) // moves another timer to i (or shrinks the heap)
+			i = 0       // the heap was reshuffled: start over
+			continue
+		}
+		i++
+	}
+}
+
+// fired applies the firing of timer k at time now: a periodic timer moves
+// to its next period (nextFiring), a one-shot timer (or one whose next
+// period is past the end of time) is removed; it reports a removal.
+func (t *timerTable) fired(k timerKey, now int64) bool {
+	s, ok := t.index[k]
+	if !ok {
+		return false
+	}
+	tm := &t.list[s]
+	if tm.period > 0 {
+		if at, ok := nextFiring(tm.at, tm.period, now); ok {
+			tm.at = at
+			t.fix(tm.pos)
+			return false
+		}
+	}
+	return t.cancel(k)
+}
+
+// nextFiring is the first period of a timer due at at that is after now.
+// Periods missed while the sequencer was not ticking are coalesced into
+// one firing, like a ticker, so a stalled clock cannot flood the stream.
+// ok is false when that time is past the end of time.
+func nextFiring(at, period, now int64) (int64, bool) {
+	// In uint64 so that far-apart times cannot overflow: now-at < 2^64
+	// always, and the step is whole periods.
+	behind := uint64(0)
+	if now > at {
+		behind = uint64(now - at)
+	}
+	step := (behind/uint64(period) + 1) * uint64(period)
+	if step <= behind || step > uint64(math.MaxInt64)-uint64(at) {
+		return 0, false
+	}
+	return at + int64(step), true
+}
+
+// due returns the earliest timer if it is due at now.
+func (t *timerTable) due(now int64) (*timer, bool) {
+	if len(t.heap) == 0 {
+		return nil, false
+	}
+	tm := &t.list[t.heap[0]]
+	return tm, tm.at <= now
+}
+
+// sequenceTimer turns an accepted CmdTimer command (decoded into c.tr,
+// checked by checkTimer) into an internal record that keeps the
+// requester's account/instance/cmdSeq (so the node's ack logic is the
+// same as for any command); applying it schedules or cancels the timer.
+func (c *Core) sequenceTimer(k senderKey, cmdSeq uint64) {
 	tr := &c.tr
-	if err := wire.DecodeTimerRequest(cmd.Payload, tr); err != nil {
-		panic("sequencer: timer request passed checkCommands but fails to decode: " + err.Error())
-	}
-	k := timerKey{account: s.account, instance: s.instance, id: tr.ID}
 	if tr.Cancel {
-		c.in = wire.Internal{Type: wire.InternalTimerCancel, Account: s.account, Instance: s.instance, ID: tr.ID}
-		c.timers.cancel(k)
+		c.in = wire.Internal{Type: wire.InternalTimerCancel, Account: k.account, Instance: k.instance, ID: tr.ID}
 	} else {
-		c.in = wire.Internal{Type: wire.InternalTimerSet, Account: s.account, Instance: s.instance, ID: tr.ID, Value: uint64(tr.At), Extra: tr.Period}
-		c.timers.set(k, tr.At, tr.Period)
+		c.in = wire.Internal{Type: wire.InternalTimerSet, Account: k.account, Instance: k.instance, ID: tr.ID, Value: uint64(tr.At), Extra: tr.Period}
 	}
-	c.emitInternal(wire.FlagInternal, s.account, s.instance, cmd.CmdSeq)
-	s.asm.clear()
-	s.lastCmdSeq = cmd.CmdSeq
+	c.emitInternal(wire.FlagInternal, k.account, k.instance, cmdSeq)
 	c.stats.Commands++
 }
 
+// checkTimer decodes a CmdTimer command into c.tr and returns why it
+// must be rejected, or 0. idx is the sender's index (-1: unknown).
+func (c *Core) checkTimer(cmd *wire.Command, idx int32) wire.RejectReason {
+	tr := &c.tr
+	if cmd.Flags&wire.CmdFragment != 0 {
+		return wire.RejectFragmentedTimer
+	}
+	if wire.DecodeTimerRequest(cmd.Payload, tr) != nil {
+		return wire.RejectTimerRequest
+	}
+	if tr.Cancel {
+		return 0
+	}
+	if tr.Period != 0 && tr.Period < int64(c.cfg.MinTimerPeriod) {
+		return wire.RejectTimerRequest
+	}
+	if idx >= 0 {
+		s := &c.state.senders.list[idx]
+		if int(s.timers) >= c.cfg.MaxTimersPerSender {
+			if _, exists := c.state.timers.index[timerKey{account: s.account, instance: s.instance, id: tr.ID}]; !exists {
+				return wire.RejectTimerCap
+			}
+		}
+	}
+	return 0
+}
+
 // fireTimers emits InternalTimer for every timer due at the current
-// sequencer time, earliest first. A periodic timer is rescheduled to its
-// next period after now: periods missed while the sequencer was not
-// ticking, or jumped over when the wall clock stepped forward, are
-// coalesced into one firing (and counted in TimerSkipped), like a ticker,
-// so a clock step of a day cannot flood the stream with catch-up fires.
+// sequencer time, earliest first; applying each record reschedules or
+// removes its timer (nextFiring). Periods missed while the sequencer was
+// not ticking, or jumped over when the wall clock stepped forward, are
+// coalesced into one firing and counted in TimerSkipped, so a clock step
+// of a day cannot flood the stream with catch-up fires.
 func (c *Core) fireTimers() {
-	t := &c.timers
-	for len(t.heap) > 0 {
-		s := t.heap[0]
-		tm := &t.list[s]
-		if tm.at > c.now {
+	for {
+		tm, due := c.state.timers.due(c.now)
+		if !due {
 			return
+		}
+		if tm.period > 0 {
+			c.stats.TimerSkipped += uint64(c.now-tm.at) / uint64(tm.period)
 		}
 		c.in = wire.Internal{Type: wire.InternalTimer, Account: tm.key.account, Instance: tm.key.instance, ID: tm.key.id, Value: uint64(tm.at), Extra: tm.period}
 		c.emitInternal(wire.FlagInternal|wire.FlagSeqGen, 0, 0, 0)
 		c.stats.TimersFired++
-		if tm.period > 0 {
-			// In uint64 so that far-apart times cannot overflow:
-			// now-at < 2^64 always, and the step is whole periods.
-			behind := uint64(c.now - tm.at)
-			step := (behind/uint64(tm.period) + 1) * uint64(tm.period)
-			if step <= behind || step > uint64(math.MaxInt64)-uint64(tm.at) {
-				t.cancel(tm.key) // the next firing is past the end of time
-				continue
-			}
-			tm.at += int64(step)
-			c.stats.TimerSkipped += behind / uint64(tm.period)
-			t.down(0)
-		} else {
-			t.cancel(tm.key)
-		}
 	}
 }

@@ -129,7 +129,9 @@ func TestCore_Timers(t *testing.T) {
 // TestCore_TimerRecords checks the set/cancel/fire records' headers: the
 // requests keep the requester's identity so the node sees its ack.
 func TestCore_TimerRecords(t *testing.T) {
-	c, sink := newCore(t, testConfig())
+	cfg := testConfig()
+	cfg.MinTimerPeriod = 0 // periods of nanoseconds
+	c, sink := newCore(t, cfg)
 	mustStep(t, c, 0, frame(t, acctB, 4, 0, timerCmd(t, 1, wire.TimerRequest{ID: 11, At: 100, Period: 50}), timerCmd(t, 2, wire.TimerRequest{ID: 12, Cancel: true})))
 	c.Tick(at(100))
 	var got []string
@@ -249,7 +251,9 @@ func TestCore_Activation(t *testing.T) {
 // timer far in the past fires once and one whose next period would pass
 // the end of time is dropped, instead of looping or wrapping.
 func TestCore_TimerFarTimes(t *testing.T) {
-	c, sink := newCore(t, testConfig())
+	cfg := testConfig()
+	cfg.MinTimerPeriod = 0 // periods of nanoseconds
+	c, sink := newCore(t, cfg)
 	mustStep(t, c, 100, frame(t, acctA, 1, 0,
 		timerCmd(t, 1, wire.TimerRequest{ID: 1, At: math.MinInt64 + 5, Period: 3}),
 		timerCmd(t, 2, wire.TimerRequest{ID: 2, At: math.MaxInt64 - 10, Period: math.MaxInt64})))
@@ -266,7 +270,7 @@ func TestCore_TimerFarTimes(t *testing.T) {
 	if got := timerFirings(decodeStream(t, sink.published, 1472)); !slices.Equal(got, want) {
 		t.Fatalf("firings %v, want %v", got, want)
 	}
-	if len(c.timers.heap) != 0 || len(c.timers.index) != 0 {
-		t.Fatalf("%d timers still scheduled", len(c.timers.heap))
+	if len(c.state.timers.heap) != 0 || len(c.state.timers.index) != 0 {
+		t.Fatalf("%d timers still scheduled", len(c.state.timers.heap))
 	}
 }

@@ -1,0 +1,274 @@
+package sequencer
+
+import (
+	"github.com/seqd/seqd/wire"
+)
+
+// State is the part of the sequencer that the stream determines: the
+// dedupe table (per (account, instance): incarnation and last command
+// seq), hot-hot activation (the active instance of each account), the
+// centralized timers, and the position (last seq and time applied, the
+// epoch). It changes only through Apply, one sequenced record at a time,
+// so the primary (which decides a record, emits it, then applies it) and
+// a standby or replayer (which applies the records it reads from the
+// stream) hold equal States at equal positions: Snapshot bytes are equal.
+// That is what lets a new primary rebuild its dedupe table from the stream.
+//
+// Decisions are not here: which command to accept or reject, when a
+// timer is due, when to switch activation. The Core makes them (reading
+// the State) and puts them in the stream; Apply only replays their
+// effect. The one choice Apply makes itself, which sender to forget when
+// a record names a new one and the table is full, is a pure function of
+// the State (the sender whose last record is oldest), so every applier
+// makes the same one.
+//
+// A State is not safe for concurrent use.
+type State struct {
+	maxSenders int
+	lastSeq    uint64 // last seq applied
+	lastTime   int64  // latest record time applied
+	epoch      uint32
+	epochStart uint64
+
+	senders  senderTable
+	accounts accountTable
+	timers   timerTable
+
+	in wire.Internal // scratch for Apply
+}
+
+// NewState returns an empty State positioned before firstSeq, holding at
+// most maxSenders senders. Every member of a sequencer group must use the
+// same maxSenders: it decides when Apply forgets a sender (Snapshot
+// carries it, and Restore takes it from there).
+func NewState(maxSenders int, firstSeq uint64) *State {
+	s := &State{}
+	s.init(maxSenders, firstSeq)
+	return s
+}
+
+func (s *State) init(maxSenders int, firstSeq uint64) {
+	*s = State{maxSenders: maxSenders, lastSeq: firstSeq - 1}
+	s.senders.init(maxSenders)
+	s.accounts.init(maxSenders)
+	s.timers.init()
+}
+
+// LastSeq is the seq of the last record applied.
+func (s *State) LastSeq() uint64 { return s.lastSeq }
+
+// LastTime is the latest record time applied.
+func (s *State) LastTime() int64 { return s.lastTime }
+
+// Epoch is the epoch of the last InternalEpochStart applied and the seq it
+// began at.
+func (s *State) Epoch() (epoch uint32, start uint64) { return s.epoch, s.epochStart }
+
+// Senders is the number of senders on record.
+func (s *State) Senders() int { return len(s.senders.list) }
+
+// Timers is the number of centralized timers scheduled.
+func (s *State) Timers() int { return len(s.timers.heap) }
+
+// Sender reports what the dedupe table holds for (account, instance).
+func (s *State) Sender(a wire.Account, instance uint8) (incarnation, lastCmdSeq uint64, ok bool) {
+	i, _ := s.senders.lookup(a, instance)
+	if i < 0 {
+		return 0, 0, false
+	}
+	e := &s.senders.list[i]
+	return e.incarnation, e.lastCmdSeq, true
+}
+
+// Active reports the active instance of account a, if any.
+func (s *State) Active(a wire.Account) (instance uint8, ok bool) {
+	ai, found := s.accounts.index[a]
+	if !found || s.accounts.list[ai].active < 0 {
+		return 0, false
+	}
+	return s.senders.list[s.accounts.list[ai].active].instance, true
+}
+
+// Apply replays one sequenced record. r is a whole message: Seq, Time,
+// Flags, Account, Instance, CmdSeq and, for an internal record, Payload.
+// A fragmented message is applied once (any one of its fragments will
+// do, since only an internal payload is read and internal messages are
+// never fragmented). Records must come in seq order with no gap
+// (ErrApplyGap); an internal record that does not decode returns
+// ErrApplyRecord, and one that names a new sender while the table is
+// full ErrApplyFull (the primary forgets a sender first). None of them
+// changes the State.
+//
+// Effects, by record:
+//   - a command (no FlagInternal): its sender's last command seq becomes
+//     CmdSeq;
+//   - InternalIncarnation: the sender's incarnation becomes Value, its
+//     last command seq 0;
+//   - InternalTimerSet / InternalTimerCancel (the requester's CmdSeq in
+//     the record): the timer is set or cancelled, and the command seq
+//     used up;
+//   - InternalRejected: the command seq (ID) is used up, except for
+//     RejectSenderTableFull, which leaves no entry;
+//   - InternalSenderForgotten: the sender's entry and timers are removed;
+//   - InternalNodeActivated / InternalNodeDeactivated: the account's
+//     active instance;
+//   - InternalTimer: a one-shot timer is removed, a periodic one moves to
+//     its next period after the record's time (nextFiring);
+//   - InternalEpochStart: the epoch and its first seq.
+//
+// Each record that names a sender it has no entry for creates one
+// (SenderForgotten, NodeDeactivated, Timer and RejectSenderTableFull
+// excepted). Every sender's latest record is kept: the least recently
+// active one is whom the primary forgets in a full table.
+func (s *State) Apply(r *wire.Record) error {
+	if r.Seq != s.lastSeq+1 {
+		return ErrApplyGap
+	}
+	if r.Flags&wire.FlagInternal == 0 {
+		if !s.room(r.Account, r.Instance) {
+			return ErrApplyFull
+		}
+		i := s.touch(r.Account, r.Instance, r.Seq, r.Time)
+		s.senders.list[i].lastCmdSeq = r.CmdSeq
+		s.advance(r)
+		return nil
+	}
+	in := &s.in
+	if r.Flags&wire.FlagFragment != 0 {
+		return ErrApplyRecord
+	}
+	if err := wire.DecodeInternal(r.Payload, in); err != nil {
+		return ErrApplyRecord
+	}
+	switch in.Type {
+	case wire.InternalIncarnation, wire.InternalTimerSet, wire.InternalTimerCancel, wire.InternalNodeActivated:
+		if !s.room(in.Account, in.Instance) {
+			return ErrApplyFull
+		}
+	case wire.InternalRejected:
+		if wire.RejectReason(in.Value) != wire.RejectSenderTableFull && !s.room(in.Account, in.Instance) {
+			return ErrApplyFull
+		}
+	}
+	switch in.Type {
+	case wire.InternalEpochStart:
+		s.epoch, s.epochStart = in.Epoch, in.Value
+	case wire.InternalIncarnation:
+		i := s.touch(in.Account, in.Instance, r.Seq, r.Time)
+		e := &s.senders.list[i]
+		e.incarnation = in.Value
+		e.lastCmdSeq = 0
+	case wire.InternalTimerSet, wire.InternalTimerCancel:
+		i := s.touch(in.Account, in.Instance, r.Seq, r.Time)
+		e := &s.senders.list[i]
+		e.lastCmdSeq = r.CmdSeq
+		k := timerKey{account: in.Account, instance: in.Instance, id: in.ID}
+		if in.Type == wire.InternalTimerSet {
+			if s.timers.set(k, int64(in.Value), in.Extra) {
+				e.timers++
+			}
+		} else if s.timers.cancel(k) {
+			e.timers--
+		}
+	case wire.InternalRejected:
+		if wire.RejectReason(in.Value) != wire.RejectSenderTableFull {
+			i := s.touch(in.Account, in.Instance, r.Seq, r.Time)
+			s.senders.list[i].lastCmdSeq = in.ID
+		}
+	case wire.InternalSenderForgotten:
+		if i, _ := s.senders.lookup(in.Account, in.Instance); i >= 0 {
+			s.forget(i)
+		}
+	case wire.InternalNodeActivated:
+		i := s.touch(in.Account, in.Instance, r.Seq, r.Time)
+		s.accounts.list[s.senders.list[i].acct].active = i
+	case wire.InternalNodeDeactivated:
+		if i, _ := s.senders.lookup(in.Account, in.Instance); i >= 0 {
+			if a := &s.accounts.list[s.senders.list[i].acct]; a.active == i {
+				a.active = -1
+			}
+		}
+	case wire.InternalTimer:
+		k := timerKey{account: in.Account, instance: in.Instance, id: in.ID}
+		if s.timers.fired(k, r.Time) {
+			if i, _ := s.senders.lookup(in.Account, in.Instance); i >= 0 {
+				s.senders.list[i].timers--
+			}
+		}
+	}
+	s.advance(r)
+	return nil
+}
+
+func (s *State) advance(r *wire.Record) {
+	s.lastSeq = r.Seq
+	if r.Time > s.lastTime {
+		s.lastTime = r.Time
+	}
+}
+
+// room reports whether (a, instance) has an entry or the table room for one.
+func (s *State) room(a wire.Account, instance uint8) bool {
+	if len(s.senders.list) < s.maxSenders {
+		return true
+	}
+	i, _ := s.senders.lookup(a, instance)
+	return i >= 0
+}
+
+// touch returns the index of the sender (a, instance), creating it (the
+// caller checked room), and records seq and t as its latest activity.
+func (s *State) touch(a wire.Account, instance uint8, seq uint64, t int64) int32 {
+	i, slot := s.senders.lookup(a, instance)
+	if i < 0 {
+		i = s.senders.insert(slot, a, instance)
+		s.accounts.add(s, i)
+	}
+	e := &s.senders.list[i]
+	e.lastSeq, e.lastTime = seq, t
+	return i
+}
+
+// victim is the sender a full table forgets for a new one: the one whose
+// last record is oldest (least recently active). It costs a scan of the
+// table, once per new sender in a full table.
+func (s *State) victim() int32 {
+	best := int32(-1)
+	for i := range s.senders.list {
+		if best < 0 || s.senders.list[i].lastSeq < s.senders.list[best].lastSeq {
+			best = int32(i)
+		}
+	}
+	return best
+}
+
+// forget removes sender i from the dedupe table, its account and the
+// timers. The last entry of the list moves into its index, so the list
+// has no holes.
+func (s *State) forget(i int32) {
+	e := &s.senders.list[i]
+	if e.timers > 0 {
+		s.timers.cancelSender(e.account, e.instance)
+		e.timers = 0
+	}
+	s.accounts.remove(s, i)
+	s.senders.unlink(i)
+	last := int32(len(s.senders.list) - 1)
+	if i != last {
+		m := s.senders.list[last]
+		_, slot := s.senders.lookup(m.account, m.instance)
+		s.senders.slots[slot] = i + 1
+		s.senders.list[i] = m
+		a := &s.accounts.list[m.acct]
+		for k, idx := range a.instances {
+			if idx == last {
+				a.instances[k] = i
+			}
+		}
+		if a.active == last {
+			a.active = i
+		}
+	}
+	s.senders.list[last] = sender{}
+	s.senders.list = s.senders.list[:last]
+}
