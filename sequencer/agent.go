@@ -65,7 +65,8 @@ const maxIdleWait = 100 * time.Millisecond
 
 // idleWait is how long Run may block in Poll: until the core's next timed
 // work, as of the last clock reading (the next heartbeat, the earliest
-// centralized timer, the flow-limit refresh, the hot-hot activity check),
+// centralized timer, the flow-limit refresh, the hot-hot activity check,
+// the expiry of abandoned reassemblies),
 // never longer than maxIdleWait; 0 when work is due now. An idle
 // sequencer then wakes once per heartbeat instead of every millisecond.
 // It reads the Core's fields directly (same package) and allocates
@@ -76,8 +77,11 @@ func (a *Agent) idleWait() time.Duration {
 		return 0
 	}
 	due := c.lastSend + int64(c.cfg.HeartbeatInterval) - c.mono
-	if t := &c.timers; len(t.heap) > 0 {
+	if t := &c.state.timers; len(t.heap) > 0 {
 		due = min(due, t.list[t.heap[0]].at-c.now) // sequencer time runs at the monotonic rate or faster
+	}
+	if len(c.asm.index) > 0 {
+		due = min(due, c.asmExpireAt-c.mono)
 	}
 	if c.flow.limitPos != 0 {
 		due = min(due, c.flow.updated+int64(c.cfg.FlowReceiverTimeout)/8-c.mono)

@@ -29,7 +29,12 @@ func sequencerCommand() *cli.Command {
 		intFlag("sequencer.retransmit-bytes-per-second", 256<<20, "bandwidth cap of all repairs, so a NAK storm cannot starve the stream (0: none)"),
 		durFlag("sequencer.multicast-repair-window", d.MulticastRepairWindow, "a second receiver asking for the same seq within this window gets a multicast answer (0: always unicast)"),
 		intFlag("sequencer.max-message-bytes", d.MaxMessageBytes, "largest command payload"),
-		intFlag("sequencer.max-reassembly-bytes", d.MaxReassemblyBytes, "memory for commands being reassembled from fragments, all senders together"),
+		intFlag("sequencer.max-reassembly-bytes", d.MaxReassemblyBytes, "memory for commands being reassembled from fragments, all senders together (a command beyond it is rejected)"),
+		durFlag("sequencer.reassembly-timeout", d.ReassemblyTimeout, "a command in reassembly that gets no fragment this long is dropped, freeing its memory"),
+		intFlag("sequencer.max-senders", d.MaxSenders, "senders (account, instance) in the dedupe table; the same on every sequencer of a group"),
+		durFlag("sequencer.sender-idle-timeout", d.SenderIdleTimeout, "a full sender table forgets the least recently active sender only if it had no record this long (else the newcomer is rejected)"),
+		intFlag("sequencer.max-timers-per-sender", d.MaxTimersPerSender, "centralized timers one sender may hold (one more is rejected)"),
+		durFlag("sequencer.min-timer-period", d.MinTimerPeriod, "shortest period of a periodic centralized timer (a shorter one is rejected)"),
 		intFlag("sequencer.flow-window-percent", d.FlowWindowPercent, "the stream runs at most this share of ring-bytes ahead of the slowest sending node, so none falls off the ring (read-only nodes never slow it; 0: no flow control)"),
 		durFlag("sequencer.flow-receiver-timeout", d.FlowReceiverTimeout, "a node silent this long no longer holds the stream back"),
 		intFlag("sequencer.max-receivers", d.MaxReceivers, "receivers whose positions are tracked (the least recently heard is forgotten)"),
@@ -90,6 +95,11 @@ func runSequencer(c *cli.Context) error {
 	cfg.NakAnswerBytes = c.Int("sequencer.nak-answer-bytes")
 	cfg.MaxMessageBytes = c.Int("sequencer.max-message-bytes")
 	cfg.MaxReassemblyBytes = c.Int("sequencer.max-reassembly-bytes")
+	cfg.ReassemblyTimeout = c.Duration("sequencer.reassembly-timeout")
+	cfg.MaxSenders = c.Int("sequencer.max-senders")
+	cfg.SenderIdleTimeout = c.Duration("sequencer.sender-idle-timeout")
+	cfg.MaxTimersPerSender = c.Int("sequencer.max-timers-per-sender")
+	cfg.MinTimerPeriod = c.Duration("sequencer.min-timer-period")
 	cfg.RetransmitBytesPerSecond = int64(c.Int("sequencer.retransmit-bytes-per-second"))
 	cfg.MulticastRepairWindow = c.Duration("sequencer.multicast-repair-window")
 	cfg.FlowWindowPercent = c.Int("sequencer.flow-window-percent")
@@ -205,6 +215,11 @@ var (
 		"NakAnswerBytes":           "sequencer.nak-answer-bytes",
 		"MaxMessageBytes":          "sequencer.max-message-bytes",
 		"MaxReassemblyBytes":       "sequencer.max-reassembly-bytes",
+		"ReassemblyTimeout":        "sequencer.reassembly-timeout",
+		"MaxSenders":               "sequencer.max-senders",
+		"SenderIdleTimeout":        "sequencer.sender-idle-timeout",
+		"MaxTimersPerSender":       "sequencer.max-timers-per-sender",
+		"MinTimerPeriod":           "sequencer.min-timer-period",
 		"RetransmitBytesPerSecond": "sequencer.retransmit-bytes-per-second",
 		"MulticastRepairWindow":    "sequencer.multicast-repair-window",
 		"FlowWindowPercent":        "sequencer.flow-window-percent",

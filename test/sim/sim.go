@@ -98,7 +98,12 @@ type world struct {
 	seq         *sequencer.Core
 	nodes       []*simNode
 	log         []entry
-	err         error
+	// standby is a State fed only what the sequencer published: after
+	// every step it must equal the sequencer's own (Snapshot bytes).
+	standby      *sequencer.State
+	checkedSeq   uint64 // standby last compared at this seq
+	snapA, snapB []byte
+	err          error
 
 	onServerFrame transport.Handler
 }
@@ -160,6 +165,7 @@ func newWorld(cfg Config) (*world, error) {
 	if err != nil {
 		return nil, err
 	}
+	w.standby = sequencer.NewState(sc.MaxSenders, sc.FirstSeq)
 	for i := 0; i < cfg.Senders+cfg.ReadOnly; i++ {
 		n, err := newSimNode(w, i, i >= cfg.Senders)
 		if err != nil {
@@ -211,6 +217,10 @@ func (w *world) record(pkt []byte) {
 		switch {
 		case r.Seq == uint64(len(w.log))+1:
 			w.log = append(w.log, e)
+			// A message is applied once, at its first record.
+			if err := w.standby.Apply(&r); err != nil {
+				w.fail("standby cannot apply seq %d: %v", r.Seq, err)
+			}
 		case r.Seq == uint64(len(w.log)) && r.Fragment() && r.Offset > 0:
 			if w.log[r.Seq-1] != e {
 				w.fail("fragments of seq %d disagree: %+v vs %+v", r.Seq, w.log[r.Seq-1], e)
@@ -218,6 +228,27 @@ func (w *world) record(pkt []byte) {
 		default:
 			w.fail("sequencer published seq %d after %d (not dense)", r.Seq, len(w.log))
 		}
+	}
+}
+
+// checkStandby asserts that the State applied from the published stream
+// equals the sequencer's. It runs after the step's Flush, when every
+// record the sequencer made is published, and only when the sequencer's
+// State moved (it changes only by applying records).
+func (w *world) checkStandby() {
+	st := w.seq.State()
+	if st.LastSeq() == w.checkedSeq {
+		return
+	}
+	w.checkedSeq = st.LastSeq()
+	if w.standby.LastSeq() != st.LastSeq() {
+		w.fail("after Flush the sequencer's state is at seq %d, the published stream at %d", st.LastSeq(), w.standby.LastSeq())
+		return
+	}
+	w.snapA = st.AppendSnapshot(w.snapA[:0])
+	w.snapB = w.standby.AppendSnapshot(w.snapB[:0])
+	if string(w.snapA) != string(w.snapB) {
+		w.fail("at seq %d the state applied from the published stream differs from the sequencer's", st.LastSeq())
 	}
 }
 
@@ -289,6 +320,7 @@ func (w *world) run() (int, error) {
 		}
 		w.seq.Flush(w.seqClock())
 		w.seq.Tick(w.seqClock())
+		w.checkStandby()
 		for _, n := range w.nodes {
 			n.receive()
 		}
