@@ -80,7 +80,7 @@ const (
 	DefaultWriteBufferBytes  = 64 << 10
 	DefaultInboxBytes        = 4 << 20
 	DefaultSlowClientBytes   = 4 << 20
-	DefaultSlowClientTimeout = time.Second
+	DefaultSlowClientTimeout = 3 * time.Second
 	DefaultMaxQueueBytes     = 64 << 20 // a node's default window (32 MiB of commands, resent at once) twice over
 	DefaultMaxConns          = 1024
 	DefaultDialTimeout       = 2 * time.Second

@@ -19,7 +19,7 @@
 // Poll), and one writer, so that a stalled peer blocks only its own writer.
 // A peer that does not read is cut off: a connection holding more than
 // Config.SlowClientBytes (default 4 MiB) not yet written, with no write
-// progress for SlowClientTimeout (default 1 s), or more than MaxQueueBytes
+// progress for SlowClientTimeout (default 3 s), or more than MaxQueueBytes
 // (default 64 MiB: a node's window of commands, resent at once, must fit)
 // at all, is closed with ErrSlowClient, logged and counted
 // (Drops.SlowClients); the node reconnects and repairs its gap by NAK. A

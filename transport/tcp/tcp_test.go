@@ -205,6 +205,7 @@ func TestServer_ManyFramesThroughSmallInbox(t *testing.T) {
 	// The sender runs far ahead of the tiny inbox on purpose: it must
 	// not be cut off as a slow peer.
 	cfg.MaxQueueBytes = 256 << 20
+	cfg.SlowClientTimeout = time.Minute // the server stalls it on purpose
 	s := newServer(t, cfg)
 	c := dial(t, cfg, s)
 	const frames = 3000
