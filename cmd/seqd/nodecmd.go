@@ -64,12 +64,45 @@ printing "node: stopped ..."; 1 on any error (configuration, verification,
 
 // checker verifies a delivered stream: dense sequence numbers, each
 // sender's commands once and in order, and this node's own payloads intact.
+// The zero value is ready (self unset).
 type checker struct {
 	self     wire.Account
 	instance uint8
 	last     uint64
-	senders  map[uint64]uint64 // account<<8|instance -> last cmdSeq
 	err      error
+
+	// lastCmd[senders[s]] is sender s's last cmdSeq (0: none in this
+	// incarnation). The stream comes in runs of one sender's commands,
+	// so the last sender's index is kept: one map lookup per run, not a
+	// lookup and an update per message.
+	senders  map[senderKey]int
+	lastCmd  []uint64
+	cacheKey senderKey
+	cacheIdx int // valid once lastCmd is not empty
+}
+
+// senderKey names a sender: its account and instance.
+type senderKey struct {
+	account  wire.Account
+	instance uint8
+}
+
+// index returns s's slot in lastCmd, making one if s is new.
+func (k *checker) index(s senderKey) int {
+	if len(k.lastCmd) > 0 && s == k.cacheKey {
+		return k.cacheIdx
+	}
+	i, ok := k.senders[s]
+	if !ok {
+		if k.senders == nil {
+			k.senders = map[senderKey]int{}
+		}
+		i = len(k.lastCmd)
+		k.lastCmd = append(k.lastCmd, 0)
+		k.senders[s] = i
+	}
+	k.cacheKey, k.cacheIdx = s, i
+	return i
 }
 
 func (k *checker) check(m *node.Message) {
@@ -86,15 +119,15 @@ func (k *checker) check(m *node.Message) {
 		// commands from 1 again.
 		var in wire.Internal
 		if m.DecodeInternal(&in) == nil && in.Type == wire.InternalIncarnation {
-			delete(k.senders, uint64(in.Account)<<8|uint64(in.Instance))
+			k.lastCmd[k.index(senderKey{in.Account, in.Instance})] = 0
 		}
 		return
 	}
 	// The node reads the stream from seq 1, so it sees every incarnation
 	// start: each one's commands are 1, 2, 3... A first command other
 	// than 1 means command 1 was lost.
-	key := uint64(m.Account)<<8 | uint64(m.Instance)
-	prev := k.senders[key]
+	i := k.index(senderKey{m.Account, m.Instance})
+	prev := k.lastCmd[i]
 	if m.CmdSeq != prev+1 {
 		if prev == 0 {
 			k.err = fmt.Errorf("seq %d: first command of %v/%d in this incarnation is %d, want 1: lost", m.Seq, m.Account, m.Instance, m.CmdSeq)
@@ -103,7 +136,7 @@ func (k *checker) check(m *node.Message) {
 		k.err = fmt.Errorf("seq %d: command %d of %v/%d after %d: lost or duplicated", m.Seq, m.CmdSeq, m.Account, m.Instance, prev)
 		return
 	}
-	k.senders[key] = m.CmdSeq
+	k.lastCmd[i] = m.CmdSeq
 	if m.Account == k.self && m.Instance == k.instance && !checkBenchPayload(m.Payload, m.CmdSeq) {
 		k.err = fmt.Errorf("seq %d: my command %d came back corrupt", m.Seq, m.CmdSeq)
 	}
@@ -295,7 +328,6 @@ func runNode(cc *cli.Context) error {
 	}
 	defer client.Close()
 	c := &cliNode{count: count, expect: cc.Int("expect"), rtt: cc.Bool("rtt"), done: make(chan struct{}), payload: make([]byte, size)}
-	c.check.senders = map[uint64]uint64{}
 	if cfg.Account != "" {
 		c.check.self, err = wire.ParseAccount(cfg.Account)
 		if err != nil {

@@ -12,7 +12,7 @@ import (
 // announcement of account A/1, a number n is A/1's command n.
 func checkStream(t *testing.T, items ...any) error {
 	t.Helper()
-	k := checker{senders: map[uint64]uint64{}}
+	k := checker{}
 	a := wire.MustAccount("A")
 	for i, it := range items {
 		m := &node.Message{Seq: uint64(i + 1), Account: a, Instance: 1}
@@ -53,5 +53,29 @@ func TestChecker_IncarnationMustStartAtCommandOne(t *testing.T) {
 		case tc.want != "" && (err == nil || !strings.Contains(err.Error(), tc.want)):
 			t.Errorf("%s: got %v, want an error saying %q", tc.name, err, tc.want)
 		}
+	}
+}
+
+// Accounts that differ only in their eighth byte are two senders (the old
+// key, account<<8|instance, lost that byte), and interleaved senders
+// each keep their own count.
+func TestChecker_SendersKeptApart(t *testing.T) {
+	var k checker
+	a, b := wire.MustAccount("ABCDEFGH"), wire.MustAccount("ABCDEFGX")
+	seq := uint64(0)
+	for _, s := range []struct {
+		acct wire.Account
+		cmd  uint64
+	}{{a, 1}, {b, 1}, {a, 2}, {a, 3}, {b, 2}, {b, 3}, {a, 4}} {
+		seq++
+		k.check(&node.Message{Seq: seq, Account: s.acct, Instance: 1, CmdSeq: s.cmd})
+		if k.err != nil {
+			t.Fatalf("seq %d: %v", seq, k.err)
+		}
+	}
+	seq++
+	k.check(&node.Message{Seq: seq, Account: b, Instance: 1, CmdSeq: 3})
+	if k.err == nil {
+		t.Fatal("a repeated command of the second sender passed")
 	}
 }
