@@ -468,9 +468,9 @@ func (c *Core) resend(now int64) {
 	if c.acked+1 >= c.nextCmd {
 		return
 	}
-	delivered := c.streamDelivered()
+	delivered, tail := c.streamDelivered(), c.streamTail()
 	head := c.slot(c.acked + 1)
-	if delivered < head.after {
+	if behind(delivered, tail, head.after) {
 		c.behindAt = now
 		return
 	}
@@ -485,7 +485,7 @@ func (c *Core) resend(now int64) {
 	fired, oldest := false, false
 	for q := c.acked + 1; q < c.nextCmd; q++ {
 		s := c.slot(q)
-		if heard-max(s.lastAt, from) < rto || delivered < s.after {
+		if heard-max(s.lastAt, from) < rto || behind(delivered, tail, s.after) {
 			continue
 		}
 		if !fired {
@@ -501,7 +501,7 @@ func (c *Core) resend(now int64) {
 			c.resentInFlight++
 		}
 		s.lastAt = now
-		s.after = c.streamTail()
+		s.after = tail
 		c.appendCommand(now, q, s)
 		c.stats.Resends++
 	}
@@ -517,6 +517,14 @@ func (c *Core) resend(now int64) {
 	}
 }
 
+// behind reports whether the node has yet to deliver the stream up to
+// after, the tail known when a command was sent: its ack cannot have come.
+// A tail now below after (a new epoch cut the stream there) gates nothing:
+// the command may have been cut, and the stream may not grow past after.
+func behind(delivered, tail, after uint64) bool {
+	return delivered < after && after <= tail
+}
+
 // resendDue tells when resend will next find a command to send again, as
 // it decides; false when nothing is in flight, the node is behind the
 // stream or no packet came since a deadline (then a frame, not a timer,
@@ -525,9 +533,9 @@ func (c *Core) resendDue() (int64, bool) {
 	if c.cfg.ReadOnly || c.acked+1 >= c.nextCmd {
 		return 0, false
 	}
-	delivered := c.streamDelivered()
+	delivered, tail := c.streamDelivered(), c.streamTail()
 	head := c.slot(c.acked + 1)
-	if delivered < head.after {
+	if behind(delivered, tail, head.after) {
 		return 0, false
 	}
 	rto := c.rto + int64(c.inflightB)*nsPerByteInFlight
@@ -535,7 +543,7 @@ func (c *Core) resendDue() (int64, bool) {
 	last := head.lastAt
 	if c.resentInFlight > 0 { // rare (a stall): look at each
 		for q := c.acked + 2; q < c.nextCmd; q++ {
-			if s := c.slot(q); delivered >= s.after {
+			if s := c.slot(q); !behind(delivered, tail, s.after) {
 				last = min(last, s.lastAt)
 			}
 		}

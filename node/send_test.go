@@ -597,3 +597,32 @@ func TestCore_NoResendWhileTheStreamIsSilent(t *testing.T) {
 		t.Fatalf("resent %v after a heartbeat without the command, want [1]", cmdSeqsOf(cs))
 	}
 }
+
+// TestCore_ResendAfterAnEpochCutTheStream: a command sent when the tail
+// was at 10 waits for the node to deliver up to 10; a new epoch that cut
+// the stream at 5 must not leave it waiting for seqs that will never come
+// (the command may have been cut with them).
+func TestCore_ResendAfterAnEpochCutTheStream(t *testing.T) {
+	s := newStream(t)
+	cfg := testConfig()
+	cfg.ResendInterval = 10 * time.Millisecond
+	c, _, o := newTestCore(t, cfg)
+	ms := int64(time.Millisecond)
+	step(t, c, 0, s.packet(1, 5, 0, rec{payload: []byte("a"), account: wire.MustAccount("x"), cmdSeq: 1},
+		rec{payload: []byte("b"), account: wire.MustAccount("x"), cmdSeq: 2},
+		rec{payload: []byte("c"), account: wire.MustAccount("x"), cmdSeq: 3},
+		rec{payload: []byte("d"), account: wire.MustAccount("x"), cmdSeq: 4},
+		rec{payload: []byte("e"), account: wire.MustAccount("x"), cmdSeq: 5}))
+	step(t, c, 0, s.heartbeat(11, 5, 0)) // 6..10 published, not stable, not held
+	c.Send(0, []byte("mine"))
+	c.Flush(0)
+	o.frames = nil
+	s.epoch, s.epochStart = 2, 6 // the failover cut 6..10
+	for now := int64(ms); now <= 100*ms; now += ms {
+		step(t, c, now, s.heartbeat(6, 5, now))
+		c.Tick(now)
+	}
+	if cs := o.commands(t); len(cs) == 0 || cs[0].cmdSeq != 1 {
+		t.Fatalf("resent %v after the cut, want 1", cmdSeqsOf(cs))
+	}
+}
