@@ -39,7 +39,10 @@
 // ErrSuperseded. Each unacked command keeps a checksum of its payload: a
 // command of this identity in the stream that this process did not send
 // (two processes given one incarnation) stops it with ErrDuplicateSender
-// instead of acking ours. Commands are batched into frames of
+// instead of acking ours. When the sequencer has no entry for this sender
+// (InternalSenderForgotten, or a RejectSenderTableFull rejection) the
+// node starts a new incarnation whose wire cmdSeqs count from 1 again;
+// the numbers Send returned do not change. Commands are batched into frames of
 // MaxPacketBytes, fragmented when large, kept in a window of Config.Window
 // copies, and acked by seeing (account, instance, cmdSeq) in the delivered
 // stream, or an InternalRejected for it: the sequencer refused it, the

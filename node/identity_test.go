@@ -178,3 +178,67 @@ func TestCore_EqualIncarnationIsDetected(t *testing.T) {
 		}
 	}
 }
+
+// TestCore_ForgottenSenderStartsANewIncarnation: a sequencer whose full
+// sender table forgot this node expects its next command as cmdSeq 1 of a
+// new incarnation (any other is dropped as out of order, forever); the
+// node keeps its own numbering for the application.
+func TestCore_ForgottenSenderStartsANewIncarnation(t *testing.T) {
+	s := newStream(t)
+	c, _, o := newTestCore(t, testConfig())
+	me := wire.MustAccount("me")
+	c.Send(0, []byte("a"))
+	c.Send(0, []byte("b"))
+	c.Flush(0)
+	forgot := s.internal(wire.Internal{Type: wire.InternalSenderForgotten, Account: me, ID: 2, Extra: 5})
+	step(t, c, 0, s.packet(1, 4, 0, incarnation(s, 0, 5), echo(t, o, 1), echo(t, o, 2), forgot))
+	o.frames = nil
+	q, err := c.Send(0, []byte("c"))
+	if err != nil || q != 3 {
+		t.Fatalf("Send after the forget: %d %v, want number 3", q, err)
+	}
+	c.Flush(0)
+	cs := o.commands(t)
+	if got := frameIncarnations(t, o); !slices.Equal(got, []uint64{6}) || !slices.Equal(cmdSeqsOf(cs), []uint64{1}) {
+		t.Fatalf("sent cmdSeqs %v as incarnation %v, want 1 as 6", cmdSeqsOf(cs), got)
+	}
+	step(t, c, 0, s.packet(5, 6, 0, incarnation(s, 0, 6), rec{payload: []byte("c"), account: me, cmdSeq: 1}))
+	if c.InFlight() != 0 || c.Err() != nil || c.Stats().Renumbered != 1 {
+		t.Fatalf("InFlight %d, Err %v, %+v", c.InFlight(), c.Err(), c.Stats())
+	}
+}
+
+// TestCore_SenderTableFullRejectsAndRenumbers: a sequencer with no room
+// for this new sender rejects its commands without taking their cmdSeqs:
+// the node reports the first, then sends the others again from cmdSeq 1
+// of a new incarnation, which go through once there is room.
+func TestCore_SenderTableFullRejectsAndRenumbers(t *testing.T) {
+	s := newStream(t)
+	h := &recorder{}
+	o := &outbox{}
+	c, err := NewCore(testConfig(), h, o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	me := wire.MustAccount("me")
+	for _, p := range []string{"a", "b", "c"} {
+		c.Send(0, []byte(p))
+	}
+	c.Flush(0)
+	o.frames = nil
+	step(t, c, 0, s.packet(1, 3, 0, rejection(s, 1, wire.RejectSenderTableFull, 5),
+		rejection(s, 2, wire.RejectSenderTableFull, 5), rejection(s, 3, wire.RejectSenderTableFull, 5)))
+	if !slices.Equal(h.rejected, []uint64{1}) || !errors.Is(h.rejectErrs[0], ErrRejected) {
+		t.Fatalf("rejected %v, want [1] (2 and 3 go again)", h.rejected)
+	}
+	cs := o.commands(t)
+	if got := frameIncarnations(t, o); !slices.Equal(got, []uint64{6}) || !slices.Equal(cmdSeqsOf(cs), []uint64{1, 2}) ||
+		string(cs[0].payload) != "b" {
+		t.Fatalf("resent %v as %v, want b, c as 1, 2 of incarnation 6", cmdSeqsOf(cs), got)
+	}
+	step(t, c, 0, s.packet(4, 6, 0, incarnation(s, 0, 6), rec{payload: []byte("b"), account: me, cmdSeq: 1},
+		rec{payload: []byte("c"), account: me, cmdSeq: 2}))
+	if c.InFlight() != 0 || c.Err() != nil {
+		t.Fatalf("InFlight %d, Err %v", c.InFlight(), c.Err())
+	}
+}

@@ -93,6 +93,9 @@ type Stats struct {
 	// Account/Instance seen in the stream before its commands were.
 	IncarnationBumps uint64
 	ResendScans      uint64 // Ticks that found commands to resend
+	// Renumbered counts new incarnations started because the sequencer
+	// lost this sender's entry (forgotten by a full table, or refused).
+	Renumbered uint64
 
 	// Gauges, not counters: the smoothed ack latency (0 before the first
 	// sample) and the resend timeout in use.

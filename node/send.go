@@ -36,7 +36,12 @@ var sumSeed = maphash.MakeSeed()
 
 // send is the sending half of Core.
 type send struct {
-	nextCmd   uint64 // cmdSeq of the next command; numbering restarts at 1 per incarnation
+	// Commands are numbered 1, 2, ... for the life of the Core (Send
+	// returns the number). On the wire cmdSeq = number - cmdBase: it
+	// restarts at 1 with each incarnation the Core starts because the
+	// sequencer lost its entry (renumber).
+	nextCmd   uint64 // number of the next command
+	cmdBase   uint64
 	acked     uint64 // every cmdSeq <= acked was seen in the stream
 	inflightB int    // payload bytes of the unacked commands
 	cmds      []cmdSlot
@@ -195,7 +200,7 @@ const minFragmentBytes = 64
 func (c *Core) appendCommand(now int64, seq uint64, s *cmdSlot) {
 	n := len(s.payload)
 	cmd := &c.cmd
-	cmd.CmdSeq = seq
+	cmd.CmdSeq = seq - c.cmdBase
 	if n <= c.maxWhole {
 		if c.frameOpen && c.cw.Room() < n {
 			c.flushFrame()
@@ -263,8 +268,17 @@ func (c *Core) observe(seq uint64, acct wire.Account, inst uint8, cmdSeq uint64,
 			c.onIncarnation(seq, x.Value)
 			return
 		case wire.InternalRejected:
-			if uint64(x.Extra) == c.cfg.Incarnation && (c.announced || c.lastInc == 0) {
-				c.onRejected(x.ID, wire.RejectReason(x.Value))
+			if uint64(x.Extra) == c.cfg.Incarnation {
+				c.onRejected(x.ID+c.cmdBase, wire.RejectReason(x.Value))
+			}
+			return
+		case wire.InternalSenderForgotten:
+			if uint64(x.Extra) == c.cfg.Incarnation {
+				// Everything up to x.ID was sequenced (and delivered
+				// before this record); the sequencer keeps nothing of
+				// this sender now.
+				c.ack(x.ID + c.cmdBase)
+				c.renumber()
 			}
 			return
 		}
@@ -272,6 +286,7 @@ func (c *Core) observe(seq uint64, acct wire.Account, inst uint8, cmdSeq uint64,
 	if acct != c.account || inst != c.cfg.Instance || flags&wire.FlagSeqGen != 0 || cmdSeq == 0 {
 		return
 	}
+	cmdSeq += c.cmdBase // this Core's number for it
 	if flags&wire.FlagFragment != 0 {
 		// A stable fragment of this node's large command, held while the
 		// rest is repaired: the sequencer numbers a command only once it
@@ -336,7 +351,7 @@ func (c *Core) onIncarnation(seq, v uint64) {
 		// An earlier life, seen while rewinding; its commands ack nothing.
 	case !c.announced && v == inc:
 		c.announced = true
-	case !c.announced && c.acked == 0:
+	case !c.announced && c.acked == c.cmdBase:
 		// v > inc was announced before ours could be, so the sequencer
 		// drops every frame of ours as stale and has sequenced none: take
 		// an incarnation above v and send the window again under it.
@@ -374,6 +389,37 @@ func (c *Core) onRejected(cmdSeq uint64, reason wire.RejectReason) {
 	c.stats.Rejected++
 	if c.rejected != nil {
 		c.rejected.OnRejected(cmdSeq, &RejectedError{CmdSeq: cmdSeq, Reason: reason})
+	}
+	if reason == wire.RejectSenderTableFull && c.err == nil {
+		// The sequencer has no entry for this sender: the commands after
+		// this one would be dropped as out of order.
+		c.renumber()
+	}
+}
+
+// renumber starts a new incarnation whose commands count from cmdSeq 1
+// again, because the sequencer has no entry for this sender (it forgot
+// it, InternalSenderForgotten, or had no room for it,
+// RejectSenderTableFull): it would drop any other first cmdSeq as out of
+// order. The commands in flight keep their numbers for the application
+// and are sent again at once under the new incarnation.
+func (c *Core) renumber() {
+	c.cfg.Incarnation++
+	c.cmdBase = c.acked
+	c.announced = false
+	c.stats.Renumbered++
+	c.frameOpen = false // its header names the old incarnation
+	for q := c.acked + 1; q < c.nextCmd; q++ {
+		s := c.slot(q)
+		if s.resent {
+			s.resent = false
+			c.resentInFlight--
+		}
+		s.sentAt, s.lastAt, s.after = c.clock, c.clock, c.streamTail()
+		c.appendCommand(c.clock, q, s)
+	}
+	if c.frameOpen {
+		c.flushFrame()
 	}
 }
 
