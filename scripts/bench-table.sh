@@ -14,9 +14,9 @@ cd "$(dirname "$0")/.."
 
 RTT_COUNT=${RTT_COUNT:-100000}
 TPUT_COUNT=${TPUT_COUNT:-3000000}
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
 if [[ -z "${SEQD:-}" ]]; then
-	tmp=$(mktemp -d)
-	trap 'rm -rf "$tmp"' EXIT
 	go build -o "$tmp/seqd" ./cmd/seqd
 	SEQD=$tmp/seqd
 fi
@@ -29,9 +29,11 @@ declare -A OUT
 run() {
 	local label=$1
 	shift
-	local line
-	if ! line=$("$@" 2>/dev/null | grep -E '^(bench |Benchmark)' | tail -1); then
-		line="FAILED"
+	local line status=0
+	"$@" >"$tmp/out" 2>"$tmp/err" || status=$?
+	line=$(grep -E '^(bench |Benchmark)' "$tmp/out" | tail -1 || true)
+	if [[ $status -ne 0 || -z "$line" ]]; then
+		line="FAILED (exit $status): $(grep -v ' level=INFO ' "$tmp/err" | tail -3 | tr '\n' ' ')"
 	fi
 	OUT[$label]=$line
 	printf '%-14s | %s | %s\n' "$label" "$*" "$line"
