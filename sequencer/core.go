@@ -1,6 +1,8 @@
 package sequencer
 
 import (
+	"fmt"
+
 	"github.com/seqd/seqd/transport"
 	"github.com/seqd/seqd/wire"
 )
@@ -132,6 +134,27 @@ type Core struct {
 // dedupe table is allocated here; the retransmit ring grows as it fills,
 // up to RingBytes.
 func New(cfg Config, sink Sink) (*Core, error) {
+	return newWithState(cfg, sink, nil)
+}
+
+// NewFromState is New for a primary that takes over: st is the State a
+// standby applied from the stream up to the cut (or restored from a
+// snapshot), so the dedupe table, incarnations, activation and timers
+// carry on and resent commands are still dropped. cfg.FirstSeq must be
+// st.LastSeq()+1 and cfg.MaxSenders the State's; sequencer time starts no
+// earlier than st.LastTime(). st is copied: the caller may go on using it.
+func NewFromState(cfg Config, sink Sink, st *State) (*Core, error) {
+	if st.lastSeq+1 != cfg.FirstSeq {
+		return nil, fmt.Errorf("%w: FirstSeq = %d, want the state's last seq + 1 (%d)", ErrConfig, cfg.FirstSeq, st.lastSeq+1)
+	}
+	if st.maxSenders != cfg.MaxSenders {
+		return nil, fmt.Errorf("%w: MaxSenders = %d, want the state's (%d)", ErrConfig, cfg.MaxSenders, st.maxSenders)
+	}
+	cfg.StartTime = max(cfg.StartTime, st.lastTime)
+	return newWithState(cfg, sink, st)
+}
+
+func newWithState(cfg Config, sink Sink, st *State) (*Core, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
@@ -155,6 +178,11 @@ func New(cfg Config, sink Sink) (*Core, error) {
 	c.store = &c.ring
 	c.onRepair = c.repairPacket
 	c.state.init(cfg.MaxSenders, cfg.FirstSeq)
+	if st != nil {
+		if err := c.state.Restore(st.Snapshot()); err != nil {
+			panic("sequencer: a State does not restore from its own snapshot: " + err.Error())
+		}
+	}
 	c.live = make([]liveSender, cfg.MaxSenders)
 	c.asm.init()
 	c.flow.init(cfg.MaxReceivers)

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"errors"
 	"math/rand/v2"
+	"slices"
 	"testing"
 	"time"
 
@@ -225,5 +226,55 @@ func TestState_RestoreRefusesCorruptSnapshots(t *testing.T) {
 				t.Fatalf("byte %d (cut %v): accepted a snapshot that does not encode back", i, cut)
 			}
 		}
+	}
+}
+
+// TestCore_NewPrimaryFromStandbyState: a standby that applied the old
+// primary's stream becomes primary; resent commands that the old one
+// sequenced are dropped, timers fire, and the standby's State goes on
+// equal to the new primary's.
+func TestCore_NewPrimaryFromStandbyState(t *testing.T) {
+	cfg := testConfig()
+	cfg.MinTimerPeriod = 0
+	old, sinkA := newCore(t, cfg)
+	mustStep(t, old, 1000, frame(t, acctA, 1, 5, cmd(1, "a1"), cmd(2, "a2")))
+	mustStep(t, old, 1000, frame(t, acctB, 1, 0, timerCmd(t, 1, wire.TimerRequest{ID: 9, At: 5000, Period: 1000})))
+	old.Flush(at(2000))
+	std := &applier{st: NewState(cfg.MaxSenders, cfg.FirstSeq)}
+	std.catchUp(t, sinkA.published)
+
+	cfg2 := cfg
+	cfg2.Epoch = 2
+	cfg2.FirstSeq = std.st.LastSeq() + 1
+	if _, err := NewFromState(cfg2, &recordingSink{}, NewState(cfg.MaxSenders, 1)); !errors.Is(err, ErrConfig) {
+		t.Fatalf("a state at another seq: %v", err)
+	}
+	sinkB := &recordingSink{}
+	nw, err := NewFromState(cfg2, sinkB, std.st)
+	if err != nil {
+		t.Fatal(err)
+	}
+	mustStep(t, nw, 3000, frame(t, acctA, 1, 5, cmd(2, "a2"), cmd(3, "a3"))) // 2 is a resend
+	nw.Tick(at(6000))
+	nw.Flush(at(6000))
+	var got []string
+	for _, m := range decodeStream(t, sinkB.published, cfg.MaxPacketBytes) {
+		switch {
+		case m.Internal == nil:
+			got = append(got, string(m.Payload))
+		case m.Internal.Type == wire.InternalTimer || m.Internal.Type == wire.InternalNodeActivated || m.Internal.Type == wire.InternalIncarnation:
+			got = append(got, m.Internal.Type.String())
+		}
+	}
+	if want := []string{"a3", "timer"}; !slices.Equal(got, want) {
+		t.Fatalf("new primary's stream %q, want %q", got, want)
+	}
+	if nw.Stats().Duplicates != 1 {
+		t.Fatalf("stats %+v", nw.Stats())
+	}
+	std.seen = 0
+	std.catchUp(t, sinkB.published)
+	if !bytes.Equal(std.st.Snapshot(), nw.State().Snapshot()) {
+		t.Fatal("the standby's state differs from the new primary's")
 	}
 }
