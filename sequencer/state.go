@@ -34,7 +34,8 @@ type State struct {
 	accounts accountTable
 	timers   timerTable
 
-	in wire.Internal // scratch for Apply
+	in   wire.Internal // scratch for Apply
+	hint int32         // index of the sender touched last: consecutive records are often one sender's
 }
 
 // NewState returns an empty State positioned before firstSeq, holding at
@@ -125,10 +126,10 @@ func (s *State) Apply(r *wire.Record) error {
 		return ErrApplyGap
 	}
 	if r.Flags&wire.FlagInternal == 0 {
-		if !s.room(r.Account, r.Instance) {
+		i := s.touch(r.Account, r.Instance, r.Seq, r.Time)
+		if i < 0 {
 			return ErrApplyFull
 		}
-		i := s.touch(r.Account, r.Instance, r.Seq, r.Time)
 		s.senders.list[i].lastCmdSeq = r.CmdSeq
 		s.advance(r)
 		return nil
@@ -140,26 +141,28 @@ func (s *State) Apply(r *wire.Record) error {
 	if err := wire.DecodeInternal(r.Payload, in); err != nil {
 		return ErrApplyRecord
 	}
+	// The records that name a sender touch it first, before any other
+	// change, so ErrApplyFull leaves the State as it was.
+	i := int32(0)
 	switch in.Type {
 	case wire.InternalIncarnation, wire.InternalTimerSet, wire.InternalTimerCancel, wire.InternalNodeActivated:
-		if !s.room(in.Account, in.Instance) {
-			return ErrApplyFull
-		}
+		i = s.touch(in.Account, in.Instance, r.Seq, r.Time)
 	case wire.InternalRejected:
-		if wire.RejectReason(in.Value) != wire.RejectSenderTableFull && !s.room(in.Account, in.Instance) {
-			return ErrApplyFull
+		if wire.RejectReason(in.Value) != wire.RejectSenderTableFull {
+			i = s.touch(in.Account, in.Instance, r.Seq, r.Time)
 		}
+	}
+	if i < 0 {
+		return ErrApplyFull
 	}
 	switch in.Type {
 	case wire.InternalEpochStart:
 		s.epoch, s.epochStart = in.Epoch, in.Value
 	case wire.InternalIncarnation:
-		i := s.touch(in.Account, in.Instance, r.Seq, r.Time)
 		e := &s.senders.list[i]
 		e.incarnation = in.Value
 		e.lastCmdSeq = 0
 	case wire.InternalTimerSet, wire.InternalTimerCancel:
-		i := s.touch(in.Account, in.Instance, r.Seq, r.Time)
 		e := &s.senders.list[i]
 		e.lastCmdSeq = r.CmdSeq
 		k := timerKey{account: in.Account, instance: in.Instance, id: in.ID}
@@ -172,7 +175,6 @@ func (s *State) Apply(r *wire.Record) error {
 		}
 	case wire.InternalRejected:
 		if wire.RejectReason(in.Value) != wire.RejectSenderTableFull {
-			i := s.touch(in.Account, in.Instance, r.Seq, r.Time)
 			s.senders.list[i].lastCmdSeq = in.ID
 		}
 	case wire.InternalSenderForgotten:
@@ -180,7 +182,6 @@ func (s *State) Apply(r *wire.Record) error {
 			s.forget(i)
 		}
 	case wire.InternalNodeActivated:
-		i := s.touch(in.Account, in.Instance, r.Seq, r.Time)
 		s.accounts.list[s.senders.list[i].acct].active = i
 	case wire.InternalNodeDeactivated:
 		if i, _ := s.senders.lookup(in.Account, in.Instance); i >= 0 {
@@ -207,22 +208,21 @@ func (s *State) advance(r *wire.Record) {
 	}
 }
 
-// room reports whether (a, instance) has an entry or the table room for one.
-func (s *State) room(a wire.Account, instance uint8) bool {
-	if len(s.senders.list) < s.maxSenders {
-		return true
-	}
-	i, _ := s.senders.lookup(a, instance)
-	return i >= 0
-}
-
-// touch returns the index of the sender (a, instance), creating it (the
-// caller checked room), and records seq and t as its latest activity.
+// touch returns the index of the sender (a, instance), creating it if
+// the table has room (-1 if not, and nothing changes), and records seq
+// and t as its latest activity.
 func (s *State) touch(a wire.Account, instance uint8, seq uint64, t int64) int32 {
-	i, slot := s.senders.lookup(a, instance)
-	if i < 0 {
-		i = s.senders.insert(slot, a, instance)
-		s.accounts.add(s, i)
+	i := s.hint
+	if int(i) >= len(s.senders.list) || s.senders.list[i].account != a || s.senders.list[i].instance != instance {
+		var slot uint64
+		if i, slot = s.senders.lookup(a, instance); i < 0 {
+			if len(s.senders.list) == s.maxSenders {
+				return -1
+			}
+			i = s.senders.insert(slot, a, instance)
+			s.accounts.add(s, i)
+		}
+		s.hint = i
 	}
 	e := &s.senders.list[i]
 	e.lastSeq, e.lastTime = seq, t

@@ -199,6 +199,34 @@ func TestState_ApplyRefusesGapsAndBadRecords(t *testing.T) {
 	if s.LastSeq() != 0 || s.Senders() != 0 {
 		t.Fatalf("a refused record changed the state")
 	}
+	// A new sender in a full table, with no SenderForgotten before it.
+	s = NewState(1, 1)
+	r = wire.Record{Seq: 1, Account: acctA, Instance: 1, CmdSeq: 1}
+	if err := s.Apply(&r); err != nil {
+		t.Fatal(err)
+	}
+	before := s.Snapshot()
+	for _, r := range []wire.Record{
+		{Seq: 2, Account: acctB, Instance: 1, CmdSeq: 1},
+		{Seq: 2, Flags: wire.FlagInternal, Account: acctB, Instance: 1, CmdSeq: 1,
+			Payload: internalPayload(t, wire.Internal{Type: wire.InternalTimerSet, Account: acctB, Instance: 1, ID: 1, Value: 5})},
+	} {
+		if err := s.Apply(&r); !errors.Is(err, ErrApplyFull) {
+			t.Fatalf("new sender in a full table: %v", err)
+		}
+	}
+	if !bytes.Equal(s.Snapshot(), before) {
+		t.Fatal("a refused record changed the state")
+	}
+}
+
+func internalPayload(t *testing.T, in wire.Internal) []byte {
+	t.Helper()
+	b, err := wire.AppendInternal(make([]byte, wire.InternalBytes), &in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
 }
 
 func TestState_RestoreRefusesCorruptSnapshots(t *testing.T) {
