@@ -179,3 +179,72 @@ func (nopServer) SendTo(transport.Peer, []byte) error                { return ni
 func (nopServer) Flush() error                                       { return nil }
 func (nopServer) Poll(transport.Handler, time.Duration) (int, error) { return 0, nil }
 func (nopServer) Close() error                                       { return nil }
+
+// nopClient hands one frame to each Poll.
+type nopClient struct{ frame []byte }
+
+func (nopClient) Send([]byte) error { return nil }
+func (nopClient) Flush() error      { return nil }
+func (nopClient) Close() error      { return nil }
+func (c nopClient) Poll(h transport.Handler, _ time.Duration) (int, error) {
+	h(c.frame, transport.NoPeer)
+	return 1, nil
+}
+
+// The rtt bench's wrappers sit on the hot path of the processes they
+// measure: they allocate nothing per frame.
+func TestTracedTransports_AllocateNothingPerFrame(t *testing.T) {
+	var cw wire.CommandWriter
+	if err := cw.Reset(make([]byte, 256), wire.MustAccount("A"), 1, 1, 1); err != nil {
+		t.Fatal(err)
+	}
+	if err := cw.Append(&wire.Command{CmdSeq: 1, Payload: []byte("x")}); err != nil {
+		t.Fatal(err)
+	}
+	cmd := cw.Bytes()
+	if k, err := wire.PeekKind(cmd); err != nil || k != wire.KindCommand {
+		t.Fatalf("test frame: kind %v, %v", k, err)
+	}
+	cl, tr := traceClient(nopClient{frame: cmd})
+	h := transport.Handler(func([]byte, transport.Peer) {})
+	if a := testing.AllocsPerRun(1000, func() {
+		_ = cl.Send(cmd)
+		_ = cl.Flush()
+		_, _ = cl.Poll(h, 0)
+		tr.take()
+	}); a != 0 {
+		t.Fatalf("traced client: %v allocs per frame, want 0", a)
+	}
+	_ = cl.Flush()
+	hb, err := wire.AppendHeartbeat(make([]byte, 100), 1, 1, 1, 0, 1000, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_ = cl.Send(hb) // not a command: no send instant
+	_ = cl.Flush()
+	if out, _ := tr.take(); out != 0 {
+		t.Fatal("a frame other than a command noted as the command's send")
+	}
+	_ = cl.Send(cmd)
+	_ = cl.Flush()
+	_, _ = cl.Poll(h, 0)
+	if out, in := tr.take(); out == 0 || in == 0 || in < out {
+		t.Fatalf("instants out=%d in=%d: want both, in order", out, in)
+	}
+	srv := newTracedServer(nopServer{})
+	buf := make([]byte, 1500)
+	var w wire.PacketWriter
+	if err := w.Reset(buf, wire.KindData, 1, 1, 1, 1000, 1); err != nil {
+		t.Fatal(err)
+	}
+	if err := w.Append(&wire.Record{Time: 1000, Account: wire.MustAccount("A"), CmdSeq: 1, Payload: []byte("x")}); err != nil {
+		t.Fatal(err)
+	}
+	pkt := w.Bytes()
+	if a := testing.AllocsPerRun(1000, func() {
+		_ = srv.Publish(pkt)
+		_ = srv.Flush()
+	}); a != 0 {
+		t.Fatalf("traced server: %v allocs per packet, want 0", a)
+	}
+}
