@@ -379,6 +379,28 @@ func TestCore_Emit(t *testing.T) {
 	}
 }
 
+// TestCore_EmitRefusesWhatStateCannotApply: an activation of a new sender
+// while the table is full, or an unknown type, would make State.Apply
+// fail (and the core panic); Emit refuses it instead.
+func TestCore_EmitRefusesWhatStateCannotApply(t *testing.T) {
+	cfg := testConfig()
+	cfg.MaxSenders = 1
+	c, _ := newCore(t, cfg)
+	mustStep(t, c, 1, frame(t, acctA, 1, 0, cmd(1, "a")))
+	next := c.NextSeq()
+	for _, m := range []wire.Internal{
+		{Type: wire.InternalNodeActivated, Account: acctB, Instance: 1},
+		{Type: wire.InternalSenderForgotten + 1},
+	} {
+		if seq := c.Emit(at(2), &m); seq != 0 || c.NextSeq() != next {
+			t.Fatalf("emitted %v as seq %d", m.Type, seq)
+		}
+	}
+	if seq := c.Emit(at(2), &wire.Internal{Type: wire.InternalNodeActivated, Account: acctA, Instance: 1}); seq != next {
+		t.Fatalf("activation of a known sender: seq %d, want %d", seq, next)
+	}
+}
+
 func TestCore_WrongSessionIgnored(t *testing.T) {
 	c, sink := newCore(t, testConfig())
 	var w wire.CommandWriter

@@ -229,6 +229,25 @@ func (s *State) touch(a wire.Account, instance uint8, seq uint64, t int64) int32
 	return i
 }
 
+// canApply reports whether an internal record with payload m would apply:
+// a known type, and room for the sender it names if it creates one.
+func (s *State) canApply(m *wire.Internal) bool {
+	if m.Type < wire.InternalSessionStart || m.Type > wire.InternalSenderForgotten {
+		return false
+	}
+	switch m.Type {
+	case wire.InternalIncarnation, wire.InternalTimerSet, wire.InternalTimerCancel, wire.InternalNodeActivated, wire.InternalRejected:
+		if m.Type == wire.InternalRejected && wire.RejectReason(m.Value) == wire.RejectSenderTableFull {
+			return true
+		}
+		if len(s.senders.list) == s.maxSenders {
+			i, _ := s.senders.lookup(m.Account, m.Instance)
+			return i >= 0
+		}
+	}
+	return true
+}
+
 // victim is the sender a full table forgets for a new one: the one whose
 // last record is oldest (least recently active). It costs a scan of the
 // table, once per new sender in a full table.
