@@ -93,6 +93,7 @@ type Core struct {
 
 	ring     ring
 	store    RetransmitStore // answers NAKs: the ring
+	history  RetransmitStore // earlier epochs' packets (NewPrimary), or nil
 	repair   repairState
 	onRepair PacketFunc // c.repairPacket, built once
 	// state is what the stream determines (dedupe, activation, timers):
@@ -134,27 +135,42 @@ type Core struct {
 // dedupe table is allocated here; the retransmit ring grows as it fills,
 // up to RingBytes.
 func New(cfg Config, sink Sink) (*Core, error) {
-	return newWithState(cfg, sink, nil)
+	return build(cfg, sink, Takeover{})
 }
 
-// NewFromState is New for a primary that takes over: st is the State a
-// standby applied from the stream up to the cut (or restored from a
-// snapshot), so the dedupe table, incarnations, activation and timers
-// carry on and resent commands are still dropped. cfg.FirstSeq must be
-// st.LastSeq()+1 and cfg.MaxSenders the State's; sequencer time starts no
-// earlier than st.LastTime(). st is copied: the caller may go on using it.
-func NewFromState(cfg Config, sink Sink, st *State) (*Core, error) {
-	if st.lastSeq+1 != cfg.FirstSeq {
-		return nil, fmt.Errorf("%w: FirstSeq = %d, want the state's last seq + 1 (%d)", ErrConfig, cfg.FirstSeq, st.lastSeq+1)
-	}
-	if st.maxSenders != cfg.MaxSenders {
-		return nil, fmt.Errorf("%w: MaxSenders = %d, want the state's (%d)", ErrConfig, cfg.MaxSenders, st.maxSenders)
-	}
-	cfg.StartTime = max(cfg.StartTime, st.lastTime)
-	return newWithState(cfg, sink, st)
+// Takeover is what a new primary inherits from the epochs before its own.
+type Takeover struct {
+	// State is the stream-derived State applied up to exactly the cut
+	// (Config.FirstSeq-1): a standby's, or one rebuilt from a store. It is
+	// copied; the caller keeps it.
+	State *State
+	// History holds the earlier epochs' packets (a standby's or
+	// replayer's store), so the new primary answers NAKs for seqs at or
+	// below the cut; nil: such NAKs get Gone. The Core reads it and may
+	// patch the stable and flags of the packets it resends (see
+	// RetransmitStore).
+	History RetransmitStore
 }
 
-func newWithState(cfg Config, sink Sink, st *State) (*Core, error) {
+// NewPrimary starts a new epoch (Config.Epoch, from Config.FirstSeq = the
+// cut + 1) as the primary after a failover: its dedupe table, incarnations,
+// timers and activation are t.State's, so resent commands already in the
+// stream are still dropped, and its clock starts no earlier than the last
+// stamp of t.State. It fails (ErrTakeover) when t.State is not at the cut.
+func NewPrimary(cfg Config, sink Sink, t Takeover) (*Core, error) {
+	if t.State == nil || t.State.LastSeq() != cfg.FirstSeq-1 {
+		at := uint64(0)
+		if t.State != nil {
+			at = t.State.LastSeq()
+		}
+		return nil, fmt.Errorf("%w: the state is at seq %d, the new epoch starts at %d", ErrTakeover, at, cfg.FirstSeq)
+	}
+	cfg.StartTime = max(cfg.StartTime, t.State.LastTime())
+	return build(cfg, sink, t)
+}
+
+// build is New and NewPrimary: a fresh State, or t.State taken over.
+func build(cfg Config, sink Sink, t Takeover) (*Core, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
@@ -178,10 +194,14 @@ func newWithState(cfg Config, sink Sink, st *State) (*Core, error) {
 	c.store = &c.ring
 	c.onRepair = c.repairPacket
 	c.state.init(cfg.MaxSenders, cfg.FirstSeq)
-	if st != nil {
-		if err := c.state.Restore(st.Snapshot()); err != nil {
-			panic("sequencer: a State does not restore from its own snapshot: " + err.Error())
+	if t.State != nil {
+		if err := c.state.Restore(t.State.Snapshot()); err != nil {
+			return nil, fmt.Errorf("%w: %v", ErrTakeover, err)
 		}
+		if c.state.maxSenders != cfg.MaxSenders {
+			return nil, fmt.Errorf("%w: the state holds up to %d senders, MaxSenders is %d", ErrTakeover, c.state.maxSenders, cfg.MaxSenders)
+		}
+		c.history = t.History
 	}
 	c.live = make([]liveSender, cfg.MaxSenders)
 	c.asm.init()

@@ -20,4 +20,7 @@ var (
 	// ErrSnapshot: State.Restore got bytes that are not a valid snapshot
 	// of a version it reads.
 	ErrSnapshot = errors.New("sequencer: malformed state snapshot")
+	// ErrTakeover: NewPrimary got a State that is not at the new epoch's
+	// cut, or that was built for another MaxSenders.
+	ErrTakeover = errors.New("sequencer: cannot take over")
 )

@@ -10,7 +10,8 @@ import (
 type repairState struct {
 	to        transport.Peer
 	multicast bool
-	sent      int // packets
+	history   bool // answering from an earlier epoch's packets
+	sent      int  // packets
 	bytes     int
 }
 
@@ -37,7 +38,14 @@ func (c *Core) stepNak(now Time, frame []byte, from transport.Peer) error {
 		c.stats.NaksBeyondTail++
 		return nil
 	}
-	first, ok := c.store.Oldest()
+	// Seqs at or below the cut are an earlier epoch's: a new primary
+	// answers them from the history it took over (the standby's store),
+	// and never beyond the cut.
+	store, to := c.store, n.ToSeq
+	if n.FromSeq < c.epochStart && c.history != nil {
+		store, to = c.history, min(to, c.epochStart-1)
+	}
+	first, ok := store.Oldest()
 	if !ok {
 		c.sendGone(from, n, 0)
 		return nil
@@ -57,8 +65,8 @@ func (c *Core) stepNak(now Time, frame []byte, from transport.Peer) error {
 		from != c.lastNakPeer && c.mono-c.lastNakAt < int64(c.cfg.MulticastRepairWindow)
 	c.lastNakSeq, c.lastNakPeer, c.lastNakAt = n.FromSeq, from, c.mono
 	c.repairBucket.refill(c.mono)
-	c.repair = repairState{to: from, multicast: multicast}
-	c.store.Range(n.FromSeq, n.ToSeq, c.onRepair)
+	c.repair = repairState{to: from, multicast: multicast, history: store != c.store}
+	store.Range(n.FromSeq, to, c.onRepair)
 	if multicast && c.repair.sent > 0 {
 		c.stats.RepairsMulticast++
 	}
@@ -84,7 +92,13 @@ func (c *Core) repairPacket(pkt []byte, m PacketInfo) bool {
 		c.stats.Throttled++
 		return false
 	}
-	wire.SetStable(pkt, c.stable)
+	stable := c.stable
+	if c.repair.history {
+		// An earlier epoch's packet may carry records past the cut, which
+		// no receiver may ever deliver: it claims no more than the cut.
+		stable = min(stable, c.epochStart-1)
+	}
+	wire.SetStable(pkt, stable)
 	wire.SetPacketFlags(pkt, wire.PacketRetransmit)
 	if c.repair.multicast {
 		c.sink.Publish(pkt)
