@@ -30,9 +30,11 @@
 // Apply as a standby reading the stream; so a standby (later, each
 // member of the Raft group) that applies the stream holds a State equal
 // to the primary's, byte for byte, at every seq, and a new primary's
-// dedupe table is rebuilt from the stream by construction: NewFromState
+// dedupe table is rebuilt from the stream by construction: NewPrimary
 // starts a Core on a standby's State (or one restored from a snapshot)
-// at its next seq. Emit refuses a message the State could not apply. What the
+// at its next seq, the cut + 1, and answers NAKs at or below the cut from
+// the history store it took over. Emit refuses a message the State could
+// not apply. What the
 // stream does not carry stays in the Core: when each sender was last
 // heard (ActiveTimeout, on the monotonic clock) and commands being
 // reassembled from fragments. The simulator asserts the equality after
