@@ -94,5 +94,7 @@
 // type u8 @0, instance u8 @1, reserved u16 @2, epoch u32 @4, account u64
 // @8, id u64 @16, value u64 @24, extra i64 @32. InternalRejected names the
 // refused command (account, instance, id = cmdSeq, extra = incarnation) and
-// the reason (value, a RejectReason).
+// the reason (value, a RejectReason). InternalSenderForgotten names the
+// sender a full sender table forgot (account, instance, id = its last
+// cmdSeq, extra = its incarnation).
 package wire

@@ -195,7 +195,8 @@ func runSequencer(c *cli.Context) error {
 	}
 	fmt.Println(stoppedLine(agent.LastSeq(), st, allocs))
 	log.Info("sequencer stopped", "last_seq", agent.LastSeq(), "commands", st.Commands, "duplicates", st.Duplicates,
-		"naks", st.Naks, "retransmitted", st.Retransmitted, "gones", st.Gones, "malformed", st.Malformed)
+		"naks", st.Naks, "retransmitted", st.Retransmitted, "gones", st.Gones, "malformed", st.Malformed,
+		"rejected", st.Rejected, "senders_forgotten", st.SendersForgotten, "reassemblies_expired", st.ReassembliesExpired)
 	if traceErr != nil {
 		return fmt.Errorf("--publish-times: %w", traceErr)
 	}
