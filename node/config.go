@@ -5,30 +5,24 @@ import (
 	"time"
 
 	"github.com/seqd/seqd/config"
+	"github.com/seqd/seqd/receiver"
 	"github.com/seqd/seqd/wire"
 )
 
-// Mode selects when a received message is delivered.
-type Mode uint8
+// Mode selects when a received message is delivered (receiver.Mode).
+type Mode = receiver.Mode
 
 const (
 	// Safe delivers a message only once its seq is stable (held by a quorum
 	// of the sequencer group), so a failover can never take it back.
-	Safe Mode = iota
+	Safe = receiver.Safe
 	// Fast delivers on arrival, in order. If a failover later cuts a message
 	// that was delivered, the node stops with ErrDiverged.
-	Fast
+	Fast = receiver.Fast
 )
 
-func (m Mode) String() string {
-	if m == Fast {
-		return "fast"
-	}
-	return "safe"
-}
-
 // Config configures a Core (and the Node shell around it). Start from
-// DefaultConfig: some defaults (Rewind) are not the zero value.
+// DefaultConfig: most defaults are not the zero value.
 type Config struct {
 	Account  string // sender name, 1..8 printable ASCII bytes; may be empty when ReadOnly
 	Instance uint8  // hot-hot instances share an Account and differ here
@@ -44,9 +38,12 @@ type Config struct {
 	Mode     Mode
 	ReadOnly bool // never sends commands (Send returns ErrReadOnly); still NAKs
 
-	// Rewind makes a late joiner repair the stream from seq 1 (Rewinding()
-	// is true until it reaches the first seq it saw live). false: start at
-	// the first seq seen.
+	// Rewind makes a late joiner repair the stream from seq 1, or
+	// RewindFrom (Rewinding() is true until it reaches the first seq it
+	// saw live). It gets only what the sequencer's retransmit ring still
+	// holds, and stops with ErrUnrecoverable naming the range otherwise.
+	// Off by default (start at the first seq seen live) until replayers
+	// exist.
 	Rewind bool
 	// RewindFrom, with Rewind, is the first seq to deliver instead of 1
 	// (0 and 1 both mean seq 1). Seqs before it are skipped; if it lies
@@ -81,7 +78,17 @@ type Config struct {
 	Seed        uint64        // seeds the NAK jitter so that a simulation replays
 
 	MaxPacketBytes  int // size limit of command frames
-	MaxMessageBytes int // largest command payload accepted by Send
+	MaxMessageBytes int // largest command payload accepted by Send (the send limit)
+	// MaxReceiveMessageBytes is the largest message of any account this
+	// node can deliver (the receive limit, independent of the send limit):
+	// a larger one stops it with ErrTooLargeReceived.
+	MaxReceiveMessageBytes int
+	// MaxReassemblyBytes bounds the memory of received messages held
+	// ahead of delivery (fragments, large records), node-wide.
+	MaxReassemblyBytes int
+	// StatusInterval: how often the node reports its position to the
+	// sequencer's flow control (wire.Status); 0: never.
+	StatusInterval time.Duration // largest command payload accepted by Send
 
 	// FlushDelay lets commands wait for company: a partly filled frame is
 	// sent by Tick once its first command is this old. 0: every Tick and
@@ -94,23 +101,44 @@ type Config struct {
 	PendingRecords int
 }
 
-// DefaultConfig returns the defaults: safe mode, rewinding, window 1024.
+// DefaultConfig returns the defaults: safe mode, starting live, window
+// 1024; the receiving ones come from receiver.DefaultConfig.
 func DefaultConfig() Config {
+	rd := receiver.DefaultConfig()
 	return Config{
 		Mode:              Safe,
-		Rewind:            true,
 		Window:            1024,
 		WindowBytes:       32 << 20,
 		SendTimeout:       10 * time.Second,
 		ResendInterval:    50 * time.Millisecond,
 		MinResendInterval: 20 * time.Millisecond,
 		MaxResendInterval: 2 * time.Second,
-		NakDelay:          time.Millisecond,
-		NakMaxDelay:       100 * time.Millisecond,
+		NakDelay:          rd.NakDelay,
+		NakMaxDelay:       rd.NakMaxDelay,
 		MaxPacketBytes:    wire.DefaultMaxPacketBytes,
 		MaxMessageBytes:   16 << 20,
-		PendingRecords:    1 << 16,
+		PendingRecords:    rd.PendingRecords,
+
+		MaxReceiveMessageBytes: rd.MaxReceiveMessageBytes,
+		MaxReassemblyBytes:     rd.MaxReassemblyBytes,
+		StatusInterval:         rd.StatusInterval,
 	}
+}
+
+// receiverConfig is the receiving half's share of c.
+func (c Config) receiverConfig(account wire.Account) receiver.Config {
+	rc := receiver.DefaultConfig()
+	rc.Mode = c.Mode
+	rc.Session = c.Session
+	rc.Rewind, rc.RewindFrom = c.Rewind, c.RewindFrom
+	rc.Account, rc.Instance, rc.Incarnation = account, c.Instance, c.Incarnation
+	rc.ReadOnly = c.ReadOnly
+	rc.NakDelay, rc.NakMaxDelay, rc.Seed = c.NakDelay, c.NakMaxDelay, c.Seed
+	rc.PendingRecords = c.PendingRecords
+	rc.MaxReceiveMessageBytes = c.MaxReceiveMessageBytes
+	rc.MaxReassemblyBytes = c.MaxReassemblyBytes
+	rc.StatusInterval = c.StatusInterval
+	return rc
 }
 
 // Limits checked by Validate.
@@ -166,6 +194,15 @@ func (c Config) Validate() error {
 	}
 	if c.MaxMessageBytes < 1 || c.MaxMessageBytes > wire.MaxMessageBytes {
 		return config.New(ErrConfig, "MaxMessageBytes", c.MaxMessageBytes, fmt.Sprintf("1..%d", wire.MaxMessageBytes))
+	}
+	if c.MaxReceiveMessageBytes < 1 || c.MaxReceiveMessageBytes > wire.MaxMessageBytes {
+		return config.New(ErrConfig, "MaxReceiveMessageBytes", c.MaxReceiveMessageBytes, fmt.Sprintf("1..%d", wire.MaxMessageBytes))
+	}
+	if c.MaxReassemblyBytes < c.MaxReceiveMessageBytes {
+		return config.New(ErrConfig, "MaxReassemblyBytes", c.MaxReassemblyBytes, fmt.Sprintf(">= MaxReceiveMessageBytes (%d)", c.MaxReceiveMessageBytes))
+	}
+	if c.StatusInterval < 0 {
+		return config.New(ErrConfig, "StatusInterval", c.StatusInterval, ">= 0 (0: no status)")
 	}
 	if c.FlushDelay < 0 {
 		return config.New(ErrConfig, "FlushDelay", c.FlushDelay, ">= 0")

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/seqd/seqd/receiver"
 	"github.com/seqd/seqd/wire"
 )
 
@@ -22,21 +23,21 @@ type Core struct {
 	tim     TimerHandler
 	ltim    LocalTimerHandler
 	out     Output
-	rng     uint64
 	err     error // sticky fatal error
 	stats   Stats
 
-	recv
+	// r is the receiving half: gaps, repairs, epochs, reassembly, status.
+	r    *receiver.Receiver
+	next uint64 // next seq to deliver; during OnMessage, the one being delivered
+	now  int64  // sequencer time
+
 	send
 
 	localTimers []localTimer
 
 	// Decode scratch, kept here so that the hot path allocates nothing.
-	pkt  wire.Packet
-	rec  wire.Record
-	msg  Message
-	ix   wire.Internal
-	gone wire.Gone
+	msg Message
+	ix  wire.Internal
 }
 
 type localTimer struct {
@@ -56,15 +57,19 @@ func NewCore(cfg Config, h Handler, out Output) (*Core, error) {
 	if h == nil || out == nil {
 		return nil, fmt.Errorf("%w: Handler and Output must not be nil", ErrConfig)
 	}
-	c := &Core{cfg: cfg, h: h, out: out, rng: cfg.Seed ^ 0x9e3779b97f4a7c15}
+	c := &Core{cfg: cfg, h: h, out: out, next: 1}
 	if cfg.Account != "" {
 		c.account = wire.MustAccount(cfg.Account)
 	}
+	r, err := receiver.New(cfg.receiverConfig(c.account))
+	if err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrConfig, err)
+	}
+	c.r = r
 	c.act, _ = h.(ActivationHandler)
 	c.tim, _ = h.(TimerHandler)
 	c.ltim, _ = h.(LocalTimerHandler)
 	c.rejected, _ = h.(RejectionHandler)
-	c.initRecv()
 	if !cfg.ReadOnly {
 		c.initSend()
 	}
@@ -80,30 +85,17 @@ func (c *Core) Step(now int64, frame []byte) error {
 		return c.err
 	}
 	c.clock = now
-	k, err := wire.PeekKind(frame)
-	if err != nil {
-		c.stats.Malformed++
-		return err
-	}
-	switch k {
-	case wire.KindData, wire.KindHeartbeat:
-		if err := wire.DecodePacket(frame, &c.pkt); err != nil {
-			c.stats.Malformed++
-			return err
+	err := c.r.Step(now, frame, receiver.Sequencer)
+	if err == nil {
+		if k, _ := wire.PeekKind(frame); k == wire.KindData || k == wire.KindHeartbeat {
+			c.heard(now)
 		}
-		c.heard(now)
-		c.onPacket(now)
-	case wire.KindGone:
-		if err := wire.DecodeGone(frame, &c.gone); err != nil {
-			c.stats.Malformed++
-			return err
-		}
-		c.onGone()
-	default:
-		c.stats.Malformed++
-		return ErrFrameKind
 	}
-	return c.err
+	c.handleReady()
+	if c.err != nil {
+		return c.err
+	}
+	return err
 }
 
 // Tick runs what is due at now: NAKs of open gaps, resends of unacked
@@ -113,9 +105,10 @@ func (c *Core) Tick(now int64) {
 		return
 	}
 	c.clock = now
-	c.updateGap(now)
-	if c.nakArmed && now >= c.nakAt {
-		c.sendNak(now)
+	c.r.Tick(now)
+	c.handleReady()
+	if c.err != nil {
+		return
 	}
 	if !c.cfg.ReadOnly {
 		c.resend(now)
@@ -181,7 +174,7 @@ func (c *Core) Now() int64 { return c.now }
 // joined: true (with Config.Rewind) until it delivers the first seq it saw
 // live. Inside OnMessage it describes the message being delivered.
 func (c *Core) Rewinding() bool {
-	return c.cfg.Rewind && (!c.started || c.next < c.firstLive)
+	return c.cfg.Rewind && (!c.r.Started() || c.next < c.r.FirstLive())
 }
 
 // Delivered is the last seq fully delivered (during OnMessage, the one
@@ -189,13 +182,13 @@ func (c *Core) Rewinding() bool {
 func (c *Core) Delivered() uint64 { return c.next - 1 }
 
 // Stable is the highest stable seq seen.
-func (c *Core) Stable() uint64 { return c.stable }
+func (c *Core) Stable() uint64 { return c.r.Stable() }
 
 // Session is the session the core locked onto (0 before the first packet).
-func (c *Core) Session() uint64 { return c.session }
+func (c *Core) Session() uint64 { return c.r.Session() }
 
 // Epoch is the newest epoch seen.
-func (c *Core) Epoch() uint32 { return c.epoch }
+func (c *Core) Epoch() uint32 { return c.r.Epoch() }
 
 // InFlight is the number of commands sent but not yet seen in the stream.
 func (c *Core) InFlight() int { return int(c.nextCmd - 1 - c.acked) }
@@ -211,6 +204,7 @@ func (c *Core) Err() error { return c.err }
 // Stats returns the counters (and the resend timer's gauges).
 func (c *Core) Stats() Stats {
 	st := c.stats
+	st.Stats = c.r.Stats()
 	st.SmoothedRTT, st.ResendTimeout = time.Duration(c.srtt), time.Duration(c.rto)
 	return st
 }
@@ -219,14 +213,4 @@ func (c *Core) fail(err error) {
 	if c.err == nil {
 		c.err = err
 	}
-}
-
-// random returns the next value of a splitmix64 sequence seeded by
-// Config.Seed, so NAK jitter replays in the simulator.
-func (c *Core) random() uint64 {
-	c.rng += 0x9e3779b97f4a7c15
-	z := c.rng
-	z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9
-	z = (z ^ (z >> 27)) * 0x94d049bb133111eb
-	return z ^ (z >> 31)
 }

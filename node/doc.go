@@ -11,21 +11,16 @@
 // used only for those local timers; the application sees sequencer time
 // (Now) only, so a replay makes the same decisions.
 //
-// Receiving: messages are delivered in seq order, each once. Records ahead
-// of the next seq (out of order, or not yet stable in Safe mode) are copied
-// into a ring of Config.PendingRecords slots allocated once; in-order
-// deliverable records are delivered straight from the packet (zero copy).
-// A gap (from data, heartbeats or stable) is NAKed after a seeded random
-// delay, then with exponential backoff up to NakMaxDelay; one NAK covers the
-// region from the first to the last missing seq, and it is cancelled as
-// soon as a repair (ours, or one multicast for another receiver) fills it.
-// Fragments are reassembled by byte offset; held ranges survive
-// retransmissions. Packets of another session or an older epoch are
-// dropped; at a new epoch, buffered records above the old stable are
-// discarded (the failover may have cut them). In Fast mode, an
-// InternalEpochStart at or below a delivered seq stops the core with
-// ErrDiverged. A Gone for a needed seq stops it with ErrUnrecoverable,
-// naming the missing range. Fatal errors are sticky (Err).
+// Receiving is the receiver package's job (gap detection, NAKs, fencing by
+// (epoch, seq), stable, reassembly under a byte budget, session liveness,
+// status frames to the sequencer's flow control): Step and Tick feed it,
+// then act on its Ready in its order (frames to send, then messages to
+// deliver) and Advance it. Each delivered message that is internal or of
+// this account first goes to the send half in one call (observe), then
+// to OnMessage. Delivery order, Rewinding, safe and fast modes and the
+// receiving fatal errors (ErrUnrecoverable, ErrDiverged, ErrNewSession,
+// ErrTooLargeReceived) are the receiver's; fatal errors are sticky (Err).
+// A node starts from the live tail unless Config.Rewind is set.
 //
 // Sending: commands are numbered 1, 2, ... per incarnation. Every process
 // start must use a larger Config.Incarnation (New uses the wall clock): the

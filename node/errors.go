@@ -4,22 +4,30 @@ import (
 	"errors"
 	"strconv"
 
+	"github.com/seqd/seqd/receiver"
 	"github.com/seqd/seqd/wire"
 )
 
 // Sentinel errors. Fatal ones (ErrUnrecoverable, ErrDiverged,
-// ErrSuperseded, ErrDuplicateSender) are wrapped with detail and become
-// sticky in Core.Err; test them with errors.Is.
+// ErrNewSession, ErrTooLargeReceived, ErrSuperseded, ErrDuplicateSender)
+// are wrapped with detail and become sticky in Core.Err; test them with
+// errors.Is. The receiving half's are the receiver package's values, so
+// either name matches.
 var (
-	ErrWindowFull    = errors.New("node: send window full")
-	ErrReadOnly      = errors.New("node: read-only node cannot send")
-	ErrTooLarge      = errors.New("node: payload larger than MaxMessageBytes")
-	ErrUnrecoverable = errors.New("node: unrecoverable gap")
-	ErrDiverged      = errors.New("node: diverged: a new epoch cut messages this node already delivered")
-	ErrFrameKind     = errors.New("node: frame kind not expected by a node")
-	ErrNewSession    = errors.New("node: a newer session is on the stream")
-	ErrConfig        = errors.New("node: invalid config")
-	ErrClosed        = errors.New("node: closed")
+	ErrWindowFull = errors.New("node: send window full")
+	ErrReadOnly   = errors.New("node: read-only node cannot send")
+	// ErrTooLarge: Send was given more than MaxMessageBytes (this node's
+	// send limit; what it receives is bounded by MaxReceiveMessageBytes).
+	ErrTooLarge = errors.New("node: payload larger than MaxMessageBytes")
+	ErrConfig   = errors.New("node: invalid config")
+	ErrClosed   = errors.New("node: closed")
+
+	ErrUnrecoverable    = receiver.ErrUnrecoverable
+	ErrDiverged         = receiver.ErrDiverged
+	ErrNewSession       = receiver.ErrNewSession
+	ErrTooLargeReceived = receiver.ErrTooLarge
+	ErrFrameKind        = receiver.ErrFrameKind
+
 	// ErrRejected is wrapped by the *RejectedError a RejectionHandler gets
 	// for each command the sequencer refused.
 	ErrRejected = errors.New("node: command rejected by the sequencer")

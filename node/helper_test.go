@@ -86,8 +86,12 @@ func (s *stream) internal(x wire.Internal) rec {
 	return rec{payload: b, flags: wire.FlagInternal | wire.FlagSeqGen}
 }
 
-func (s *stream) gone(from, oldest uint64) []byte {
-	b, err := wire.AppendGone(make([]byte, wire.GoneBytes), &wire.Gone{Epoch: s.epoch, Session: s.session, FromSeq: from, ToSeq: from, Oldest: oldest})
+func (s *stream) gone(from, oldest uint64) []byte { return s.goneRange(from, from, oldest) }
+
+// goneRange answers a NAK of from..to: the source retains nothing below
+// oldest (0: nothing at all).
+func (s *stream) goneRange(from, to, oldest uint64) []byte {
+	b, err := wire.AppendGone(make([]byte, wire.GoneBytes), &wire.Gone{Epoch: s.epoch, Session: s.session, FromSeq: from, ToSeq: to, Oldest: oldest})
 	if err != nil {
 		s.t.Fatal(err)
 	}
@@ -201,6 +205,8 @@ func testConfig() Config {
 	c.Seed = 1
 	c.PendingRecords = 1 << 10
 	c.Window = 16
+	c.Rewind = true      // most tests start mid-stream and expect seq 1 first
+	c.StatusInterval = 0 // tests of status frames turn it on
 	return c
 }
 

@@ -3,6 +3,7 @@ package node
 import (
 	"time"
 
+	"github.com/seqd/seqd/receiver"
 	"github.com/seqd/seqd/wire"
 )
 
@@ -10,8 +11,8 @@ import (
 // Payload (and the Message itself) is valid only during OnMessage.
 type Message struct {
 	Seq      uint64
-	Time     int64 // sequencer time (ns) at which it was sequenced
-	Epoch    uint32
+	Time     int64  // sequencer time (ns) at which it was sequenced
+	Epoch    uint32 // derived from Seq's position in the stream, whatever packet carried it
 	Account  wire.Account
 	Instance uint8
 	CmdSeq   uint64
@@ -74,21 +75,16 @@ type Output interface {
 	Send(frame []byte)
 }
 
-// Stats are a Core's counters since NewCore.
+// Stats are a Core's counters since NewCore: the receiving half's
+// (receiver.Stats: gaps, NAKs, fencing, memory; Delivered counts messages
+// handed to OnMessage) and the sending half's.
 type Stats struct {
-	Delivered      uint64 // messages handed to OnMessage
-	Duplicates     uint64 // records dropped because already held or delivered
-	Gaps           uint64 // gaps detected (each NAKed until repaired)
-	NaksSent       uint64
-	Resends        uint64 // commands sent again after their resend timeout
-	Malformed      uint64 // frames or records rejected
-	Fenced         uint64 // packets dropped for an older epoch or another session
-	Overflow       uint64 // records dropped because beyond the receive ring
-	CommandsSent   uint64 // commands accepted by Send/SendTimer
-	CommandFrames  uint64 // command frames handed to Output
-	Acked          uint64 // commands seen in the stream
-	DroppedByEpoch uint64 // buffered records discarded at an epoch change
-	Rejected       uint64 // commands the sequencer refused (OnRejected)
+	receiver.Stats
+	Resends       uint64 // commands sent again after their resend timeout
+	CommandsSent  uint64 // commands accepted by Send/SendTimer
+	CommandFrames uint64 // command frames handed to Output
+	Acked         uint64 // commands seen in the stream
+	Rejected      uint64 // commands the sequencer refused (OnRejected)
 	// IncarnationBumps counts moves above an incarnation of this node's
 	// Account/Instance seen in the stream before its commands were.
 	IncarnationBumps uint64

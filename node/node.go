@@ -208,8 +208,8 @@ func (n *Node) idleWait(now int64) time.Duration {
 		return 0
 	}
 	due := int64(maxIdleWait)
-	if c.nakArmed {
-		due = min(due, c.nakAt-now)
+	if at, ok := c.r.NextDue(); ok {
+		due = min(due, at-now)
 	}
 	if at, ok := c.resendDue(); ok {
 		due = min(due, at-now)

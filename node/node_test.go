@@ -197,7 +197,7 @@ func TestNode_RunStopsOnUnrecoverableGap(t *testing.T) {
 	srv.Flush()
 	go seqr.run(ctx)
 	err = n.Run(ctx)
-	want := "node: unrecoverable gap: seqs 1..49 no longer retained by sequencer (oldest 50)"
+	want := "receiver: unrecoverable gap: seqs 1..49 no longer retained by sequencer (oldest 50)"
 	if !errors.Is(err, ErrUnrecoverable) || err.Error() != want {
 		t.Fatalf("Run: %v\nwant %s", err, want)
 	}

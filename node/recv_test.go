@@ -3,6 +3,7 @@ package node
 import (
 	"bytes"
 	"errors"
+	"fmt"
 	"math/rand/v2"
 	"slices"
 	"strings"
@@ -153,17 +154,21 @@ func TestCore_Reassembly16MiBShuffledWithDuplicates(t *testing.T) {
 	}
 	rng.Shuffle(len(frames), func(i, j int) { frames[i], frames[j] = frames[j], frames[i] })
 	step(t, c, 0, s.msgs(1, 1))
-	step(t, c, 0, frames...)
+	// Fragments far ahead of the bytes held are dropped (memory grows
+	// with bytes that arrived), so, as repairs would, the frames come
+	// again until the message is whole.
+	rounds := 0
+	for ; rounds < 30 && len(h.got) < 2; rounds++ {
+		step(t, c, 0, frames...)
+	}
 	step(t, c, 0, s.msgs(3, 1))
 	if got := h.seqs(); !slices.Equal(got, []uint64{1, 2, 3}) {
-		t.Fatalf("delivered %v", got)
+		t.Fatalf("delivered %v after %d rounds", got, rounds)
 	}
 	if h.got[1].payload != string(msg) {
 		t.Fatalf("reassembled message differs (len %d)", len(h.got[1].payload))
 	}
-	if d := c.Stats().Duplicates; d != 40 {
-		t.Fatalf("Duplicates = %d, want 40", d)
-	}
+	t.Logf("%d rounds, stats %+v", rounds, c.Stats())
 }
 
 func TestCore_SafeWaitsForStableFastDoesNot(t *testing.T) {
@@ -231,7 +236,7 @@ func TestCore_FastNodeDivergesWhenNewEpochCutsDelivered(t *testing.T) {
 	if !errors.Is(err, ErrDiverged) || !errors.Is(c.Err(), ErrDiverged) {
 		t.Fatalf("Step err %v, Err() %v; want ErrDiverged", err, c.Err())
 	}
-	want := "node: diverged: a new epoch cut messages this node already delivered: epoch 2 starts at seq 2 but seqs up to 3 were delivered in epoch 0"
+	want := "receiver: diverged: a new epoch cut messages this receiver already delivered: epoch 2 starts at seq 2 but seqs up to 3 were delivered in epoch 1"
 	if c.Err().Error() != want {
 		t.Fatalf("Err() = %q\nwant %q", c.Err(), want)
 	}
@@ -246,8 +251,9 @@ func TestCore_GoneIsUnrecoverableNamingTheRange(t *testing.T) {
 	cfg.PendingRecords = 1 << 13
 	c, _, _ := newTestCore(t, cfg)
 	step(t, c, 0, s.msgs(1, 119), s.msgs(4001, 1), s.msgs(5000, 1))
-	err := c.Step(0, s.gone(120, 5000))
-	want := "node: unrecoverable gap: seqs 120..4000 no longer retained by sequencer (oldest 5000)"
+	c.Tick(int64(time.Second)) // NAK 120..4000
+	err := c.Step(0, s.goneRange(120, 4000, 5000))
+	want := "receiver: unrecoverable gap: seqs 120..4000 no longer retained by sequencer (oldest 5000)"
 	if !errors.Is(err, ErrUnrecoverable) || err.Error() != want {
 		t.Fatalf("err = %v\nwant %s", err, want)
 	}
@@ -403,14 +409,16 @@ func TestCore_MalformedFrameChangesNothing(t *testing.T) {
 	}
 }
 
-func TestCore_OtherSessionFenced(t *testing.T) {
+func TestCore_LingeringOtherSessionIsCountedNotFollowed(t *testing.T) {
 	s := newStream(t)
 	c, h, _ := newTestCore(t, testConfig())
 	step(t, c, 0, s.msgs(1, 1))
-	s.session = 76 // an older session: stale frames (a newer one is fatal, see below)
-	step(t, c, 0, s.msgs(2, 1))
-	if len(h.got) != 1 || c.Stats().Fenced != 1 {
-		t.Fatalf("delivered %v, stats %+v", h.seqs(), c.Stats())
+	s.session = 76 // a few lingering packets of another session
+	step(t, c, 1, s.msgs(2, 1))
+	s.session = 77
+	step(t, c, 2, s.msgs(2, 1))
+	if len(h.got) != 2 || c.Stats().OtherSession != 1 || c.Err() != nil {
+		t.Fatalf("delivered %v, stats %+v, err %v", h.seqs(), c.Stats(), c.Err())
 	}
 }
 
@@ -538,24 +546,68 @@ func TestCore_EachHoleOfALargeMessageGetsAFreshNakDelay(t *testing.T) {
 	}
 }
 
-// TestCore_NewerSessionStopsTheNode: a stream that switches to a newer
-// session (a sequencer restart) stops the node with an error naming both,
-// instead of fencing every packet in silence; an older one is fenced.
-func TestCore_NewerSessionStopsTheNode(t *testing.T) {
-	s := newStream(t)
-	c, _, _ := newTestCore(t, testConfig())
-	step(t, c, 0, s.msgs(1, 2))
-	old := newStream(t)
-	old.session = 76
-	step(t, c, 0, old.msgs(9, 1))
-	if c.Err() != nil || c.Stats().Fenced != 1 {
-		t.Fatalf("older session: err %v, fenced %d; want fenced in silence", c.Err(), c.Stats().Fenced)
+// TestCore_OtherLiveSessionStopsANodeThatDelivered: once another session
+// is live (its packets keep coming for SessionTimeout, or the followed one
+// fell silent that long), a node that delivered messages stops with an
+// error naming both sessions, whatever the order of their ids. Before, a
+// restarted sequencer with a smaller id (its clock behind) was ignored by
+// every node forever, in silence.
+func TestCore_OtherLiveSessionStopsANodeThatDelivered(t *testing.T) {
+	sec := int64(time.Second)
+	for _, tt := range []struct {
+		name    string
+		session uint64
+		silent  bool // the followed session stops publishing
+		want    string
+	}{
+		{"smaller id, old one silent", 5, true, "session 5 publishes while session 77, which this receiver followed, has been silent for 1000ms"},
+		{"larger id, old one silent", 78, true, "session 78 publishes while session 77, which this receiver followed, has been silent for 1000ms"},
+		{"smaller id, both publish", 5, false, "session 5 publishes alongside session 77"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			s := newStream(t)
+			c, _, _ := newTestCore(t, testConfig())
+			step(t, c, 0, s.msgs(1, 2))
+			next := newStream(t)
+			next.session = tt.session
+			for i := int64(0); i <= 15 && c.Err() == nil; i++ {
+				now := sec/2 + i*sec/10
+				_ = c.Step(now, next.heartbeat(1, 0, now))
+				if !tt.silent {
+					_ = c.Step(now, s.heartbeat(3, 2, now))
+				}
+			}
+			if !errors.Is(c.Err(), ErrNewSession) || !strings.Contains(c.Err().Error(), tt.want) {
+				t.Fatalf("Err() = %v, want ErrNewSession with %q", c.Err(), tt.want)
+			}
+		})
 	}
-	next := newStream(t)
-	next.session = 78
-	_ = c.Step(0, next.msgs(1, 1))
-	if !errors.Is(c.Err(), ErrNewSession) || !strings.Contains(c.Err().Error(), "session 78 appeared while following session 77") {
-		t.Fatalf("Err() = %v, want ErrNewSession naming sessions 78 and 77", c.Err())
+}
+
+// TestCore_NodeThatDeliveredNothingSwitchesToTheLiveSession: a node that
+// started on the last heartbeats of a stopped sequencer follows the live
+// session instead of dying (or, with an older live id, ignoring it).
+func TestCore_NodeThatDeliveredNothingSwitchesToTheLiveSession(t *testing.T) {
+	for _, lingering := range []uint64{76, 78} {
+		t.Run(fmt.Sprint("lingering=", lingering), func(t *testing.T) {
+			cfg := testConfig()
+			cfg.Rewind = false
+			c, h, _ := newTestCore(t, cfg)
+			old := newStream(t)
+			old.session = lingering
+			step(t, c, 0, old.heartbeat(500, 499, 0))
+			live := newStream(t) // session 77
+			ms := int64(time.Millisecond)
+			for q := uint64(1); q <= 150; q++ {
+				step(t, c, int64(q)*10*ms, live.msgs(q, 1))
+			}
+			if c.Err() != nil || c.Session() != 77 || len(h.got) == 0 || h.got[len(h.got)-1].seq != 150 {
+				t.Fatalf("err %v, session %d, delivered %v", c.Err(), c.Session(), h.seqs())
+			}
+			if c.Stats().SessionSwitch != 1 {
+				t.Fatalf("stats %+v, want one switch", c.Stats())
+			}
+		})
 	}
 }
 

@@ -607,6 +607,6 @@ func (c *Core) heard(now int64) { c.heardAt = now }
 // The receiving half's state the sending half reads: what was delivered,
 // the highest seq known to exist, the first seq seen live, the session.
 func (c *Core) streamDelivered() uint64 { return c.next - 1 }
-func (c *Core) streamTail() uint64      { return c.tail }
-func (c *Core) streamFirstLive() uint64 { return c.firstLive }
-func (c *Core) streamSession() uint64   { return c.session }
+func (c *Core) streamTail() uint64      { return c.r.Tail() }
+func (c *Core) streamFirstLive() uint64 { return c.r.FirstLive() }
+func (c *Core) streamSession() uint64   { return c.r.Session() }

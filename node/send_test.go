@@ -62,7 +62,7 @@ func echo(t testing.TB, o *outbox, q uint64) rec {
 // nothing new), then ticks: resend timers advance only with the stream.
 func beatAndTick(t testing.TB, c *Core, s *stream, now int64) {
 	t.Helper()
-	step(t, c, now, s.heartbeat(c.tail+1, c.stable, now))
+	step(t, c, now, s.heartbeat(c.r.Tail()+1, c.r.Stable(), now))
 	c.Tick(now)
 }
 

@@ -172,6 +172,7 @@ func benchMem(o benchOptions) error {
 	for i := 0; i <= o.nodes; i++ {
 		cfg := node.DefaultConfig()
 		cfg.Account = fmt.Sprintf("B%d", i)
+		cfg.Rewind = true // the receiver checks the stream from seq 1
 		cfg.Incarnation = 1
 		var h node.Handler = benchSender{}
 		if i == o.nodes {

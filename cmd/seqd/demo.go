@@ -119,6 +119,7 @@ func runDemo(ctx context.Context, nodes, count int, faults fault.Config) error {
 		d := &demoNode{name: fmt.Sprintf("DEMO%d", i), lastCmd: map[wire.Account]uint64{}}
 		cfg := node.DefaultConfig()
 		cfg.Account = d.name
+		cfg.Rewind = true // every node's digest covers the stream from seq 1
 		cfg.BlockWhenFull = true
 		d.n, err = node.New(cfg, d, net.Client())
 		if err != nil {

@@ -168,6 +168,7 @@ func runScenario(t *testing.T, sc scenario) {
 		r := &recorder{name: fmt.Sprintf("N%d", i)}
 		cfg := node.DefaultConfig()
 		cfg.Account = r.name
+		cfg.Rewind = true // the checker compares whole streams from seq 1
 		cfg.BlockWhenFull = true
 		cfg.Window = 256
 		cfg.ResendInterval = 20 * time.Millisecond

@@ -101,6 +101,7 @@ func sixteenMiB(t *testing.T, kind string) {
 	recv := &bigReceiver{self: "RECV"}
 	rcfg := node.DefaultConfig()
 	rcfg.Account = "RECV"
+	rcfg.Rewind = true
 	rn, err := node.New(rcfg, recv, open(1, 0.01))
 	if err != nil {
 		t.Fatal(err)

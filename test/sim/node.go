@@ -59,6 +59,9 @@ func newSimNode(w *world, i int, readOnly bool) (*simNode, error) {
 	cfg.Incarnation = 1
 	cfg.Session = 1
 	cfg.ReadOnly = readOnly
+	// Every node checks the stream from seq 1: it rewinds from what the
+	// sequencer's ring holds (the ring holds the whole run).
+	cfg.Rewind = true
 	cfg.Seed = w.cfg.Seed*131 + uint64(i)
 	cfg.Window = 64 + 64*(i%3)
 	cfg.ResendInterval = 5 * time.Millisecond

@@ -1,0 +1,15 @@
+package receiver
+
+import "errors"
+
+// Sentinel errors. The fatal ones are wrapped with detail (the range, the
+// epochs, the sessions) and become sticky in Receiver.Err; test them with
+// errors.Is.
+var (
+	ErrUnrecoverable = errors.New("receiver: unrecoverable gap")
+	ErrDiverged      = errors.New("receiver: diverged: a new epoch cut messages this receiver already delivered")
+	ErrNewSession    = errors.New("receiver: another session is live on the stream")
+	ErrTooLarge      = errors.New("receiver: message larger than MaxReceiveMessageBytes")
+	ErrFrameKind     = errors.New("receiver: frame kind not expected by a receiver")
+	ErrConfig        = errors.New("receiver: invalid config")
+)

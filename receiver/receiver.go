@@ -1,0 +1,615 @@
+package receiver
+
+import (
+	"fmt"
+	"slices"
+
+	"github.com/seqd/seqd/wire"
+)
+
+// Receiver is the pure receiving state machine (see the package comment).
+// It is not safe for concurrent use.
+type Receiver struct {
+	cfg   Config
+	rng   uint64
+	err   error // sticky fatal error
+	stats Stats
+	ready Ready
+	out   []byte // bytes of the frames in ready.Send
+
+	// Session.
+	started      bool
+	session      uint64
+	heard        int64 // local time of the last packet of this session
+	deliveredAny bool
+	settled      int // messages of Ready.Deliver that settle has seen
+	other        otherSession
+
+	// Epochs.
+	epoch          uint32 // newest valid epoch
+	epochStart     uint64 // its first seq
+	cuts           cutTable
+	deliveredEpoch uint32 // epoch of the last message delivered (or the starting epoch)
+
+	// Positions.
+	next      uint64 // next seq to deliver
+	released  uint64 // lowest seq whose ring slot the current Ready may still view
+	maxStored uint64 // highest seq ever copied into the ring
+	contig    uint64 // every seq in [next, contig] is held whole
+	tail      uint64 // highest seq known to exist
+	sealed    uint64 // highest seq known to be published whole (all fragments)
+	stable    uint64
+	firstLive uint64
+	now       int64 // sequencer time
+
+	reassembly
+
+	// Repair.
+	nakArmed   bool
+	nakFrom    uint64
+	nakAt      int64
+	nakBackoff int64
+	nakOff     uint32 // held prefix of nakFrom when the gap was armed
+	src        Source // where NAKs go
+	tried      int    // sources that answered Gone for nakFrom
+	asked      bool   // askedFrom..askedTo were asked of src
+	askedFrom  uint64
+	askedTo    uint64
+
+	// Status.
+	statusAt     int64
+	statusSent   int64
+	statusContig uint64
+	statusDeliv  uint64
+	statusAny    bool
+
+	// Decode scratch, kept here so that the hot path allocates nothing.
+	pkt    wire.Packet
+	rec    wire.Record
+	ix     wire.Internal
+	gone   wire.Gone
+	status wire.Status
+}
+
+// otherSession tracks a session other than the one followed.
+type otherSession struct {
+	id    uint64
+	first int64 // local time it was first heard, this spell
+	last  int64
+}
+
+// New validates cfg and builds a Receiver; every buffer of the hot path is
+// allocated here.
+func New(cfg Config) (*Receiver, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	r := &Receiver{cfg: cfg, rng: cfg.Seed ^ 0x9e3779b97f4a7c15}
+	r.initRing(cfg.PendingRecords)
+	r.ready.Deliver = make([]Message, 0, 64)
+	r.ready.Send = make([]Frame, 0, 4)
+	r.out = make([]byte, 0, 4*wire.StatusBytes)
+	r.src = cfg.PreferredSource
+	r.next = 1
+	r.released = 1
+	return r, nil
+}
+
+// Ready is the output accumulated since the last Advance (see Ready). The
+// pointer stays the same for the Receiver's life.
+func (r *Receiver) Ready() *Ready { return &r.ready }
+
+// Advance tells the receiver that the shell handled Ready: its frames and
+// payloads may be reused.
+func (r *Receiver) Advance() {
+	if len(r.releaseLater) > 0 {
+		for _, q := range r.releaseLater {
+			if s := &r.ring[q&r.mask]; s.state == slotEmpty && s.seq == q {
+				r.release(s)
+			}
+		}
+		r.releaseLater = r.releaseLater[:0]
+		clear(r.ready.Deliver) // drop views of released buffers
+	}
+	r.ready.Deliver = r.ready.Deliver[:0]
+	r.settled = 0
+	r.ready.Send = r.ready.Send[:0]
+	if len(r.ready.Persist) > 0 {
+		clear(r.ready.Persist)
+		r.ready.Persist = r.ready.Persist[:0]
+	}
+	r.out = r.out[:0]
+	r.released = r.next
+}
+
+// Step feeds one frame received from source from: a stream packet (data or
+// heartbeat) or a Gone. A malformed frame is counted and its decoder's
+// sentinel error returned, with no other change. After a fatal error Step
+// does nothing and returns Err().
+func (r *Receiver) Step(now int64, frame []byte, from Source) error {
+	if r.err != nil {
+		return r.err
+	}
+	k, err := wire.PeekKind(frame)
+	if err != nil {
+		r.stats.Malformed++
+		return err
+	}
+	switch k {
+	case wire.KindData, wire.KindHeartbeat:
+		if err := wire.DecodePacket(frame, &r.pkt); err != nil {
+			r.stats.Malformed++
+			return err
+		}
+		r.onPacket(now, frame)
+	case wire.KindGone:
+		if err := wire.DecodeGone(frame, &r.gone); err != nil {
+			r.stats.Malformed++
+			return err
+		}
+		r.onGone(now, from)
+	default:
+		r.stats.Malformed++
+		return ErrFrameKind
+	}
+	return r.err
+}
+
+// Tick runs what is due at now: the NAK of an open gap, a status report.
+func (r *Receiver) Tick(now int64) {
+	if r.err != nil {
+		return
+	}
+	r.updateGap(now)
+	if r.nakArmed && now >= r.nakAt {
+		r.sendNak(now)
+	}
+	if r.cfg.StatusInterval > 0 && r.started && now >= r.statusAt {
+		r.sendStatus(now)
+	}
+}
+
+// NextDue is the local time of the next thing Tick will do (a NAK, a
+// status report), if any: a shell may sleep until then.
+func (r *Receiver) NextDue() (int64, bool) {
+	var at int64
+	ok := false
+	if r.nakArmed {
+		at, ok = r.nakAt, true
+	}
+	if r.cfg.StatusInterval > 0 && r.started && r.err == nil {
+		s := r.statusAt
+		if r.statusAny && !r.statusMoved() {
+			s = max(s, r.statusSent+statusKeepalive*int64(r.cfg.StatusInterval))
+		}
+		if !ok || s < at {
+			at, ok = s, true
+		}
+	}
+	return at, ok
+}
+
+// Err is the fatal error that stopped the receiver (ErrUnrecoverable,
+// ErrDiverged, ErrNewSession, ErrTooLarge), or nil. Once set it never
+// changes.
+func (r *Receiver) Err() error { return r.err }
+
+// Stats returns the counters.
+func (r *Receiver) Stats() Stats { return r.stats }
+
+// Started reports whether a live packet fixed the session and the start.
+func (r *Receiver) Started() bool { return r.started }
+
+// Next is the next seq to deliver: every seq below it is in a Ready.
+func (r *Receiver) Next() uint64 { return r.next }
+
+// Contiguous is the highest seq up to which the stream is held whole.
+func (r *Receiver) Contiguous() uint64 { return r.contig }
+
+// Tail is the highest seq known to exist.
+func (r *Receiver) Tail() uint64 { return r.tail }
+
+// FirstLive is the first seq seen live (the start of a non-rewinding
+// receiver; the end of a rewind).
+func (r *Receiver) FirstLive() uint64 { return r.firstLive }
+
+// Stable is the highest stable seq believed.
+func (r *Receiver) Stable() uint64 { return r.stable }
+
+// Session is the session followed (0 before the first packet).
+func (r *Receiver) Session() uint64 { return r.session }
+
+// Epoch is the newest valid epoch seen.
+func (r *Receiver) Epoch() uint32 { return r.epoch }
+
+// Source is where NAKs go now.
+func (r *Receiver) Source() Source { return r.src }
+
+// Now is sequencer time: the time of the last message delivered, or of a
+// heartbeat once everything it announced was delivered.
+func (r *Receiver) Now() int64 { return r.now }
+
+// HeldHead describes the next message to deliver when only part of it is
+// held and that part is stable (its Payload is nil): a node acknowledges
+// its own large command by it while the rest is repaired.
+func (r *Receiver) HeldHead() (Message, bool) {
+	if r.next > r.maxStored {
+		return Message{}, false
+	}
+	s := &r.ring[r.next&r.mask]
+	if s.seq != r.next || s.state != slotPartial || s.seq > r.stable {
+		return Message{}, false
+	}
+	return Message{Seq: s.seq, Time: s.time, Epoch: s.epoch, Account: s.account, Instance: s.instance, CmdSeq: s.cmdSeq, Flags: s.flags}, true
+}
+
+func (r *Receiver) fail(err error) {
+	if r.err == nil {
+		r.err = err
+	}
+}
+
+// random returns the next value of a splitmix64 sequence seeded by
+// Config.Seed, so NAK jitter replays in a simulation.
+func (r *Receiver) random() uint64 {
+	r.rng += 0x9e3779b97f4a7c15
+	z := r.rng
+	z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9
+	z = (z ^ (z >> 27)) * 0x94d049bb133111eb
+	return z ^ (z >> 31)
+}
+
+func (r *Receiver) onPacket(now int64, frame []byte) {
+	p := &r.pkt
+	if r.cfg.Session != 0 && p.Session != r.cfg.Session {
+		r.stats.Fenced++
+		return
+	}
+	if !r.started {
+		if p.Flags&wire.PacketRetransmit != 0 {
+			// A repair meant for another receiver says nothing about
+			// where the live stream is; wait for a live packet.
+			r.stats.Duplicates += uint64(p.Count)
+			return
+		}
+		r.start(now, p)
+	} else if p.Session != r.session && !r.otherSession(now, p) {
+		return
+	}
+	r.heard = now
+
+	current := true
+	var limit uint64 // older epoch: records at or above it were cut
+	switch {
+	case p.Epoch == r.epoch:
+		if p.EpochStart != r.epochStart {
+			r.stats.BadEpoch++
+			return
+		}
+	case p.Epoch > r.epoch:
+		if !r.newEpoch(p) {
+			return
+		}
+	default:
+		if !r.cuts.add(p.Epoch, p.EpochStart) {
+			r.stats.BadEpoch++
+			return
+		}
+		next, ok := r.cuts.startOf(p.Epoch + 1)
+		if !ok || p.FirstSeq >= next {
+			// A deposed primary's packet above its cut, or an epoch
+			// whose cut this receiver does not know.
+			r.stats.Fenced++
+			return
+		}
+		current, limit = false, next
+	}
+
+	last := p.LastSeq()
+	if current {
+		highest := max(r.tail, last)
+		if p.Stable > r.stable {
+			if p.Stable-highest > r.cfg.StableLeadSeqs && p.Stable > highest {
+				r.stats.WildStable++
+			} else {
+				r.stable = p.Stable
+			}
+		}
+		if last > r.tail {
+			r.tail = last
+		}
+		sealed := last
+		if p.Count > 0 {
+			// The last record may be one fragment of a message still
+			// being published; only the seqs before it are surely whole.
+			sealed--
+		}
+		sealed = max(sealed, r.stable)
+		if sealed > r.sealed {
+			r.sealed = sealed
+		}
+		if r.stable > r.tail {
+			r.tail = r.stable
+		}
+	} else if last := min(last, limit-1); last > r.tail {
+		r.tail = last
+		r.sealed = max(r.sealed, min(last, limit-1))
+	}
+
+	r.drain()
+	fresh := false
+	maxRecv := uint32(r.cfg.MaxReceiveMessageBytes)
+	for r.err == nil && p.Next(&r.rec) {
+		rec := &r.rec
+		if rec.Seq < r.next {
+			r.duplicate(rec)
+			continue
+		}
+		if !current && rec.Seq >= limit {
+			r.stats.Fenced++
+			continue
+		}
+		ep := p.Epoch
+		if rec.Seq < p.EpochStart {
+			var ok bool
+			if ep, ok = r.cuts.epochOf(rec.Seq); !ok {
+				r.stats.Fenced++
+				continue
+			}
+		}
+		if rec.Total > maxRecv {
+			r.fail(fmt.Errorf("%w: seq %d is %d bytes, MaxReceiveMessageBytes is %d", ErrTooLarge, rec.Seq, rec.Total, maxRecv))
+			r.settle()
+			return
+		}
+		if rec.Seq == r.next && rec.Flags&wire.FlagFragment == 0 && (r.cfg.Mode == Fast || rec.Seq <= r.stable) {
+			// In order and deliverable: zero-copy from the packet. A
+			// copy stored earlier (out of order) must not be delivered
+			// again; only seqs at or below maxStored can have one, which
+			// spares the hot path a cache miss in the ring.
+			if rec.Seq <= r.maxStored {
+				if s := &r.ring[rec.Seq&r.mask]; s.seq == rec.Seq {
+					s.state = slotEmpty
+				}
+			}
+			r.emit(rec.Seq, rec.Time, ep, rec.Account, rec.Instance, rec.CmdSeq, rec.Flags, rec.Payload)
+			fresh = true
+			continue
+		}
+		if r.store(rec, ep) {
+			fresh = true
+		}
+	}
+	r.settle()
+	r.drain()
+	if p.Kind == wire.KindHeartbeat && r.next == p.FirstSeq && p.BaseTime > r.now {
+		r.now = p.BaseTime
+	}
+	if fresh && r.cfg.Persist {
+		r.ready.Persist = append(r.ready.Persist, frame)
+	}
+	r.updateGap(now)
+}
+
+// start fixes the session, the epoch and where delivery begins.
+func (r *Receiver) start(now int64, p *wire.Packet) {
+	r.started = true
+	r.session = p.Session
+	r.heard = now
+	r.epoch = p.Epoch
+	r.epochStart = p.EpochStart
+	r.cuts.reset()
+	r.cuts.add(p.Epoch, p.EpochStart)
+	r.firstLive = p.FirstSeq
+	if r.cfg.Rewind {
+		r.next = max(1, r.cfg.RewindFrom)
+		r.deliveredEpoch = 0
+	} else {
+		r.next = p.FirstSeq
+		r.deliveredEpoch = p.Epoch
+	}
+	r.released = r.next
+	r.contig = r.next - 1
+	r.tail = r.next - 1
+	r.sealed = 0
+	r.stable = 0
+	r.statusAt = now
+}
+
+// otherSession handles a packet of a session other than the one
+// followed, and reports whether the receiver now follows it. A live
+// sequencer is never ignored in silence, whatever the order of session ids
+// (the cluster may assign them): once the other session is live (heard for
+// SessionTimeout, or the followed one silent that long), a receiver that
+// delivered nothing switches to it and one that did stops with
+// ErrNewSession. Until then its packets are counted (OtherSession): a few
+// lingering packets of a stopped sequencer change nothing.
+func (r *Receiver) otherSession(now int64, p *wire.Packet) bool {
+	if p.Flags&wire.PacketRetransmit != 0 {
+		r.stats.Fenced++
+		return false
+	}
+	o := &r.other
+	timeout := int64(r.cfg.SessionTimeout)
+	if o.id != p.Session || now-o.last > timeout {
+		*o = otherSession{id: p.Session, first: now}
+	}
+	o.last = now
+	silent := now - r.heard
+	if silent < timeout && now-o.first < timeout {
+		r.stats.OtherSession++
+		return false
+	}
+	if !r.deliveredAny {
+		r.stats.SessionSwitch++
+		r.resetStream()
+		r.start(now, p)
+		return true
+	}
+	if silent >= timeout {
+		r.fail(fmt.Errorf("%w: session %d publishes while session %d, which this receiver followed, has been silent for %dms: the sequencer restarted; restart to follow the new session",
+			ErrNewSession, p.Session, r.session, silent/1e6))
+	} else {
+		r.fail(fmt.Errorf("%w: session %d publishes alongside session %d, which this receiver follows: two sequencers on one channel",
+			ErrNewSession, p.Session, r.session))
+	}
+	return false
+}
+
+// resetStream forgets everything learned from the stream followed so far.
+func (r *Receiver) resetStream() {
+	r.resetRing()
+	r.other = otherSession{}
+	r.nakArmed, r.asked, r.tried = false, false, 0
+	r.src = r.cfg.PreferredSource
+	r.maxStored = 0
+	r.now = 0
+}
+
+// newEpoch validates a header of a newer epoch and moves to it. A valid
+// epoch start is above every stable seq (the failover keeps everything
+// stable) and not below the current epoch's start; anything else is a
+// forgery or a bug, counted (BadEpoch) and dropped. A receiver that
+// delivered seqs at or above the start in an older epoch has diverged,
+// whether or not it saw the EpochStart record. Buffered records of older
+// epochs at or above the start were cut and are dropped.
+func (r *Receiver) newEpoch(p *wire.Packet) bool {
+	start := p.EpochStart
+	if start < r.epochStart || start <= r.stable || !r.cuts.add(p.Epoch, start) {
+		r.stats.BadEpoch++
+		return false
+	}
+	if r.next > start && r.deliveredEpoch < p.Epoch {
+		r.fail(fmt.Errorf("%w: epoch %d starts at seq %d but seqs up to %d were delivered in epoch %d",
+			ErrDiverged, p.Epoch, start, r.next-1, r.deliveredEpoch))
+		return false
+	}
+	r.epoch = p.Epoch
+	r.epochStart = start
+	end := r.released + uint64(len(r.ring))
+	for q := max(r.next, start); q < end; q++ {
+		s := &r.ring[q&r.mask]
+		if s.state != slotEmpty && s.seq == q && s.epoch < p.Epoch {
+			r.dropSlot(s)
+			r.stats.DroppedByEpoch++
+		}
+	}
+	r.contig = max(r.next-1, min(r.contig, start-1))
+	r.tail = max(r.next-1, min(r.tail, start-1))
+	r.sealed = min(r.sealed, r.tail)
+	r.nakArmed, r.asked, r.tried = false, false, 0
+	r.src = r.cfg.PreferredSource
+	return true
+}
+
+// duplicate handles a record already delivered. It is also where a fast
+// receiver learns that a new epoch started at or below what it delivered.
+func (r *Receiver) duplicate(rec *wire.Record) {
+	r.stats.Duplicates++
+	if rec.Flags&wire.FlagInternal == 0 || wire.DecodeInternal(rec.Payload, &r.ix) != nil {
+		return
+	}
+	if r.ix.Type == wire.InternalEpochStart && r.ix.Epoch > r.deliveredEpoch {
+		r.fail(fmt.Errorf("%w: epoch %d starts at seq %d but seqs up to %d were delivered in epoch %d",
+			ErrDiverged, r.ix.Epoch, rec.Seq, r.next-1, r.deliveredEpoch))
+	}
+}
+
+// emit puts one message into Ready.Deliver. What follows from the last
+// message emitted (contig, the delivered epoch, counters) is brought up to
+// date once per batch by settle.
+func (r *Receiver) emit(seq uint64, t int64, epoch uint32, acct wire.Account, inst uint8, cmdSeq uint64, flags uint8, payload []byte) {
+	if t > r.now {
+		r.now = t
+	}
+	d := r.ready.Deliver
+	n := len(d)
+	if n == cap(d) {
+		d = append(d, Message{})
+	}
+	d = d[:n+1]
+	m := &d[n]
+	m.Seq, m.Time, m.Account, m.CmdSeq, m.Payload = seq, t, acct, cmdSeq, payload
+	m.Epoch, m.Instance, m.Flags = epoch, inst, flags&^wire.FlagFragment
+	r.ready.Deliver = d
+	r.next = seq + 1
+}
+
+// settle updates what follows from the messages emitted since the last
+// call (they are in seq order, so the last one tells).
+func (r *Receiver) settle() {
+	d := r.ready.Deliver
+	if len(d) == r.settled {
+		return
+	}
+	last := &d[len(d)-1]
+	r.stats.Delivered += uint64(len(d) - r.settled)
+	r.settled = len(d)
+	r.deliveredAny = true
+	r.deliveredEpoch = max(r.deliveredEpoch, last.Epoch)
+	r.contig = max(r.contig, last.Seq)
+}
+
+// drain delivers held records from next on while they are whole and, in
+// safe mode, stable.
+func (r *Receiver) drain() {
+	// Nothing is held at or above next unless something was stored
+	// there: an in-order stream never touches the ring.
+	for r.err == nil && r.next <= r.maxStored {
+		s := &r.ring[r.next&r.mask]
+		if s.state != slotFull || s.seq != r.next || r.cfg.Mode == Safe && r.next > r.stable {
+			return
+		}
+		s.state = slotEmpty
+		if s.owned && cap(s.buf) > bigBufferBytes {
+			r.releaseLater = append(r.releaseLater, s.seq)
+		}
+		r.emit(s.seq, s.time, s.epoch, s.account, s.instance, s.cmdSeq, s.flags, s.buf[:s.total])
+	}
+	r.settle()
+}
+
+// sendStatus reports this receiver's position to the sequencer when it
+// moved, or as a keepalive.
+func (r *Receiver) sendStatus(now int64) {
+	interval := int64(r.cfg.StatusInterval)
+	r.statusAt = now + interval
+	delivered := r.next - 1
+	contig := max(r.contig, delivered)
+	if r.statusAny && !r.statusMoved() && now-r.statusSent < statusKeepalive*interval {
+		return
+	}
+	s := &r.status
+	*s = wire.Status{Session: r.session, Epoch: r.epoch, Instance: r.cfg.Instance, Account: r.cfg.Account,
+		Incarnation: r.cfg.Incarnation, Contiguous: contig, Delivered: delivered}
+	if r.cfg.ReadOnly {
+		s.Flags |= wire.StatusReadOnly
+	}
+	if r.cfg.Replayer {
+		s.Flags |= wire.StatusReplayer
+	}
+	if _, err := wire.AppendStatus(r.queue(Sequencer, wire.StatusBytes), s); err == nil {
+		r.statusAny, r.statusSent, r.statusContig, r.statusDeliv = true, now, contig, delivered
+		r.stats.StatusSent++
+	}
+}
+
+// statusMoved reports whether the position changed since the last status.
+func (r *Receiver) statusMoved() bool {
+	return max(r.contig, r.next-1) != r.statusContig || r.next-1 != r.statusDeliv
+}
+
+// queue adds a frame of n bytes for to to Ready.Send and returns its
+// bytes for the caller to fill.
+func (r *Receiver) queue(to Source, n int) []byte {
+	off := len(r.out)
+	r.out = slices.Grow(r.out, n)[:off+n]
+	b := r.out[off : off+n : off+n]
+	r.ready.Send = append(r.ready.Send, Frame{To: to, Bytes: b})
+	return b
+}
+
+// statusKeepalive: an unchanged position is reported every this many
+// StatusIntervals (500ms by default), well within the sequencer's
+// FlowReceiverTimeout.
+const statusKeepalive = 50
