@@ -36,8 +36,9 @@ type Core struct {
 	localTimers []localTimer
 
 	// Decode scratch, kept here so that the hot path allocates nothing.
-	msg Message
-	ix  wire.Internal
+	msg  Message
+	ix   wire.Internal
+	head receiver.Message
 }
 
 type localTimer struct {

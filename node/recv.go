@@ -31,7 +31,7 @@ func (c *Core) handleReady() {
 	if c.err != nil {
 		return
 	}
-	if h, ok := c.r.HeldHead(); ok && h.Account == c.account {
+	if h := &c.head; c.r.HeldHead(h) && h.Account == c.account {
 		c.observe(h.Seq, h.Account, h.Instance, h.CmdSeq, h.Flags|wire.FlagFragment, nil, nil)
 	}
 }

@@ -35,6 +35,7 @@ func FuzzReceiverStep(f *testing.F) {
 		}
 		last := uint64(0)
 		check := func() {
+			r.checkInvariants()
 			for _, m := range r.Ready().Deliver {
 				if m.Seq != last+1 && last != 0 {
 					t.Fatalf("delivered %d after %d", m.Seq, last)

@@ -117,6 +117,7 @@ type drive struct {
 
 func (d *drive) collect() {
 	d.t.Helper()
+	d.r.checkInvariants()
 	rd := d.r.Ready()
 	d.persisted += len(rd.Persist)
 	for _, f := range rd.Send {

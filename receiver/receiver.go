@@ -22,7 +22,8 @@ type Receiver struct {
 	session      uint64
 	heard        int64 // local time of the last packet of this session
 	deliveredAny bool
-	settled      int // messages of Ready.Deliver that settle has seen
+	stored       bool // slowRecord's record brought something new
+	settled      int  // messages of Ready.Deliver that settle has seen
 	other        otherSession
 
 	// Epochs.
@@ -102,6 +103,9 @@ func (r *Receiver) Ready() *Ready { return &r.ready }
 // Advance tells the receiver that the shell handled Ready: its frames and
 // payloads may be reused.
 func (r *Receiver) Advance() {
+	if invariants {
+		r.checkInvariants()
+	}
 	if len(r.releaseLater) > 0 {
 		for _, q := range r.releaseLater {
 			if s := &r.ring[q&r.mask]; s.state == slotEmpty && s.seq == q {
@@ -229,18 +233,20 @@ func (r *Receiver) Source() Source { return r.src }
 // heartbeat once everything it announced was delivered.
 func (r *Receiver) Now() int64 { return r.now }
 
-// HeldHead describes the next message to deliver when only part of it is
-// held and that part is stable (its Payload is nil): a node acknowledges
-// its own large command by it while the rest is repaired.
-func (r *Receiver) HeldHead() (Message, bool) {
+// HeldHead fills m with the next message to deliver when only part of it
+// is held and that part is stable (Payload nil), and reports whether there
+// is one: a node acknowledges its own large command by it while the rest
+// is repaired.
+func (r *Receiver) HeldHead(m *Message) bool {
 	if r.next > r.maxStored {
-		return Message{}, false
+		return false
 	}
 	s := &r.ring[r.next&r.mask]
 	if s.seq != r.next || s.state != slotPartial || s.seq > r.stable {
-		return Message{}, false
+		return false
 	}
-	return Message{Seq: s.seq, Time: s.time, Epoch: s.epoch, Account: s.account, Instance: s.instance, CmdSeq: s.cmdSeq, Flags: s.flags}, true
+	*m = Message{Seq: s.seq, Time: s.time, Epoch: s.epoch, Account: s.account, Instance: s.instance, CmdSeq: s.cmdSeq, Flags: s.flags}
+	return true
 }
 
 func (r *Receiver) fail(err error) {
@@ -339,46 +345,29 @@ func (r *Receiver) onPacket(now int64, frame []byte) {
 	r.drain()
 	fresh := false
 	maxRecv := uint32(r.cfg.MaxReceiveMessageBytes)
-	for r.err == nil && p.Next(&r.rec) {
-		rec := &r.rec
-		if rec.Seq < r.next {
-			r.duplicate(rec)
-			continue
-		}
-		if !current && rec.Seq >= limit {
-			r.stats.Fenced++
-			continue
-		}
-		ep := p.Epoch
-		if rec.Seq < p.EpochStart {
-			var ok bool
-			if ep, ok = r.cuts.epochOf(rec.Seq); !ok {
-				r.stats.Fenced++
-				continue
-			}
-		}
-		if rec.Total > maxRecv {
-			r.fail(fmt.Errorf("%w: seq %d is %d bytes, MaxReceiveMessageBytes is %d", ErrTooLarge, rec.Seq, rec.Total, maxRecv))
-			r.settle()
-			return
-		}
-		if rec.Seq == r.next && rec.Flags&wire.FlagFragment == 0 && (r.cfg.Mode == Fast || rec.Seq <= r.stable) {
-			// In order and deliverable: zero-copy from the packet. A
-			// copy stored earlier (out of order) must not be delivered
-			// again; only seqs at or below maxStored can have one, which
-			// spares the hot path a cache miss in the ring.
-			if rec.Seq <= r.maxStored {
-				if s := &r.ring[rec.Seq&r.mask]; s.seq == rec.Seq {
-					s.state = slotEmpty
-				}
-			}
-			r.emit(rec.Seq, rec.Time, ep, rec.Account, rec.Instance, rec.CmdSeq, rec.Flags, rec.Payload)
+	// The hot path: a record of this epoch, whole, next in line and
+	// deliverable goes into Ready.Deliver as a view of the packet (zero
+	// copy) with no other test; anything else takes the slow path.
+	rec := &r.rec
+	fastOK := current && (r.cfg.Mode == Fast || r.stable >= last) && maxRecv >= 0xFFFF
+	for p.Next(rec) {
+		if fastOK && rec.Seq == r.next && rec.Flags&wire.FlagFragment == 0 && rec.Seq >= p.EpochStart &&
+			rec.Seq > r.maxStored && len(r.ready.Deliver) < cap(r.ready.Deliver) {
+			d := r.ready.Deliver[:len(r.ready.Deliver)+1]
+			d[len(d)-1] = Message{Seq: rec.Seq, Time: rec.Time, Account: rec.Account, CmdSeq: rec.CmdSeq,
+				Payload: rec.Payload, Epoch: p.Epoch, Instance: rec.Instance, Flags: rec.Flags}
+			r.ready.Deliver = d
+			r.next++
 			fresh = true
 			continue
 		}
-		if r.store(rec, ep) {
-			fresh = true
+		if !r.slowRecord(p, rec, current, limit, maxRecv) {
+			break
 		}
+		fresh = fresh || r.stored
+	}
+	if n := len(r.ready.Deliver); n > r.settled {
+		r.now = max(r.now, r.ready.Deliver[n-1].Time)
 	}
 	r.settle()
 	r.drain()
@@ -389,6 +378,50 @@ func (r *Receiver) onPacket(now int64, frame []byte) {
 		r.ready.Persist = append(r.ready.Persist, frame)
 	}
 	r.updateGap(now)
+}
+
+// slowRecord handles a record off the hot path: a duplicate, a record of
+// an older epoch or below its header's epoch start, a fragment, one not
+// yet deliverable. It reports false when the receiver stopped; r.stored
+// tells whether the record brought anything new.
+func (r *Receiver) slowRecord(p *wire.Packet, rec *wire.Record, current bool, limit uint64, maxRecv uint32) bool {
+	r.stored = false
+	if rec.Seq < r.next {
+		r.duplicate(rec)
+		return r.err == nil
+	}
+	if !current && rec.Seq >= limit {
+		r.stats.Fenced++
+		return true
+	}
+	ep := p.Epoch
+	if rec.Seq < p.EpochStart {
+		var ok bool
+		if ep, ok = r.cuts.epochOf(rec.Seq); !ok {
+			r.stats.Fenced++
+			return true
+		}
+	}
+	if rec.Total > maxRecv {
+		r.fail(fmt.Errorf("%w: seq %d is %d bytes, MaxReceiveMessageBytes is %d", ErrTooLarge, rec.Seq, rec.Total, maxRecv))
+		return false
+	}
+	if rec.Seq == r.next && rec.Flags&wire.FlagFragment == 0 && (r.cfg.Mode == Fast || rec.Seq <= r.stable) {
+		// In order and deliverable: zero-copy from the packet. A copy
+		// stored earlier (out of order) must not be delivered again; only
+		// seqs at or below maxStored can have one, which spares the hot
+		// path a cache miss in the ring.
+		if rec.Seq <= r.maxStored {
+			if s := &r.ring[rec.Seq&r.mask]; s.seq == rec.Seq {
+				s.state = slotEmpty
+			}
+		}
+		r.emit(rec.Seq, rec.Time, ep, rec.Account, rec.Instance, rec.CmdSeq, rec.Flags, rec.Payload)
+		r.stored = true
+		return true
+	}
+	r.stored = r.store(rec, ep)
+	return r.err == nil
 }
 
 // start fixes the session, the epoch and where delivery begins.
@@ -558,7 +591,7 @@ func (r *Receiver) drain() {
 	for r.err == nil && r.next <= r.maxStored {
 		s := &r.ring[r.next&r.mask]
 		if s.state != slotFull || s.seq != r.next || r.cfg.Mode == Safe && r.next > r.stable {
-			return
+			break
 		}
 		s.state = slotEmpty
 		if s.owned && cap(s.buf) > bigBufferBytes {
@@ -613,3 +646,18 @@ func (r *Receiver) queue(to Source, n int) []byte {
 // StatusIntervals (500ms by default), well within the sequencer's
 // FlowReceiverTimeout.
 const statusKeepalive = 50
+
+// checkInvariants panics when the receiver's positions contradict each
+// other (built with -tags invariants, and by the tests' drive helper).
+func (r *Receiver) checkInvariants() {
+	switch {
+	case r.settled != len(r.ready.Deliver):
+		panic(fmt.Sprintf("receiver: %d messages emitted, %d settled", len(r.ready.Deliver), r.settled))
+	case r.contig+1 < r.next:
+		panic(fmt.Sprintf("receiver: contiguous %d below delivered %d", r.contig, r.next-1))
+	case r.used < 0 || r.used > r.cfg.MaxReassemblyBytes:
+		panic(fmt.Sprintf("receiver: reassembly bytes %d outside 0..%d", r.used, r.cfg.MaxReassemblyBytes))
+	case r.released > r.next:
+		panic(fmt.Sprintf("receiver: released %d beyond next %d", r.released, r.next))
+	}
+}
