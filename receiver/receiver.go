@@ -103,6 +103,19 @@ func (r *Receiver) Ready() *Ready { return &r.ready }
 // Advance tells the receiver that the shell handled Ready: its frames and
 // payloads may be reused.
 func (r *Receiver) Advance() {
+	if invariants || len(r.releaseLater) > 0 || len(r.ready.Persist) > 0 {
+		r.advanceSlow()
+	}
+	r.ready.Deliver = r.ready.Deliver[:0]
+	r.settled = 0
+	r.ready.Send = r.ready.Send[:0]
+	r.out = r.out[:0]
+	r.released = r.next
+}
+
+// advanceSlow releases big buffers delivered from the ring and drops the
+// views Ready held.
+func (r *Receiver) advanceSlow() {
 	if invariants {
 		r.checkInvariants()
 	}
@@ -115,15 +128,10 @@ func (r *Receiver) Advance() {
 		r.releaseLater = r.releaseLater[:0]
 		clear(r.ready.Deliver) // drop views of released buffers
 	}
-	r.ready.Deliver = r.ready.Deliver[:0]
-	r.settled = 0
-	r.ready.Send = r.ready.Send[:0]
 	if len(r.ready.Persist) > 0 {
 		clear(r.ready.Persist)
 		r.ready.Persist = r.ready.Persist[:0]
 	}
-	r.out = r.out[:0]
-	r.released = r.next
 }
 
 // Step feeds one frame received from source from: a stream packet (data or
@@ -342,7 +350,9 @@ func (r *Receiver) onPacket(now int64, frame []byte) {
 		r.sealed = max(r.sealed, min(last, limit-1))
 	}
 
-	r.drain()
+	if r.next <= r.maxStored {
+		r.drain()
+	}
 	fresh := false
 	maxRecv := uint32(r.cfg.MaxReceiveMessageBytes)
 	// The hot path: a record of this epoch, whole, next in line and
@@ -370,14 +380,18 @@ func (r *Receiver) onPacket(now int64, frame []byte) {
 		r.now = max(r.now, r.ready.Deliver[n-1].Time)
 	}
 	r.settle()
-	r.drain()
+	if r.next <= r.maxStored {
+		r.drain()
+	}
 	if p.Kind == wire.KindHeartbeat && r.next == p.FirstSeq && p.BaseTime > r.now {
 		r.now = p.BaseTime
 	}
 	if fresh && r.cfg.Persist {
 		r.ready.Persist = append(r.ready.Persist, frame)
 	}
-	r.updateGap(now)
+	if r.contig < r.tail || r.nakArmed || r.asked || r.tried > 0 {
+		r.updateGap(now)
+	}
 }
 
 // slowRecord handles a record off the hot path: a duplicate, a record of
