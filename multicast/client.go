@@ -37,7 +37,7 @@ func NewClient(cfg Config) (*Client, error) {
 	}
 	uni, err := listenSender(c)
 	if err != nil {
-		stream.conn.Close()
+		stream.close()
 		return nil, err
 	}
 	rs := newReceiver(stream, c, 2)
@@ -49,8 +49,8 @@ func NewClient(cfg Config) (*Client, error) {
 	}}
 	ru.sources = &cl.sources
 	if err := cl.init(); err != nil {
-		stream.conn.Close()
-		uni.conn.Close()
+		stream.close()
+		uni.close()
 		return nil, err
 	}
 	return cl, nil

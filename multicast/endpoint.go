@@ -52,7 +52,7 @@ type endpoint struct {
 func (e *endpoint) init() error {
 	e.refusals = transport.RateLog{
 		Logger: e.cfg.Logger, Msg: "multicast: datagrams refused by the kernel (counted as loss)",
-		Attrs: []any{"role", e.role, "local", e.sender.conn.LocalAddr().String()},
+		Attrs: []any{"role", e.role, "local", e.sender.local.String()},
 	}
 	fds := make([]int, len(e.rx))
 	for i, r := range e.rx {
@@ -252,7 +252,7 @@ func (e *endpoint) Close() error {
 	e.poller.forceWake()
 	e.pollMu.Lock()
 	for _, s := range e.sockets {
-		s.conn.Close()
+		s.close()
 	}
 	e.wakeMu.Lock()
 	e.poller.close()
@@ -275,7 +275,7 @@ func (e *endpoint) SocketInfo() string {
 	rcv, snd := e.Granted()
 	s := fmt.Sprintf("multicast %s: stream %s, commands %s, interface %s, ttl %d, loopback %t, batch %d, max datagram %d B, SO_RCVBUF %d (asked %d), SO_SNDBUF %d (asked %d), local %s",
 		e.role, c.StreamGroup, c.CommandGroup, c.Interface, c.TTL, c.Loopback, c.BatchSize, c.MaxDatagramBytes,
-		rcv, c.ReadBufferBytes, snd, c.WriteBufferBytes, e.sender.conn.LocalAddr())
+		rcv, c.ReadBufferBytes, snd, c.WriteBufferBytes, e.sender.local)
 	s += ", gso " + e.gsoState() + ", gro " + e.groState()
 	if c.Faults.Enabled() {
 		s += ", faults " + c.Faults.String()

@@ -12,7 +12,19 @@ import (
 func BenchmarkReadBatchXNet(b *testing.B) {
 	cfg := testConfig(b)
 	srv, cls := session(b, cfg, 1)
-	pc := cls[0].rx[0].s.pc
+	// A socket of its own on the stream group, left in the runtime's
+	// poller (the client's are detached from it).
+	rc, err := cfg.resolve()
+	if err != nil {
+		b.Fatal(err)
+	}
+	s, err := joinGroup(rc, rc.streamUDP)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer s.conn.Close()
+	pc := s.pc
+	_ = cls
 	msgs := make([]ipv4.Message, cfg.BatchSize)
 	for i := range msgs {
 		msgs[i].Buffers = [][]byte{make([]byte, 2048)}

@@ -156,7 +156,7 @@ func (q *sendQueue) flush() error {
 		m := q.build(f)
 		for i := 0; i < m; {
 			q.from, q.to = i, m
-			if err := q.s.raw.Write(q.writeFn); err != nil {
+			if err := q.s.write(q.writeFn); err != nil {
 				// The socket is closed: nothing more will go.
 				for j := i; j < m; j++ {
 					q.failed += uint64(q.msgFrames[j])

@@ -31,7 +31,7 @@ func NewServer(cfg Config) (*Server, error) {
 	}
 	out, err := listenSender(c)
 	if err != nil {
-		cmd.conn.Close()
+		cmd.close()
 		return nil, err
 	}
 	s := &Server{stream: c.streamUDP, peers: newPeerTable(c.MaxPeers)}
@@ -42,8 +42,8 @@ func NewServer(cfg Config) (*Server, error) {
 		sender: out, out: newSendQueue(out, c),
 	}
 	if err := s.init(); err != nil {
-		cmd.conn.Close()
-		out.conn.Close()
+		cmd.close()
+		out.close()
 		return nil, err
 	}
 	return s, nil
