@@ -48,6 +48,8 @@ run mem "$SEQD" bench --transport mem --size 256 --nodes 3 --count "$TPUT_COUNT"
 run udp-b "$SEQD" bench --transport udp --mode tput --size 256 --nodes 3 --batch --count "$TPUT_COUNT"
 run udp-b-1472 env SEQD_SEQUENCER_MAX_PACKET_BYTES=1472 SEQD_NODE_MAX_PACKET_BYTES=1472 \
 	"$SEQD" bench --transport udp --mode tput --size 256 --nodes 3 --batch --count "$TPUT_COUNT"
+run udp-b-1472-nogso env SEQD_SEQUENCER_MAX_PACKET_BYTES=1472 SEQD_NODE_MAX_PACKET_BYTES=1472 SEQD_UDP_GSO=false \
+	"$SEQD" bench --transport udp --mode tput --size 256 --nodes 3 --batch --count "$TPUT_COUNT"
 run udp-1 "$SEQD" bench --transport udp --mode tput --size 256 --nodes 3 --count "$TPUT_COUNT"
 run udp-b-1400 "$SEQD" bench --transport udp --mode tput --size 1400 --nodes 3 --batch --count "$TPUT_COUNT"
 run tcp-b "$SEQD" bench --transport tcp --mode tput --size 256 --nodes 3 --batch --count "$TPUT_COUNT"
