@@ -1,0 +1,34 @@
+package replayer
+
+import "errors"
+
+// Sentinel errors. Append returns them bare (it is a hot path); Open and
+// the recovery report wrap them with the file and offset.
+var (
+	// ErrConfig: a Config field is out of range (the message names it).
+	ErrConfig = errors.New("replayer: invalid config")
+	// ErrNotData: Append got a heartbeat or an empty packet; the store
+	// holds records only.
+	ErrNotData = errors.New("replayer: not a data packet")
+	// ErrTooLarge: the packet is larger than Config.MaxPacketBytes.
+	ErrTooLarge = errors.New("replayer: packet larger than MaxPacketBytes")
+	// ErrSession: the packet belongs to another session than the store's.
+	ErrSession = errors.New("replayer: packet of another session")
+	// ErrDuplicate: the packet's records are already held.
+	ErrDuplicate = errors.New("replayer: packet already held")
+	// ErrGap: the packet does not follow the newest packet held (a seq or
+	// a fragment is missing in between); the store is gap-free, so the
+	// caller appends the missing packets first.
+	ErrGap = errors.New("replayer: packet does not follow the newest held")
+	// ErrReadOnly: the store was opened with Config.ReadOnly.
+	ErrReadOnly = errors.New("replayer: store is read-only")
+	// ErrCorrupt: a segment holds bytes that fail their checksum or do not
+	// decode; nothing at or past them is served, and the store takes no
+	// appends (see Corruption).
+	ErrCorrupt = errors.New("replayer: corrupt segment")
+	// ErrFailed: a write or fsync failed earlier; the file's state is
+	// unknown, so the store takes no more appends.
+	ErrFailed = errors.New("replayer: store failed")
+	// ErrClosed: the store was closed.
+	ErrClosed = errors.New("replayer: store closed")
+)

@@ -1,0 +1,485 @@
+package replayer
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"time"
+
+	"github.com/seqd/seqd/sequencer"
+	"github.com/seqd/seqd/wire"
+)
+
+// Store is one session's stream in append-only segment files (see doc.go
+// for the format). It implements sequencer.RetransmitStore, so the
+// sequencer's repair policy answers NAKs from it as from the Core's ring,
+// and adds what a replayer needs: Append with errors, the epoch of each
+// seq, the highest contiguous seq, durability (Sync, Tick, Durable).
+//
+// A Store has no goroutines and no locks: one goroutine uses it at a time,
+// and the caller drives time with Tick.
+type Store struct {
+	dir     string
+	cfg     Config
+	session uint64
+
+	segs   []segment // in ordinal order; the last is the active one
+	active bool      // segs[len-1] takes appends (false: read-only, corrupt)
+
+	// Write path: frames wait in wbuf until a flush writes them at the
+	// active segment's written offset.
+	wbuf     []byte
+	pendSeq  uint64 // first seq of the first frame in wbuf
+	unsynced int64  // bytes appended since the last fsync
+	now      int64  // last Tick (mono ns)
+	lastSync int64  // mono ns of the last fsync
+	durable  uint64 // Contiguous() at the last fsync
+
+	tail   tailState
+	oldest sequencer.PacketInfo
+	newest sequencer.PacketInfo
+	epochs []Epoch
+
+	// limit, when non-zero, is the first seq not served (a corruption).
+	limit   uint64
+	corrupt *Corruption
+	failed  error
+	lastErr error // the last error Put swallowed
+	closed  bool
+
+	// Read path: rbuf caches bytes [roff, roff+rn) of segment rseg; out is
+	// the copy handed to a PacketFunc (which may patch it).
+	rbuf []byte
+	rseg int
+	roff int64
+	rn   int
+	out  []byte
+
+	pkt   wire.Packet // scratch
+	rec   wire.Record
+	stats Stats
+}
+
+// segment is one file and its sparse index.
+type segment struct {
+	f        *os.File
+	path     string
+	ordinal  uint64
+	firstSeq uint64
+	size     int64 // logical end: bytes written plus bytes waiting in wbuf
+	written  int64 // bytes in the file
+	idx      []indexEntry
+	lastIdx  int64                // offset of the newest index entry
+	last     sequencer.PacketInfo // newest frame's packet
+	tail     tailState            // after the newest frame
+}
+
+// indexEntry: the frame at off starts with seq firstSeq.
+type indexEntry struct {
+	off      int64
+	firstSeq uint64
+}
+
+// Epoch is one row of the epoch table: epoch Epoch starts at seq Start
+// (the previous epoch's cut plus one), taken from the EpochStart of the
+// packet headers.
+type Epoch struct {
+	Epoch uint32
+	Start uint64
+}
+
+// Stats are the Store's counters since Open.
+type Stats struct {
+	Appended      uint64 // packets appended
+	AppendedBytes uint64 // packet bytes appended
+	Refused       uint64 // Append (or Put) calls that returned an error
+	Writes        uint64 // write system calls
+	Fsyncs        uint64
+	Rolls         uint64 // segments started
+}
+
+// tailState is what the newest packet held says about the next one.
+type tailState struct {
+	have    bool
+	lastSeq uint64
+	whole   bool   // the last record ends its message
+	fragEnd uint32 // when !whole: end offset of the last fragment held
+}
+
+// follows checks that a packet starting with firstSeq (and, when frag, a
+// fragment at offset off) is the next one after t: the stream is held
+// gap-free.
+func (t *tailState) follows(firstSeq uint64, frag bool, off uint32) error {
+	switch {
+	case !t.have:
+		return nil
+	case t.whole && firstSeq == t.lastSeq+1 && (!frag || off == 0):
+		return nil
+	case !t.whole && firstSeq == t.lastSeq && frag && off == t.fragEnd:
+		return nil
+	case firstSeq < t.lastSeq, firstSeq == t.lastSeq && (t.whole || off < t.fragEnd):
+		return ErrDuplicate
+	}
+	return ErrGap
+}
+
+// contiguous is the highest seq held whole.
+func (t *tailState) contiguous() uint64 {
+	if !t.have {
+		return 0
+	}
+	if t.whole {
+		return t.lastSeq
+	}
+	return t.lastSeq - 1
+}
+
+// next is the seq of the first record after t.
+func (t *tailState) next() uint64 {
+	if t.whole {
+		return t.lastSeq + 1
+	}
+	return t.lastSeq
+}
+
+// scanRecords reads p's records (p is consumed) and returns the first
+// record's fragment offset and whether it is a fragment, and the tail
+// state after the packet.
+func scanRecords(p *wire.Packet, r *wire.Record) (frag bool, off uint32, t tailState) {
+	first := true
+	for p.Next(r) {
+		if first {
+			frag, off, first = r.Fragment(), r.Offset, false
+		}
+		end := r.Offset + uint32(len(r.Payload))
+		t = tailState{have: true, lastSeq: r.Seq, whole: !r.Fragment() || end == r.Total, fragEnd: end}
+	}
+	return frag, off, t
+}
+
+// Append stores a published data packet as it is (its bytes are resent as
+// they are). Packets must follow each other without a gap: the first
+// record of pkt is the one after the newest held (ErrGap, ErrDuplicate
+// otherwise). The store copies pkt. Append allocates nothing except when
+// a segment rolls or the epoch changes.
+func (s *Store) Append(pkt []byte) error {
+	if err := s.append(pkt); err != nil {
+		s.stats.Refused++
+		return err
+	}
+	return nil
+}
+
+func (s *Store) append(pkt []byte) error {
+	switch {
+	case s.closed:
+		return ErrClosed
+	case s.failed != nil:
+		return ErrFailed
+	case s.corrupt != nil:
+		return ErrCorrupt
+	case s.cfg.ReadOnly:
+		return ErrReadOnly
+	case len(pkt) > s.cfg.MaxPacketBytes:
+		return ErrTooLarge
+	}
+	p := &s.pkt
+	if err := wire.DecodePacket(pkt, p); err != nil {
+		return err
+	}
+	if p.Kind != wire.KindData || p.Count == 0 {
+		return ErrNotData
+	}
+	if s.session != 0 && p.Session != s.session {
+		return ErrSession
+	}
+	epoch, epochStart, firstSeq := p.Epoch, p.EpochStart, p.FirstSeq
+	frag, off, t := scanRecords(p, &s.rec)
+	if err := s.tail.follows(firstSeq, frag, off); err != nil {
+		return err
+	}
+	s.session = s.pkt.Session
+	n := FrameHeaderBytes + len(pkt)
+	if !s.active || s.segs[len(s.segs)-1].size+int64(n) > s.cfg.SegmentBytes {
+		if err := s.roll(firstSeq); err != nil {
+			return err
+		}
+	}
+	if len(s.wbuf)+n > cap(s.wbuf) {
+		if err := s.flush(); err != nil {
+			return err
+		}
+	}
+	seg := &s.segs[len(s.segs)-1]
+	if len(s.wbuf) == 0 {
+		s.pendSeq = firstSeq
+	}
+	at := len(s.wbuf)
+	s.wbuf = s.wbuf[:at+n]
+	putFrame(s.wbuf[at:], pkt, firstSeq)
+	info := packetInfo(pkt)
+	s.held(seg, seg.size, int64(n), info, t)
+	s.noteEpoch(epoch, epochStart)
+	s.stats.Appended++
+	s.stats.AppendedBytes += uint64(len(pkt))
+	s.unsynced += int64(n)
+	switch {
+	case s.cfg.Sync == SyncAlways,
+		s.cfg.Sync == SyncInterval && s.unsynced >= s.cfg.SyncBytes:
+		return s.sync()
+	}
+	return nil
+}
+
+// held records a frame of n bytes at off in seg (appended or found by
+// Open).
+func (s *Store) held(seg *segment, off, n int64, info sequencer.PacketInfo, t tailState) {
+	if len(seg.idx) == 0 || off-seg.lastIdx >= int64(s.cfg.IndexIntervalBytes) {
+		seg.idx = append(seg.idx, indexEntry{off: off, firstSeq: info.FirstSeq})
+		seg.lastIdx = off
+	}
+	seg.size = off + n
+	seg.last = info
+	seg.tail = t
+	if !s.tail.have {
+		s.oldest = info
+	}
+	s.newest = info
+	s.tail = t
+}
+
+// noteEpoch extends the epoch table when a packet names a newer epoch.
+func (s *Store) noteEpoch(epoch uint32, start uint64) {
+	if k := len(s.epochs); k == 0 || epoch > s.epochs[k-1].Epoch {
+		s.epochs = append(s.epochs, Epoch{Epoch: epoch, Start: start})
+	}
+}
+
+// roll seals the active segment (flushed, and fsynced unless SyncNone)
+// and starts segment ordinal+1 whose first frame starts with firstSeq.
+func (s *Store) roll(firstSeq uint64) error {
+	ordinal := uint64(1)
+	if k := len(s.segs); k > 0 {
+		ordinal = s.segs[k-1].ordinal + 1
+		if s.active {
+			if err := s.flush(); err != nil {
+				return err
+			}
+			if s.cfg.Sync != SyncNone {
+				if err := s.sync(); err != nil {
+					return err
+				}
+			}
+		}
+	}
+	path := filepath.Join(s.dir, segmentName(ordinal))
+	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE|os.O_EXCL, 0o644)
+	if err != nil {
+		return s.fail(fmt.Errorf("replayer: create segment: %w", err))
+	}
+	if s.cfg.Sync != SyncNone {
+		if err := syncDir(s.dir); err != nil {
+			f.Close()
+			return s.fail(err)
+		}
+	}
+	h := segmentHeader{Session: s.session, Ordinal: ordinal, FirstSeq: firstSeq, Created: time.Now().UnixNano()}
+	if len(s.wbuf) != 0 {
+		panic("replayer: roll with bytes waiting for the previous segment")
+	}
+	s.wbuf = s.wbuf[:SegmentHeaderBytes]
+	putSegmentHeader(s.wbuf, &h)
+	s.pendSeq = firstSeq
+	s.unsynced += SegmentHeaderBytes
+	s.segs = append(s.segs, segment{
+		f: f, path: path, ordinal: ordinal, firstSeq: firstSeq, size: SegmentHeaderBytes,
+		idx: make([]indexEntry, 0, s.cfg.SegmentBytes/int64(s.cfg.IndexIntervalBytes)+2),
+	})
+	s.active = true
+	s.stats.Rolls++
+	return nil
+}
+
+// flush writes the waiting frames to the active segment.
+func (s *Store) flush() error {
+	if len(s.wbuf) == 0 {
+		return nil
+	}
+	if s.failed != nil {
+		return ErrFailed
+	}
+	seg := &s.segs[len(s.segs)-1]
+	n, err := seg.f.WriteAt(s.wbuf, seg.written)
+	s.stats.Writes++
+	if err != nil {
+		return s.fail(fmt.Errorf("replayer: write %s at %d: %w", seg.path, seg.written+int64(n), err))
+	}
+	seg.written += int64(n)
+	s.wbuf = s.wbuf[:0]
+	return nil
+}
+
+// sync flushes and fsyncs the active segment.
+func (s *Store) sync() error {
+	if err := s.flush(); err != nil {
+		return err
+	}
+	if s.unsynced == 0 || !s.active {
+		return nil
+	}
+	if err := s.segs[len(s.segs)-1].f.Sync(); err != nil {
+		// After a failed fsync the kernel may have dropped the dirty pages:
+		// nothing written since the last good fsync can be trusted.
+		return s.fail(fmt.Errorf("replayer: fsync %s: %w", s.segs[len(s.segs)-1].path, err))
+	}
+	s.stats.Fsyncs++
+	s.unsynced = 0
+	s.lastSync = s.now
+	s.durable = s.tail.contiguous()
+	return nil
+}
+
+func (s *Store) fail(err error) error {
+	if s.failed == nil {
+		s.failed = err
+	}
+	return err
+}
+
+// Tick is the shell's clock (monotonic ns): it hands the waiting frames
+// to the operating system and, under SyncInterval, fsyncs when
+// SyncInterval has passed since the last fsync. A shell calls it at least
+// every SyncInterval while appending.
+func (s *Store) Tick(now int64) error {
+	if now > s.now {
+		s.now = now
+	}
+	if s.closed || s.cfg.ReadOnly {
+		return nil
+	}
+	if s.cfg.Sync == SyncInterval && s.unsynced > 0 && s.now-s.lastSync >= int64(s.cfg.SyncInterval) {
+		return s.sync()
+	}
+	return s.flush()
+}
+
+// Sync makes everything appended durable now, whatever the policy.
+func (s *Store) Sync() error {
+	if s.closed || s.cfg.ReadOnly {
+		return nil
+	}
+	return s.sync()
+}
+
+// Close syncs (unless read-only) and closes the files. The Store is
+// unusable afterwards.
+func (s *Store) Close() error {
+	if s.closed {
+		return nil
+	}
+	var err error
+	if !s.cfg.ReadOnly && s.failed == nil {
+		err = s.sync()
+	}
+	for i := range s.segs {
+		if cerr := s.segs[i].f.Close(); cerr != nil && err == nil {
+			err = cerr
+		}
+	}
+	s.closed = true
+	return err
+}
+
+// Put stores pkt (sequencer.RetransmitStore). It is Append for callers
+// that cannot handle an error: a refused packet is counted in
+// Stats.Refused and the error is kept for Err; info is recomputed from
+// the packet.
+func (s *Store) Put(pkt []byte, _ sequencer.PacketInfo) {
+	if err := s.Append(pkt); err != nil && s.failed == nil {
+		s.lastErr = err
+	}
+}
+
+// Oldest describes the oldest packet held (sequencer.RetransmitStore).
+func (s *Store) Oldest() (sequencer.PacketInfo, bool) {
+	if !s.tail.have {
+		return sequencer.PacketInfo{}, false
+	}
+	return s.oldest, true
+}
+
+// Newest describes the newest packet served (sequencer.RetransmitStore).
+func (s *Store) Newest() (sequencer.PacketInfo, bool) {
+	if !s.tail.have {
+		return sequencer.PacketInfo{}, false
+	}
+	return s.newest, true
+}
+
+// Contiguous is the highest seq held whole (0 when none): every seq from
+// the oldest held through it can be served.
+func (s *Store) Contiguous() uint64 { return s.tail.contiguous() }
+
+// Durable is Contiguous as of the last fsync: the seqs that survive a
+// machine crash.
+func (s *Store) Durable() uint64 { return s.durable }
+
+// Session is the session held (0 while empty and not configured).
+func (s *Store) Session() uint64 { return s.session }
+
+// Dir is the store's directory.
+func (s *Store) Dir() string { return s.dir }
+
+// Epochs returns the epoch table, oldest first (a copy).
+func (s *Store) Epochs() []Epoch { return append([]Epoch(nil), s.epochs...) }
+
+// EpochOf is the epoch of seq: that of the newest epoch starting at or
+// before it. False when seq is below the first epoch start known or not
+// held.
+func (s *Store) EpochOf(seq uint64) (uint32, bool) {
+	if !s.tail.have || seq > s.tail.lastSeq || (s.limit != 0 && seq >= s.limit) {
+		return 0, false
+	}
+	lo, hi := 0, len(s.epochs)
+	for lo < hi {
+		m := int(uint(lo+hi) >> 1)
+		if s.epochs[m].Start <= seq {
+			lo = m + 1
+		} else {
+			hi = m
+		}
+	}
+	if lo == 0 {
+		return 0, false
+	}
+	return s.epochs[lo-1].Epoch, true
+}
+
+// Corruption is the corrupt frame found by Open or by a later read, or
+// nil.
+func (s *Store) Corruption() *Corruption { return s.corrupt }
+
+// Err is the first write failure (the store takes no appends after it),
+// else the last error Put swallowed, else nil.
+func (s *Store) Err() error {
+	if s.failed != nil {
+		return s.failed
+	}
+	return s.lastErr
+}
+
+// Stats returns the counters.
+func (s *Store) Stats() Stats { return s.stats }
+
+func syncDir(dir string) error {
+	d, err := os.Open(dir)
+	if err != nil {
+		return fmt.Errorf("replayer: sync dir: %w", err)
+	}
+	err = d.Sync()
+	d.Close()
+	if err != nil {
+		return fmt.Errorf("replayer: sync dir %s: %w", dir, err)
+	}
+	return nil
+}
