@@ -195,6 +195,7 @@ func (s *Store) load(rec *Recovery, sc *scanner, ordinal uint64, last bool) erro
 				}
 				return s.cutTail(rec, seg, off, fi.Size(), err)
 			}
+			seg.written = seg.size
 			s.setCorrupt(rec, path, off, err)
 			if off == SegmentHeaderBytes {
 				s.segs = s.segs[:len(s.segs)-1]
