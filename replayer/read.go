@@ -14,6 +14,9 @@ func (s *Store) Range(from, to uint64, fn sequencer.PacketFunc) {
 	if !s.tail.have || from > to || s.closed || to < s.oldest.FirstSeq || from > s.tail.lastSeq {
 		return
 	}
+	// A NAK wants a few packets: read small first, more as the range goes
+	// on (sequential reads of a long range use the whole buffer).
+	s.fillBytes = min(len(s.rbuf), firstFillBytes)
 	if len(s.wbuf) > 0 && to >= s.pendSeq {
 		if err := s.flush(); err != nil {
 			return // the store failed: Err says why
@@ -81,7 +84,7 @@ func (seg *segment) start(from uint64) int64 {
 // rbuf.
 func (s *Store) readFrame(si int, off int64) ([]byte, error) {
 	if si != s.rseg || off < s.roff || off+FrameHeaderBytes > s.roff+int64(s.rn) {
-		if err := s.fill(si, off); err != nil {
+		if err := s.fill(si, off, FrameHeaderBytes); err != nil {
 			return nil, err
 		}
 	}
@@ -94,7 +97,7 @@ func (s *Store) readFrame(si int, off int64) ([]byte, error) {
 		return nil, err
 	}
 	if len(b) < n {
-		if err := s.fill(si, off); err != nil {
+		if err := s.fill(si, off, n); err != nil {
 			return nil, err
 		}
 		b = s.rbuf[:s.rn]
@@ -108,10 +111,15 @@ func (s *Store) readFrame(si int, off int64) ([]byte, error) {
 	return b[:n], nil
 }
 
-// fill reads segment si into rbuf from off.
-func (s *Store) fill(si int, off int64) error {
+// firstFillBytes is the first read of a Range.
+const firstFillBytes = 16 << 10
+
+// fill reads segment si into rbuf from off: s.fillBytes, at least need
+// bytes, and doubles s.fillBytes for the next fill.
+func (s *Store) fill(si int, off int64, need int) error {
 	seg := &s.segs[si]
-	n := int64(len(s.rbuf))
+	n := int64(max(s.fillBytes, need))
+	s.fillBytes = min(len(s.rbuf), 2*s.fillBytes)
 	if rest := seg.written - off; rest < n {
 		n = rest
 	}

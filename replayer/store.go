@@ -54,6 +54,8 @@ type Store struct {
 	roff int64
 	rn   int
 	out  []byte
+	// fillBytes is the size of the next read (see fill).
+	fillBytes int
 
 	pkt   wire.Packet // scratch
 	rec   wire.Record

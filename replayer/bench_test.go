@@ -1,0 +1,185 @@
+package replayer
+
+import (
+	"strconv"
+	"testing"
+	"time"
+
+	"github.com/seqd/seqd/sequencer"
+	"github.com/seqd/seqd/wire"
+)
+
+// batchPacket is a reusable stream packet of n records of size bytes, as
+// the sequencer batches 256-byte messages into 1472-byte packets; next
+// renumbers it to follow the previous one.
+type batchPacket struct {
+	buf  []byte
+	n    uint64
+	next uint64
+}
+
+func newBatchPacket(tb testing.TB, n, size int) *batchPacket {
+	tb.Helper()
+	b := &batchPacket{buf: make([]byte, wire.PacketHeaderBytes+n*(wire.RecordHeaderBytes+size)), n: uint64(n), next: 1}
+	var w wire.PacketWriter
+	if err := w.Reset(b.buf, wire.KindData, 1, testSession, 1, 0, 1); err != nil {
+		tb.Fatal(err)
+	}
+	for i := 0; i < n; i++ {
+		if err := w.Append(&wire.Record{Payload: payload(uint64(i), size), Account: 7, CmdSeq: uint64(i + 1)}); err != nil {
+			tb.Fatal(err)
+		}
+	}
+	return b
+}
+
+func (b *batchPacket) nextPacket() []byte {
+	le.PutUint64(b.buf[24:], b.next)
+	b.next += b.n
+	return b.buf
+}
+
+func TestStore_AppendAllocatesNothing(t *testing.T) {
+	for _, pol := range []SyncPolicy{SyncNone, SyncInterval, SyncAlways} {
+		t.Run(pol.String(), func(t *testing.T) {
+			cfg := DefaultConfig()
+			cfg.Sync = pol
+			cfg.SyncBytes = 64 << 10
+			cfg.MaxPacketBytes = 1472
+			cfg.WriteBufferBytes = 16 << 10 // flushes happen within the run
+			s, _ := mustOpen(t, t.TempDir(), cfg)
+			defer s.Close()
+			b := newBatchPacket(t, 5, 256)
+			if err := s.Append(b.nextPacket()); err != nil { // the first segment
+				t.Fatal(err)
+			}
+			now := int64(0)
+			runs := 3000
+			if pol == SyncAlways {
+				runs = 200 // an fsync each
+			}
+			allocs := testing.AllocsPerRun(runs, func() {
+				now += int64(100 * time.Microsecond)
+				if err := s.Append(b.nextPacket()); err != nil {
+					t.Fatal(err)
+				}
+				if err := s.Tick(now); err != nil {
+					t.Fatal(err)
+				}
+			})
+			if allocs != 0 {
+				t.Fatalf("Append+Tick allocates %v per packet", allocs)
+			}
+			if pol != SyncNone && s.Stats().Fsyncs == 0 {
+				t.Fatal("no fsync during the run")
+			}
+			var fn sequencer.PacketFunc = func([]byte, sequencer.PacketInfo) bool { return true }
+			last := s.Contiguous()
+			allocs = testing.AllocsPerRun(1000, func() {
+				s.Range(last-200, last-100, fn)
+				s.Oldest()
+				s.Newest()
+				s.EpochOf(last - 5)
+			})
+			if allocs != 0 {
+				t.Fatalf("Range allocates %v", allocs)
+			}
+		})
+	}
+}
+
+// BenchmarkStoreAppend is the write rate of 256-byte messages, five to a
+// 1456-byte packet as the sequencer batches them, under each fsync policy
+// (Tick every 64 packets, as a shell would call it).
+func BenchmarkStoreAppend(b *testing.B) {
+	for _, pol := range []SyncPolicy{SyncNone, SyncInterval, SyncAlways} {
+		b.Run("fsync="+pol.String()+"/size=256", func(b *testing.B) {
+			cfg := DefaultConfig()
+			cfg.Sync = pol
+			s, _, err := Open(b.TempDir(), cfg)
+			if err != nil {
+				b.Fatal(err)
+			}
+			defer s.Close()
+			p := newBatchPacket(b, 5, 256)
+			b.ReportAllocs()
+			b.SetBytes(int64(len(p.buf)))
+			start := time.Now()
+			b.ResetTimer()
+			for i := 0; i < b.N; i++ {
+				if err := s.Append(p.nextPacket()); err != nil {
+					b.Fatal(err)
+				}
+				if i%64 == 0 {
+					if err := s.Tick(int64(time.Since(start))); err != nil {
+						b.Fatal(err)
+					}
+				}
+			}
+			if err := s.Sync(); err != nil {
+				b.Fatal(err)
+			}
+			el := time.Since(start).Seconds()
+			b.ReportMetric(float64(b.N)/el, "pkts/s")
+			b.ReportMetric(float64(b.N)*5/el, "msgs/s")
+			b.ReportMetric(float64(s.Stats().Fsyncs)/el, "fsyncs/s")
+		})
+	}
+}
+
+// BenchmarkStoreRange answers NAKs of 8 packets from a store of 64 MiB.
+func BenchmarkStoreRange(b *testing.B) {
+	cfg := DefaultConfig()
+	cfg.Sync = SyncNone
+	s, _, err := Open(b.TempDir(), cfg)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer s.Close()
+	p := newBatchPacket(b, 5, 256)
+	for i := 0; i < 64<<20/len(p.buf); i++ {
+		if err := s.Append(p.nextPacket()); err != nil {
+			b.Fatal(err)
+		}
+	}
+	last := s.Contiguous()
+	var fn sequencer.PacketFunc = func([]byte, sequencer.PacketInfo) bool { return true }
+	b.ReportAllocs()
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		from := 1 + uint64(i)*7919%(last-40)
+		s.Range(from, from+39, fn)
+	}
+}
+
+// BenchmarkStoreOpen is recovery: Open of a store of the given size (page
+// cache warm: the store was just written), checking every frame.
+func BenchmarkStoreOpen(b *testing.B) {
+	for _, mib := range []int{64, 1024} {
+		b.Run("size="+strconv.Itoa(mib)+"MiB", func(b *testing.B) {
+			dir := b.TempDir()
+			cfg := DefaultConfig()
+			cfg.Sync = SyncNone
+			s, _, err := Open(dir, cfg)
+			if err != nil {
+				b.Fatal(err)
+			}
+			p := newBatchPacket(b, 5, 256)
+			for i := 0; i < mib<<20/(len(p.buf)+FrameHeaderBytes); i++ {
+				if err := s.Append(p.nextPacket()); err != nil {
+					b.Fatal(err)
+				}
+			}
+			s.Close()
+			b.SetBytes(int64(mib) << 20)
+			b.ResetTimer()
+			for i := 0; i < b.N; i++ {
+				s, rec, err := Open(dir, cfg)
+				if err != nil || rec.Corrupt != nil || len(rec.Cuts) != 0 {
+					b.Fatal(err, rec)
+				}
+				s.Close()
+			}
+		})
+	}
+}

@@ -1,0 +1,132 @@
+// Package replayer keeps a session's stream on disk and serves it again:
+// the durable session Store (this file's subject), and, later, the
+// retransmit service, the rewind server and the archive reader built on
+// it (DESIGN.md, "Session and archive").
+//
+// # Store
+//
+// A Store holds one session's stream packets, byte for byte as they were
+// published, in append-only segment files in one directory. It implements
+// sequencer.RetransmitStore, so the sequencer's repair policy answers NAKs
+// from a replayer's Store as from the Core's ring. It adds what a
+// replayer needs: Append (which refuses, with a sentinel, a packet that
+// is malformed, of another session, a duplicate or past a gap: a Store is
+// gap-free), Range by seq, the epoch of each seq (EpochOf, Epochs), the
+// highest seq held whole (Contiguous) and the highest made durable
+// (Durable).
+//
+// A Store is a pure-ish library: its only I/O is its files, it has no
+// goroutines, locks or timers, and one goroutine uses it at a time. The
+// shell drives time with Tick(now), which hands buffered frames to the
+// operating system and applies the fsync policy:
+//
+//   - interval (default): fsync when Config.SyncInterval (1 ms) has passed
+//     since the last one, at a Tick, or when Config.SyncBytes (1 MiB) were
+//     appended since, at an Append, whichever comes first;
+//   - none: never fsync (bytes reach the OS at each Tick and when the
+//     write buffer fills: they survive the process, not the machine);
+//   - always: fsync after each Append.
+//
+// Sync and Close fsync whatever the policy. A failed write or fsync makes
+// the store refuse further appends (ErrFailed): after a failed fsync the
+// kernel may have dropped the pages, so nothing since the last good one
+// can be trusted.
+//
+// Appending allocates nothing per packet (it allocates when a segment
+// rolls and when the epoch changes); Range, Oldest, Newest and EpochOf
+// allocate nothing. Range hands the callee a copy it may patch.
+//
+// # Recovery
+//
+// Open reads every segment and checks every frame (checksum, packet
+// decoding, session, order), rebuilding the in-memory index and epoch
+// table; it returns a Recovery for the caller to log:
+//
+//   - A torn tail is the end of the newest segment after its last
+//     complete frame: a frame that runs past the end of the file, or bytes
+//     that are all zero to the end (a crash mid-write). It is cut (the file
+//     truncated and fsynced; a newest segment with no complete frame is
+//     removed) and reported as a Cut naming the last seq kept. Every
+//     complete frame before it is kept.
+//   - Anything else that fails a check is corruption (a Corruption naming
+//     the file, offset and the first seq not served): the store serves
+//     only what comes before it, takes no appends (ErrCorrupt), and leaves
+//     the files as they are for inspection. A missing segment in the
+//     middle is corruption too.
+//
+// Range checks each frame's checksum again as it reads it: bytes that
+// changed on disk after Open are caught there, recorded the same way
+// (Store.Corruption), and never served.
+//
+// # On-disk format (version 1)
+//
+// A finished session's directory is an archive: it needs nothing else to
+// be read (Open with Config.ReadOnly). All integers are little-endian.
+// Checksums are CRC-32C (Castagnoli), as hash/crc32 computes with
+// crc32.MakeTable(crc32.Castagnoli).
+//
+// Files. The directory holds the segments of one session, named by their
+// ordinal, 1, 2, ..., zero-padded to ten digits: 0000000001.seg,
+// 0000000002.seg, ... Ordinals are consecutive; the first may be above 1
+// (old segments removed by hand), a gap after it is corruption. Other
+// files are ignored. A segment is rolled (the next ordinal started) when
+// the next frame would take it past Config.SegmentBytes; a segment holds
+// at least one frame, and a frame never spans two segments.
+//
+// Segment header, 64 bytes at offset 0:
+//
+//	 0 magic    [8]byte "seqdseg\n"
+//	 8 version  u16  1 (FormatVersion); another version is refused
+//	10 hdrLen   u16  64; frames start here
+//	12 flags    u32  0 (no flags defined; others are refused)
+//	16 session  u64  the session; every packet in the file carries it
+//	24 ordinal  u64  equals the file name's
+//	32 firstSeq u64  seq of the first record of the first frame
+//	40 created  i64  wall clock at creation, ns since the Unix epoch
+//	48 reserved [12]byte zero
+//	60 crc      u32  CRC-32C of bytes 0..59
+//
+// Frames follow the header back to back, to the end of the file, one per
+// stream packet, in publish order:
+//
+//	 0 crc      u32  CRC-32C of bytes 4 .. 16+length (length, firstSeq and
+//	                 the packet)
+//	 4 length   u32  packet bytes, wire.PacketHeaderBytes (56) ..
+//	                 MaxFramePacketBytes (1 MiB; a reader also refuses
+//	                 more than its Config.MaxPacketBytes)
+//	 8 firstSeq u64  the packet's firstSeq (a copy: a reader can skip and
+//	                 index frames without decoding packets)
+//	16 packet   [length]byte  a wire v2 data packet (wire/doc.go), exactly
+//	                 as published or received: session, epoch, count,
+//	                 firstSeq, stable, baseTime, epochStart, then records
+//	                 (seq = firstSeq + index, time, account, instance,
+//	                 cmdSeq, flags, fragment total and offset, payload)
+//
+// Order: each packet's first record follows the previous packet's last
+// record: the next seq, or, when that record is a fragment that does not
+// end its message, the same seq with the next fragment offset. So packets'
+// first and last seqs never decrease and the store holds every seq from
+// the oldest to Contiguous.
+//
+// Epochs are not stored apart: the epoch table is read from the packet
+// headers (epoch, epochStart). Epoch e starts at the epochStart carried by
+// the first packet of epoch e; a record belongs to the newest epoch
+// starting at or before its seq, whatever header carries it (a repair
+// resent after a failover). An archive thus replays each epoch and cuts
+// it exactly where the next begins.
+//
+// Index. The index by seq is not a file: Open rebuilds it while checking
+// every frame, and appends extend it. It holds, per segment, its first
+// and last packet and one entry (offset, firstSeq) per
+// Config.IndexIntervalBytes (4 KiB) of frames, so a lookup is two binary
+// searches and a read of at most about that many bytes before the first
+// packet served. Memory: 16 bytes per 4 KiB stored (4 MiB per GiB).
+//
+// Versioning. A change an older reader could misread (a field moved or
+// its meaning changed) takes a new version number; a reader refuses
+// versions it does not know rather than misreading them. Reserved bytes
+// and flags are zero and checked, so a later version can use them.
+//
+// Resources: each segment holds an open file descriptor while the Store
+// is open (8 per GiB at the default 128 MiB segments).
+package replayer
