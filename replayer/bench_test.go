@@ -1,7 +1,9 @@
 package replayer
 
 import (
+	"os"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -88,42 +90,130 @@ func TestStore_AppendAllocatesNothing(t *testing.T) {
 	}
 }
 
+// benchDirs are the file systems the write benchmarks run on: the disk
+// (TMPDIR) and, when there is one, tmpfs (the store's own cost, with no
+// disk behind it).
+func benchDirs(b *testing.B) map[string]string {
+	dirs := map[string]string{"disk": b.TempDir()}
+	if fi, err := os.Stat("/dev/shm"); err == nil && fi.IsDir() {
+		d, err := os.MkdirTemp("/dev/shm", "replayer-bench")
+		if err == nil {
+			b.Cleanup(func() { os.RemoveAll(d) })
+			dirs["tmpfs"] = d
+		}
+	}
+	return dirs
+}
+
+// shellSyncer is the fsync goroutine of a shell using SyncInShell.
+type shellSyncer struct {
+	req  chan SyncRequest
+	done chan error
+	r    SyncRequest
+	out  bool
+}
+
+func newShellSyncer() *shellSyncer {
+	y := &shellSyncer{req: make(chan SyncRequest), done: make(chan error, 1)}
+	go func() {
+		for r := range y.req {
+			y.done <- r.Run()
+		}
+	}()
+	return y
+}
+
+// poll finishes a sync that has ended and starts one when due.
+func (y *shellSyncer) poll(s *Store) error {
+	if y.out {
+		select {
+		case err := <-y.done:
+			y.out = false
+			if err := s.FinishSync(y.r, err); err != nil {
+				return err
+			}
+		default:
+			return nil
+		}
+	}
+	if s.SyncDue() {
+		if r, ok := s.StartSync(); ok {
+			y.r, y.out = r, true
+			y.req <- r
+		}
+	}
+	return nil
+}
+
+func (y *shellSyncer) close(s *Store) error {
+	if y.out {
+		if err := s.FinishSync(y.r, <-y.done); err != nil {
+			return err
+		}
+	}
+	close(y.req)
+	return nil
+}
+
 // BenchmarkStoreAppend is the write rate of 256-byte messages, five to a
 // 1456-byte packet as the sequencer batches them, under each fsync policy
-// (Tick every 64 packets, as a shell would call it).
+// (Tick every 64 packets, as a shell would call it); interval-shell runs
+// the interval policy's fsyncs on a goroutine of the shell's.
 func BenchmarkStoreAppend(b *testing.B) {
-	for _, pol := range []SyncPolicy{SyncNone, SyncInterval, SyncAlways} {
-		b.Run("fsync="+pol.String()+"/size=256", func(b *testing.B) {
-			cfg := DefaultConfig()
-			cfg.Sync = pol
-			s, _, err := Open(b.TempDir(), cfg)
-			if err != nil {
-				b.Fatal(err)
+	dirs := benchDirs(b)
+	for _, fs := range []string{"disk", "tmpfs"} {
+		for _, pol := range []string{"none", "interval", "interval-shell", "always"} {
+			dir, ok := dirs[fs]
+			if !ok || (pol == "always" && fs == "tmpfs") {
+				continue
 			}
-			defer s.Close()
-			p := newBatchPacket(b, 5, 256)
-			b.ReportAllocs()
-			b.SetBytes(int64(len(p.buf)))
-			start := time.Now()
-			b.ResetTimer()
-			for i := 0; i < b.N; i++ {
-				if err := s.Append(p.nextPacket()); err != nil {
+			b.Run("fs="+fs+"/fsync="+pol+"/size=256", func(b *testing.B) {
+				cfg := DefaultConfig()
+				cfg.Sync, _ = ParseSyncPolicy(strings.TrimSuffix(pol, "-shell"))
+				cfg.SyncInShell = strings.HasSuffix(pol, "-shell")
+				d, err := os.MkdirTemp(dir, "store")
+				if err != nil {
 					b.Fatal(err)
 				}
-				if i%64 == 0 {
-					if err := s.Tick(int64(time.Since(start))); err != nil {
+				defer os.RemoveAll(d)
+				s, _, err := Open(d, cfg)
+				if err != nil {
+					b.Fatal(err)
+				}
+				defer s.Close()
+				y := newShellSyncer()
+				p := newBatchPacket(b, 5, 256)
+				b.ReportAllocs()
+				b.SetBytes(int64(len(p.buf)))
+				start := time.Now()
+				b.ResetTimer()
+				for i := 0; i < b.N; i++ {
+					if err := s.Append(p.nextPacket()); err != nil {
 						b.Fatal(err)
 					}
+					if i%64 == 0 {
+						if err := s.Tick(int64(time.Since(start))); err != nil {
+							b.Fatal(err)
+						}
+						if cfg.SyncInShell {
+							if err := y.poll(s); err != nil {
+								b.Fatal(err)
+							}
+						}
+					}
 				}
-			}
-			if err := s.Sync(); err != nil {
-				b.Fatal(err)
-			}
-			el := time.Since(start).Seconds()
-			b.ReportMetric(float64(b.N)/el, "pkts/s")
-			b.ReportMetric(float64(b.N)*5/el, "msgs/s")
-			b.ReportMetric(float64(s.Stats().Fsyncs)/el, "fsyncs/s")
-		})
+				if err := y.close(s); err != nil {
+					b.Fatal(err)
+				}
+				if err := s.Sync(); err != nil {
+					b.Fatal(err)
+				}
+				el := time.Since(start).Seconds()
+				b.ReportMetric(float64(b.N)/el, "pkts/s")
+				b.ReportMetric(float64(b.N)*5/el, "msgs/s")
+				b.ReportMetric(float64(s.Stats().Fsyncs)/el, "fsyncs/s")
+			})
+		}
 	}
 }
 

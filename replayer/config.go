@@ -60,6 +60,11 @@ type Config struct {
 	Sync         SyncPolicy
 	SyncInterval time.Duration
 	SyncBytes    int64
+	// SyncInShell (with SyncInterval): Append and Tick never fsync; the
+	// shell asks SyncDue and runs the fsync on a goroutine of its own
+	// (StartSync, SyncRequest.Run, FinishSync), so appends never wait for
+	// the disk. Rolling a segment still fsyncs the one it seals.
+	SyncInShell bool
 	// SegmentBytes: a segment is rolled when the next frame would take it
 	// past this size (a segment holds at least one frame).
 	SegmentBytes int64

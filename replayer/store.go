@@ -33,6 +33,7 @@ type Store struct {
 	unsynced int64  // bytes appended since the last fsync
 	now      int64  // last Tick (mono ns)
 	lastSync int64  // mono ns of the last fsync
+	syncOut  bool   // a StartSync request is out
 	durable  uint64 // Contiguous() at the last fsync
 
 	tail   tailState
@@ -227,7 +228,7 @@ func (s *Store) append(pkt []byte) error {
 	s.unsynced += int64(n)
 	switch {
 	case s.cfg.Sync == SyncAlways,
-		s.cfg.Sync == SyncInterval && s.unsynced >= s.cfg.SyncBytes:
+		s.cfg.Sync == SyncInterval && !s.cfg.SyncInShell && s.unsynced >= s.cfg.SyncBytes:
 		return s.sync()
 	}
 	return nil
@@ -337,7 +338,58 @@ func (s *Store) sync() error {
 	s.stats.Fsyncs++
 	s.unsynced = 0
 	s.lastSync = s.now
-	s.durable = s.tail.contiguous()
+	s.durable = max(s.durable, s.tail.contiguous())
+	return nil
+}
+
+// SyncDue reports whether the interval policy wants an fsync now: bytes
+// wait and SyncInterval has passed since the last one (at the last Tick),
+// or SyncBytes wait. With Config.SyncInShell the shell asks it after
+// Append and Tick and runs the fsync with StartSync.
+func (s *Store) SyncDue() bool {
+	return s.unsynced > 0 && (s.now-s.lastSync >= int64(s.cfg.SyncInterval) || s.unsynced >= s.cfg.SyncBytes)
+}
+
+// SyncRequest is an fsync of the active segment that the shell runs off
+// the store's goroutine (Run), so that appends go on meanwhile; it makes
+// durable every seq up to Seq.
+type SyncRequest struct {
+	f   *os.File
+	Seq uint64
+}
+
+// Run fsyncs; it is safe to call from another goroutine while the store
+// appends (the segment files stay open until Close).
+func (r SyncRequest) Run() error { return r.f.Sync() }
+
+// StartSync hands the waiting frames to the OS and returns an fsync for
+// the shell to Run, then report with FinishSync; false when there is
+// nothing to sync or a request is still out (one at a time). Earlier
+// segments were fsynced when they rolled (unless SyncNone).
+func (s *Store) StartSync() (SyncRequest, bool) {
+	if s.syncOut || s.closed || s.cfg.ReadOnly || !s.active || s.unsynced == 0 {
+		return SyncRequest{}, false
+	}
+	if err := s.flush(); err != nil {
+		return SyncRequest{}, false // Err says why
+	}
+	s.syncOut = true
+	s.unsynced = 0
+	s.lastSync = s.now
+	return SyncRequest{f: s.segs[len(s.segs)-1].f, Seq: s.tail.contiguous()}, true
+}
+
+// FinishSync records the outcome of a StartSync request. A failed fsync
+// fails the store (ErrFailed), as an inline one does.
+func (s *Store) FinishSync(r SyncRequest, err error) error {
+	s.syncOut = false
+	if err != nil {
+		return s.fail(fmt.Errorf("replayer: fsync: %w", err))
+	}
+	s.stats.Fsyncs++
+	if s.failed == nil && s.corrupt == nil {
+		s.durable = max(s.durable, r.Seq)
+	}
 	return nil
 }
 
@@ -359,7 +411,7 @@ func (s *Store) Tick(now int64) error {
 	if s.closed || s.cfg.ReadOnly {
 		return nil
 	}
-	if s.cfg.Sync == SyncInterval && s.unsynced > 0 && s.now-s.lastSync >= int64(s.cfg.SyncInterval) {
+	if s.cfg.Sync == SyncInterval && !s.cfg.SyncInShell && s.SyncDue() {
 		return s.sync()
 	}
 	return s.flush()
@@ -374,7 +426,8 @@ func (s *Store) Sync() error {
 }
 
 // Close syncs (unless read-only) and closes the files. The Store is
-// unusable afterwards.
+// unusable afterwards. A shell using StartSync finishes its request first
+// (Run on a closed file fails).
 func (s *Store) Close() error {
 	if s.closed {
 		return nil

@@ -5,6 +5,7 @@ import (
 	"os"
 	"path/filepath"
 	"testing"
+	"time"
 
 	"github.com/seqd/seqd/sequencer"
 	"github.com/seqd/seqd/wire"
@@ -277,5 +278,55 @@ func TestStore_ReadOnlyArchive(t *testing.T) {
 	}
 	if _, err := os.Stat(filepath.Join(dir, segmentName(1))); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// TestStore_SyncInShell: with SyncInShell the store never fsyncs on its
+// own; the shell's fsync (on another goroutine) makes Durable advance, and
+// appends go on while it runs.
+func TestStore_SyncInShell(t *testing.T) {
+	st := mixed(400)
+	cfg := testConfig()
+	cfg.SegmentBytes = 1 << 20
+	cfg.Sync = SyncInterval
+	cfg.SyncInShell = true
+	cfg.SyncBytes = 4096
+	s, _ := mustOpen(t, t.TempDir(), cfg)
+	defer s.Close()
+	appendAll(t, s, st.pkts[:40])
+	if err := s.Tick(int64(time.Hour)); err != nil {
+		t.Fatal(err)
+	}
+	if s.Stats().Fsyncs != 0 || s.Durable() != 0 {
+		t.Fatalf("the store fsynced on its own: %+v, durable %d", s.Stats(), s.Durable())
+	}
+	if !s.SyncDue() {
+		t.Fatal("SyncDue false with bytes waiting past SyncInterval")
+	}
+	r, ok := s.StartSync()
+	if !ok || r.Seq != s.Contiguous() {
+		t.Fatalf("StartSync = %+v %v, want seq %d", r, ok, s.Contiguous())
+	}
+	if _, ok := s.StartSync(); ok {
+		t.Fatal("a second request while one is out")
+	}
+	done := make(chan error)
+	go func() { done <- r.Run() }()
+	appendAll(t, s, st.pkts[40:80]) // meanwhile
+	if err := s.FinishSync(r, <-done); err != nil {
+		t.Fatal(err)
+	}
+	if s.Durable() != r.Seq || s.Durable() >= s.Contiguous() {
+		t.Fatalf("Durable = %d, want %d (contiguous %d)", s.Durable(), r.Seq, s.Contiguous())
+	}
+	r, ok = s.StartSync()
+	if !ok {
+		t.Fatal("no request with bytes waiting")
+	}
+	if err := s.FinishSync(r, errors.New("EIO")); err == nil {
+		t.Fatal("a failed fsync was accepted")
+	}
+	if err := s.Append(st.pkts[80]); !errors.Is(err, ErrFailed) {
+		t.Fatalf("Append after a failed fsync = %v", err)
 	}
 }
