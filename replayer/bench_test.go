@@ -2,6 +2,7 @@ package replayer
 
 import (
 	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
@@ -9,6 +10,7 @@ import (
 
 	"github.com/seqd/seqd/sequencer"
 	"github.com/seqd/seqd/wire"
+	"golang.org/x/sys/unix"
 )
 
 // batchPacket is a reusable stream packet of n records of size bytes, as
@@ -42,10 +44,11 @@ func (b *batchPacket) nextPacket() []byte {
 }
 
 func TestStore_AppendAllocatesNothing(t *testing.T) {
-	for _, pol := range []SyncPolicy{SyncNone, SyncInterval, SyncAlways} {
-		t.Run(pol.String(), func(t *testing.T) {
+	for _, pol := range []string{"none", "interval", "interval-shell", "always"} {
+		t.Run(pol, func(t *testing.T) {
 			cfg := DefaultConfig()
-			cfg.Sync = pol
+			cfg.Sync, _ = ParseSyncPolicy(strings.TrimSuffix(pol, "-shell"))
+			cfg.SyncInShell = strings.HasSuffix(pol, "-shell")
 			cfg.SyncBytes = 64 << 10
 			cfg.MaxPacketBytes = 1472
 			cfg.WriteBufferBytes = 16 << 10 // flushes happen within the run
@@ -57,7 +60,7 @@ func TestStore_AppendAllocatesNothing(t *testing.T) {
 			}
 			now := int64(0)
 			runs := 3000
-			if pol == SyncAlways {
+			if pol == "always" {
 				runs = 200 // an fsync each
 			}
 			allocs := testing.AllocsPerRun(runs, func() {
@@ -68,11 +71,18 @@ func TestStore_AppendAllocatesNothing(t *testing.T) {
 				if err := s.Tick(now); err != nil {
 					t.Fatal(err)
 				}
+				if s.SyncDue() { // a shell's fsync, here on the same goroutine
+					if r, ok := s.StartSync(); ok {
+						if err := s.FinishSync(r, r.Run()); err != nil {
+							t.Fatal(err)
+						}
+					}
+				}
 			})
 			if allocs != 0 {
 				t.Fatalf("Append+Tick allocates %v per packet", allocs)
 			}
-			if pol != SyncNone && s.Stats().Fsyncs == 0 {
+			if pol != "none" && s.Stats().Fsyncs == 0 {
 				t.Fatal("no fsync during the run")
 			}
 			var fn sequencer.PacketFunc = func([]byte, sequencer.PacketInfo) bool { return true }
@@ -242,11 +252,20 @@ func BenchmarkStoreRange(b *testing.B) {
 	}
 }
 
-// BenchmarkStoreOpen is recovery: Open of a store of the given size (page
-// cache warm: the store was just written), checking every frame.
+// BenchmarkStoreOpen is recovery: Open of a store of the given size,
+// checking every frame, with the page cache warm (the store was just
+// written) or cold (its pages dropped with posix_fadvise before each Open).
 func BenchmarkStoreOpen(b *testing.B) {
-	for _, mib := range []int{64, 1024} {
-		b.Run("size="+strconv.Itoa(mib)+"MiB", func(b *testing.B) {
+	for _, c := range []struct {
+		mib  int
+		cold bool
+	}{{64, false}, {1024, false}, {1024, true}} {
+		mib := c.mib
+		name := "size=" + strconv.Itoa(mib) + "MiB/cache=warm"
+		if c.cold {
+			name = "size=" + strconv.Itoa(mib) + "MiB/cache=cold"
+		}
+		b.Run(name, func(b *testing.B) {
 			dir := b.TempDir()
 			cfg := DefaultConfig()
 			cfg.Sync = SyncNone
@@ -264,6 +283,11 @@ func BenchmarkStoreOpen(b *testing.B) {
 			b.SetBytes(int64(mib) << 20)
 			b.ResetTimer()
 			for i := 0; i < b.N; i++ {
+				if c.cold {
+					b.StopTimer()
+					dropCache(b, dir)
+					b.StartTimer()
+				}
 				s, rec, err := Open(dir, cfg)
 				if err != nil || rec.Corrupt != nil || len(rec.Cuts) != 0 {
 					b.Fatal(err, rec)
@@ -271,5 +295,21 @@ func BenchmarkStoreOpen(b *testing.B) {
 				s.Close()
 			}
 		})
+	}
+}
+
+// dropCache asks the kernel to drop the (clean) cached pages of the
+// store's files.
+func dropCache(b *testing.B, dir string) {
+	segs, _ := filepath.Glob(filepath.Join(dir, "*.seg"))
+	for _, p := range segs {
+		f, err := os.Open(p)
+		if err != nil {
+			b.Fatal(err)
+		}
+		if err := unix.Fadvise(int(f.Fd()), 0, 0, unix.FADV_DONTNEED); err != nil {
+			b.Fatal(err)
+		}
+		f.Close()
 	}
 }

@@ -27,7 +27,14 @@
 //     write buffer fills: they survive the process, not the machine);
 //   - always: fsync after each Append.
 //
-// Sync and Close fsync whatever the policy. A failed write or fsync makes
+// An fsync blocks the appending goroutine for as long as the disk takes
+// (milliseconds). With Config.SyncInShell the interval policy leaves it
+// to the shell instead: the shell asks SyncDue after Tick, takes a
+// SyncRequest with StartSync, runs it on a goroutine of its own while
+// appends go on, and reports it with FinishSync; Durable advances then.
+//
+// Sync and Close fsync whatever the policy; Open fsyncs the segments it
+// keeps, so Durable starts at Contiguous. A failed write or fsync makes
 // the store refuse further appends (ErrFailed): after a failed fsync the
 // kernel may have dropped the pages, so nothing since the last good one
 // can be trusted.

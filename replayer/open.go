@@ -134,7 +134,18 @@ func Open(dir string, cfg Config) (*Store, *Recovery, error) {
 		rec.Oldest = s.oldest.FirstSeq
 	}
 	rec.Contiguous = s.tail.contiguous()
-	s.durable = rec.Contiguous
+	if !cfg.ReadOnly {
+		// The previous process may have left pages the disk never got (a
+		// crash under SyncNone, or between two fsyncs): make what is served
+		// durable before Durable says so. Clean files cost little.
+		for i := range s.segs {
+			if err := s.segs[i].f.Sync(); err != nil {
+				s.Close()
+				return nil, nil, fmt.Errorf("replayer: open store: fsync %s: %w", s.segs[i].path, err)
+			}
+		}
+		s.durable = rec.Contiguous
+	}
 	return s, rec, nil
 }
 

@@ -347,7 +347,7 @@ func (s *Store) sync() error {
 // or SyncBytes wait. With Config.SyncInShell the shell asks it after
 // Append and Tick and runs the fsync with StartSync.
 func (s *Store) SyncDue() bool {
-	return s.unsynced > 0 && (s.now-s.lastSync >= int64(s.cfg.SyncInterval) || s.unsynced >= s.cfg.SyncBytes)
+	return s.cfg.Sync == SyncInterval && s.unsynced > 0 && (s.now-s.lastSync >= int64(s.cfg.SyncInterval) || s.unsynced >= s.cfg.SyncBytes)
 }
 
 // SyncRequest is an fsync of the active segment that the shell runs off
