@@ -341,10 +341,24 @@ func (s *State) validate() error {
 	if len(s.cuts) > MaxCuts || len(s.checkpoints) > MaxCheckpoints || len(s.members) > MaxMembers {
 		return bad("table over its bound")
 	}
+	if uint64(len(s.cuts)) > s.epoch {
+		return bad("%d cuts in epoch %d", len(s.cuts), s.epoch)
+	}
 	for i, c := range s.cuts {
-		if c.Epoch >= s.epoch || (i > 0 && c.Epoch <= s.cuts[i-1].Epoch) || c.Session > s.session {
-			return bad("cut %d of epoch %d out of order", i, c.Epoch)
+		// BeginEpoch records the cut of the epoch it ends, so cut epochs
+		// run e, e+1, ..., current-1 (trimmed only at the front), and
+		// within one session a cut is never below the one before.
+		if c.Session == 0 || c.Session > s.session || c.Epoch != s.epoch-uint64(len(s.cuts)-i) {
+			return bad("cut %d of epoch %d session %d out of order", i, c.Epoch, c.Session)
 		}
+		if i > 0 {
+			if p := s.cuts[i-1]; c.Session < p.Session || (c.Session == p.Session && c.Last < p.Last) {
+				return bad("cut %d of epoch %d below the one before", i, c.Epoch)
+			}
+		}
+	}
+	if n := len(s.cuts); n > 0 && s.cuts[n-1].Session == s.session && s.epochStart != s.cuts[n-1].Last+1 {
+		return bad("epoch %d starts at %d, its predecessor's cut is %d", s.epoch, s.epochStart, s.cuts[n-1].Last)
 	}
 	for i, c := range s.checkpoints {
 		if c.Seq == 0 || (i > 0 && (c.Seq <= s.checkpoints[i-1].Seq || c.UnixNano < s.checkpoints[i-1].UnixNano)) {
@@ -365,8 +379,8 @@ func (s *State) validate() error {
 		}
 	}
 	if s.primary != 0 {
-		if _, ok := s.findMember(s.primary); !ok {
-			return bad("primary %d is not a member", s.primary)
+		if m, ok := s.Member(s.primary); !ok || m.Role != Voter {
+			return bad("primary %d is not a voting member", s.primary)
 		}
 	}
 	return nil
