@@ -60,6 +60,7 @@ type Store struct {
 
 	pkt   wire.Packet // scratch
 	rec   wire.Record
+	walk  recordWalk // Records
 	stats Stats
 }
 
@@ -495,6 +496,11 @@ func (s *Store) EpochOf(seq uint64) (uint32, bool) {
 	if !s.tail.have || seq > s.tail.lastSeq || (s.limit != 0 && seq >= s.limit) {
 		return 0, false
 	}
+	return s.epochOf(seq)
+}
+
+// epochOf looks seq up in the epoch table.
+func (s *Store) epochOf(seq uint64) (uint32, bool) {
 	lo, hi := 0, len(s.epochs)
 	for lo < hi {
 		m := int(uint(lo+hi) >> 1)
