@@ -13,7 +13,8 @@
 // is malformed, of another session, a duplicate or past a gap: a Store is
 // gap-free), Range by seq, the epoch of each seq (EpochOf, Epochs), the
 // highest seq held whole (Contiguous) and the highest made durable
-// (Durable).
+// (Durable), and Records, a walk over the records of a seq range with
+// their epochs (how an archive replays an epoch and cuts it exactly).
 //
 // A Store is a pure-ish library: its only I/O is its files, it has no
 // goroutines, locks or timers, and one goroutine uses it at a time. The
@@ -40,8 +41,8 @@
 // can be trusted.
 //
 // Appending allocates nothing per packet (it allocates when a segment
-// rolls and when the epoch changes); Range, Oldest, Newest and EpochOf
-// allocate nothing. Range hands the callee a copy it may patch.
+// rolls and when the epoch changes); Range, Records, Oldest, Newest and
+// EpochOf allocate nothing. Range hands the callee a copy it may patch.
 //
 // # Recovery
 //

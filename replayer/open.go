@@ -169,6 +169,10 @@ func (s *Store) load(rec *Recovery, sc *scanner, ordinal uint64, last bool) erro
 	sc.reset(f, fi.Size())
 	var h segmentHeader
 	herr := sc.header(&h)
+	if herr == nil && len(s.segs) == 0 && s.cfg.Session != 0 && h.Session != s.cfg.Session {
+		f.Close()
+		return fmt.Errorf("%w: %s holds session %d, the config says %d", ErrSession, path, h.Session, s.cfg.Session)
+	}
 	if herr == nil && (h.Ordinal != ordinal || (s.session != 0 && h.Session != s.session)) {
 		herr = fmt.Errorf("segment header names segment %d of session %d, want segment %d of session %d", h.Ordinal, h.Session, ordinal, s.session)
 	}

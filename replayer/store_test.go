@@ -273,6 +273,10 @@ func TestStore_ReadOnlyArchive(t *testing.T) {
 		t.Fatalf("Session = %d", got)
 	}
 	checkStore(t, a, st, st.pkts)
+	cfg.Session = testSession + 1
+	if _, _, err := Open(dir, cfg); !errors.Is(err, ErrSession) {
+		t.Fatalf("Open of another session's directory = %v", err)
+	}
 	if err := a.Append(st.pkts[0]); !errors.Is(err, ErrReadOnly) {
 		t.Fatalf("Append to an archive = %v", err)
 	}
