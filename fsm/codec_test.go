@@ -21,6 +21,7 @@ var sampleCommands = []Command{
 	AddMember{member(3, Voter)},
 	AddMember{Member{ID: 9, Role: Nonvoter, RaftAddr: strings.Repeat("r", MaxAddrBytes)}},
 	RemoveMember{ID: math.MaxUint64},
+	SetRole{ID: 4, Role: Voter},
 }
 
 func TestCommand_RoundTrip(t *testing.T) {
@@ -65,7 +66,7 @@ func TestCommand_DecodeErrors(t *testing.T) {
 		{"version only", []byte{1}, ErrMalformed},
 		{"version 2", []byte{2, 1, 0, 0, 0, 0, 0, 0, 0, 0}, ErrUnknownVersion},
 		{"kind 0", []byte{1, 0}, ErrUnknownCommand},
-		{"kind 6", []byte{1, 6, 0, 0, 0, 0, 0, 0, 0, 0}, ErrUnknownCommand},
+		{"kind 7", []byte{1, 7, 0, 0, 0, 0, 0, 0, 0, 0}, ErrUnknownCommand},
 		{"string past end", []byte{1, 4, 0, 0, 0, 0, 0, 0, 0, 1, 1, 200, 'x'}, ErrMalformed},
 	}
 	for _, tt := range tests {
@@ -114,6 +115,11 @@ func randomCommand(rng *rand.Rand, s *State) Command {
 	case 7, 8:
 		id := uint64(1 + rng.IntN(6))
 		return AddMember{Member{ID: id, Role: Role(1 + rng.IntN(4)/3), RaftAddr: "127.0.0.1:" + string(rune('0'+rng.IntN(8))), AdminAddr: "a"}}
+	case 9:
+		if rng.IntN(2) == 0 {
+			return SetRole{ID: uint64(1 + rng.IntN(6)), Role: Role(rng.IntN(4))}
+		}
+		return RemoveMember{ID: uint64(1 + rng.IntN(6))}
 	default:
 		return RemoveMember{ID: uint64(1 + rng.IntN(6))}
 	}
@@ -124,6 +130,7 @@ func randomCommand(rng *rand.Rand, s *State) Command {
 // that the invariants hold and that snapshot + restore gives back an equal
 // state (also through raft.FSM's Snapshot/Persist/Restore).
 func TestSnapshot_RoundTripRandom(t *testing.T) {
+	acceptedKinds := map[Kind]int{}
 	for seed := uint64(1); seed <= 40; seed++ {
 		rng := rand.New(rand.NewPCG(seed, 0))
 		f := New()
@@ -137,6 +144,7 @@ func TestSnapshot_RoundTripRandom(t *testing.T) {
 			resp := f.Apply(&raft.Log{Index: i, Type: raft.LogCommand, Data: data})
 			if _, err := Response(resp); err == nil {
 				accepted++
+				acceptedKinds[cmd.Kind()]++
 			}
 			s := f.State()
 			if err := s.validate(); err != nil {
@@ -147,7 +155,7 @@ func TestSnapshot_RoundTripRandom(t *testing.T) {
 				t.Fatalf("seed %d step %d: round trip %v -> %v, %v", seed, i, s, got, err)
 			}
 		}
-		if accepted < 100 {
+		if accepted < 50 {
 			t.Fatalf("seed %d: only %d of 400 commands accepted: the generator is too weak", seed, accepted)
 		}
 		var sink memSink
@@ -161,6 +169,12 @@ func TestSnapshot_RoundTripRandom(t *testing.T) {
 		}
 		if !g.State().Equal(f.State()) {
 			t.Fatalf("seed %d: restored %v, want %v", seed, g.State(), f.State())
+		}
+	}
+	t.Logf("accepted by kind: %v", acceptedKinds)
+	for k := KindNewSession; k <= KindSetRole; k++ {
+		if acceptedKinds[k] < 20 {
+			t.Errorf("kind %v accepted %d times: the generator is too weak", k, acceptedKinds[k])
 		}
 	}
 }

@@ -21,6 +21,7 @@ const (
 	KindCheckpoint   Kind = 3
 	KindAddMember    Kind = 4
 	KindRemoveMember Kind = 5
+	KindSetRole      Kind = 6
 )
 
 func (k Kind) String() string {
@@ -35,13 +36,15 @@ func (k Kind) String() string {
 		return "add-member"
 	case KindRemoveMember:
 		return "remove-member"
+	case KindSetRole:
+		return "set-role"
 	}
 	return fmt.Sprintf("kind(%d)", uint8(k))
 }
 
 // Command is one change to the failover state, proposed through Raft. The
-// concrete types are NewSession, BeginEpoch, AddCheckpoint, AddMember and
-// RemoveMember; State.Apply documents each one's rules.
+// concrete types are NewSession, BeginEpoch, AddCheckpoint, AddMember,
+// RemoveMember and SetRole; each one's doc comment states its rules.
 type Command interface {
 	Kind() Kind
 	appendBody(dst []byte) []byte
@@ -103,11 +106,22 @@ type RemoveMember struct {
 	ID uint64
 }
 
+// SetRole changes member ID's role, to promote a standby that caught up as
+// a nonvoter, or to demote a voter before removing it. Rules: the role is
+// Voter or Nonvoter (ErrBadMember); ID is a member (ErrUnknownMember); the
+// current primary stays a voter (ErrDemotePrimary). Setting the role a
+// member has is accepted and changes nothing.
+type SetRole struct {
+	ID   uint64
+	Role Role
+}
+
 func (NewSession) Kind() Kind    { return KindNewSession }
 func (BeginEpoch) Kind() Kind    { return KindBeginEpoch }
 func (AddCheckpoint) Kind() Kind { return KindCheckpoint }
 func (AddMember) Kind() Kind     { return KindAddMember }
 func (RemoveMember) Kind() Kind  { return KindRemoveMember }
+func (SetRole) Kind() Kind       { return KindSetRole }
 
 func (c NewSession) appendBody(b []byte) []byte { return binary.BigEndian.AppendUint64(b, c.Prev) }
 
@@ -126,6 +140,10 @@ func (c AddCheckpoint) appendBody(b []byte) []byte {
 func (c AddMember) appendBody(b []byte) []byte { return appendMember(b, c.Member) }
 
 func (c RemoveMember) appendBody(b []byte) []byte { return binary.BigEndian.AppendUint64(b, c.ID) }
+
+func (c SetRole) appendBody(b []byte) []byte {
+	return append(binary.BigEndian.AppendUint64(b, c.ID), byte(c.Role))
+}
 
 // AppendCommand appends the encoding of c to dst:
 //
@@ -177,6 +195,8 @@ func Decode(b []byte) (Command, error) {
 		c = AddMember{Member: r.member()}
 	case KindRemoveMember:
 		c = RemoveMember{ID: r.u64()}
+	case KindSetRole:
+		c = SetRole{ID: r.u64(), Role: Role(r.u8())}
 	default:
 		return nil, fmt.Errorf("%w: %d", ErrUnknownCommand, k)
 	}

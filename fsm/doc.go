@@ -12,7 +12,7 @@
 //     order): it returns a new State and an error when the command breaks a
 //     rule. The rules sit on each command type's doc comment.
 //   - Command: NewSession, BeginEpoch, AddCheckpoint, AddMember,
-//     RemoveMember, encoded by Encode/AppendCommand and parsed by Decode in a
+//     RemoveMember, SetRole, encoded by Encode/AppendCommand and parsed by Decode in a
 //     small versioned binary format (version byte, kind byte, fixed-width
 //     big-endian fields; exact length).
 //   - FSM: the raft.FSM. Apply decodes a log entry and applies it; its
@@ -32,7 +32,7 @@
 // names a seq a quorum held). A checkpoint names the current epoch, so a
 // deposed primary's late checkpoint is fenced; checkpoints grow in seq and
 // never go back in time. The primary is a voting member and cannot be
-// removed while primary. Tables are bounded by constants (MaxCheckpoints,
+// removed or demoted while primary. Tables are bounded by constants (MaxCheckpoints,
 // MaxCuts, MaxMembers), which are part of the format so every member trims
 // the same way. Rejections are deterministic: every member rejects the same
 // entry with the same error and changes only its applied index.

@@ -40,4 +40,5 @@ var (
 	ErrTooManyMembers      = errors.New("fsm: add member: member table full")
 	ErrUnknownMember       = errors.New("fsm: unknown member")
 	ErrRemovePrimary       = errors.New("fsm: remove member: member is the current primary")
+	ErrDemotePrimary       = errors.New("fsm: set role: the current primary must stay a voter")
 )

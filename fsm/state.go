@@ -286,6 +286,16 @@ func (s *State) check(cmd Command) error {
 		if c.ID == s.primary {
 			return fmt.Errorf("%w: %d (epoch %d)", ErrRemovePrimary, c.ID, s.epoch)
 		}
+	case SetRole:
+		if c.Role != Voter && c.Role != Nonvoter {
+			return fmt.Errorf("%w: member %d: role %d (want 1 voter or 2 nonvoter)", ErrBadMember, c.ID, c.Role)
+		}
+		if _, ok := s.findMember(c.ID); !ok {
+			return fmt.Errorf("set role of member %d: %w", c.ID, ErrUnknownMember)
+		}
+		if c.ID == s.primary && c.Role != Voter {
+			return fmt.Errorf("%w: %d (epoch %d)", ErrDemotePrimary, c.ID, s.epoch)
+		}
 	default:
 		return fmt.Errorf("%w: %T", ErrUnknownCommand, cmd)
 	}
@@ -320,6 +330,9 @@ func (s *State) apply(cmd Command) {
 	case RemoveMember:
 		i, _ := s.findMember(c.ID)
 		s.members = slices.Delete(s.members, i, i+1)
+	case SetRole:
+		i, _ := s.findMember(c.ID)
+		s.members[i].Role = c.Role
 	}
 }
 

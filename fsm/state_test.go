@@ -90,6 +90,14 @@ func TestState_Validation(t *testing.T) {
 		{"remove unknown member", running, RemoveMember{ID: 9}, ErrUnknownMember},
 		{"remove primary", running, RemoveMember{ID: 1}, ErrRemovePrimary},
 		{"remove old primary", epoch2, RemoveMember{ID: 1}, nil},
+
+		{"promote", running, SetRole{ID: 4, Role: Voter}, nil},
+		{"demote", running, SetRole{ID: 3, Role: Nonvoter}, nil},
+		{"same role", running, SetRole{ID: 3, Role: Voter}, nil},
+		{"demote primary", running, SetRole{ID: 1, Role: Nonvoter}, ErrDemotePrimary},
+		{"set role unknown member", running, SetRole{ID: 9, Role: Voter}, ErrUnknownMember},
+		{"set role bad role", running, SetRole{ID: 3, Role: 0}, ErrBadMember},
+		{"begin epoch demoted primary", append(append([]Command{}, running...), SetRole{ID: 2, Role: Nonvoter}), BeginEpoch{Epoch: 2, Primary: 2, PrevCut: 250}, ErrPrimaryNotVoter},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
