@@ -10,6 +10,9 @@ import (
 	"github.com/seqd/seqd/wire"
 )
 
+// A Store answers NAKs through the sequencer's repair policy.
+var _ sequencer.RetransmitStore = (*Store)(nil)
+
 // Store is one session's stream in append-only segment files (see doc.go
 // for the format). It implements sequencer.RetransmitStore, so the
 // sequencer's repair policy answers NAKs from it as from the Core's ring,

@@ -11,8 +11,6 @@ import (
 	"github.com/seqd/seqd/wire"
 )
 
-var _ sequencer.RetransmitStore = (*Store)(nil)
-
 // checkStore checks everything a reader sees of a store that holds pkts.
 func checkStore(t *testing.T, s *Store, st *stream, pkts [][]byte) {
 	t.Helper()
