@@ -48,12 +48,12 @@ soak:
 
 ## bench: micro-benchmarks (allocations included) and the end-to-end bench.
 bench: build
-	$(GO) test -run '^$$' -bench . -benchmem ./wire ./sequencer ./node ./transport/... ./multicast
+	$(GO) test -run '^$$' -bench . -benchmem ./wire ./sequencer ./receiver ./node ./replayer ./transport/... ./multicast ./fsm
 	$(BIN) bench --transport mem --size 256 --nodes 3 --count 3000000
 
 ## fuzz: every decoder of network bytes, FUZZTIME each.
 fuzz:
-	@set -e; for pkg in ./wire ./sequencer ./node ./transport/tcp ./multicast ./fsm; do \
+	@set -e; for pkg in ./wire ./sequencer ./receiver ./node ./replayer ./transport/tcp ./multicast ./fsm; do \
 	  for f in $$($(GO) test -list '^Fuzz' $$pkg | grep '^Fuzz'); do \
 	    echo "fuzz $$pkg $$f"; $(GO) test -run '^$$' -fuzz "^$$f$$" -fuzztime $(FUZZTIME) $$pkg; \
 	  done; \
