@@ -10,25 +10,56 @@ import (
 	"github.com/seqd/seqd/wire"
 )
 
-// simNode is one node core plus what the checker knows about it.
+// simNode is one node process plus what the checker knows about it. A
+// restart replaces the core (a new process: new incarnation, its own
+// delivered stream from the start) over the same client.
 type simNode struct {
 	w        *world
+	idx      int
 	name     string
 	account  wire.Account
 	instance uint8
 	readOnly bool
+	late     bool // joined from the live tail: its stream starts mid-way
 	client   transport.Client
 	peer     transport.Peer
 	core     *node.Core
 
-	target    int    // commands to send
-	sent      uint64 // commands issued (cmdSeq of the last one)
-	delivered uint64 // last seq seen by OnMessage
-	lastCmd   map[senderKey]uint64
-	buf       []byte
+	target      int    // commands to send
+	restartAt   uint64 // crash after this many commands (0: never), once
+	sent        uint64 // application commands issued in this incarnation
+	cmds        uint64 // cmdSeq of the last command issued (timer requests included)
+	incarnation uint64
+	delivered   uint64 // last seq seen by OnMessage
+	// Per sender, as seen in the delivered stream: its incarnation (from
+	// InternalIncarnation records; 0 = not seen yet, for a late joiner)
+	// and the last command delivered in it.
+	inc     map[senderKey]uint64
+	lastCmd map[senderKey]uint64
+	buf     []byte
+
+	timerID   uint64          // last centralized timer id used
+	periodic  map[uint64]int  // this node's periodic timers: fires seen
+	cancelled map[uint64]bool // cancels issued
+	gone      map[uint64]bool // cancels seen in the stream
 
 	onFrame transport.Handler
+
+	// tamper, for the checker's self-tests only, corrupts this node's
+	// deliveries at seq tamperAt: a checker that cannot fail is no checker.
+	tamper   tamperKind
+	tamperAt uint64
+	held     *node.Message
 }
+
+type tamperKind uint8
+
+const (
+	tamperNone  tamperKind = iota
+	tamperSkip             // a message is never delivered
+	tamperTwice            // a message is delivered twice
+	tamperSwap             // a message is delivered after the next one
+)
 
 type senderKey struct {
 	account  wire.Account
@@ -37,44 +68,74 @@ type senderKey struct {
 
 func newSimNode(w *world, i int, readOnly bool) (*simNode, error) {
 	n := &simNode{
-		w:        w,
-		name:     fmt.Sprintf("n%d", i),
-		instance: 1,
-		readOnly: readOnly,
-		lastCmd:  map[senderKey]uint64{},
+		w:           w,
+		idx:         i,
+		name:        fmt.Sprintf("n%d", i),
+		instance:    1,
+		readOnly:    readOnly,
+		incarnation: 1,
 	}
 	if !readOnly {
 		n.target = w.cfg.Commands / w.cfg.Senders
 		if i == 0 {
 			n.target += w.cfg.Commands % w.cfg.Senders
 		}
+		// About one run in two crashes one sender once, somewhere in the
+		// second half of its commands.
+		if w.cfg.Restarts && w.rng.IntN(2*w.cfg.Senders) == 0 {
+			n.restartAt = uint64(n.target/2 + w.rng.IntN(n.target/2+1))
+		}
 	}
 	n.account = wire.MustAccount(n.name)
 	n.client = w.net.Client()
 	n.peer = transport.Peer(i + 1) // mem numbers clients from 1 in creation order
 	n.onFrame = n.frame
+	return n, n.start()
+}
+
+// start builds the node's core: at the run's start, after a restart, or
+// for a late joiner (which starts from the live tail).
+func (n *simNode) start() error {
+	w := n.w
 	cfg := node.DefaultConfig()
 	cfg.Account = n.name
 	cfg.Instance = n.instance
-	cfg.Incarnation = 1
+	cfg.Incarnation = n.incarnation
 	cfg.Session = 1
-	cfg.ReadOnly = readOnly
-	// Every node checks the stream from seq 1: it rewinds from what the
-	// sequencer's ring holds (the ring holds the whole run).
-	cfg.Rewind = true
-	cfg.Seed = w.cfg.Seed*131 + uint64(i)
-	cfg.Window = 64 + 64*(i%3)
+	cfg.ReadOnly = n.readOnly
+	// Every node but the late joiner checks the stream from seq 1: it
+	// rewinds from what the sequencer's ring holds (the ring holds the
+	// whole run). The late joiner starts from the live tail.
+	cfg.Rewind = !n.late
+	cfg.Seed = w.cfg.Seed*131 + uint64(n.idx) + n.incarnation<<20
+	cfg.Window = 64 + 64*(n.idx%3)
 	cfg.ResendInterval = 5 * time.Millisecond
 	cfg.MinResendInterval = time.Millisecond
-	if i%2 == 1 {
+	if n.idx%2 == 1 {
 		cfg.Mode = node.Fast
 	}
 	core, err := node.NewCore(cfg, n, n)
 	if err != nil {
-		return nil, err
+		return err
 	}
 	n.core = core
-	return n, nil
+	n.delivered = 0
+	n.inc = map[senderKey]uint64{}
+	n.lastCmd = map[senderKey]uint64{}
+	n.periodic = map[uint64]int{}
+	n.cancelled = map[uint64]bool{}
+	n.gone = map[uint64]bool{}
+	return nil
+}
+
+// restart crashes the node and starts it again as a new incarnation: its
+// unacked commands are lost with the process, and it numbers from 1.
+func (n *simNode) restart() {
+	n.incarnation++
+	n.sent, n.cmds = 0, 0
+	if err := n.start(); err != nil {
+		n.w.fail("%s restart: %v", n.name, err)
+	}
 }
 
 // Send is the node core's output: every frame goes through the checker.
@@ -95,17 +156,30 @@ func (n *simNode) frame(frame []byte, _ transport.Peer) {
 	}
 }
 
-// work issues commands while the window has room.
+// work issues commands while the window has room, and now and then sets
+// or cancels a centralized timer, or crashes and restarts.
 func (n *simNode) work() {
 	if n.readOnly {
 		return
 	}
 	w := n.w
+	if w.now < w.idleUntil {
+		return
+	}
+	// A crash with a periodic timer live would leave it firing forever
+	// (its cancel dies with the process): crash only without one.
+	if n.restartAt != 0 && n.sent >= n.restartAt && n.activeTimers() == 0 {
+		n.restartAt = 0
+		n.restart()
+	}
+	if w.cfg.Timers {
+		n.timers()
+	}
 	burst := 1 + w.rng.IntN(8)
 	for i := 0; i < burst && n.sent < uint64(n.target); i++ {
-		cmd := n.sent + 1
-		size := payloadSize(w.cfg, n.account, cmd)
-		n.buf = fillPayload(n.buf[:0], n.account, n.instance, cmd, size)
+		cmd := n.cmds + 1
+		size := payloadSize(w.cfg, n.account, n.incarnation, cmd)
+		n.buf = fillPayload(n.buf[:0], n.account, n.instance, n.incarnation, cmd, size)
 		got, err := n.core.Send(w.now, n.buf)
 		if errors.Is(err, node.ErrWindowFull) {
 			break
@@ -117,9 +191,53 @@ func (n *simNode) work() {
 		if got != cmd {
 			w.fail("%s Send returned cmdSeq %d, want %d", n.name, got, cmd)
 		}
-		n.sent = cmd
+		n.sent++
+		n.cmds = cmd
 	}
 	n.core.Flush(w.now)
+}
+
+// timers sets one-shot and periodic centralized timers on sequencer time,
+// and cancels each periodic timer after it fired a few times, so that the
+// stream ends (and idle hours are idle).
+func (n *simNode) timers() {
+	w := n.w
+	for id, fired := range n.periodic {
+		if fired >= 3 && !n.cancelled[id] {
+			if n.core.CancelTimer(w.now, id) == nil {
+				n.cancelled[id] = true
+				n.cmds++
+			}
+		}
+	}
+	if w.rng.IntN(3000) != 0 || n.sent >= uint64(n.target) {
+		return
+	}
+	at := n.core.Now() + int64(w.rng.IntN(int(20*time.Millisecond)))
+	var period int64
+	if w.rng.IntN(3) == 0 {
+		period = int64(time.Millisecond) * int64(1+w.rng.IntN(10))
+	}
+	if n.core.SendTimer(w.now, n.timerID+1, at, period) != nil {
+		return // window full: another time
+	}
+	n.timerID++
+	n.cmds++
+	if period > 0 {
+		n.periodic[n.timerID] = 0
+	}
+}
+
+// activeTimers is the number of periodic timers whose cancel is not yet
+// in the stream.
+func (n *simNode) activeTimers() int {
+	k := 0
+	for id := range n.periodic {
+		if !n.gone[id] {
+			k++
+		}
+	}
+	return k
 }
 
 func (n *simNode) receive() {
@@ -134,7 +252,35 @@ func (n *simNode) receive() {
 
 // OnMessage checks every delivery against the sequencer's truth.
 func (n *simNode) OnMessage(m *node.Message) {
+	if n.tamper == tamperNone || m.Seq != n.tamperAt && n.held == nil {
+		n.check(m)
+		return
+	}
+	switch n.tamper {
+	case tamperSkip:
+	case tamperTwice:
+		n.check(m)
+		n.check(m)
+	case tamperSwap:
+		if n.held == nil {
+			c := *m
+			c.Payload = append([]byte(nil), m.Payload...)
+			n.held = &c
+			return
+		}
+		n.check(m)
+		n.check(n.held)
+	}
+	n.tamper = tamperNone
+}
+
+// check is OnMessage's checker; the checker's self-tests call it with
+// tampered deliveries.
+func (n *simNode) check(m *node.Message) {
 	w := n.w
+	if n.late && n.delivered == 0 {
+		n.delivered = m.Seq - 1 // a late joiner starts at the live tail
+	}
 	if m.Seq != n.delivered+1 {
 		w.fail("%s delivered seq %d after %d (gap or repeat)", n.name, m.Seq, n.delivered)
 		return
@@ -144,38 +290,87 @@ func (n *simNode) OnMessage(m *node.Message) {
 		w.fail("%s delivered seq %d the sequencer never published", n.name, m.Seq)
 		return
 	}
-	e := w.log[m.Seq-1]
-	if e.account != m.Account || e.instance != m.Instance || e.cmdSeq != m.CmdSeq || e.time != m.Time {
-		w.fail("%s seq %d differs from the sequencer's: got %v/%d cmd %d t=%d, want %v/%d cmd %d t=%d",
-			n.name, m.Seq, m.Account, m.Instance, m.CmdSeq, m.Time, e.account, e.instance, e.cmdSeq, e.time)
+	e := &w.log[m.Seq-1]
+	if e.account != m.Account || e.instance != m.Instance || e.cmdSeq != m.CmdSeq || e.time != m.Time ||
+		e.flags != m.Flags&^wire.FlagFragment || e.epoch != m.Epoch {
+		w.fail("%s seq %d differs from the sequencer's: got %v/%d cmd %d t=%d flags %x epoch %d, want %v/%d cmd %d t=%d flags %x epoch %d",
+			n.name, m.Seq, m.Account, m.Instance, m.CmdSeq, m.Time, m.Flags, m.Epoch, e.account, e.instance, e.cmdSeq, e.time, e.flags, e.epoch)
 		return
 	}
-	if m.Mine() != (m.Account == n.account) {
-		w.fail("%s Mine()=%v for account %v", n.name, m.Mine(), m.Account)
+	if m.Mine() != (m.Account == n.account && m.Flags&wire.FlagSeqGen == 0) {
+		w.fail("%s Mine()=%v for account %v flags %x", n.name, m.Mine(), m.Account, m.Flags)
 	}
 	if m.Internal() {
-		return
+		n.checkInternal(m, e)
+		if m.Flags&wire.FlagSeqGen != 0 || m.CmdSeq == 0 {
+			return
+		}
+		// A timer request is a command: it takes its place in its
+		// sender's numbering.
 	}
 	k := senderKey{m.Account, m.Instance}
-	if last := n.lastCmd[k]; m.CmdSeq != last+1 {
-		w.fail("%s got command %d of %v after %d: not exactly once", n.name, m.CmdSeq, m.Account, last)
+	last, seen := n.lastCmd[k]
+	if !seen && n.late && n.inc[k] == 0 {
+		last = m.CmdSeq - 1 // its first commands went by before this node joined
+	}
+	if m.CmdSeq != last+1 {
+		w.fail("%s got command %d of %v/%d after %d: not exactly once", n.name, m.CmdSeq, m.Account, m.Instance, last)
 		return
 	}
 	n.lastCmd[k] = m.CmdSeq
-	size := payloadSize(w.cfg, m.Account, m.CmdSeq)
-	if !checkPayload(m.Payload, m.Account, m.Instance, m.CmdSeq, size) {
-		w.fail("%s seq %d: payload of %v cmd %d corrupt (len %d, want %d)", n.name, m.Seq, m.Account, m.CmdSeq, len(m.Payload), size)
+	inc := n.inc[k]
+	if inc == 0 || m.Internal() {
+		return // a late joiner that missed this incarnation's announcement
+	}
+	size := payloadSize(w.cfg, m.Account, inc, m.CmdSeq)
+	if !checkPayload(m.Payload, m.Account, m.Instance, inc, m.CmdSeq, size) {
+		w.fail("%s seq %d: payload of %v cmd %d (incarnation %d) corrupt (len %d, want %d)", n.name, m.Seq, m.Account, m.CmdSeq, inc, len(m.Payload), size)
 	}
 }
 
-// finalCheck: every command of every sender was delivered exactly once.
+// checkInternal checks an internal message's payload against the truth
+// and follows incarnations and this node's timers.
+func (n *simNode) checkInternal(m *node.Message, e *entry) {
+	w := n.w
+	var x wire.Internal
+	if err := m.DecodeInternal(&x); err != nil || x != e.internal {
+		w.fail("%s seq %d: internal payload %+v (%v), want %+v", n.name, m.Seq, x, err, e.internal)
+		return
+	}
+	switch x.Type {
+	case wire.InternalIncarnation:
+		k := senderKey{x.Account, x.Instance}
+		n.inc[k] = x.Value
+		delete(n.lastCmd, k)
+	case wire.InternalTimer:
+		if int64(x.Value) > m.Time {
+			w.fail("%s seq %d: timer %d of %v fired at %d, before its time %d", n.name, m.Seq, x.ID, x.Account, m.Time, x.Value)
+		}
+		if x.Account == n.account && x.Instance == n.instance {
+			if _, ok := n.periodic[x.ID]; ok {
+				n.periodic[x.ID]++
+			}
+		}
+	case wire.InternalTimerCancel:
+		if x.Account == n.account && x.Instance == n.instance {
+			n.gone[x.ID] = true
+		}
+	}
+}
+
+// finalCheck: every command of every sender's current incarnation was
+// delivered exactly once.
 func (n *simNode) finalCheck() error {
 	for _, s := range n.w.nodes {
 		if s.readOnly {
 			continue
 		}
-		if got := n.lastCmd[senderKey{s.account, s.instance}]; got != s.sent {
-			return fmt.Errorf("%w: %s delivered %d commands of %s, which sent %d", ErrInvariant, n.name, got, s.name, s.sent)
+		k := senderKey{s.account, s.instance}
+		if inc := n.inc[k]; inc != 0 && inc != s.incarnation {
+			return fmt.Errorf("%w: %s last saw incarnation %d of %s, which is at %d", ErrInvariant, n.name, inc, s.name, s.incarnation)
+		}
+		if got := n.lastCmd[k]; got != s.cmds {
+			return fmt.Errorf("%w: %s delivered %d commands of %s (incarnation %d), which sent %d", ErrInvariant, n.name, got, s.name, s.incarnation, s.cmds)
 		}
 	}
 	return nil
@@ -183,27 +378,27 @@ func (n *simNode) finalCheck() error {
 
 // payloadSize is a deterministic function of the command's identity so
 // that every receiver can check a payload without seeing the send.
-func payloadSize(cfg Config, a wire.Account, cmd uint64) int {
-	h := mix(uint64(a) ^ cmd*0x9e3779b97f4a7c15 ^ cfg.Seed)
+func payloadSize(cfg Config, a wire.Account, inc, cmd uint64) int {
+	h := mix(uint64(a) ^ cmd*0x9e3779b97f4a7c15 ^ cfg.Seed ^ inc<<40)
 	if cfg.LargeEvery > 0 && h%uint64(cfg.LargeEvery) == 0 {
 		return 1500 + int(h>>8)%(96<<10) // fragmented
 	}
 	return 1 + int(h>>8)%300
 }
 
-func fillPayload(b []byte, a wire.Account, inst uint8, cmd uint64, size int) []byte {
-	x := mix(uint64(a) ^ uint64(inst)<<56 ^ cmd)
+func fillPayload(b []byte, a wire.Account, inst uint8, inc, cmd uint64, size int) []byte {
+	x := mix(uint64(a) ^ uint64(inst)<<56 ^ cmd ^ inc<<32)
 	for i := 0; i < size; i++ {
 		b = append(b, byte(x>>(8*(i&7)))+byte(i))
 	}
 	return b
 }
 
-func checkPayload(p []byte, a wire.Account, inst uint8, cmd uint64, size int) bool {
+func checkPayload(p []byte, a wire.Account, inst uint8, inc, cmd uint64, size int) bool {
 	if len(p) != size {
 		return false
 	}
-	x := mix(uint64(a) ^ uint64(inst)<<56 ^ cmd)
+	x := mix(uint64(a) ^ uint64(inst)<<56 ^ cmd ^ inc<<32)
 	for i, c := range p {
 		if c != byte(x>>(8*(i&7)))+byte(i) {
 			return false

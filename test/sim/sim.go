@@ -4,6 +4,8 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
+	"sort"
+	"strings"
 	"time"
 
 	"github.com/seqd/seqd/sequencer"
@@ -27,6 +29,25 @@ type Config struct {
 	Partitions bool          // cut nodes off for short spells
 	LargeEvery int           // every LargeEvery-th command is fragmented
 	MaxVirtual time.Duration // give up (liveness failure) after this much virtual time
+
+	// SafeLag runs the sequencer as a cluster primary would: stable moves
+	// only when a simulated standby group acks, up to StableLag behind
+	// what was published (random per run), so safe-mode nodes hold
+	// deliveries back and fast-mode nodes run ahead.
+	SafeLag bool
+	// Restarts: a sender now and then crashes (its unacked commands are
+	// lost with it) and comes back as a new incarnation numbering from 1.
+	Restarts bool
+	// Timers: senders set and cancel centralized timers on sequencer time.
+	Timers bool
+	// LateJoiner: a read-only node joins mid-run from the live tail.
+	LateJoiner bool
+	// ClockSteps: the sequencer's wall clock steps back and forward by
+	// minutes once each; heartbeats must go on at their rate.
+	ClockSteps bool
+	// IdleHours: the senders pause for hours of virtual time once, then
+	// carry on (counters and token buckets must survive).
+	IdleHours bool
 }
 
 // DefaultConfig is what `make sim` runs: 5% loss, 1% duplication and
@@ -44,6 +65,12 @@ func DefaultConfig() Config {
 		Partitions: true,
 		LargeEvery: 400,
 		MaxVirtual: 10 * time.Minute,
+		SafeLag:    true,
+		Restarts:   true,
+		Timers:     true,
+		LateJoiner: true,
+		ClockSteps: true,
+		IdleHours:  true,
 	}
 }
 
@@ -63,13 +90,66 @@ type Result struct {
 
 // Replay is the one command that reruns this seed exactly.
 func (r Result) Replay() string {
-	return fmt.Sprintf("go run ./test/sim/cmd/simrun -seed %d -commands %d", r.Config.Seed, r.Config.Commands)
+	s := fmt.Sprintf("go run ./test/sim/cmd/simrun -seed %d -commands %d", r.Config.Seed, r.Config.Commands)
+	if off := r.Config.off(); off != "" {
+		s += " -without " + off
+	}
+	return s
+}
+
+// scenarios names the optional behaviours of a run, for -without.
+func (c *Config) scenarios() map[string]*bool {
+	return map[string]*bool{
+		"partitions": &c.Partitions, "safelag": &c.SafeLag, "restarts": &c.Restarts, "timers": &c.Timers,
+		"latejoiner": &c.LateJoiner, "clocksteps": &c.ClockSteps, "idlehours": &c.IdleHours,
+	}
+}
+
+// Scenarios lists the names Without takes.
+func Scenarios() []string {
+	var c Config
+	names := make([]string, 0, 8)
+	for k := range c.scenarios() {
+		names = append(names, k)
+	}
+	sort.Strings(names)
+	return names
+}
+
+// Without turns off the named scenarios (comma-separated).
+func (c *Config) Without(list string) error {
+	if list == "" {
+		return nil
+	}
+	m := c.scenarios()
+	for _, name := range strings.Split(list, ",") {
+		p, ok := m[strings.TrimSpace(name)]
+		if !ok {
+			return fmt.Errorf("sim: unknown scenario %q (have %s)", name, strings.Join(Scenarios(), ","))
+		}
+		*p = false
+	}
+	return nil
+}
+
+// off lists the scenarios turned off, for Replay.
+func (c Config) off() string {
+	var off []string
+	for _, name := range Scenarios() {
+		if !*c.scenarios()[name] {
+			off = append(off, name)
+		}
+	}
+	return strings.Join(off, ",")
 }
 
 // ErrInvariant is wrapped by every checker failure.
 var ErrInvariant = errors.New("sim: invariant violated")
 
-const tick = 100 * time.Microsecond
+const (
+	tick     = 100 * time.Microsecond
+	idleTick = 100 * time.Millisecond
+)
 
 // heartbeat is the sequencer's HeartbeatInterval.
 const heartbeat = time.Millisecond
@@ -80,7 +160,9 @@ type entry struct {
 	instance uint8
 	cmdSeq   uint64
 	flags    uint8
+	epoch    uint32
 	time     int64
+	internal wire.Internal // the decoded payload of an internal message
 }
 
 type world struct {
@@ -104,6 +186,16 @@ type world struct {
 	checkedSeq   uint64 // standby last compared at this seq
 	snapA, snapB []byte
 	err          error
+
+	// The simulated standby group (SafeLag): published seqs and when, so
+	// that stable trails them by stableLag.
+	stableLag time.Duration
+	acks      []ack
+	dt        int64 // the current step's length (coarse while idle)
+	idleUntil int64 // senders pause until then (IdleHours)
+	idleTotal int64 // virtual time spent idle: not counted against MaxVirtual
+	idleDone  bool
+	late      bool // LateJoiner: the late node joined
 
 	onServerFrame transport.Handler
 }
@@ -161,6 +253,10 @@ func newWorld(cfg Config) (*world, error) {
 	// Exercise repair pacing: about what 5% loss needs on average, so
 	// bursts (after a partition) are throttled and must still converge.
 	sc.RetransmitBytesPerSecond = 2 << 20
+	if cfg.SafeLag {
+		sc.Standalone = false
+		w.stableLag = time.Duration(w.rng.IntN(int(3 * time.Millisecond)))
+	}
 	w.seq, err = sequencer.New(sc, w)
 	if err != nil {
 		return nil, err
@@ -181,12 +277,35 @@ func (w *world) Publish(pkt []byte) {
 	// Liveness whatever the wall clock does: the stream never stays
 	// silent for more than a heartbeat interval (and one step) of virtual
 	// time.
-	if w.published && w.now-w.lastPublish > int64(heartbeat+tick) {
+	if w.published && w.now-w.lastPublish > int64(heartbeat)+w.dt {
 		w.fail("nothing published for %v (heartbeat interval %v)", time.Duration(w.now-w.lastPublish), heartbeat)
 	}
 	w.published, w.lastPublish = true, w.now
 	w.record(pkt)
 	_ = w.srv.Publish(pkt)
+}
+
+// ack is what the simulated standby group holds at a time.
+type ack struct {
+	at  int64
+	seq uint64
+}
+
+// standbys plays the standby group: a seq published at t is acked by a
+// quorum at t+stableLag, and only then becomes stable.
+func (w *world) standbys() {
+	if !w.cfg.SafeLag {
+		return
+	}
+	if p := w.seq.Published(); len(w.acks) == 0 || w.acks[len(w.acks)-1].seq < p {
+		w.acks = append(w.acks, ack{at: w.now + int64(w.stableLag), seq: p})
+	}
+	i := 0
+	for i < len(w.acks) && w.acks[i].at <= w.now {
+		w.seq.SetStable(w.acks[i].seq)
+		i++
+	}
+	w.acks = w.acks[i:]
 }
 
 // SendTo is the sequencer's unicast sink.
@@ -202,7 +321,7 @@ func (w *world) record(pkt []byte) {
 	if p.Flags&wire.PacketRetransmit != 0 {
 		// A repair published to everyone: it must repeat the truth.
 		for p.Next(&r) {
-			e := entry{account: r.Account, instance: r.Instance, cmdSeq: r.CmdSeq, flags: r.Flags &^ wire.FlagFragment, time: r.Time}
+			e := w.entryOf(&p, &r)
 			if r.Seq > uint64(len(w.log)) || w.log[r.Seq-1] != e {
 				w.fail("multicast repair of seq %d differs from what was published", r.Seq)
 			}
@@ -210,7 +329,7 @@ func (w *world) record(pkt []byte) {
 		return
 	}
 	for p.Next(&r) {
-		e := entry{account: r.Account, instance: r.Instance, cmdSeq: r.CmdSeq, flags: r.Flags &^ wire.FlagFragment, time: r.Time}
+		e := w.entryOf(&p, &r)
 		if n := uint64(len(w.log)); n > 0 && r.Time < w.log[n-1].time {
 			w.fail("sequencer time went back at seq %d: %d < %d", r.Seq, r.Time, w.log[n-1].time)
 		}
@@ -252,6 +371,19 @@ func (w *world) checkStandby() {
 	}
 }
 
+// entryOf is the truth about record r of packet p. A fragment other than
+// the first carries no whole internal payload; internal messages are never
+// fragmented.
+func (w *world) entryOf(p *wire.Packet, r *wire.Record) entry {
+	e := entry{account: r.Account, instance: r.Instance, cmdSeq: r.CmdSeq, flags: r.Flags &^ wire.FlagFragment, epoch: p.Epoch, time: r.Time}
+	if r.Flags&wire.FlagInternal != 0 {
+		if err := wire.DecodeInternal(r.Payload, &e.internal); err != nil {
+			w.fail("seq %d: internal payload does not decode: %v", r.Seq, err)
+		}
+	}
+	return e
+}
+
 func (w *world) fail(format string, args ...any) {
 	if w.err == nil {
 		w.err = fmt.Errorf("%w at t=%v: %s", ErrInvariant, time.Duration(w.now), fmt.Sprintf(format, args...))
@@ -277,7 +409,12 @@ func (w *world) run() (int, error) {
 	var cut *simNode
 	var healAt int64
 	for step := 1; ; step++ {
-		next := w.now + int64(tick)
+		dt := int64(tick)
+		if w.now < w.idleUntil {
+			dt = int64(idleTick) // hours of idle in coarse steps
+		}
+		w.dt = dt
+		next := w.now + dt
 		if at, ok := w.net.NextDelivery(); ok && at > w.now && at < next {
 			next = at
 		}
@@ -291,14 +428,18 @@ func (w *world) run() (int, error) {
 		if w.rng.IntN(1000) == 0 {
 			w.skew -= int64(w.rng.IntN(int(5 * time.Millisecond)))
 		}
-		switch w.rng.IntN(20000) {
-		case 0:
-			w.skew -= int64(1+w.rng.IntN(10)) * int64(time.Minute)
-			w.clockSteps++
-		case 1:
-			w.skew += int64(time.Hour)
-			w.clockSteps++
+		if w.cfg.ClockSteps {
+			switch w.rng.IntN(20000) {
+			case 0:
+				w.skew -= int64(1+w.rng.IntN(10)) * int64(time.Minute)
+				w.clockSteps++
+			case 1:
+				w.skew += int64(time.Hour)
+				w.clockSteps++
+			}
 		}
+		w.idle()
+		w.lateJoin()
 
 		if w.cfg.Partitions {
 			switch {
@@ -319,6 +460,7 @@ func (w *world) run() (int, error) {
 			return step, err
 		}
 		w.seq.Flush(w.seqClock())
+		w.standbys()
 		w.seq.Tick(w.seqClock())
 		w.checkStandby()
 		for _, n := range w.nodes {
@@ -330,10 +472,43 @@ func (w *world) run() (int, error) {
 		if cut == nil && w.done() {
 			return step, nil
 		}
-		if w.now > limit {
+		if w.now-w.idleTotal > limit {
 			return step, fmt.Errorf("%w: no convergence after %v of virtual time: %s", ErrInvariant, time.Duration(w.now), w.progress())
 		}
 	}
+}
+
+// idle pauses the senders for one to three hours of virtual time, once.
+func (w *world) idle() {
+	if w.cfg.IdleHours && !w.idleDone && len(w.log) > 100 && w.activeTimers() == 0 && w.rng.IntN(40000) == 0 {
+		w.idleDone = true
+		d := int64(time.Hour) * int64(1+w.rng.IntN(3))
+		w.idleUntil = w.now + d
+		w.idleTotal += d
+	}
+}
+
+func (w *world) activeTimers() int {
+	k := 0
+	for _, n := range w.nodes {
+		k += n.activeTimers()
+	}
+	return k
+}
+
+// lateJoin adds a read-only node that starts from the live tail, once.
+func (w *world) lateJoin() {
+	if !w.cfg.LateJoiner || w.late || len(w.log) < 1000 || w.rng.IntN(5000) != 0 {
+		return
+	}
+	w.late = true
+	n, err := newSimNode(w, len(w.nodes), true)
+	if err != nil {
+		w.fail("late joiner: %v", err)
+		return
+	}
+	n.late = true
+	w.nodes = append(w.nodes, n)
 }
 
 func (w *world) done() bool {

@@ -1,6 +1,7 @@
 package sim
 
 import (
+	"errors"
 	"testing"
 )
 
@@ -66,5 +67,34 @@ func TestSim_CheckerCatchesCorruption(t *testing.T) {
 	w2.log[len(w2.log)-1].cmdSeq += 1000
 	if _, err := w2.run(); err == nil {
 		t.Fatal("checker accepted a stream that differs from the sequencer's")
+	}
+}
+
+// TestSim_CheckerCatchesBadDeliveries: the node-side checks catch a
+// skipped delivery, a double delivery and two swapped messages.
+func TestSim_CheckerCatchesBadDeliveries(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		kind tamperKind
+	}{{"skip", tamperSkip}, {"twice", tamperTwice}, {"swap", tamperSwap}} {
+		t.Run(tc.name, func(t *testing.T) {
+			cfg := DefaultConfig()
+			cfg.Seed = 5
+			cfg.Commands = 600
+			w, err := newWorld(cfg)
+			if err != nil {
+				t.Fatal(err)
+			}
+			// A node in safe mode and one in fast mode, at an
+			// application message well inside the run.
+			for _, n := range w.nodes[:2] {
+				n.tamper, n.tamperAt = tc.kind, 120
+			}
+			_, err = w.run()
+			if !errors.Is(err, ErrInvariant) {
+				t.Fatalf("run with a %s delivery ended with %v, want an invariant violation", tc.name, err)
+			}
+			t.Log(err)
+		})
 	}
 }

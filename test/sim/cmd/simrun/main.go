@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"os"
 	"runtime"
+	"strings"
 	"sync"
 	"sync/atomic"
 
@@ -20,7 +21,14 @@ func main() {
 	commands := flag.Int("commands", sim.DefaultConfig().Commands, "commands per seed")
 	jobs := flag.Int("jobs", runtime.GOMAXPROCS(0), "seeds run in parallel (each run is single-threaded and deterministic)")
 	verbose := flag.Bool("v", false, "print every seed")
+	without := flag.String("without", "", "scenarios to turn off, comma-separated: "+strings.Join(sim.Scenarios(), ","))
 	flag.Parse()
+	base := sim.DefaultConfig()
+	base.Commands = *commands
+	if err := base.Without(*without); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(2)
+	}
 
 	list := []uint64{*seed}
 	if *seed == 0 {
@@ -38,9 +46,8 @@ func main() {
 		go func() {
 			defer wg.Done()
 			for s := range next {
-				cfg := sim.DefaultConfig()
+				cfg := base
 				cfg.Seed = s
-				cfg.Commands = *commands
 				r := sim.Run(cfg)
 				mu.Lock()
 				if r.Err != nil {
