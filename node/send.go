@@ -12,9 +12,14 @@ import (
 // buffer, dropped at the ack.
 type cmdSlot struct {
 	flags  uint8
-	resent bool  // sent more than once: its ack is no RTT sample (Karn)
-	sentAt int64 // first send (local clock): the start of its RTT sample
-	lastAt int64 // last send: its resend timer runs from here
+	resent bool // sent more than once: its ack is no RTT sample (Karn)
+	// rewound: sent while the node was replaying history (Rewinding).
+	// Its ack can be seen only once the replay reaches it, seconds later
+	// for a restarted node: that latency is the replay's, not the path's,
+	// so it is no RTT sample either.
+	rewound bool
+	sentAt  int64 // first send (local clock): the start of its RTT sample
+	lastAt  int64 // last send: its resend timer runs from here
 	// after is the highest seq known to exist when it was last sent: it
 	// can appear in the stream only after it, so its ack cannot come
 	// before the node delivered that far.
@@ -171,6 +176,7 @@ func (c *Core) enqueue(now int64, payload []byte, flags uint8, timerID uint64) (
 	s := c.slot(seq)
 	s.flags = flags
 	s.resent = false
+	s.rewound = c.Rewinding()
 	s.sentAt, s.lastAt = now, now
 	s.after = c.streamTail()
 	if len(payload) <= cap(s.small) {
@@ -361,6 +367,7 @@ func (c *Core) onIncarnation(seq, v uint64) {
 		for q := c.acked + 1; q < c.nextCmd; q++ {
 			s := c.slot(q)
 			s.sentAt, s.lastAt, s.after = c.clock, c.clock, c.streamTail()
+			s.rewound = c.Rewinding()
 			c.appendCommand(c.clock, q, s)
 		}
 		if c.frameOpen {
@@ -416,6 +423,7 @@ func (c *Core) renumber() {
 			c.resentInFlight--
 		}
 		s.sentAt, s.lastAt, s.after = c.clock, c.clock, c.streamTail()
+		s.rewound = c.Rewinding()
 		c.appendCommand(c.clock, q, s)
 	}
 	if c.frameOpen {
@@ -433,12 +441,13 @@ func (c *Core) duplicateSender(cmdSeq uint64, what string) {
 // ack frees the window up to cmdSeq: the sequencer accepts a sender's
 // commands only in order, so seeing cmdSeq means every earlier one made
 // it. The latency of cmdSeq itself is an RTT sample unless it was resent
-// (Karn: the ack may answer the first send or the last).
+// (Karn: the ack may answer the first send or the last) or sent while
+// rewinding (the ack waited for the replay).
 func (c *Core) ack(cmdSeq uint64) {
 	if cmdSeq <= c.acked || cmdSeq >= c.nextCmd {
 		return
 	}
-	if s := c.slot(cmdSeq); !s.resent && (!c.hasRTT || s.sentAt > c.sampledSentAt) {
+	if s := c.slot(cmdSeq); !s.resent && !s.rewound && (!c.hasRTT || s.sentAt > c.sampledSentAt) {
 		// One sample per send time: commands sent together and acked in
 		// one packet would otherwise give hundreds of equal samples and
 		// squeeze rttvar to nothing.

@@ -626,3 +626,48 @@ func TestCore_ResendAfterAnEpochCutTheStream(t *testing.T) {
 		t.Fatalf("resent %v after the cut, want 1", cmdSeqsOf(cs))
 	}
 }
+
+// TestCore_SendWhileRewindingIsNoRTTSample: a restarted node rewinds from
+// seq 1 and sends meanwhile; its command's ack comes only once the node has
+// replayed the stream up to it, seconds later. That latency is the replay's,
+// not the path's: taken as an RTT sample it set the resend timeout to
+// MaxResendInterval, and a command lost after that waited two seconds per
+// try (the simulator's seed 1 then never converged: with loss, every later
+// command was resent, and Karn's rule allowed no fresh sample to lower it).
+func TestCore_SendWhileRewindingIsNoRTTSample(t *testing.T) {
+	s := newStream(t)
+	cfg := testConfig()
+	cfg.ResendInterval = 10 * time.Millisecond
+	cfg.MinResendInterval = time.Millisecond
+	c, _, o := newTestCore(t, cfg)
+	ms := int64(time.Millisecond)
+	step(t, c, 0, s.msgs(100, 1)) // joins live at seq 100: rewinds 1..99
+	if !c.Rewinding() {
+		t.Fatal("not rewinding")
+	}
+	c.Send(0, []byte("a"))
+	c.Flush(0)
+	now := int64(0)
+	for ; now < 3000*ms; now += 10 * ms {
+		beatAndTick(t, c, s, now) // the replay is slow; the stream is alive
+	}
+	step(t, c, now, s.msgs(1, 99))                 // caught up
+	step(t, c, now+ms, ackPacket(s, o, 101, 5, 1)) // command 1 was sequenced long ago
+	if c.InFlight() != 0 || c.Rewinding() {
+		t.Fatalf("InFlight %d, Rewinding %v after the replay", c.InFlight(), c.Rewinding())
+	}
+	if srtt, rto := c.RTT(); srtt > 100*ms || rto > 100*ms {
+		t.Fatalf("srtt %v rto %v after a command sent while rewinding", time.Duration(srtt), time.Duration(rto))
+	}
+	// The next command is lost: it goes again after tens of ms, not seconds.
+	now += 2 * ms
+	c.Send(now, []byte("b"))
+	c.Flush(now)
+	o.frames = nil
+	for end := now + 100*ms; now < end && len(o.commands(t)) == 0; now += ms {
+		beatAndTick(t, c, s, now)
+	}
+	if cs := o.commands(t); !slices.Equal(cmdSeqsOf(cs), []uint64{2}) {
+		t.Fatalf("resent %v within 100ms of the send, want [2]", cmdSeqsOf(cs))
+	}
+}
