@@ -12,9 +12,9 @@
 //     order): it returns a new State and an error when the command breaks a
 //     rule. The rules sit on each command type's doc comment.
 //   - Command: NewSession, BeginEpoch, AddCheckpoint, AddMember,
-//     RemoveMember, SetRole, encoded by Encode/AppendCommand and parsed by Decode in a
-//     small versioned binary format (version byte, kind byte, fixed-width
-//     big-endian fields; exact length).
+//     RemoveMember, SetRole, encoded by Encode/AppendCommand and parsed by
+//     Decode in a small versioned binary format (version byte, kind byte,
+//     fixed-width big-endian fields; exact length).
 //   - FSM: the raft.FSM. Apply decodes a log entry and applies it; its
 //     response (read it with Response) is the *State after the command, or
 //     the error saying why the command was rejected, so a proposer learns
@@ -36,6 +36,26 @@
 // MaxCuts, MaxMembers), which are part of the format so every member trims
 // the same way. Rejections are deterministic: every member rejects the same
 // entry with the same error and changes only its applied index.
+//
+// # How the cluster uses it
+//
+// Bootstrap: AddMember for each configured member, NewSession{Prev: 0},
+// BeginEpoch{Epoch: 1, Primary: leader, PrevCut: 0}. While sequencing, the
+// primary proposes AddCheckpoint{epoch, stable seq, its stamp} now and
+// then. On failover the new Raft leader seals the current epoch on a quorum
+// (fenced by its Raft term), takes the cut, and only then proposes
+// BeginEpoch{e+1, itself, cut}: the cut is part of the command, so "commit
+// epoch e+1 through Raft" (DESIGN.md) happens after the seal, and the new
+// epoch starts at the committed cut+1. A leader that dies between seal and
+// commit changes nothing here; its successor seals again, and a late
+// proposal of the dead one fails with ErrEpochNotNext. The cut is at least
+// every recorded checkpoint: a checkpoint is a seq a quorum held, and the
+// cut is the highest contiguous seq reported by a quorum of sealed members,
+// which intersects it.
+// Membership changes go through Raft twice: the cluster changes the Raft
+// configuration (AddVoter, AddNonvoter, RemoveServer) and records the member
+// here with AddMember, SetRole and RemoveMember; Member.ID in decimal is
+// the raft.ServerID.
 //
 // # Concurrency contract
 //
