@@ -289,6 +289,9 @@ func (c *cliNode) sendRTT(cmd uint64) error {
 func runNode(cc *cli.Context) error {
 	log := newLogger(cc)
 	cfg := node.DefaultConfig()
+	// The built-in node verifies and counts (--expect) the stream from
+	// seq 1, as it always did; library nodes start live by default.
+	cfg.Rewind = true
 	cfg.Account = cc.String("account")
 	cfg.Instance = uint8(cc.Int("instance"))
 	cfg.ReadOnly = cc.Bool("read-only")
