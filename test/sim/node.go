@@ -21,9 +21,13 @@ type simNode struct {
 	instance uint8
 	readOnly bool
 	late     bool // joined from the live tail: its stream starts mid-way
-	client   transport.Client
-	peer     transport.Peer
-	core     *node.Core
+	// mustDiverge: it delivered past an epoch change's cut, so it must
+	// stop with ErrDiverged (fast mode) before it delivers anything else.
+	mustDiverge bool
+	fast        bool // delivers on arrival (node.Fast)
+	client      transport.Client
+	peer        transport.Peer
+	core        *node.Core
 
 	target      int    // commands to send
 	restartAt   uint64 // crash after this many commands (0: never), once
@@ -113,6 +117,7 @@ func (n *simNode) start() error {
 	cfg.MinResendInterval = time.Millisecond
 	if n.idx%2 == 1 {
 		cfg.Mode = node.Fast
+		n.fast = true
 	}
 	core, err := node.NewCore(cfg, n, n)
 	if err != nil {
@@ -151,7 +156,7 @@ func (n *simNode) Send(frame []byte) {
 func (n *simNode) frame(frame []byte, _ transport.Peer) {
 	// The network carries only frames the sequencer built: a node that
 	// rejects one has a bug (or the sequencer does).
-	if err := n.core.Step(n.w.now, frame); err != nil {
+	if err := n.core.Step(n.w.now, frame); err != nil && !(n.mustDiverge && errors.Is(err, node.ErrDiverged)) {
 		n.w.fail("%s rejected a frame: %v", n.name, err)
 	}
 }
@@ -245,7 +250,7 @@ func (n *simNode) receive() {
 		n.w.fail("%s poll: %v", n.name, err)
 	}
 	n.core.Tick(n.w.now)
-	if err := n.core.Err(); err != nil {
+	if err := n.core.Err(); err != nil && !n.diverged(err) {
 		n.w.fail("%s stopped: %v", n.name, err)
 	}
 }
@@ -286,11 +291,19 @@ func (n *simNode) check(m *node.Message) {
 		return
 	}
 	n.delivered = m.Seq
-	if m.Seq > uint64(len(w.log)) {
+	e, cut := w.cutEntry(m.Epoch, m.Seq)
+	switch {
+	case cut && !n.fast:
+		w.fail("%s (safe mode) delivered seq %d of epoch %d, which the epoch change cut", n.name, m.Seq, m.Epoch)
+		return
+	case cut:
+		n.mustDiverge = true // a fast node ran ahead of the cut: it must stop
+	case m.Seq > uint64(len(w.log)):
 		w.fail("%s delivered seq %d the sequencer never published", n.name, m.Seq)
 		return
+	default:
+		e = &w.log[m.Seq-1]
 	}
-	e := &w.log[m.Seq-1]
 	if e.account != m.Account || e.instance != m.Instance || e.cmdSeq != m.CmdSeq || e.time != m.Time ||
 		e.flags != m.Flags&^wire.FlagFragment || e.epoch != m.Epoch {
 		w.fail("%s seq %d differs from the sequencer's: got %v/%d cmd %d t=%d flags %x epoch %d, want %v/%d cmd %d t=%d flags %x epoch %d",

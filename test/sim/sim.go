@@ -48,6 +48,10 @@ type Config struct {
 	// IdleHours: the senders pause for hours of virtual time once, then
 	// carry on (counters and token buckets must survive).
 	IdleHours bool
+	// EpochChanges: up to three times a run the primary dies and a new one
+	// takes over at a cut between stable and the last seq published
+	// (epoch.go).
+	EpochChanges bool
 }
 
 // DefaultConfig is what `make sim` runs: 5% loss, 1% duplication and
@@ -85,7 +89,11 @@ type Result struct {
 	// ClockSteps counts the sequencer's wall clock steps of minutes back
 	// or an hour forward.
 	ClockSteps int
-	Err        error
+	// EpochChanges counts the failovers, Divergences the fast nodes that
+	// stopped with ErrDiverged because of them (and were restarted).
+	EpochChanges int
+	Divergences  int
+	Err          error
 }
 
 // Replay is the one command that reruns this seed exactly.
@@ -93,6 +101,9 @@ func (r Result) Replay() string {
 	s := fmt.Sprintf("go run ./test/sim/cmd/simrun -seed %d -commands %d", r.Config.Seed, r.Config.Commands)
 	if off := r.Config.off(); off != "" {
 		s += " -without " + off
+	}
+	if r.Config.EpochChanges {
+		s += " -with epochs"
 	}
 	return s
 }
@@ -102,6 +113,7 @@ func (c *Config) scenarios() map[string]*bool {
 	return map[string]*bool{
 		"partitions": &c.Partitions, "safelag": &c.SafeLag, "restarts": &c.Restarts, "timers": &c.Timers,
 		"latejoiner": &c.LateJoiner, "clocksteps": &c.ClockSteps, "idlehours": &c.IdleHours,
+		"epochs": &c.EpochChanges,
 	}
 }
 
@@ -117,7 +129,12 @@ func Scenarios() []string {
 }
 
 // Without turns off the named scenarios (comma-separated).
-func (c *Config) Without(list string) error {
+func (c *Config) Without(list string) error { return c.set(list, false) }
+
+// With turns on the named scenarios (comma-separated).
+func (c *Config) With(list string) error { return c.set(list, true) }
+
+func (c *Config) set(list string, on bool) error {
 	if list == "" {
 		return nil
 	}
@@ -127,7 +144,7 @@ func (c *Config) Without(list string) error {
 		if !ok {
 			return fmt.Errorf("sim: unknown scenario %q (have %s)", name, strings.Join(Scenarios(), ","))
 		}
-		*p = false
+		*p = on
 	}
 	return nil
 }
@@ -136,7 +153,7 @@ func (c *Config) Without(list string) error {
 func (c Config) off() string {
 	var off []string
 	for _, name := range Scenarios() {
-		if !*c.scenarios()[name] {
+		if !*c.scenarios()[name] && name != "epochs" {
 			off = append(off, name)
 		}
 	}
@@ -195,7 +212,17 @@ type world struct {
 	idleUntil int64 // senders pause until then (IdleHours)
 	idleTotal int64 // virtual time spent idle: not counted against MaxVirtual
 	idleDone  bool
-	late      bool // LateJoiner: the late node joined
+
+	// Epoch changes (epoch.go): the sequencer's configuration, the
+	// current epoch and its first seq, the cuts of the ended epochs, the
+	// surviving packets, and how many fast nodes diverged.
+	sc          sequencer.Config
+	epoch       uint32
+	epochStart  uint64
+	cuts        []epochCut
+	hist        history
+	divergences int
+	late        bool // LateJoiner: the late node joined
 
 	onServerFrame transport.Handler
 }
@@ -227,6 +254,8 @@ func Run(cfg Config) (res Result) {
 	res.Sequenced = uint64(len(w.log))
 	res.Sequencer = w.seq.Stats()
 	res.ClockSteps = w.clockSteps
+	res.EpochChanges = len(w.cuts)
+	res.Divergences = w.divergences
 	for _, n := range w.nodes {
 		res.Commands += n.sent
 	}
@@ -261,6 +290,7 @@ func newWorld(cfg Config) (*world, error) {
 	if err != nil {
 		return nil, err
 	}
+	w.sc, w.epoch, w.epochStart = sc, sc.Epoch, sc.FirstSeq
 	w.standby = sequencer.NewState(sc.MaxSenders, sc.FirstSeq)
 	for i := 0; i < cfg.Senders+cfg.ReadOnly; i++ {
 		n, err := newSimNode(w, i, i >= cfg.Senders)
@@ -319,8 +349,13 @@ func (w *world) record(pkt []byte) {
 	}
 	var r wire.Record
 	if p.Flags&wire.PacketRetransmit != 0 {
-		// A repair published to everyone: it must repeat the truth.
+		// A repair published to everyone: it must repeat the truth, but
+		// for records an epoch change cut (receivers drop them).
+		cut, ended := w.cutOf(p.Epoch)
 		for p.Next(&r) {
+			if ended && r.Seq > cut {
+				continue
+			}
 			e := w.entryOf(&p, &r)
 			if r.Seq > uint64(len(w.log)) || w.log[r.Seq-1] != e {
 				w.fail("multicast repair of seq %d differs from what was published", r.Seq)
@@ -348,6 +383,7 @@ func (w *world) record(pkt []byte) {
 			w.fail("sequencer published seq %d after %d (not dense)", r.Seq, len(w.log))
 		}
 	}
+	w.keep(pkt)
 }
 
 // checkStandby asserts that the State applied from the published stream
@@ -440,6 +476,7 @@ func (w *world) run() (int, error) {
 		}
 		w.idle()
 		w.lateJoin()
+		w.failover()
 
 		if w.cfg.Partitions {
 			switch {

@@ -21,10 +21,15 @@ func main() {
 	commands := flag.Int("commands", sim.DefaultConfig().Commands, "commands per seed")
 	jobs := flag.Int("jobs", runtime.GOMAXPROCS(0), "seeds run in parallel (each run is single-threaded and deterministic)")
 	verbose := flag.Bool("v", false, "print every seed")
+	with := flag.String("with", "", "scenarios to turn on that are off by default: epochs")
 	without := flag.String("without", "", "scenarios to turn off, comma-separated: "+strings.Join(sim.Scenarios(), ","))
 	flag.Parse()
 	base := sim.DefaultConfig()
 	base.Commands = *commands
+	if err := base.With(*with); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(2)
+	}
 	if err := base.Without(*without); err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(2)
@@ -55,8 +60,8 @@ func main() {
 					fmt.Printf("seed %d FAILED: %v\n  replay: %s\n", s, r.Err, r.Replay())
 				} else if *verbose {
 					st := r.Sequencer
-					fmt.Printf("seed %d ok: steps=%d virtual=%v sequenced=%d commands=%d naks=%d retransmitted=%d multicast_repairs=%d throttled=%d gones=%d clock_steps=%d\n",
-						s, r.Steps, r.Virtual, r.Sequenced, r.Commands, st.Naks, st.Retransmitted, st.RepairsMulticast, st.Throttled, st.Gones, r.ClockSteps)
+					fmt.Printf("seed %d ok: steps=%d virtual=%v sequenced=%d commands=%d naks=%d retransmitted=%d multicast_repairs=%d throttled=%d gones=%d clock_steps=%d epoch_changes=%d divergences=%d\n",
+						s, r.Steps, r.Virtual, r.Sequenced, r.Commands, st.Naks, st.Retransmitted, st.RepairsMulticast, st.Throttled, st.Gones, r.ClockSteps, r.EpochChanges, r.Divergences)
 				}
 				mu.Unlock()
 			}
