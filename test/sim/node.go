@@ -296,6 +296,9 @@ func (n *simNode) check(m *node.Message) {
 	case cut && !n.fast:
 		w.fail("%s (safe mode) delivered seq %d of epoch %d, which the epoch change cut", n.name, m.Seq, m.Epoch)
 		return
+	case cut && n.core.Epoch() > m.Epoch:
+		w.fail("%s delivered seq %d of epoch %d after it learned of epoch %d, which cut it", n.name, m.Seq, m.Epoch, n.core.Epoch())
+		return
 	case cut:
 		n.mustDiverge = true // a fast node ran ahead of the cut: it must stop
 	case m.Seq > uint64(len(w.log)):
