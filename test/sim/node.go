@@ -24,10 +24,14 @@ type simNode struct {
 	// mustDiverge: it delivered past an epoch change's cut, so it must
 	// stop with ErrDiverged (fast mode) before it delivers anything else.
 	mustDiverge bool
-	fast        bool // delivers on arrival (node.Fast)
-	client      transport.Client
-	peer        transport.Peer
-	core        *node.Core
+	// mayLose: a read-only node the test cut off for longer than the ring
+	// holds; it must stop with ErrUnrecoverable (lost), nothing else.
+	mayLose bool
+	lost    error
+	fast    bool // delivers on arrival (node.Fast)
+	client  transport.Client
+	peer    transport.Peer
+	core    *node.Core
 
 	target      int    // commands to send
 	restartAt   uint64 // crash after this many commands (0: never), once
@@ -156,7 +160,8 @@ func (n *simNode) Send(frame []byte) {
 func (n *simNode) frame(frame []byte, _ transport.Peer) {
 	// The network carries only frames the sequencer built: a node that
 	// rejects one has a bug (or the sequencer does).
-	if err := n.core.Step(n.w.now, frame); err != nil && !(n.mustDiverge && errors.Is(err, node.ErrDiverged)) {
+	if err := n.core.Step(n.w.now, frame); err != nil && !(n.mustDiverge && errors.Is(err, node.ErrDiverged)) &&
+		!(n.mayLose && errors.Is(err, node.ErrUnrecoverable)) {
 		n.w.fail("%s rejected a frame: %v", n.name, err)
 	}
 }
@@ -246,10 +251,17 @@ func (n *simNode) activeTimers() int {
 }
 
 func (n *simNode) receive() {
+	if n.lost != nil {
+		return
+	}
 	if _, err := n.client.Poll(n.onFrame, 0); err != nil {
 		n.w.fail("%s poll: %v", n.name, err)
 	}
 	n.core.Tick(n.w.now)
+	if err := n.core.Err(); err != nil && n.mayLose && errors.Is(err, node.ErrUnrecoverable) {
+		n.lost = err
+		return
+	}
 	if err := n.core.Err(); err != nil && !n.diverged(err) {
 		n.w.fail("%s stopped: %v", n.name, err)
 	}

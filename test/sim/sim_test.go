@@ -2,7 +2,11 @@ package sim
 
 import (
 	"errors"
+	"fmt"
+	"strings"
 	"testing"
+
+	"github.com/seqd/seqd/node"
 )
 
 // TestSim_Seeds runs a few seeds under the race detector; `make sim` runs
@@ -97,4 +101,58 @@ func TestSim_CheckerCatchesBadDeliveries(t *testing.T) {
 			t.Log(err)
 		})
 	}
+}
+
+// TestSim_ReadOnlyNodeBehindTheRingGetsGone: a read-only node cut off for
+// longer than the sequencer's ring holds is not waited for (flow control
+// ignores read-only receivers): when it returns, the sequencer answers its
+// NAK with Gone and it stops with ErrUnrecoverable naming the range it
+// lacks, from the first seq it did not deliver; the other nodes finish.
+func TestSim_ReadOnlyNodeBehindTheRingGetsGone(t *testing.T) {
+	cfg := DefaultConfig()
+	cfg.Seed = 11
+	cfg.Commands = 6000
+	cfg.RingBytes = 1 << 20 // a few thousand messages
+	cfg.Partitions, cfg.Restarts, cfg.LateJoiner, cfg.IdleHours = false, false, false, false
+	w, err := newWorld(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := w.nodes[cfg.Senders] // the read-only node
+	n.mayLose = true
+	for len(w.log) < 5000 && w.err == nil {
+		if len(w.log) >= 500 && n.delivered > 0 {
+			w.net.Partition(n.peer, true)
+		}
+		w.now += int64(tick)
+		w.net.SetNow(w.now)
+		for _, m := range w.nodes {
+			m.work()
+		}
+		w.srv.Poll(w.onServerFrame, 0)
+		w.seq.Flush(w.seqClock())
+		w.standbys()
+		w.seq.Tick(w.seqClock())
+		for _, m := range w.nodes {
+			m.receive()
+		}
+	}
+	cutAt := n.delivered
+	if cutAt == 0 || cutAt > 1000 {
+		t.Fatalf("the node delivered %d before the cut-off; the test needs some, not all", cutAt)
+	}
+	w.net.Partition(n.peer, false)
+	if _, err := w.run(); err != nil {
+		t.Fatalf("run: %v", err)
+	}
+	if !errors.Is(n.lost, node.ErrUnrecoverable) {
+		t.Fatalf("the cut-off node ended with %v, want ErrUnrecoverable", n.lost)
+	}
+	if want := fmt.Sprintf("seqs %d..", cutAt+1); !strings.Contains(n.lost.Error(), want) {
+		t.Fatalf("error %q does not name the range from %d", n.lost, cutAt+1)
+	}
+	if w.seq.Stats().Gones == 0 {
+		t.Fatal("no Gone was sent")
+	}
+	t.Log(n.lost)
 }
