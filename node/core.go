@@ -87,10 +87,8 @@ func (c *Core) Step(now int64, frame []byte) error {
 	}
 	c.clock = now
 	err := c.r.Step(now, frame, receiver.Sequencer)
-	if err == nil {
-		if k, _ := wire.PeekKind(frame); k == wire.KindData || k == wire.KindHeartbeat {
-			c.heard(now)
-		}
+	if err == nil && c.r.Stepped() {
+		c.heard(now)
 	}
 	c.handleReady()
 	if c.err != nil {

@@ -24,6 +24,7 @@ type Receiver struct {
 	deliveredAny bool
 	stored       bool // slowRecord's record brought something new
 	slowAdvance  bool // Advance has buffers to release or views to drop
+	stepped      bool // the last Step took a stream packet
 	settled      int  // messages of Ready.Deliver that settle has seen
 	other        otherSession
 
@@ -144,6 +145,7 @@ func (r *Receiver) Step(now int64, frame []byte, from Source) error {
 	if r.err != nil {
 		return r.err
 	}
+	r.stepped = false
 	k, err := wire.PeekKind(frame)
 	if err != nil {
 		r.stats.Malformed++
@@ -155,6 +157,7 @@ func (r *Receiver) Step(now int64, frame []byte, from Source) error {
 			r.stats.Malformed++
 			return err
 		}
+		r.stepped = true
 		r.onPacket(now, frame)
 	case wire.KindGone:
 		if err := wire.DecodeGone(frame, &r.gone); err != nil {
@@ -202,6 +205,10 @@ func (r *Receiver) NextDue() (int64, bool) {
 	}
 	return at, ok
 }
+
+// Stepped reports whether the last Step took a stream packet (data or
+// heartbeat) of a valid frame: evidence that the sequencer is live.
+func (r *Receiver) Stepped() bool { return r.stepped }
 
 // Err is the fatal error that stopped the receiver (ErrUnrecoverable,
 // ErrDiverged, ErrNewSession, ErrTooLarge), or nil. Once set it never
