@@ -10,52 +10,50 @@ import (
 // Receiver is the pure receiving state machine (see the package comment).
 // It is not safe for concurrent use.
 type Receiver struct {
-	cfg   Config
-	rng   uint64
-	err   error // sticky fatal error
-	stats Stats
-	ready Ready
-	out   []byte // bytes of the frames in ready.Send
-
-	// Session.
-	started      bool
-	session      uint64
-	heard        int64 // local time of the last packet of this session
-	deliveredAny bool
-	stored       bool // slowRecord's record brought something new
-	slowAdvance  bool // Advance has buffers to release or views to drop
-	stepped      bool // the last Step took a stream packet
-	settled      int  // messages of Ready.Deliver that settle has seen
-	other        otherSession
-
-	// Epochs.
+	// Read or written for every packet: together, first.
+	next           uint64 // next seq to deliver
+	maxStored      uint64 // highest seq ever copied into the ring
+	contig         uint64 // every seq in [next, contig] is held whole
+	tail           uint64 // highest seq known to exist
+	sealed         uint64 // highest seq known to be published whole (all fragments)
+	stable         uint64
+	now            int64  // sequencer time
+	session        uint64 // the session followed
+	epochStart     uint64 // first seq of the newest valid epoch
+	heard          int64  // local time of the last packet of this session
+	released       uint64 // lowest seq whose ring slot the current Ready may still view
+	settled        int    // messages of Ready.Deliver that settle has seen
+	tried          int    // sources that answered Gone for nakFrom
 	epoch          uint32 // newest valid epoch
-	epochStart     uint64 // its first seq
-	cuts           cutTable
 	deliveredEpoch uint32 // epoch of the last message delivered (or the starting epoch)
+	started        bool
+	deliveredAny   bool
+	stored         bool // slowRecord's record brought something new
+	slowAdvance    bool // Advance has buffers to release or views to drop
+	stepped        bool // the last Step took a stream packet
+	nakArmed       bool
+	asked          bool  // askedFrom..askedTo were asked of src
+	err            error // sticky fatal error
+	ready          Ready
+	pkt            wire.Packet
+	rec            wire.Record
 
-	// Positions.
-	next      uint64 // next seq to deliver
-	released  uint64 // lowest seq whose ring slot the current Ready may still view
-	maxStored uint64 // highest seq ever copied into the ring
-	contig    uint64 // every seq in [next, contig] is held whole
-	tail      uint64 // highest seq known to exist
-	sealed    uint64 // highest seq known to be published whole (all fragments)
-	stable    uint64
+	cfg       Config
+	rng       uint64
+	stats     Stats
+	out       []byte // bytes of the frames in ready.Send
+	other     otherSession
+	cuts      cutTable
 	firstLive uint64
-	now       int64 // sequencer time
 
 	reassembly
 
 	// Repair.
-	nakArmed   bool
 	nakFrom    uint64
 	nakAt      int64
 	nakBackoff int64
 	nakOff     uint32 // held prefix of nakFrom when the gap was armed
 	src        Source // where NAKs go
-	tried      int    // sources that answered Gone for nakFrom
-	asked      bool   // askedFrom..askedTo were asked of src
 	askedFrom  uint64
 	askedTo    uint64
 
@@ -67,8 +65,6 @@ type Receiver struct {
 	statusAny    bool
 
 	// Decode scratch, kept here so that the hot path allocates nothing.
-	pkt    wire.Packet
-	rec    wire.Record
 	ix     wire.Internal
 	gone   wire.Gone
 	status wire.Status
