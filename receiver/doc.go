@@ -47,7 +47,9 @@
 // seq), not from the header that carried it: a repair of a seq below a
 // cut, from a ring or a replayer, is accepted after the next epoch began,
 // and two receivers, or a replay, see the same epoch for the same seq.
-// Packets of an older epoch are accepted only below that epoch's cut. A
+// Packets of an older epoch are accepted only below that epoch's cut
+// (when the receiver missed where the next epoch began, up to the packet's
+// stable: every failover keeps what was stable). A
 // newer epoch is accepted only with a valid start (above every stable seq,
 // not below the current epoch's start, consistent with the table), else it
 // is counted (BadEpoch) and dropped. In Fast mode, a new epoch starting at

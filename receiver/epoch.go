@@ -63,6 +63,17 @@ func (t *cutTable) add(e uint32, start uint64) bool {
 	return true
 }
 
+// startAfter is the start of the oldest known epoch newer than e (the
+// current epoch's start at most); 0 if none.
+func (t *cutTable) startAfter(e uint32) uint64 {
+	for i := 0; i < t.n; i++ {
+		if t.cuts[i].epoch > e {
+			return t.cuts[i].start
+		}
+	}
+	return 0
+}
+
 // epochOf is the epoch of seq q: the newest known epoch starting at or
 // below q, provided the next epoch is known too (else its cut, and so q's
 // epoch, is unknown) or it is the newest known one.

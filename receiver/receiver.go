@@ -315,9 +315,15 @@ func (r *Receiver) onPacket(now int64, frame []byte) {
 			return
 		}
 		next, ok := r.cuts.startOf(p.Epoch + 1)
-		if !ok || p.FirstSeq >= next {
-			// A deposed primary's packet above its cut, or an epoch
-			// whose cut this receiver does not know.
+		if !ok {
+			// This receiver missed where the next epoch began, so the
+			// cut is unknown; but every failover keeps what was stable
+			// (the cut is at or above it), and the cut lies below the
+			// next epoch it knows.
+			next = min(p.Stable+1, r.cuts.startAfter(p.Epoch))
+		}
+		if p.FirstSeq >= next {
+			// A deposed primary's packet above its cut.
 			r.stats.Fenced++
 			return
 		}

@@ -378,3 +378,25 @@ func TestReceiver_DrainStoppingAtAGapKeepsThePosition(t *testing.T) {
 		t.Fatalf("stats %+v", st)
 	}
 }
+
+// TestReceiver_RepairOfAnEpochWhoseCutIsUnknown: a receiver that missed
+// every header of epoch 2 does not know where epoch 1 was cut, yet accepts
+// a repair of epoch 1 up to that packet's stable (every failover keeps
+// what was stable); before, such repairs were fenced forever and the
+// receiver hung (the simulator's epoch scenario).
+func TestReceiver_RepairOfAnEpochWhoseCutIsUnknown(t *testing.T) {
+	one := newStream(t)
+	three := newStream(t)
+	three.epoch, three.epochStart = 3, 10
+	d := &drive{t: t, r: newTest(t, testConfig())}
+	d.step(0, Sequencer, one.packet(1, 1, 0, rec{payload: []byte("1")}))
+	d.step(0, Sequencer, three.msgs(10, 1))
+	one.flags = wire.PacketRetransmit
+	d.step(0, Sequencer, one.packet(2, 5, 0, rec{payload: []byte("2")}, rec{payload: []byte("3")}, rec{payload: []byte("4")}, rec{payload: []byte("5")}, rec{payload: []byte("6")}))
+	if got := d.seqs(); !slices.Equal(got, seqRange(1, 5)) {
+		t.Fatalf("delivered %v, stats %+v", got, d.r.Stats())
+	}
+	if d.r.Stats().Fenced != 1 { // seq 6: above the packet's stable, maybe cut
+		t.Fatalf("stats %+v", d.r.Stats())
+	}
+}
