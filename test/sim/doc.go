@@ -7,7 +7,20 @@
 // no gap; each command is delivered exactly once even when resent; the
 // sequencer's clock never goes back; a read-only node sends no command.
 // At the end every command has been acknowledged and every node has
-// delivered the whole stream (liveness).
+// delivered the whole stream (liveness). Each message is compared whole
+// (account, instance, command seq, time, flags, epoch, internal payload),
+// and the State applied from the published stream must equal the
+// sequencer's after every step.
+//
+// Scenarios, all on by default (Config; `simrun -without` turns them off
+// for a replay): partitions; safe mode behind a lagging simulated standby
+// group; sender crashes and restarts as new incarnations that rewind from
+// seq 1; centralized timers set and cancelled; a late joiner from the live
+// tail; wall clock steps of minutes and an hour; hours of virtual idle;
+// and up to three epoch changes a run, each cutting the stream anywhere
+// from stable to the last seq published, with a new primary built from
+// the surviving stream's State and history (epoch.go), fast nodes that ran
+// past a cut required to stop with ErrDiverged.
 //
 // Everything random comes from the seed, so a failure replays exactly with
 // the command that Result.Replay prints.

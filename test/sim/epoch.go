@@ -10,8 +10,7 @@ import (
 	"github.com/seqd/seqd/wire"
 )
 
-// Epoch changes, simulated until the Raft group exists (off by default,
-// `simrun -with epochs`): the primary dies
+// Epoch changes, simulated until the Raft group exists: the primary dies
 // and a new one takes over at a cut chosen anywhere from the stable seq to
 // the last seq published (a quorum holds at least the stable prefix; what
 // lies above the cut is lost). The new primary starts from the State of
@@ -19,16 +18,6 @@ import (
 // packets (what the standbys persisted). Safe nodes never delivered past
 // stable, so they go on; a fast node that delivered a cut message must
 // stop with ErrDiverged, and is then restarted as a new process.
-//
-// Known gap (why the scenario is off by default): a node that rewinds
-// across two epoch changes gets, in answer to its NAKs, packets of an
-// epoch whose successor's start it has not seen; the receiver fences their
-// records (it cannot tell which of them the next epoch cut) and, since the
-// answers start at the oldest seq it lacks, it may never see a packet of
-// the next epoch. Either the receiver holds such records until the next
-// epoch's start is known, or history answers carry their epoch's end (a
-// header field stamped from the cut table). `-with epochs` shows the runs
-// that stall on it.
 
 // history is the surviving stream's packets in publish order, as the
 // standbys persisted them; it implements sequencer.RetransmitStore for

@@ -78,6 +78,8 @@ func DefaultConfig() Config {
 		LateJoiner: true,
 		ClockSteps: true,
 		IdleHours:  true,
+
+		EpochChanges: true,
 	}
 }
 
@@ -104,9 +106,6 @@ func (r Result) Replay() string {
 	s := fmt.Sprintf("go run ./test/sim/cmd/simrun -seed %d -commands %d", r.Config.Seed, r.Config.Commands)
 	if off := r.Config.off(); off != "" {
 		s += " -without " + off
-	}
-	if r.Config.EpochChanges {
-		s += " -with epochs"
 	}
 	return s
 }
@@ -156,7 +155,7 @@ func (c *Config) set(list string, on bool) error {
 func (c Config) off() string {
 	var off []string
 	for _, name := range Scenarios() {
-		if !*c.scenarios()[name] && name != "epochs" {
+		if !*c.scenarios()[name] {
 			off = append(off, name)
 		}
 	}

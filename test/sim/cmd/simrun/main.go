@@ -21,7 +21,7 @@ func main() {
 	commands := flag.Int("commands", sim.DefaultConfig().Commands, "commands per seed")
 	jobs := flag.Int("jobs", runtime.GOMAXPROCS(0), "seeds run in parallel (each run is single-threaded and deterministic)")
 	verbose := flag.Bool("v", false, "print every seed")
-	with := flag.String("with", "", "scenarios to turn on that are off by default: epochs")
+	with := flag.String("with", "", "scenarios to turn on (all are on by default; for configs that turn some off)")
 	without := flag.String("without", "", "scenarios to turn off, comma-separated: "+strings.Join(sim.Scenarios(), ","))
 	flag.Parse()
 	base := sim.DefaultConfig()
