@@ -532,7 +532,9 @@ func (r *Receiver) resetStream() {
 // forgery or a bug, counted (BadEpoch) and dropped. A receiver that
 // delivered seqs at or above the start in an older epoch has diverged,
 // whether or not it saw the EpochStart record. Buffered records of older
-// epochs at or above the start were cut and are dropped.
+// epochs at or above their epoch's cut are dropped: the start, or, for an
+// epoch whose successor this receiver skipped, anything not stable (see
+// cutBound).
 func (r *Receiver) newEpoch(p *wire.Packet) bool {
 	start := p.EpochStart
 	if start < r.epochStart || start <= r.stable || !r.cuts.add(p.Epoch, start) {
@@ -547,9 +549,9 @@ func (r *Receiver) newEpoch(p *wire.Packet) bool {
 	r.epoch = p.Epoch
 	r.epochStart = start
 	end := r.released + uint64(len(r.ring))
-	for q := max(r.next, start); q < end; q++ {
+	for q := r.next; q < end; q++ {
 		s := &r.ring[q&r.mask]
-		if s.state != slotEmpty && s.seq == q && s.epoch < p.Epoch {
+		if s.state != slotEmpty && s.seq == q && s.epoch < p.Epoch && q >= r.cutBound(s.epoch, start) {
 			r.dropSlot(s)
 			r.stats.DroppedByEpoch++
 		}
@@ -560,6 +562,18 @@ func (r *Receiver) newEpoch(p *wire.Packet) bool {
 	r.nakArmed, r.asked, r.tried = false, false, 0
 	r.src = r.cfg.PreferredSource
 	return true
+}
+
+// cutBound is the first seq that a record held from epoch e may not
+// keep when an epoch starting at start begins: the start of epoch e+1 if
+// known. Otherwise the receiver skipped epoch e+1, whose start (e's cut)
+// may lie anywhere from e's stable up to start, so only what it believes
+// stable is surely kept; the rest is dropped and asked for again.
+func (r *Receiver) cutBound(e uint32, start uint64) uint64 {
+	if next, ok := r.cuts.startOf(e + 1); ok {
+		return next
+	}
+	return min(start, r.stable+1)
 }
 
 // duplicate handles a record already delivered. It is also where a fast

@@ -400,3 +400,39 @@ func TestReceiver_RepairOfAnEpochWhoseCutIsUnknown(t *testing.T) {
 		t.Fatalf("stats %+v", d.r.Stats())
 	}
 }
+
+// TestReceiver_SkippedEpochDropsHeldRecordsOfUnknownCut: a receiver that
+// held a deposed primary's record and then missed a whole epoch does not
+// know where the held record's epoch was cut, so the record may have been
+// cut even below the newest epoch's start: it is dropped (and asked for
+// again), never delivered as its old epoch's (two failovers in a row, sim
+// seeds 1031 and 1048).
+func TestReceiver_SkippedEpochDropsHeldRecordsOfUnknownCut(t *testing.T) {
+	one, two, three := newStream(t), newStream(t), newStream(t)
+	two.epoch, two.epochStart = 2, 5
+	three.epoch, three.epochStart = 3, 6
+	cfg := testConfig()
+	cfg.Mode = Safe
+	d := &drive{t: t, r: newTest(t, cfg)}
+	d.step(0, Sequencer, one.packet(1, 3, 0, rec{payload: []byte("1")}, rec{payload: []byte("2")}, rec{payload: []byte("3")}))
+	// Epoch 1 published 4 and 5 (4 lost here) but was cut at 4; epoch 2
+	// published 5 and was cut at 5; epoch 3 starts at 6. This receiver
+	// never hears of epoch 2.
+	d.step(0, Sequencer, one.packet(5, 3, 0, rec{payload: []byte("cut")}))
+	d.step(0, Sequencer, three.packet(6, 6, 0, rec{payload: []byte("6")}))
+	one.flags = wire.PacketRetransmit
+	d.step(0, Sequencer, one.packet(4, 4, 0, rec{payload: []byte("4")}))
+	for _, m := range d.delivered {
+		if m.Seq == 5 && m.Epoch == 1 {
+			t.Fatalf("delivered seq 5 of epoch 1 (%q), which the cut lost; delivered %v", m.Payload, d.seqs())
+		}
+	}
+	two.flags = wire.PacketRetransmit
+	d.step(0, Sequencer, two.packet(5, 5, 0, rec{payload: []byte("5")}))
+	if got := d.seqs(); !slices.Equal(got, seqRange(1, 6)) {
+		t.Fatalf("delivered %v", got)
+	}
+	if m := d.delivered[4]; m.Epoch != 2 || string(m.Payload) != "5" {
+		t.Fatalf("seq 5: epoch %d %q, want epoch 2 \"5\"", m.Epoch, m.Payload)
+	}
+}
