@@ -78,6 +78,18 @@ func probeLiveSession(ctx context.Context, c *cli.Context, log *slog.Logger, d t
 			wheres = append(wheres, "tcp "+c.String("tcp.addr"))
 		} // nothing listens there: no sequencer on it
 	}
+	return listenForSession(ctx, clients, wheres, d)
+}
+
+// listenForSession polls clients for up to d and returns the first
+// session heard. With no client (over TCP nothing listens on the address:
+// no sequencer runs there) it returns at once: there is nothing to hear,
+// and waiting out d in a loop of clock reads burned a core while the
+// nodes of a bench started.
+func listenForSession(ctx context.Context, clients []transport.Client, wheres []string, d time.Duration) (*liveSession, error) {
+	if len(clients) == 0 {
+		return nil, nil
+	}
 	probes := make([]sessionProbe, len(clients))
 	handlers := make([]transport.Handler, len(clients))
 	for i := range probes {
