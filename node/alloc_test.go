@@ -90,8 +90,19 @@ func TestCore_StepBufferedSafeDeliveryAllocatesNothing(t *testing.T) {
 }
 
 func TestCore_SendAndAckAllocateNothing(t *testing.T) {
+	for _, arena := range []int{0, 1000} {
+		t.Run(fmt.Sprintf("arena=%d", arena), func(t *testing.T) { testSendAndAckAllocateNothing(t, arena) })
+	}
+}
+
+// testSendAndAckAllocateNothing with arena > 0 gives the core an arena of
+// that many bytes, so that the payloads wrap around it many times.
+func testSendAndAckAllocateNothing(t *testing.T, arena int) {
 	cfg := testConfig()
 	c, _ := newBenchCore(t, cfg)
+	if arena > 0 {
+		c.arena = make([]byte, arena)
+	}
 	s := newStream(t)
 	payload := make([]byte, 256)
 	me := wire.MustAccount("me")
