@@ -1,0 +1,196 @@
+package cluster
+
+import (
+	"fmt"
+	"log/slog"
+	"time"
+
+	"github.com/seqd/seqd/config"
+	"github.com/seqd/seqd/fsm"
+	"github.com/seqd/seqd/sequencer"
+)
+
+// Timeouts are the Raft and failover timings of a cluster. Every member
+// should use the same profile: a follower with a longer election timeout
+// than its peers' heartbeat only elects later, but a leader lease longer
+// than the others' election timeout would let an old primary sequence
+// while a new one is elected (it cannot advance stable then, since the
+// sealed standbys stop acking, but it wastes the nodes' time).
+type Timeouts struct {
+	// Heartbeat is hashicorp/raft's HeartbeatTimeout: a follower that hears
+	// nothing from the leader this long starts an election (after a random
+	// extra of up to the same again).
+	Heartbeat time.Duration
+	// Election is raft's ElectionTimeout: a candidate that wins no vote
+	// this long tries again.
+	Election time.Duration
+	// LeaderLease is raft's LeaderLeaseTimeout: a leader that has not
+	// heard from a quorum this long steps down, and its primary stops
+	// sequencing at once. At most Heartbeat (raft requires it).
+	LeaderLease time.Duration
+	// Commit is raft's CommitTimeout: the most a follower waits to learn
+	// that an entry committed when no other entry follows it.
+	Commit time.Duration
+	// Seal bounds the seal round of a new primary: the control RPC to
+	// every member, waiting for a quorum of answers.
+	Seal time.Duration
+}
+
+// LANTimeouts is the default profile, for members on one LAN (round trips
+// well under a millisecond): a dead primary is noticed within 50-100 ms
+// (the heartbeat timeout plus raft's random extra), a vote takes a round
+// trip, and the epoch change (seal, catch-up, one commit) a few more. On
+// loopback with bolt stores raft alone elects and commits in ~110 ms at
+// these settings (fsm: TestRaft_ElectionAndFirstCommitTime).
+func LANTimeouts() Timeouts {
+	return Timeouts{
+		Heartbeat:   50 * time.Millisecond,
+		Election:    50 * time.Millisecond,
+		LeaderLease: 50 * time.Millisecond,
+		Commit:      5 * time.Millisecond,
+		Seal:        500 * time.Millisecond,
+	}
+}
+
+// WANTimeouts is for members in different sites (round trips of tens of
+// milliseconds, occasional stalls): elections take ~1-2 s, and a slow
+// link does not depose a healthy primary.
+func WANTimeouts() Timeouts {
+	return Timeouts{
+		Heartbeat:   1000 * time.Millisecond,
+		Election:    1000 * time.Millisecond,
+		LeaderLease: 500 * time.Millisecond,
+		Commit:      50 * time.Millisecond,
+		Seal:        5 * time.Second,
+	}
+}
+
+// TestTimeouts is generous, for tests on a loaded machine (-race, two
+// cores shared with other work), where the LAN profile would depose
+// leaders at random.
+func TestTimeouts() Timeouts {
+	return Timeouts{
+		Heartbeat:   300 * time.Millisecond,
+		Election:    300 * time.Millisecond,
+		LeaderLease: 300 * time.Millisecond,
+		Commit:      5 * time.Millisecond,
+		Seal:        2 * time.Second,
+	}
+}
+
+// Profiles names the timeout profiles (the value of the timeouts key).
+var Profiles = map[string]func() Timeouts{
+	"lan":  LANTimeouts,
+	"wan":  WANTimeouts,
+	"test": TestTimeouts,
+}
+
+// Validate reports the first timing outside its range.
+func (t Timeouts) Validate() error {
+	bad := func(field string, v any, want string) error { return config.New(ErrConfig, field, v, want) }
+	switch {
+	case t.Heartbeat < 5*time.Millisecond || t.Heartbeat > time.Minute:
+		return bad("Timeouts.Heartbeat", t.Heartbeat, "5ms..1m")
+	case t.Election < 5*time.Millisecond || t.Election > time.Minute:
+		return bad("Timeouts.Election", t.Election, "5ms..1m")
+	case t.LeaderLease < 5*time.Millisecond || t.LeaderLease > t.Heartbeat:
+		return bad("Timeouts.LeaderLease", t.LeaderLease, fmt.Sprintf("5ms..Heartbeat (%v)", t.Heartbeat))
+	case t.Commit < time.Millisecond || t.Commit > t.Heartbeat:
+		return bad("Timeouts.Commit", t.Commit, fmt.Sprintf("1ms..Heartbeat (%v)", t.Heartbeat))
+	case t.Seal < time.Millisecond || t.Seal > time.Minute:
+		return bad("Timeouts.Seal", t.Seal, "1ms..1m")
+	}
+	return nil
+}
+
+// Config sets up a Node. Start from DefaultConfig.
+type Config struct {
+	// ID is this member's id (>= 1), its raft.ServerID in decimal.
+	ID uint64
+	// Dir holds the Raft log and stable store (raft.db, raft-boltdb/v2)
+	// and the Raft snapshots (snapshots/).
+	Dir string
+	// RaftAddr is the host:port the Raft transport binds and advertises;
+	// it must be this member's RaftAddr in Members.
+	RaftAddr string
+	// AdminAddr is where the control and admin endpoint (HTTP) listens:
+	// seals from a new primary, `seqd admin`. Loopback by default; give a
+	// routable address only on a trusted network (it can hand the
+	// primary role over).
+	AdminAddr string
+	// Members are the voters a new cluster starts with (this member
+	// included); used only when Dir holds no Raft state yet. Each has its
+	// raft, admin and stream (fetch) addresses.
+	Members []fsm.Member
+	// Join: this member joins a running cluster and does not bootstrap;
+	// the primary adds it (seqd admin add-member, Node.AddMember).
+	Join bool
+	// Timeouts is the timing profile (LANTimeouts by default).
+	Timeouts Timeouts
+	// Sequencer is the template of the primary's Core: Session, Epoch,
+	// FirstSeq, StartTime and Standalone are set from the failover state
+	// at each epoch.
+	Sequencer sequencer.Config
+	// CheckpointInterval is how often the primary records (stable seq,
+	// time) through Raft, the floor of every later cut and clock.
+	CheckpointInterval time.Duration
+	// Logger gets the role changes and failures (slog.Default when nil).
+	Logger *slog.Logger
+}
+
+// DefaultConfig returns the defaults: LAN timeouts, admin on loopback.
+func DefaultConfig() Config {
+	return Config{
+		AdminAddr:          "127.0.0.1:7400",
+		Timeouts:           LANTimeouts(),
+		Sequencer:          sequencer.DefaultConfig(),
+		CheckpointInterval: time.Second,
+	}
+}
+
+// Validate reports the first field outside its allowed range.
+func (c Config) Validate() error {
+	bad := func(field string, v any, want string) error { return config.New(ErrConfig, field, v, want) }
+	if c.ID == 0 {
+		return bad("ID", c.ID, ">= 1")
+	}
+	if c.Dir == "" {
+		return bad("Dir", c.Dir, "a directory for the raft log and snapshots")
+	}
+	if c.RaftAddr == "" {
+		return bad("RaftAddr", c.RaftAddr, "host:port")
+	}
+	if c.AdminAddr == "" {
+		return bad("AdminAddr", c.AdminAddr, "host:port")
+	}
+	if len(c.Members) == 0 || len(c.Members) > fsm.MaxMembers {
+		return bad("Members", len(c.Members), fmt.Sprintf("1..%d members (3 or 5 voters)", fsm.MaxMembers))
+	}
+	self := false
+	ids := map[uint64]bool{}
+	for _, m := range c.Members {
+		if m.ID == 0 || ids[m.ID] {
+			return bad("Members", fmt.Sprintf("id %d", m.ID), "distinct ids >= 1")
+		}
+		ids[m.ID] = true
+		if m.RaftAddr == "" || m.AdminAddr == "" {
+			return bad("Members", fmt.Sprintf("member %d", m.ID), "a raft and an admin address each")
+		}
+		if m.ID == c.ID {
+			self = true
+			if m.RaftAddr != c.RaftAddr {
+				return bad("RaftAddr", c.RaftAddr, fmt.Sprintf("this member's raft address in Members (%s)", m.RaftAddr))
+			}
+		}
+	}
+	if !self {
+		return bad("Members", fmt.Sprintf("%d members", len(c.Members)), fmt.Sprintf("a list that includes this member (id %d)", c.ID))
+	}
+	if err := c.Timeouts.Validate(); err != nil {
+		return err
+	}
+	if c.CheckpointInterval < time.Millisecond {
+		return bad("CheckpointInterval", c.CheckpointInterval, ">= 1ms")
+	}
+	return nil
+}

@@ -1,0 +1,412 @@
+package cluster
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"slices"
+	"strconv"
+	"time"
+
+	"github.com/hashicorp/raft"
+
+	"github.com/seqd/seqd/fsm"
+)
+
+// The control endpoint is HTTP with JSON bodies, on Config.AdminAddr:
+//
+//	POST /v1/seal?epoch=E            seal epoch E here: {"contiguous": N}
+//	GET  /v1/status                  this member: MemberStatus
+//	POST /v1/transfer?to=ID          (primary) hand the primary role to ID
+//	                                 (0: any standby): Handover
+//	POST /v1/members                 (primary) add a voter: fsm.Member JSON
+//	DELETE /v1/members?id=ID         (primary) remove a member
+//
+// Errors answer with a status other than 200 and the error's text.
+
+// SealReply is a member's answer to a seal.
+type SealReply struct {
+	ID         uint64 `json:"id"`
+	Contiguous uint64 `json:"contiguous"`
+}
+
+// MemberStatus is one member's view, for `seqd admin status`.
+type MemberStatus struct {
+	ID         uint64       `json:"id"`
+	Role       string       `json:"role"`
+	RaftState  string       `json:"raft_state"`
+	Term       uint64       `json:"term"`
+	Leader     uint64       `json:"leader"`
+	Session    uint64       `json:"session"`
+	Epoch      uint64       `json:"epoch"`
+	Primary    uint64       `json:"primary"`
+	EpochStart uint64       `json:"epoch_start"`
+	Applied    uint64       `json:"applied_index"`
+	Stable     uint64       `json:"stable,omitempty"`     // primary only
+	Published  uint64       `json:"published,omitempty"`  // primary only
+	Contiguous uint64       `json:"contiguous"`           // what this member's standby holds
+	StartedAt  int64        `json:"started_at,omitempty"` // wall ns of its current or last epoch's first record
+	StoppedAt  int64        `json:"stopped_at,omitempty"` // wall ns its last primary loop ended
+	Change     *Change      `json:"last_change,omitempty"`
+	Members    []fsm.Member `json:"members"`
+}
+
+// Handover is the outcome of a planned transfer of the primary role.
+type Handover struct {
+	From    uint64 `json:"from"`
+	To      uint64 `json:"to"`
+	Epoch   uint64 `json:"epoch"` // the new primary's epoch
+	Cut     uint64 `json:"cut"`
+	PauseUS int64  `json:"pause_us"` // old primary's last loop to the new one's first record
+}
+
+func (n *Node) controlHandler() http.Handler {
+	mux := http.NewServeMux()
+	mux.HandleFunc("POST /v1/seal", func(w http.ResponseWriter, r *http.Request) {
+		e, err := strconv.ParseUint(r.URL.Query().Get("epoch"), 10, 32)
+		if err != nil {
+			http.Error(w, "epoch: "+err.Error(), http.StatusBadRequest)
+			return
+		}
+		c, err := n.deps.Follower.Seal(uint32(e))
+		if err != nil {
+			http.Error(w, err.Error(), http.StatusConflict)
+			return
+		}
+		writeJSON(w, SealReply{ID: n.cfg.ID, Contiguous: c})
+	})
+	mux.HandleFunc("GET /v1/status", func(w http.ResponseWriter, r *http.Request) {
+		writeJSON(w, n.Status())
+	})
+	mux.HandleFunc("POST /v1/transfer", func(w http.ResponseWriter, r *http.Request) {
+		to, _ := strconv.ParseUint(r.URL.Query().Get("to"), 10, 64)
+		h, err := n.TransferPrimary(r.Context(), to)
+		if err != nil {
+			http.Error(w, err.Error(), httpStatus(err))
+			return
+		}
+		writeJSON(w, h)
+	})
+	mux.HandleFunc("POST /v1/members", func(w http.ResponseWriter, r *http.Request) {
+		var m fsm.Member
+		if err := json.NewDecoder(io.LimitReader(r.Body, 4096)).Decode(&m); err != nil {
+			http.Error(w, err.Error(), http.StatusBadRequest)
+			return
+		}
+		if err := n.AddMember(m); err != nil {
+			http.Error(w, err.Error(), httpStatus(err))
+			return
+		}
+		writeJSON(w, n.Status())
+	})
+	mux.HandleFunc("DELETE /v1/members", func(w http.ResponseWriter, r *http.Request) {
+		id, err := strconv.ParseUint(r.URL.Query().Get("id"), 10, 64)
+		if err != nil {
+			http.Error(w, "id: "+err.Error(), http.StatusBadRequest)
+			return
+		}
+		if err := n.RemoveMember(id); err != nil {
+			http.Error(w, err.Error(), httpStatus(err))
+			return
+		}
+		writeJSON(w, n.Status())
+	})
+	return mux
+}
+
+func httpStatus(err error) int {
+	switch {
+	case errors.Is(err, ErrNotPrimary):
+		return http.StatusMisdirectedRequest
+	case errors.Is(err, ErrUnknownMember):
+		return http.StatusNotFound
+	}
+	return http.StatusInternalServerError
+}
+
+func writeJSON(w http.ResponseWriter, v any) {
+	w.Header().Set("Content-Type", "application/json")
+	_ = json.NewEncoder(w).Encode(v) // a client that went away is its own problem
+}
+
+// Status is this member's view of the cluster.
+func (n *Node) Status() MemberStatus {
+	st := n.fsm.State()
+	_, leader := n.raft.LeaderWithID()
+	s := MemberStatus{
+		ID:         n.cfg.ID,
+		Role:       n.Role().String(),
+		RaftState:  n.raft.State().String(),
+		Term:       n.raft.CurrentTerm(),
+		Leader:     parseServerID(leader),
+		Session:    st.Session(),
+		Epoch:      st.Epoch(),
+		Primary:    st.Primary(),
+		EpochStart: st.EpochStart(),
+		Applied:    st.AppliedIndex(),
+		StartedAt:  n.startedAt.Load(),
+		StoppedAt:  n.stoppedAt.Load(),
+		Change:     n.lastChange.Load(),
+		Members:    st.Members(),
+	}
+	if n.Role() == RolePrimary {
+		s.Stable, s.Published = n.stable.Load(), n.published.Load()
+	}
+	if c, ok := n.deps.Follower.(Contiguouser); ok {
+		s.Contiguous = c.Contiguous()
+	}
+	return s
+}
+
+// sealQuorum seals the current epoch of st on every voter (this member
+// directly, the others through their control endpoints) and returns, once
+// a quorum answered, the highest contiguous seq among the answers (the
+// cut) and the fetch addresses of the members that answered, best first.
+// Every quorum intersects the one that made any seq stable, and a sealed
+// member acks nothing more of the epoch, so the cut keeps every stable
+// seq and no later one can become stable.
+func (n *Node) sealQuorum(ctx context.Context, st *fsm.State) (uint64, []string, error) {
+	epoch := st.Epoch()
+	var voters []fsm.Member
+	for _, m := range st.Members() {
+		if m.Role == fsm.Voter {
+			voters = append(voters, m)
+		}
+	}
+	if len(voters) == 0 {
+		return 0, nil, fmt.Errorf("%w: no voters in the failover state", ErrNoQuorum)
+	}
+	quorum := len(voters)/2 + 1
+	type answer struct {
+		m   fsm.Member
+		c   uint64
+		err error
+	}
+	ctx, cancel := context.WithTimeout(ctx, n.cfg.Timeouts.Seal)
+	defer cancel()
+	answers := make(chan answer, len(voters))
+	for _, m := range voters {
+		go func() {
+			if m.ID == n.cfg.ID {
+				c, err := n.deps.Follower.Seal(uint32(epoch))
+				answers <- answer{m, c, err}
+				return
+			}
+			c, err := n.sealRemote(ctx, m, epoch)
+			answers <- answer{m, c, err}
+		}()
+	}
+	type got struct {
+		c    uint64
+		addr string
+	}
+	var ok []got
+	var errs []error
+	for range voters {
+		var a answer
+		select {
+		case a = <-answers:
+		case <-ctx.Done():
+			return 0, nil, fmt.Errorf("%w: epoch %d: %d of %d answered, need %d: %v", ErrNoQuorum, epoch, len(ok), len(voters), quorum, errors.Join(errs...))
+		}
+		if a.err != nil {
+			errs = append(errs, fmt.Errorf("member %d: %w", a.m.ID, a.err))
+			continue
+		}
+		ok = append(ok, got{a.c, a.m.StreamAddr})
+		if len(ok) >= quorum {
+			break
+		}
+	}
+	if len(ok) < quorum {
+		return 0, nil, fmt.Errorf("%w: epoch %d: %d of %d answered, need %d: %v", ErrNoQuorum, epoch, len(ok), len(voters), quorum, errors.Join(errs...))
+	}
+	slices.SortFunc(ok, func(a, b got) int {
+		switch {
+		case a.c > b.c:
+			return -1
+		case a.c < b.c:
+			return 1
+		}
+		return 0
+	})
+	peers := make([]string, 0, len(ok))
+	for _, g := range ok {
+		if g.addr != "" {
+			peers = append(peers, g.addr)
+		}
+	}
+	return ok[0].c, peers, nil
+}
+
+func (n *Node) sealRemote(ctx context.Context, m fsm.Member, epoch uint64) (uint64, error) {
+	var r SealReply
+	if err := call(ctx, n.client, http.MethodPost, m.AdminAddr, "/v1/seal?epoch="+strconv.FormatUint(epoch, 10), nil, &r); err != nil {
+		return 0, err
+	}
+	return r.Contiguous, nil
+}
+
+// call does one request to a control endpoint and decodes the JSON answer
+// into out.
+func call(ctx context.Context, c *http.Client, method, addr, path string, body any, out any) error {
+	var rd io.Reader
+	if body != nil {
+		b, err := json.Marshal(body)
+		if err != nil {
+			return err
+		}
+		rd = bytes.NewReader(b)
+	}
+	req, err := http.NewRequestWithContext(ctx, method, "http://"+addr+path, rd)
+	if err != nil {
+		return err
+	}
+	resp, err := c.Do(req)
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
+	if err != nil {
+		return err
+	}
+	if resp.StatusCode != http.StatusOK {
+		msg := string(bytes.TrimSpace(b))
+		switch resp.StatusCode {
+		case http.StatusMisdirectedRequest:
+			return fmt.Errorf("%w: %s", ErrNotPrimary, msg)
+		case http.StatusNotFound:
+			return fmt.Errorf("%w: %s", ErrUnknownMember, msg)
+		case http.StatusConflict:
+			return fmt.Errorf("%w: %s", ErrSealRefused, msg)
+		}
+		return fmt.Errorf("%s %s: %s: %s", method, path, resp.Status, msg)
+	}
+	return json.Unmarshal(b, out)
+}
+
+// TransferPrimary hands the primary role to member to (0: the standby
+// raft picks, the most up to date) with nothing lost: this primary stops
+// taking commands, waits (up to a lease) until its standbys hold all it
+// published, stops, and asks raft to transfer the leadership; the target
+// then seals, finds nothing to fetch, and begins the next epoch at once.
+// It returns when the new epoch is committed, with the pause between the
+// last loop of this primary and the first record of the new one.
+func (n *Node) TransferPrimary(ctx context.Context, to uint64) (Handover, error) {
+	if n.Role() != RolePrimary {
+		return Handover{}, n.notPrimary()
+	}
+	st := n.fsm.State()
+	var target fsm.Member
+	if to != 0 {
+		m, ok := st.Member(to)
+		if !ok || m.Role != fsm.Voter || to == n.cfg.ID {
+			return Handover{}, fmt.Errorf("%w: %d is not another voting member", ErrUnknownMember, to)
+		}
+		target = m
+	}
+	h := Handover{From: n.cfg.ID, To: to}
+	// Let the standbys catch up with what was published, so the cut is
+	// the last seq and no message is sent again.
+	deadline := time.Now().Add(n.cfg.Timeouts.LeaderLease)
+	for n.stable.Load() < n.published.Load() && time.Now().Before(deadline) {
+		time.Sleep(100 * time.Microsecond)
+	}
+	n.handover.Store(true)
+	for n.Role() == RolePrimary {
+		time.Sleep(50 * time.Microsecond)
+	}
+	var f raft.Future
+	if to != 0 {
+		f = n.raft.LeadershipTransferToServer(serverID(to), raft.ServerAddress(target.RaftAddr))
+	} else {
+		f = n.raft.LeadershipTransfer()
+	}
+	if err := f.Error(); err != nil {
+		n.handover.Store(false)
+		select {
+		case n.relead <- struct{}{}:
+		default:
+		}
+		return h, fmt.Errorf("%w: %v", ErrTransfer, err)
+	}
+	// Wait for the new epoch, as this member applies it.
+	wait := time.Now().Add(4 * n.cfg.Timeouts.Seal)
+	for {
+		cur := n.fsm.State()
+		if cur.Epoch() > st.Epoch() && cur.Primary() != n.cfg.ID {
+			h.To, h.Epoch = cur.Primary(), cur.Epoch()
+			if c, ok := cur.Cut(st.Epoch()); ok {
+				h.Cut = c.Last
+			}
+			m, _ := cur.Member(h.To)
+			var ms MemberStatus
+			if err := call(ctx, n.client, http.MethodGet, m.AdminAddr, "/v1/status", nil, &ms); err == nil && ms.StartedAt != 0 {
+				h.PauseUS = (ms.StartedAt - n.stoppedAt.Load()) / 1000
+			}
+			return h, nil
+		}
+		if time.Now().After(wait) || ctx.Err() != nil {
+			return h, fmt.Errorf("%w: no new epoch after %v", ErrTransfer, 4*n.cfg.Timeouts.Seal)
+		}
+		time.Sleep(200 * time.Microsecond)
+	}
+}
+
+func (n *Node) notPrimary() error {
+	addr, id := n.raft.LeaderWithID()
+	if id == "" {
+		return fmt.Errorf("%w: member %d (no leader known)", ErrNotPrimary, n.cfg.ID)
+	}
+	m, _ := n.fsm.State().Member(parseServerID(id))
+	return fmt.Errorf("%w: member %d; the leader is %s at %s (admin %s)", ErrNotPrimary, n.cfg.ID, id, addr, m.AdminAddr)
+}
+
+// AddMember adds m as a voter, live: raft's configuration first (AddVoter
+// waits until the change commits), then the failover state's member table.
+// The new member must be started with the same members list and an empty
+// Dir; it does not bootstrap (a member not in its own list fails
+// Validate), so give it every member, itself included.
+func (n *Node) AddMember(m fsm.Member) error {
+	if !n.IsLeader() {
+		return n.notPrimary()
+	}
+	if m.Role == 0 {
+		m.Role = fsm.Voter
+	}
+	var f raft.IndexFuture
+	if m.Role == fsm.Voter {
+		f = n.raft.AddVoter(serverID(m.ID), raft.ServerAddress(m.RaftAddr), 0, n.cfg.Timeouts.Seal)
+	} else {
+		f = n.raft.AddNonvoter(serverID(m.ID), raft.ServerAddress(m.RaftAddr), 0, n.cfg.Timeouts.Seal)
+	}
+	if err := f.Error(); err != nil {
+		return n.raftErr("add server", err)
+	}
+	_, err := n.apply(fsm.AddMember{Member: m})
+	return err
+}
+
+// RemoveMember removes member id, live: the failover state first (which
+// refuses to remove the primary: transfer the role first), then raft's
+// configuration.
+func (n *Node) RemoveMember(id uint64) error {
+	if !n.IsLeader() {
+		return n.notPrimary()
+	}
+	if _, ok := n.fsm.State().Member(id); !ok {
+		return fmt.Errorf("%w: %d", ErrUnknownMember, id)
+	}
+	if _, err := n.apply(fsm.RemoveMember{ID: id}); err != nil {
+		return err
+	}
+	if err := n.raft.RemoveServer(serverID(id), 0, n.cfg.Timeouts.Seal).Error(); err != nil {
+		return n.raftErr("remove server", err)
+	}
+	return nil
+}

@@ -1,0 +1,533 @@
+package cluster
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/hashicorp/raft"
+
+	"github.com/seqd/seqd/fsm"
+	"github.com/seqd/seqd/sequencer"
+	"github.com/seqd/seqd/transport"
+)
+
+// Follower is the data path of a member, as the control path uses it: the
+// standby that follows, persists and acks the stream (cluster.Standby).
+// Its methods are called from the Node's goroutines and the control
+// endpoint's, concurrently with the standby's own Run.
+type Follower interface {
+	// Seal stops acking epoch (and every earlier one) and returns the
+	// highest contiguous seq held. A seal is final: a later epoch's
+	// records are acked again.
+	Seal(epoch uint32) (uint64, error)
+	// CatchUp fetches what the member lacks up to cut from peers (fetch
+	// addresses, best first) and returns once it holds 1..cut.
+	CatchUp(ctx context.Context, cut uint64, peers []string) error
+	// Takeover returns the stream-derived State at exactly cut and the
+	// history store that answers NAKs at or below it.
+	Takeover(cut uint64) (sequencer.Takeover, error)
+}
+
+// Contiguouser is optional for a Follower: the highest contiguous seq it
+// holds, for `seqd admin status` (the lag).
+type Contiguouser interface {
+	Contiguous() uint64
+}
+
+// Acks turns the standbys' acknowledgements into the primary's stable seq
+// (cluster.Quorum). Observe and Stable are called on the primary's
+// sequencing goroutine only.
+type Acks interface {
+	// Observe sees every frame the primary receives (standby acks ride
+	// in Status frames from the command channel); it must not keep frame.
+	Observe(frame []byte, from transport.Peer)
+	// Stable is the highest seq held by a quorum of the epoch's members,
+	// given that the primary published up to published.
+	Stable(published uint64) uint64
+}
+
+// Epoch describes an epoch this member starts as primary; Deps.Acks gets
+// it to know whose acks count.
+type Epoch struct {
+	Session  uint64
+	Epoch    uint32
+	FirstSeq uint64
+	Members  []fsm.Member // the voters of the epoch
+	Self     uint64
+}
+
+// Deps are the Node's collaborators, each an interface so that tests hand
+// in small twins.
+type Deps struct {
+	// Follower is this member's standby (required).
+	Follower Follower
+	// Stream opens the primary's end of the stream transport when this
+	// member becomes primary; the Node closes it when it stops (required).
+	Stream func() (transport.Server, error)
+	// Acks returns the ack tracker of a new epoch (required).
+	Acks func(e Epoch) Acks
+	// Clock reads the time (sequencer.SystemClock when nil).
+	Clock func() sequencer.Time
+}
+
+// Role is what a member does now.
+type Role int32
+
+// Roles.
+const (
+	RoleStandby Role = iota // follows the stream
+	RoleSealing             // Raft leader, changing the epoch
+	RolePrimary             // Raft leader, sequencing
+	RoleStopped             // the node was shut down
+)
+
+func (r Role) String() string {
+	switch r {
+	case RoleStandby:
+		return "standby"
+	case RoleSealing:
+		return "sealing"
+	case RolePrimary:
+		return "primary"
+	case RoleStopped:
+		return "stopped"
+	}
+	return fmt.Sprintf("role(%d)", int32(r))
+}
+
+// Change is the timing of the last epoch change this member led, in
+// microseconds from becoming Raft leader.
+type Change struct {
+	Epoch      uint64 `json:"epoch"`
+	Cut        uint64 `json:"cut"`
+	SealUS     int64  `json:"seal_us"`      // seal answered by a quorum
+	CatchUpUS  int64  `json:"catchup_us"`   // holds 1..cut
+	CommitUS   int64  `json:"commit_us"`    // BeginEpoch committed
+	StartedUS  int64  `json:"started_us"`   // first record of the epoch published
+	LeaderAtNS int64  `json:"leader_at_ns"` // wall clock when it became leader
+}
+
+// Node is one sequencer process of the Raft group: it runs hashicorp/raft
+// over the failover state (fsm), and is primary while it is the Raft
+// leader. See the package comment for the roles and the epoch change.
+//
+// Concurrency: Run owns the role changes; Status, TransferPrimary,
+// AddMember and RemoveMember are safe from any goroutine. The primary
+// sequences on a goroutine of its own, which alone touches the Core.
+type Node struct {
+	cfg   Config
+	deps  Deps
+	log   *slog.Logger
+	fsm   *fsm.FSM
+	raft  *raft.Raft
+	store *raftStores
+
+	admin   *http.Server
+	adminLn net.Listener
+	client  *http.Client
+
+	role atomic.Int32
+	// handover is set while a planned transfer stops this primary: the
+	// sequencing loop ends and the leader does not start it again.
+	handover atomic.Bool
+	relead   chan struct{} // a failed handover asks Run to lead again
+
+	// Published by the sequencing goroutine for Status and checkpoints.
+	curEpoch   atomic.Uint64
+	stable     atomic.Uint64
+	published  atomic.Uint64
+	lastStamp  atomic.Int64
+	startedAt  atomic.Int64 // wall ns of the first record of the current epoch
+	stoppedAt  atomic.Int64 // wall ns the last primary loop of this member ended
+	lastChange atomic.Pointer[Change]
+
+	closeOnce sync.Once
+}
+
+// New validates cfg, opens the Raft stores in cfg.Dir (bootstrapping a new
+// cluster from cfg.Members when they are empty), starts Raft and the
+// control endpoint on cfg.AdminAddr. Call Run to take part in the roles.
+func New(cfg Config, deps Deps) (*Node, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	sc := cfg.Sequencer
+	sc.Session, sc.Epoch, sc.FirstSeq, sc.Standalone = 1, 1, 1, false
+	if err := sc.Validate(); err != nil {
+		return nil, err
+	}
+	if deps.Follower == nil || deps.Stream == nil || deps.Acks == nil {
+		return nil, fmt.Errorf("%w: Deps need a Follower, a Stream and Acks", ErrConfig)
+	}
+	if deps.Clock == nil {
+		deps.Clock = sequencer.SystemClock()
+	}
+	log := cfg.Logger
+	if log == nil {
+		log = slog.Default()
+	}
+	n := &Node{
+		cfg:    cfg,
+		deps:   deps,
+		log:    log.With("member", cfg.ID),
+		fsm:    fsm.New(),
+		relead: make(chan struct{}, 1),
+		client: &http.Client{Timeout: cfg.Timeouts.Seal},
+	}
+	ln, err := net.Listen("tcp", cfg.AdminAddr)
+	if err != nil {
+		return nil, fmt.Errorf("cluster: admin endpoint: %w", err)
+	}
+	n.adminLn = ln
+	n.raft, n.store, err = openRaft(cfg, n.fsm)
+	if err != nil {
+		ln.Close()
+		return nil, err
+	}
+	n.admin = &http.Server{Handler: n.controlHandler(), ReadHeaderTimeout: 5 * time.Second}
+	go func() {
+		// Serve returns when the endpoint is closed (Close).
+		_ = n.admin.Serve(ln)
+	}()
+	return n, nil
+}
+
+// AdminAddr is the address the control endpoint listens on.
+func (n *Node) AdminAddr() string { return n.adminLn.Addr().String() }
+
+// State is the failover state as this member has applied it.
+func (n *Node) State() *fsm.State { return n.fsm.State() }
+
+// Role is what this member does now.
+func (n *Node) Role() Role { return Role(n.role.Load()) }
+
+// IsLeader says whether this member is the Raft leader (it may still be
+// sealing, not yet sequencing).
+func (n *Node) IsLeader() bool { return n.raft.State() == raft.Leader }
+
+// LastChange is the timing of the last epoch change this member led, or nil.
+func (n *Node) LastChange() *Change { return n.lastChange.Load() }
+
+// Run takes part in the roles until ctx ends: primary while this member is
+// the Raft leader, standby otherwise. It returns ctx.Err() after stopping
+// the primary and Raft (Close is implied).
+func (n *Node) Run(ctx context.Context) error {
+	defer n.Close()
+	var (
+		cancel context.CancelFunc
+		done   chan struct{}
+	)
+	stop := func() {
+		if cancel != nil {
+			cancel()
+			<-done
+			cancel, done = nil, nil
+		}
+	}
+	start := func() {
+		stop()
+		var lctx context.Context
+		lctx, cancel = context.WithCancel(ctx)
+		done = make(chan struct{})
+		go func() {
+			defer close(done)
+			n.lead(lctx)
+		}()
+	}
+	defer stop()
+	if n.IsLeader() {
+		start()
+	}
+	for {
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case leader := <-n.raft.LeaderCh():
+			// Each notification is a transition; a dropped one in between
+			// means leadership was lost and won again, so a true always
+			// starts over with a new epoch.
+			stop()
+			n.handover.Store(false)
+			if leader {
+				start()
+			}
+		case <-n.relead:
+			if n.IsLeader() {
+				start()
+			}
+		}
+	}
+}
+
+// Close stops the control endpoint and Raft. Run calls it when it returns.
+func (n *Node) Close() error {
+	n.closeOnce.Do(func() {
+		n.role.Store(int32(RoleStopped))
+		n.admin.Close()
+		if err := n.raft.Shutdown().Error(); err != nil {
+			n.log.Warn("raft shutdown", "err", err)
+		}
+		n.store.close()
+	})
+	return nil
+}
+
+// errNotLeader ends a lead attempt: this member lost the Raft leadership.
+var errNotLeader = errors.New("cluster: lost raft leadership")
+
+// lead runs while this member is the Raft leader: it changes the epoch and
+// sequences; an attempt that fails (no quorum to seal, a commit that
+// timed out) is retried after a heartbeat while still leader.
+func (n *Node) lead(ctx context.Context) {
+	defer n.role.Store(int32(RoleStandby))
+	for ctx.Err() == nil && n.IsLeader() && !n.handover.Load() {
+		err := n.leadOnce(ctx)
+		if ctx.Err() != nil || errors.Is(err, errNotLeader) || n.handover.Load() {
+			return
+		}
+		n.log.Warn("epoch change failed; retrying while leader", "err", err)
+		select {
+		case <-ctx.Done():
+		case <-time.After(n.cfg.Timeouts.Heartbeat):
+		}
+	}
+}
+
+// leadOnce is one epoch change and the sequencing that follows it
+// (DESIGN.md "Stability and failover", fsm/doc.go "How the cluster uses
+// it"): read every committed entry (Barrier); start a session if there is
+// none; seal the current epoch on a quorum and take the highest contiguous
+// seq as the cut (no seal when the epoch has no primary: nothing was
+// sequenced); catch up to the cut; commit BeginEpoch{e+1, self, cut};
+// sequence from cut+1 on the standby's State until leadership is lost.
+func (n *Node) leadOnce(ctx context.Context) error {
+	n.role.Store(int32(RoleSealing))
+	t0 := time.Now()
+	ch := &Change{LeaderAtNS: t0.UnixNano()}
+	timeout := n.cfg.Timeouts.Seal
+	if err := n.raft.Barrier(timeout).Error(); err != nil {
+		return n.raftErr("barrier", err)
+	}
+	st := n.fsm.State()
+	if len(st.Members()) == 0 {
+		// A new cluster: record the bootstrap members (raft's
+		// configuration has them already).
+		for _, m := range n.cfg.Members {
+			if m.Role == 0 {
+				m.Role = fsm.Voter
+			}
+			s, err := n.apply(fsm.AddMember{Member: m})
+			if err != nil {
+				return err
+			}
+			st = s
+		}
+	}
+	if st.Session() == 0 {
+		s, err := n.apply(fsm.NewSession{Prev: 0})
+		if err != nil {
+			return err
+		}
+		st = s
+	}
+	cut := st.EpochStart() - 1
+	if st.Primary() != 0 {
+		c, peers, err := n.sealQuorum(ctx, st)
+		if err != nil {
+			return err
+		}
+		cut = c
+		ch.SealUS = time.Since(t0).Microseconds()
+		if cut > 0 {
+			if err := n.deps.Follower.CatchUp(ctx, cut, peers); err != nil {
+				return fmt.Errorf("cluster: catch up to %d: %w", cut, err)
+			}
+		}
+		ch.CatchUpUS = time.Since(t0).Microseconds()
+	}
+	next := st.Epoch() + 1
+	if next > uint64(^uint32(0)) {
+		return fmt.Errorf("%w: epoch %d does not fit the stream's 32 bits", fsm.ErrSeqOverflow, next)
+	}
+	st, err := n.apply(fsm.BeginEpoch{Epoch: next, Primary: n.cfg.ID, PrevCut: cut})
+	if err != nil {
+		return err
+	}
+	ch.Epoch, ch.Cut = next, cut
+	ch.CommitUS = time.Since(t0).Microseconds()
+
+	cfg := n.cfg.Sequencer
+	cfg.Session, cfg.Epoch, cfg.FirstSeq, cfg.Standalone = st.Session(), uint32(next), cut+1, false
+	if cp, ok := st.LastCheckpoint(); ok {
+		cfg.StartTime = max(cfg.StartTime, cp.UnixNano)
+	}
+	srv, err := n.deps.Stream()
+	if err != nil {
+		return fmt.Errorf("cluster: open the stream: %w", err)
+	}
+	defer srv.Close()
+	var core *sequencer.Core
+	if cut == 0 {
+		core, err = sequencer.New(cfg, sequencer.ServerSink{Server: srv})
+	} else {
+		var t sequencer.Takeover
+		if t, err = n.deps.Follower.Takeover(cut); err == nil {
+			core, err = sequencer.NewPrimary(cfg, sequencer.ServerSink{Server: srv}, t)
+		}
+	}
+	if err != nil {
+		return fmt.Errorf("cluster: primary of epoch %d at %d: %w", next, cut+1, err)
+	}
+	var voters []fsm.Member
+	for _, m := range st.Members() {
+		if m.Role == fsm.Voter {
+			voters = append(voters, m)
+		}
+	}
+	acks := n.deps.Acks(Epoch{Session: st.Session(), Epoch: uint32(next), FirstSeq: cut + 1, Members: voters, Self: n.cfg.ID})
+	return n.sequence(ctx, core, srv, acks, ch, t0)
+}
+
+// apply proposes cmd and waits for it to commit, returning the state
+// right after it or the reason it was rejected.
+func (n *Node) apply(cmd fsm.Command) (*fsm.State, error) {
+	b, err := fsm.Encode(cmd)
+	if err != nil {
+		return nil, err
+	}
+	f := n.raft.Apply(b, n.cfg.Timeouts.Seal)
+	if err := f.Error(); err != nil {
+		return nil, n.raftErr(cmd.Kind().String(), err)
+	}
+	s, err := fsm.Response(f.Response())
+	if err != nil {
+		return nil, fmt.Errorf("cluster: %v: %w", cmd.Kind(), err)
+	}
+	return s, nil
+}
+
+func (n *Node) raftErr(op string, err error) error {
+	if errors.Is(err, raft.ErrNotLeader) || errors.Is(err, raft.ErrLeadershipLost) || errors.Is(err, raft.ErrLeadershipTransferInProgress) || errors.Is(err, raft.ErrRaftShutdown) {
+		return fmt.Errorf("%w: %s: %v", errNotLeader, op, err)
+	}
+	return fmt.Errorf("cluster: %s: %w", op, err)
+}
+
+// sequence is the primary's shell: it polls the stream transport, steps
+// frames into the core (acks to the tracker first), moves stable to the
+// quorum's, flushes and ticks, and stops at once when this member is no
+// longer the Raft leader (raft steps down by itself when it has not heard
+// from a quorum within the leader lease), when ctx ends or when a handover
+// begins. It reads the clock once per batch, like sequencer.Agent.
+func (n *Node) sequence(ctx context.Context, core *sequencer.Core, srv transport.Server, acks Acks, ch *Change, t0 time.Time) error {
+	var (
+		now   sequencer.Time
+		fresh bool
+	)
+	read := func() sequencer.Time {
+		if !fresh {
+			now, fresh = n.deps.Clock(), true
+		}
+		return now
+	}
+	onFrame := func(frame []byte, from transport.Peer) {
+		acks.Observe(frame, from)
+		_ = core.Step(read(), frame, from) // malformed frames are counted by the core
+	}
+	core.Flush(read())
+	if err := srv.Flush(); errors.Is(err, transport.ErrClosed) {
+		return err
+	}
+	n.startedAt.Store(time.Now().UnixNano())
+	ch.StartedUS = time.Since(t0).Microseconds()
+	n.lastChange.Store(ch)
+	n.curEpoch.Store(ch.Epoch)
+	n.role.Store(int32(RolePrimary))
+	n.log.Info("primary", "epoch", ch.Epoch, "first_seq", ch.Cut+1, "seal_us", ch.SealUS, "catchup_us", ch.CatchUpUS, "commit_us", ch.CommitUS, "started_us", ch.StartedUS)
+	defer func() {
+		n.stoppedAt.Store(time.Now().UnixNano())
+		n.log.Info("primary stopped", "epoch", ch.Epoch, "published", core.Published(), "stable", core.Stable())
+	}()
+
+	ckpt := newCheckpointer(n, ch.Epoch)
+	defer ckpt.stop()
+	// Poll at most a millisecond at a time, so that a lost leadership
+	// stops sequencing within a millisecond of raft noticing it.
+	const maxWait = time.Millisecond
+	for {
+		if ctx.Err() != nil || n.handover.Load() {
+			return ctx.Err()
+		}
+		if n.raft.State() != raft.Leader {
+			return errNotLeader
+		}
+		fresh = false
+		if _, err := srv.Poll(onFrame, maxWait); err != nil {
+			return err
+		}
+		t := read()
+		core.SetStable(acks.Stable(core.Published()))
+		core.Flush(t)
+		core.Tick(t)
+		if err := srv.Flush(); errors.Is(err, transport.ErrClosed) {
+			return err
+		}
+		n.stable.Store(core.Stable())
+		n.published.Store(core.Published())
+		n.lastStamp.Store(core.LastTime())
+		ckpt.maybe(t.Mono)
+	}
+}
+
+// checkpointer proposes AddCheckpoint{epoch, stable, stamp} every
+// CheckpointInterval when stable moved, without blocking the sequencing
+// loop: one proposal in flight at a time, on a goroutine of its own.
+type checkpointer struct {
+	n       *Node
+	epoch   uint64
+	next    int64 // mono ns of the next proposal
+	last    uint64
+	busy    atomic.Bool
+	wg      sync.WaitGroup
+	stopped atomic.Bool
+}
+
+func newCheckpointer(n *Node, epoch uint64) *checkpointer {
+	return &checkpointer{n: n, epoch: epoch}
+}
+
+func (c *checkpointer) maybe(mono int64) {
+	if mono < c.next || c.busy.Load() {
+		return
+	}
+	c.next = mono + int64(c.n.cfg.CheckpointInterval)
+	seq, stamp := c.n.stable.Load(), c.n.lastStamp.Load()
+	if seq <= c.last || seq == 0 {
+		return
+	}
+	c.last = seq
+	c.busy.Store(true)
+	c.wg.Add(1)
+	go func() {
+		defer c.wg.Done()
+		defer c.busy.Store(false)
+		if c.stopped.Load() {
+			return
+		}
+		if _, err := c.n.apply(fsm.AddCheckpoint{Epoch: c.epoch, Seq: seq, UnixNano: stamp}); err != nil && !errors.Is(err, errNotLeader) {
+			c.n.log.Warn("checkpoint", "seq", seq, "err", err)
+		}
+	}()
+}
+
+func (c *checkpointer) stop() {
+	c.stopped.Store(true)
+	c.wg.Wait()
+}

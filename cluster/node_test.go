@@ -1,0 +1,327 @@
+package cluster
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"os"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/seqd/seqd/fsm"
+	"github.com/seqd/seqd/sequencer"
+	"github.com/seqd/seqd/transport"
+	"github.com/seqd/seqd/transport/mem"
+)
+
+// These tests run real hashicorp/raft members (bolt stores in temp dirs,
+// TCP on loopback) with a twin of the data path: fakeFollower holds a
+// contiguous seq the test sets, and the stream is an in-memory network.
+// Waits poll with a deadline; no test asserts a duration.
+
+const wait = 20 * time.Second
+
+type fakeFollower struct {
+	maxSenders int
+	mu         sync.Mutex
+	contiguous uint64
+	sealed     uint32
+	caughtUp   uint64
+	takeovers  []uint64
+}
+
+func (f *fakeFollower) Seal(epoch uint32) (uint64, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if epoch < f.sealed {
+		return 0, fmt.Errorf("sealed for %d already", f.sealed)
+	}
+	f.sealed = epoch
+	return f.contiguous, nil
+}
+
+func (f *fakeFollower) CatchUp(ctx context.Context, cut uint64, peers []string) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.caughtUp = cut
+	f.contiguous = max(f.contiguous, cut)
+	return nil
+}
+
+func (f *fakeFollower) Takeover(cut uint64) (sequencer.Takeover, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.takeovers = append(f.takeovers, cut)
+	return sequencer.Takeover{State: sequencer.NewState(f.maxSenders, cut+1)}, nil
+}
+
+func (f *fakeFollower) Contiguous() uint64 {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.contiguous
+}
+
+func (f *fakeFollower) set(c uint64) {
+	f.mu.Lock()
+	f.contiguous = c
+	f.mu.Unlock()
+}
+
+// allAcks makes everything published stable at once (the quorum is the
+// data path's; here the control path is under test).
+type allAcks struct{}
+
+func (allAcks) Observe([]byte, transport.Peer) {}
+func (allAcks) Stable(published uint64) uint64 { return published }
+
+type member struct {
+	cfg    Config
+	fol    *fakeFollower
+	node   *Node
+	cancel context.CancelFunc
+	done   chan error
+	epochs atomic.Int32 // epochs this member began as primary
+}
+
+type testCluster struct {
+	t       *testing.T
+	members []*member
+}
+
+func freeAddr(t *testing.T) string {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	return l.Addr().String()
+}
+
+func memberList(t *testing.T, k int) []fsm.Member {
+	var ms []fsm.Member
+	for id := 1; id <= k; id++ {
+		ms = append(ms, fsm.Member{ID: uint64(id), Role: fsm.Voter, RaftAddr: freeAddr(t), AdminAddr: freeAddr(t), StreamAddr: fmt.Sprintf("fetch-%d", id)})
+	}
+	return ms
+}
+
+func newTestCluster(t *testing.T, k int) *testCluster {
+	t.Helper()
+	c := &testCluster{t: t}
+	ms := memberList(t, k)
+	for _, m := range ms {
+		c.start(m, ms, false)
+	}
+	t.Cleanup(func() {
+		for _, m := range c.members {
+			m.stop()
+		}
+	})
+	return c
+}
+
+func (c *testCluster) start(self fsm.Member, ms []fsm.Member, join bool) *member {
+	t := c.t
+	t.Helper()
+	cfg := DefaultConfig()
+	cfg.ID, cfg.Dir, cfg.RaftAddr, cfg.AdminAddr = self.ID, t.TempDir(), self.RaftAddr, self.AdminAddr
+	cfg.Members, cfg.Join = ms, join
+	cfg.Timeouts = TestTimeouts()
+	cfg.CheckpointInterval = 10 * time.Millisecond
+	cfg.Logger = slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
+	m := &member{cfg: cfg, fol: &fakeFollower{maxSenders: cfg.Sequencer.MaxSenders}, done: make(chan error, 1)}
+	deps := Deps{
+		Follower: m.fol,
+		Stream: func() (transport.Server, error) {
+			net, err := mem.NewNetwork(mem.Config{})
+			if err != nil {
+				return nil, err
+			}
+			return net.Server(), nil
+		},
+		Acks: func(Epoch) Acks { m.epochs.Add(1); return allAcks{} },
+	}
+	n, err := New(cfg, deps)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m.node = n
+	ctx, cancel := context.WithCancel(context.Background())
+	m.cancel = cancel
+	go func() { m.done <- n.Run(ctx) }()
+	c.members = append(c.members, m)
+	return m
+}
+
+func (m *member) stop() {
+	if m.cancel != nil {
+		m.cancel()
+		<-m.done
+		m.cancel = nil
+	}
+}
+
+// primary waits until exactly one member is sequencing and every running
+// member has applied the epoch it began.
+func (c *testCluster) primary() *member {
+	c.t.Helper()
+	deadline := time.Now().Add(wait)
+	for time.Now().Before(deadline) {
+		var p *member
+		count := 0
+		for _, m := range c.members {
+			if m.cancel != nil && m.node.Role() == RolePrimary {
+				p, count = m, count+1
+			}
+		}
+		if count == 1 {
+			e := p.node.State().Epoch()
+			agreed := true
+			for _, m := range c.members {
+				if m.cancel != nil && (m.node.State().Epoch() != e || m.node.State().Primary() != p.cfg.ID) {
+					agreed = false
+				}
+			}
+			if agreed {
+				return p
+			}
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	for _, m := range c.members {
+		c.t.Logf("member %d: %+v", m.cfg.ID, m.node.Status())
+	}
+	c.t.Fatal("no single primary agreed on by every member")
+	return nil
+}
+
+func TestNode_ElectionBeginsEpochOne(t *testing.T) {
+	c := newTestCluster(t, 3)
+	p := c.primary()
+	for _, m := range c.members {
+		st := m.node.State()
+		if st.Session() != 1 || st.Epoch() != 1 || st.Primary() != p.cfg.ID || st.EpochStart() != 1 || len(st.Members()) != 3 {
+			t.Fatalf("member %d: state %v, want session 1 epoch 1 primary %d start 1, 3 members", m.cfg.ID, st, p.cfg.ID)
+		}
+	}
+	// A fresh session starts at seq 1 with nothing to take over.
+	if len(p.fol.takeovers) != 0 {
+		t.Fatalf("takeovers %v at bootstrap", p.fol.takeovers)
+	}
+	deadline := time.Now().Add(wait)
+	for p.node.Status().Published < 2 { // session start, epoch start
+		if time.Now().After(deadline) {
+			t.Fatalf("primary published %d", p.node.Status().Published)
+		}
+		time.Sleep(time.Millisecond)
+	}
+}
+
+func TestNode_LeaderChangeBeginsNextEpochAtCut(t *testing.T) {
+	c := newTestCluster(t, 3)
+	old := c.primary()
+	// The standbys hold different prefixes; the new primary must start
+	// after the highest one a quorum reports.
+	var others []*member
+	for _, m := range c.members {
+		if m != old {
+			others = append(others, m)
+		}
+	}
+	others[0].fol.set(500)
+	others[1].fol.set(700)
+	old.stop()
+	p := c.primary()
+	if p == old {
+		t.Fatal("the stopped member is primary")
+	}
+	st := p.node.State()
+	cut, ok := st.Cut(1)
+	if st.Epoch() != 2 || !ok || cut.Last != 700 || cut.Primary != old.cfg.ID || st.EpochStart() != 701 {
+		t.Fatalf("state %v cut %+v, want epoch 2 starting at 701 after epoch 1 of %d cut at 700", st, cut, old.cfg.ID)
+	}
+	if p.fol.caughtUp != 700 || len(p.fol.takeovers) != 1 || p.fol.takeovers[0] != 700 {
+		t.Fatalf("new primary caught up to %d, took over at %v; want 700", p.fol.caughtUp, p.fol.takeovers)
+	}
+	for _, m := range others {
+		if m.fol.sealed != 1 {
+			t.Fatalf("member %d sealed epoch %d, want 1", m.cfg.ID, m.fol.sealed)
+		}
+	}
+	deadline := time.Now().Add(wait)
+	for p.node.Status().Published < 701 { // the epoch start record
+		if time.Now().After(deadline) {
+			t.Fatalf("new primary published %d", p.node.Status().Published)
+		}
+		time.Sleep(time.Millisecond)
+	}
+	if ch := p.node.LastChange(); ch == nil || ch.Epoch != 2 || ch.Cut != 700 {
+		t.Fatalf("last change %+v", ch)
+	}
+	t.Logf("epoch change after the leader stopped: %+v", *p.node.LastChange())
+}
+
+func TestNode_TransferPrimary(t *testing.T) {
+	c := newTestCluster(t, 3)
+	old := c.primary()
+	var to *member
+	for _, m := range c.members {
+		if m != old {
+			to = m
+		}
+	}
+	// Every member holds what the old primary published (2 records).
+	for _, m := range c.members {
+		m.fol.set(old.node.Status().Published)
+	}
+	h, err := old.node.TransferPrimary(context.Background(), to.cfg.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := c.primary()
+	if p != to || h.To != to.cfg.ID || h.Epoch != 2 || h.From != old.cfg.ID {
+		t.Fatalf("handover %+v, primary %d; want %d in epoch 2", h, p.cfg.ID, to.cfg.ID)
+	}
+	t.Logf("handover %+v (pause %d us)", h, h.PauseUS)
+	// Transfer from a standby is refused, naming the leader.
+	if _, err := old.node.TransferPrimary(context.Background(), 0); !errors.Is(err, ErrNotPrimary) {
+		t.Fatalf("transfer on a standby: %v, want ErrNotPrimary", err)
+	}
+}
+
+func TestNode_AddAndRemoveMemberLive(t *testing.T) {
+	c := newTestCluster(t, 3)
+	p := c.primary()
+	ms := memberList(t, 4)
+	four := ms[3]
+	all := append(p.node.State().Members(), four)
+	m4 := c.start(four, all, true)
+	if err := p.node.AddMember(four); err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(wait)
+	for len(m4.node.State().Members()) != 4 {
+		if time.Now().After(deadline) {
+			t.Fatalf("new member's state %v", m4.node.State())
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	if err := p.node.RemoveMember(p.cfg.ID); !errors.Is(err, fsm.ErrRemovePrimary) {
+		t.Fatalf("removing the primary: %v, want fsm.ErrRemovePrimary", err)
+	}
+	if err := p.node.RemoveMember(4); err != nil {
+		t.Fatal(err)
+	}
+	cf := p.node.raft.GetConfiguration()
+	if err := cf.Error(); err != nil {
+		t.Fatal(err)
+	}
+	if n := len(cf.Configuration().Servers); n != 3 || len(p.node.State().Members()) != 3 {
+		t.Fatalf("after removal: %d raft servers, state %v", n, p.node.State())
+	}
+}

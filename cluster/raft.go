@@ -1,0 +1,119 @@
+package cluster
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strconv"
+	"time"
+
+	"github.com/hashicorp/go-hclog"
+	"github.com/hashicorp/raft"
+	raftboltdb "github.com/hashicorp/raft-boltdb/v2"
+
+	"github.com/seqd/seqd/fsm"
+)
+
+// raftStores is what a member keeps on disk: the Raft log and stable store
+// in one bolt file, and file snapshots beside it.
+type raftStores struct {
+	bolt  *raftboltdb.BoltStore
+	snaps *raft.FileSnapshotStore
+	trans *raft.NetworkTransport
+}
+
+func (s *raftStores) close() {
+	if s.trans != nil {
+		s.trans.Close()
+	}
+	if s.bolt != nil {
+		s.bolt.Close()
+	}
+}
+
+// serverID is the raft.ServerID of member id.
+func serverID(id uint64) raft.ServerID { return raft.ServerID(strconv.FormatUint(id, 10)) }
+
+// parseServerID is serverID's inverse (0 when it is not a member id).
+func parseServerID(s raft.ServerID) uint64 {
+	id, err := strconv.ParseUint(string(s), 10, 64)
+	if err != nil {
+		return 0
+	}
+	return id
+}
+
+// raftConfig is hashicorp/raft's configuration for cfg: the timeouts of
+// the profile, warnings and errors of raft to stderr (its debug chatter
+// would drown the process's own log).
+func raftConfig(cfg Config) *raft.Config {
+	rc := raft.DefaultConfig()
+	rc.LocalID = serverID(cfg.ID)
+	rc.HeartbeatTimeout = cfg.Timeouts.Heartbeat
+	rc.ElectionTimeout = cfg.Timeouts.Election
+	rc.LeaderLeaseTimeout = cfg.Timeouts.LeaderLease
+	rc.CommitTimeout = cfg.Timeouts.Commit
+	// The failover state is small and changes a few times a second at
+	// most: snapshot every 1024 entries, keep as many for lagging peers.
+	rc.SnapshotThreshold = 1024
+	rc.TrailingLogs = 1024
+	rc.SnapshotInterval = 30 * time.Second
+	rc.Logger = hclog.New(&hclog.LoggerOptions{
+		Name:   "raft-" + strconv.FormatUint(cfg.ID, 10),
+		Level:  hclog.Warn,
+		Output: os.Stderr,
+	})
+	return rc
+}
+
+// openRaft opens the stores in cfg.Dir and the TCP transport on
+// cfg.RaftAddr, bootstraps a new cluster from cfg.Members when the stores
+// are empty, and starts Raft with f.
+func openRaft(cfg Config, f *fsm.FSM) (*raft.Raft, *raftStores, error) {
+	if err := os.MkdirAll(cfg.Dir, 0o755); err != nil {
+		return nil, nil, fmt.Errorf("cluster: %w", err)
+	}
+	st := &raftStores{}
+	var err error
+	if st.bolt, err = raftboltdb.NewBoltStore(filepath.Join(cfg.Dir, "raft.db")); err != nil {
+		return nil, nil, fmt.Errorf("cluster: raft store in %s: %w", cfg.Dir, err)
+	}
+	if st.snaps, err = raft.NewFileSnapshotStore(filepath.Join(cfg.Dir, "snapshots"), 2, io.Discard); err != nil {
+		st.close()
+		return nil, nil, fmt.Errorf("cluster: raft snapshots in %s: %w", cfg.Dir, err)
+	}
+	// The transport's timeout bounds one RPC's I/O; 10 pooled connections
+	// per peer keep a pipelined append stream and votes apart.
+	if st.trans, err = raft.NewTCPTransport(cfg.RaftAddr, nil, 10, 2*time.Second, io.Discard); err != nil {
+		st.close()
+		return nil, nil, fmt.Errorf("cluster: raft transport on %s: %w", cfg.RaftAddr, err)
+	}
+	rc := raftConfig(cfg)
+	has, err := raft.HasExistingState(st.bolt, st.bolt, st.snaps)
+	if err != nil {
+		st.close()
+		return nil, nil, fmt.Errorf("cluster: raft state in %s: %w", cfg.Dir, err)
+	}
+	if !has && !cfg.Join {
+		var servers []raft.Server
+		for _, m := range cfg.Members {
+			suf := raft.Voter
+			if m.Role == fsm.Nonvoter {
+				suf = raft.Nonvoter
+			}
+			servers = append(servers, raft.Server{Suffrage: suf, ID: serverID(m.ID), Address: raft.ServerAddress(m.RaftAddr)})
+		}
+		if err := raft.BootstrapCluster(rc, st.bolt, st.bolt, st.snaps, st.trans, raft.Configuration{Servers: servers}); err != nil && !errors.Is(err, raft.ErrCantBootstrap) {
+			st.close()
+			return nil, nil, fmt.Errorf("cluster: bootstrap: %w", err)
+		}
+	}
+	r, err := raft.NewRaft(rc, f, st.bolt, st.bolt, st.snaps, st.trans)
+	if err != nil {
+		st.close()
+		return nil, nil, fmt.Errorf("cluster: start raft: %w", err)
+	}
+	return r, st, nil
+}
