@@ -24,6 +24,10 @@ type Agent struct {
 	idle  transport.Idle
 
 	onFrame transport.Handler
+	// stableFn turns standby acks into stable (SetStableFunc); acks is
+	// its reused buffer.
+	stableFn StableFunc
+	acks     []StandbyAck
 
 	mu    sync.Mutex // guards stats and published, copied from the core on the Run goroutine
 	stats Stats
@@ -92,6 +96,21 @@ func (a *Agent) idleWait() time.Duration {
 	return time.Duration(max(0, min(due, int64(maxIdleWait))))
 }
 
+// StableFunc computes the stable seq from the standby acks taken in one
+// loop iteration and the last seq published (the primary's own position):
+// the cluster's quorum. The Agent hands its result to Core.SetStable. It
+// runs on Run's goroutine; acks is valid only during the call.
+type StableFunc func(acks []StandbyAck, published uint64) uint64
+
+// SetStableFunc makes Run feed the standby acks each iteration brought to
+// f, before it flushes, so that the packets of that iteration (or a
+// heartbeat) carry the new stable at once. Call it before Run; with
+// Config.Standalone false and no StableFunc, stable never moves.
+func (a *Agent) SetStableFunc(f StableFunc) {
+	a.stableFn = f
+	a.acks = make([]StandbyAck, 0, maxPendingAcks)
+}
+
 // SetIdleSpin makes Run poll without blocking for d after each frame
 // (see transport.Idle): lower latency for a busy core. Call it before Run.
 func (a *Agent) SetIdleSpin(d time.Duration) { a.idle.Spin = d }
@@ -135,6 +154,9 @@ func (a *Agent) Run(ctx context.Context) error {
 			return err
 		}
 		now := a.read()
+		if a.stableFn != nil && a.core.PendingStandbyAcks() {
+			a.takeAcks()
+		}
 		a.core.Flush(now)
 		a.core.Tick(now)
 		// Only a closed transport is fatal: anything else a Flush reports
@@ -148,6 +170,13 @@ func (a *Agent) Run(ctx context.Context) error {
 			a.snapshot()
 		}
 	}
+}
+
+// takeAcks hands the pending standby acks to the StableFunc and its
+// answer to the core.
+func (a *Agent) takeAcks() {
+	a.acks = a.core.TakeStandbyAcks(a.acks[:0])
+	a.core.SetStable(a.stableFn(a.acks, a.core.Published()))
 }
 
 func (a *Agent) snapshot() {

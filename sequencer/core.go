@@ -42,6 +42,8 @@ type Stats struct {
 	ReassembliesExpired     uint64 // reassemblies dropped after ReassemblyTimeout of silence
 	Statuses                uint64 // receiver position reports taken
 	StatusBeyondTail        uint64 // position reports beyond the last published seq (ignored)
+	StandbyAcks             uint64 // position reports of standby sequencers (wire.StatusStandby), queued for TakeStandbyAcks
+	StandbyAcksDropped      uint64 // standby acks dropped: more distinct members than the queue holds between two drains
 	FlowPaused              uint64 // command frames not taken: the slowest receiver that matters is a flow window behind
 	Naks                    uint64 // NAKs received for this session
 	NaksBeyondTail          uint64 // NAKs starting after the last published seq (ignored)
@@ -114,6 +116,8 @@ type Core struct {
 	// status is the last receiver report decoded; flow tracks them all.
 	status wire.Status
 	flow   flowTable
+	// acks are the standby acks not yet taken by the shell (standby.go).
+	acks []StandbyAck
 	// Repair pacing and coalescing (see stepNak).
 	repairBucket tokenBucket // RetransmitBytesPerSecond
 	lastNakSeq   uint64      // FromSeq of the last NAK answered
@@ -206,6 +210,7 @@ func build(cfg Config, sink Sink, t Takeover) (*Core, error) {
 	c.live = make([]liveSender, cfg.MaxSenders)
 	c.asm.init()
 	c.flow.init(cfg.MaxReceivers)
+	c.acks = make([]StandbyAck, 0, maxPendingAcks)
 	// The bucket holds 50ms of the rate, and at least one packet so that a
 	// tiny rate still makes progress.
 	c.repairBucket.init(uint64(cfg.RetransmitBytesPerSecond), max(uint64(cfg.RetransmitBytesPerSecond)/20, uint64(cfg.MaxPacketBytes)))

@@ -69,6 +69,9 @@ func (c *Core) stepStatus(now Time, frame []byte, from transport.Peer) error {
 		return nil
 	}
 	c.stats.Statuses++
+	if s.Flags&wire.StatusStandby != 0 {
+		c.queueAck(s.Member, s.Epoch, s.Contiguous)
+	}
 	t := &c.flow
 	e := t.find(s, from)
 	if e == nil {

@@ -86,9 +86,12 @@
 // still retained; 0 = none).
 //
 // Status (StatusBytes = 56), receiver -> sequencer, periodic: session u64
-// @8, epoch u32 @16, flags u16 @20 (StatusReadOnly, StatusReplayer),
+// @8, epoch u32 @16, flags u16 @20 (StatusReadOnly, StatusReplayer, StatusStandby),
 // instance u8 @22, reserved u8 @23, account u64 @24, incarnation u64 @32,
 // contiguous u64 @40 (every seq up to it held whole), delivered u64 @48.
+// A standby sequencer's ack (flag StatusStandby; StatusStandbyBytes = 64)
+// adds member u64 @56, its cluster member id (never 0), inside the header
+// length; without the flag, header bytes past 56 are skipped.
 //
 // Internal payload (InternalBytes = 40, in a record with FlagInternal):
 // type u8 @0, instance u8 @1, reserved u16 @2, epoch u32 @4, account u64

@@ -40,7 +40,7 @@ func reencode(name string, b []byte) ([]byte, bool) {
 		if wire.DecodeStatus(b, &st) != nil {
 			return nil, false
 		}
-		out, err := wire.AppendStatus(make([]byte, wire.StatusBytes), &st)
+		out, err := wire.AppendStatus(make([]byte, wire.StatusStandbyBytes), &st)
 		return out, err == nil || panicf("AppendStatus refused a decoded status: %v", err)
 	case "timer":
 		var tr wire.TimerRequest
@@ -130,6 +130,9 @@ func canonical(name string, b []byte) []byte {
 	if name == "internal" {
 		return b[:wire.InternalBytes]
 	}
+	if name == "status" && le.Uint16(b[20:])&wire.StatusStandby != 0 {
+		fixed[name] = wire.StatusStandbyBytes
+	}
 	n, ok := fixed[name]
 	if !ok || wire.HeaderLen(b) == n {
 		return b
@@ -162,4 +165,6 @@ func FuzzDecodeInternal(f *testing.F) { fuzzReencode(f, "internal", validInterna
 
 func FuzzDecodeTimerRequest(f *testing.F) { fuzzReencode(f, "timer", validTimerRequest(f)) }
 
-func FuzzDecodeStatus(f *testing.F) { fuzzReencode(f, "status", validStatus(f), validNak(f)) }
+func FuzzDecodeStatus(f *testing.F) {
+	fuzzReencode(f, "status", validStatus(f), validStandbyStatus(f), validNak(f))
+}

@@ -84,6 +84,17 @@ func validGone(t testing.TB) []byte {
 	return b
 }
 
+// validStandbyStatus is a standby's ack: the Member field at 56.
+func validStandbyStatus(t testing.TB) []byte {
+	t.Helper()
+	b, err := wire.AppendStatus(make([]byte, wire.StatusStandbyBytes), &wire.Status{Session: 2, Epoch: 3,
+		Flags: wire.StatusReplayer | wire.StatusStandby, Contiguous: 100, Delivered: 100, Member: 7})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
 func validStatus(t testing.TB) []byte {
 	t.Helper()
 	b, err := wire.AppendStatus(make([]byte, wire.StatusBytes), &wire.Status{Session: 2, Epoch: 1, Flags: wire.StatusReadOnly, Instance: 3, Account: wire.MustAccount("TAIL"), Incarnation: 9, Contiguous: 100, Delivered: 90})
@@ -421,8 +432,11 @@ func TestMalformed_HeaderExtension(t *testing.T) {
 		t.Fatalf("extended Gone: %v %+v", err, g)
 	}
 	var st wire.Status
-	if err := wire.DecodeStatus(extend(validStatus(t), wire.StatusBytes), &st); err != nil || st.Contiguous != 100 {
+	if err := wire.DecodeStatus(extend(validStatus(t), wire.StatusBytes), &st); err != nil || st.Contiguous != 100 || st.Member != 0 {
 		t.Fatalf("extended status: %v %+v", err, st)
+	}
+	if err := wire.DecodeStatus(extend(validStandbyStatus(t), wire.StatusStandbyBytes), &st); err != nil || st.Contiguous != 100 || st.Member != 7 {
+		t.Fatalf("extended standby status: %v %+v", err, st)
 	}
 }
 
@@ -437,6 +451,25 @@ func TestMalformed_StatusAndGone(t *testing.T) {
 	le.PutUint64(b[48:], 101) // delivered beyond contiguous
 	if err := wire.DecodeStatus(b, &st); !errors.Is(err, wire.ErrStatus) {
 		t.Errorf("status delivered > contiguous: %v, want ErrStatus", err)
+	}
+	b = validStandbyStatus(t)
+	le.PutUint64(b[56:], 0)
+	if err := wire.DecodeStatus(b, &st); !errors.Is(err, wire.ErrStatus) {
+		t.Errorf("standby status with member 0: %v, want ErrStatus", err)
+	}
+	b = validStandbyStatus(t)[:wire.StatusBytes]
+	le.PutUint16(b[4:], wire.StatusBytes)
+	if err := wire.DecodeStatus(b, &st); !errors.Is(err, wire.ErrStatus) {
+		t.Errorf("standby status without the member field: %v, want ErrStatus", err)
+	}
+	if _, err := wire.AppendStatus(make([]byte, wire.StatusStandbyBytes), &wire.Status{Flags: wire.StatusStandby}); !errors.Is(err, wire.ErrStatus) {
+		t.Errorf("AppendStatus of a standby status with member 0: %v, want ErrStatus", err)
+	}
+	if _, err := wire.AppendStatus(make([]byte, wire.StatusStandbyBytes), &wire.Status{Member: 4}); !errors.Is(err, wire.ErrStatus) {
+		t.Errorf("AppendStatus of a member without StatusStandby: %v, want ErrStatus", err)
+	}
+	if _, err := wire.AppendStatus(make([]byte, wire.StatusBytes), &wire.Status{Flags: wire.StatusStandby, Member: 4}); !errors.Is(err, wire.ErrNoRoom) {
+		t.Errorf("AppendStatus of a standby status into 56 bytes: %v, want ErrNoRoom", err)
 	}
 	var g wire.Gone
 	b = validGone(t)

@@ -419,3 +419,29 @@ func TestPeekKind(t *testing.T) {
 		t.Error("zero kind or internal type has a name")
 	}
 }
+
+// TestStatus_StandbyRoundTrip: a standby's ack carries its member id in
+// the 8 bytes after the fixed status, and a plain status stays 56 bytes.
+func TestStatus_StandbyRoundTrip(t *testing.T) {
+	for _, in := range []wire.Status{
+		{Session: 5, Epoch: 2, Flags: wire.StatusReplayer | wire.StatusStandby, Contiguous: 1 << 40, Delivered: 1 << 39, Member: 1<<64 - 1},
+		{Session: 5, Epoch: 9, Flags: wire.StatusReadOnly, Account: wire.MustAccount("T"), Contiguous: 3, Delivered: 3},
+	} {
+		b, err := wire.AppendStatus(make([]byte, 100), &in)
+		if err != nil {
+			t.Fatalf("AppendStatus(%+v): %v", in, err)
+		}
+		want := wire.StatusBytes
+		if in.Member != 0 {
+			want = wire.StatusStandbyBytes
+		}
+		if len(b) != want || wire.HeaderLen(b) != want {
+			t.Errorf("status of member %d is %d bytes (header %d), want %d", in.Member, len(b), wire.HeaderLen(b), want)
+		}
+		var out wire.Status
+		out.Member = 99 // a stale value must not survive
+		if err := wire.DecodeStatus(b, &out); err != nil || out != in {
+			t.Errorf("round trip: %+v, %v; want %+v", out, err, in)
+		}
+	}
+}
