@@ -17,9 +17,10 @@
 //   - FetchServer and Fetch: a small TCP range protocol by which a member
 //     fetches the packets of a sealed epoch it lacks from another.
 //
-// On the primary, sequencer.Core hands the acks it receives to its shell
-// (Agent.SetAckFunc), which feeds a Quorum and calls Core.SetStable with
-// its Stable, in the same loop iteration.
+// On the primary, the Node's shell hands every frame to a QuorumAcks
+// (NewQuorumAcks, the Deps.Acks of an epoch) and moves stable to its
+// Stable; a primary run by sequencer.Agent uses Agent.SetStableFunc with
+// SharedQuorum.Update instead (the Core queues the acks it receives).
 //
 // # Concurrency
 //

@@ -1,0 +1,58 @@
+package cluster
+
+import (
+	"github.com/seqd/seqd/transport"
+	"github.com/seqd/seqd/wire"
+)
+
+// QuorumAcks is the Node's Acks for one epoch: it picks the standby acks
+// (wire.Status with StatusStandby) out of the frames the primary receives
+// and keeps a Quorum of the epoch's voters. Not safe for concurrent use:
+// the Node calls it on the primary's sequencing goroutine only.
+type QuorumAcks struct {
+	session uint64
+	q       *Quorum
+	st      wire.Status
+}
+
+// NewQuorumAcks returns the ack tracker of epoch e: acks count from e's
+// voters (e.Members), for e.Epoch and e.Session; stable starts at the cut
+// (e.FirstSeq-1). It is a Deps.Acks:
+//
+//	Acks: func(e cluster.Epoch) cluster.Acks { return cluster.NewQuorumAcks(e) }
+func NewQuorumAcks(e Epoch) *QuorumAcks {
+	ids := make([]uint64, 0, len(e.Members))
+	for _, m := range e.Members {
+		ids = append(ids, m.ID)
+	}
+	q := NewQuorum()
+	// Voters past MaxVoters cannot exist (fsm.MaxMembers is the same
+	// bound); the first MaxVoters count.
+	_ = q.Reset(e.Epoch, e.Self, ids, e.FirstSeq-1)
+	return &QuorumAcks{session: e.Session, q: q}
+}
+
+// Observe takes a standby's ack out of frame, if it is one; anything else
+// is ignored (the Core steps it). It allocates nothing.
+func (a *QuorumAcks) Observe(frame []byte, _ transport.Peer) {
+	if k, err := wire.PeekKind(frame); err != nil || k != wire.KindStatus {
+		return
+	}
+	s := &a.st
+	if wire.DecodeStatus(frame, s) != nil || s.Flags&wire.StatusStandby == 0 || s.Session != a.session {
+		return
+	}
+	a.q.Ack(s.Member, s.Epoch, s.Contiguous)
+}
+
+// Stable records the primary's own position (published) and returns the
+// quorum's stable seq.
+func (a *QuorumAcks) Stable(published uint64) uint64 {
+	a.q.SetSelf(published)
+	return a.q.Stable()
+}
+
+// Quorum is the tracker's quorum (for tests and status).
+func (a *QuorumAcks) Quorum() *Quorum { return a.q }
+
+var _ Acks = (*QuorumAcks)(nil)

@@ -1,0 +1,58 @@
+package cluster
+
+import (
+	"testing"
+
+	"github.com/seqd/seqd/fsm"
+	"github.com/seqd/seqd/wire"
+)
+
+func ackFrame(t testing.TB, session uint64, epoch uint32, member, contiguous uint64) []byte {
+	t.Helper()
+	b, err := wire.AppendStatus(make([]byte, wire.StatusStandbyBytes), &wire.Status{Session: session, Epoch: epoch,
+		Flags: wire.StatusReplayer | wire.StatusStandby, Contiguous: contiguous, Delivered: contiguous, Member: member})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
+// TestQuorumAcks_CountsOnlyTheEpochsVoters: the Node's ack tracker takes
+// acks from the frames it observes, only from the epoch's voters, for that
+// epoch and session; a plain status or another session never counts.
+func TestQuorumAcks_CountsOnlyTheEpochsVoters(t *testing.T) {
+	e := Epoch{Session: 4, Epoch: 3, FirstSeq: 101, Self: 1,
+		Members: []fsm.Member{{ID: 1, Role: fsm.Voter}, {ID: 2, Role: fsm.Voter}, {ID: 3, Role: fsm.Voter}}}
+	a := NewQuorumAcks(e)
+	if got := a.Stable(150); got != 100 {
+		t.Fatalf("stable %d at the start, want the cut 100", got)
+	}
+	plain, err := wire.AppendStatus(make([]byte, wire.StatusBytes), &wire.Status{Session: 4, Epoch: 3, Contiguous: 150, Delivered: 150})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range [][]byte{
+		plain,
+		ackFrame(t, 4, 2, 2, 150), // older epoch
+		ackFrame(t, 5, 3, 2, 150), // another session
+		ackFrame(t, 4, 3, 7, 150), // not a voter
+		ackFrame(t, 4, 3, 1, 150), // the primary's own id
+		{1, 2, 3},                 // garbage
+	} {
+		a.Observe(f, 0)
+	}
+	if got := a.Stable(150); got != 100 {
+		t.Fatalf("stable %d after acks that must not count, want 100", got)
+	}
+	a.Observe(ackFrame(t, 4, 3, 3, 140), 0)
+	if got := a.Stable(150); got != 140 {
+		t.Fatalf("stable %d, want 140", got)
+	}
+	f := ackFrame(t, 4, 3, 2, 145)
+	if n := testing.AllocsPerRun(100, func() { a.Observe(f, 0); a.Stable(150) }); n != 0 {
+		t.Fatalf("Observe+Stable: %v allocations, want 0", n)
+	}
+	if got := a.Stable(150); got != 145 {
+		t.Fatalf("stable %d, want 145", got)
+	}
+}
