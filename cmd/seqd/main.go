@@ -66,6 +66,7 @@ func newApp() *cli.App {
 			tailCommand(),
 			benchCommand(),
 			benchPeerCommand(),
+			adminCommand(),
 		},
 		// main prints errors; the library must not print them too.
 		ExitErrHandler: func(*cli.Context, error) {},
@@ -84,6 +85,10 @@ func newApp() *cli.App {
 func strict(cmd *cli.Command) {
 	cmd.HideHelpCommand = true
 	cmd.OnUsageError = usageError
+	if len(cmd.Subcommands) > 0 {
+		// Its subcommands check their own arguments.
+		return
+	}
 	before := cmd.Before
 	cmd.Before = func(c *cli.Context) error {
 		if c.NArg() > 0 {

@@ -20,7 +20,7 @@ import (
 
 func sequencerCommand() *cli.Command {
 	d := sequencer.DefaultConfig()
-	flags, before := withConfig(append(transportFlags(true),
+	flags, before := withConfig(append(append(transportFlags(true),
 		uintFlag("session", 0, "session id (0: the start time in ns)"),
 		intFlag("sequencer.max-packet-bytes", 0, "largest stream datagram (UDP payload); 0: the path MTU (1472 on Ethernet, 65507 on loopback)"),
 		durFlag("sequencer.heartbeat-interval", d.HeartbeatInterval, "heartbeat when idle this long"),
@@ -43,10 +43,10 @@ func sequencerCommand() *cli.Command {
 		&cli.BoolFlag{Name: "force", Usage: "start even if another session is live on these groups: EVERY NODE OF THAT SESSION STOPS (they see a new session); for replacing a sequencer known to be wrong"},
 		&cli.StringFlag{Name: "publish-times", Usage: "note when each stream packet went to the kernel and write it (first_seq count unix_ns) to this file on stop; for seqd bench's latency breakdown"},
 		&cli.BoolFlag{Name: "dry-run", Usage: "validate the configuration, print it and exit"},
-	))
+	), clusterFlags()...))
 	return &cli.Command{
 		Name:  "sequencer",
-		Usage: "run a standalone sequencer (the Raft cluster comes later)",
+		Usage: "run a sequencer: alone, or with --cluster as a member of a Raft group of three (or five)",
 		Description: `Before it starts, listens on the stream for sequencer.listen-before-start
 and refuses to start if another session is live there: a second sequencer
 on the same groups would stop every node of the first (--force overrides).
@@ -125,6 +125,10 @@ func runSequencer(c *cli.Context) error {
 	}
 	if ctx.Err() != nil {
 		return stoppedInStartup(log)
+	}
+	if c.Bool("cluster") {
+		// The group decides the session, the epoch and who sequences.
+		return runClusterSequencer(c, cfg, log)
 	}
 	live, err := probeLiveSession(ctx, c, log, c.Duration("sequencer.listen-before-start"))
 	if err != nil {

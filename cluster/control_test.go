@@ -1,0 +1,60 @@
+package cluster
+
+import (
+	"context"
+	"errors"
+	"testing"
+)
+
+// TestControl_AdminOverHTTP drives the admin endpoint as `seqd admin` does:
+// status from any member lists all three with one primary; a transfer
+// asked of a standby is refused with ErrNotPrimary; asked of the primary,
+// it hands the role over.
+func TestControl_AdminOverHTTP(t *testing.T) {
+	c := newTestCluster(t, 3)
+	p := c.primary()
+	var standby *member
+	for _, m := range c.members {
+		if m != p {
+			standby = m
+		}
+	}
+	ctx := context.Background()
+	st, err := FetchStatus(ctx, standby.cfg.AdminAddr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st.Primary != p.cfg.ID || st.Epoch != 1 || len(st.Members) != 3 || st.Role != "standby" {
+		t.Fatalf("standby's status %+v", st)
+	}
+	primaries := 0
+	for _, a := range FetchAll(ctx, st) {
+		if a.Err != nil {
+			t.Fatalf("member %d: %v", a.Member.ID, a.Err)
+		}
+		if a.Status.Role == "primary" {
+			primaries++
+			if a.Status.Published == 0 {
+				t.Fatalf("primary's status %+v", a.Status)
+			}
+		}
+	}
+	if primaries != 1 {
+		t.Fatalf("%d primaries", primaries)
+	}
+	if _, err := RequestTransfer(ctx, standby.cfg.AdminAddr, 0); !errors.Is(err, ErrNotPrimary) {
+		t.Fatalf("transfer asked of a standby: %v, want ErrNotPrimary", err)
+	}
+	// Every member holds what the primary published (the quorum's
+	// checkpoints say so: a cut below would be refused).
+	for _, m := range c.members {
+		m.fol.set(p.node.Status().Published)
+	}
+	h, err := RequestTransfer(ctx, p.cfg.AdminAddr, standby.cfg.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if h.To != standby.cfg.ID || h.Epoch != 2 || c.primary() != standby {
+		t.Fatalf("handover %+v", h)
+	}
+}

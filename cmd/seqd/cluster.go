@@ -1,0 +1,169 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"time"
+
+	"github.com/urfave/cli/v2"
+
+	"github.com/seqd/seqd/cluster"
+	"github.com/seqd/seqd/sequencer"
+	"github.com/seqd/seqd/transport"
+)
+
+// clusterFlags are the keys of `seqd sequencer --cluster`.
+func clusterFlags() []cli.Flag {
+	return []cli.Flag{
+		boolFlag("cluster", false, "run as a member of a Raft sequencer group (primary while Raft leader, standby otherwise) instead of alone"),
+		uintFlag("id", 0, "cluster: this member's id (>= 1)"),
+		strFlag("dir", "", "cluster: directory of the raft log (raft.db), raft snapshots and the standby's stream store"),
+		strFlag("raft-addr", "", "cluster: host:port of this member's Raft transport (default: its entry in --peers)"),
+		strFlag("admin-addr", "", "cluster: host:port of this member's control and admin endpoint (default: its entry in --peers; keep it on loopback or a trusted network)"),
+		strFlag("fetch-addr", "", "cluster: host:port this member serves its stored stream on, for a new primary catching up (default: its entry in --peers)"),
+		strFlag("peers", "", "cluster: every member, this one included: ID@RAFT_ADDR@ADMIN_ADDR@FETCH_ADDR,... (used to bootstrap a new cluster)"),
+		strFlag("timeouts", "lan", "cluster: timing profile: lan (50 ms heartbeat, election and leader lease) | wan (1 s, lease 500 ms) | test (300 ms, for loaded machines)"),
+		boolFlag("join", false, "cluster: join a running cluster instead of bootstrapping (then: seqd admin add-member on the primary)"),
+	}
+}
+
+// clusterConfig reads the cluster keys into a cluster.Config; seq is the
+// sequencer template the flags built.
+func clusterConfig(c *cli.Context, seq sequencer.Config, log *slog.Logger) (cluster.Config, error) {
+	cfg := cluster.DefaultConfig()
+	cfg.ID = c.Uint64("id")
+	cfg.Dir = c.String("dir")
+	cfg.Join = c.Bool("join")
+	cfg.Sequencer = seq
+	cfg.Logger = log
+	prof, ok := cluster.Profiles[c.String("timeouts")]
+	if !ok {
+		return cfg, oneOf("timeouts", c.String("timeouts"), "lan", "wan", "test")
+	}
+	cfg.Timeouts = prof()
+	ms, err := parseMembers(c.String("peers"))
+	if err != nil {
+		return cfg, keyError("peers", fmt.Sprintf("%q", c.String("peers")), err.Error())
+	}
+	cfg.Members = ms
+	for _, m := range ms {
+		if m.ID == cfg.ID {
+			cfg.RaftAddr, cfg.AdminAddr = m.RaftAddr, m.AdminAddr
+		}
+	}
+	if a := c.String("raft-addr"); a != "" {
+		cfg.RaftAddr = a
+	}
+	if a := c.String("admin-addr"); a != "" {
+		cfg.AdminAddr = a
+	}
+	if cfg.Dir == "" {
+		return cfg, keyError("dir", `""`, "a directory for the raft log, snapshots and stream store")
+	}
+	if err := cfg.Validate(); err != nil {
+		return cfg, configError(err, clusterKeys)
+	}
+	return cfg, nil
+}
+
+var clusterKeys = map[string]string{
+	"ID":        "id",
+	"Dir":       "dir",
+	"RaftAddr":  "raft-addr",
+	"AdminAddr": "admin-addr",
+	"Members":   "peers",
+}
+
+// fetchAddr is this member's fetch address: --fetch-addr, or its entry in
+// --peers.
+func fetchAddr(c *cli.Context, cfg cluster.Config) string {
+	if a := c.String("fetch-addr"); a != "" {
+		return a
+	}
+	for _, m := range cfg.Members {
+		if m.ID == cfg.ID {
+			return m.StreamAddr
+		}
+	}
+	return ""
+}
+
+// runClusterSequencer runs one member of a sequencer group: its standby
+// (the data path) all the time, and the Node, which makes it primary while
+// it is the Raft leader. It prints a line on each role change, for
+// scripts and the tests:
+//
+//	sequencer: ready cluster id=ID raft=ADDR admin=ADDR
+//	sequencer: primary id=ID epoch=E first_seq=S started_ns=T seal_us=... commit_us=... started_us=...
+//	sequencer: standby id=ID epoch=E primary=P
+func runClusterSequencer(c *cli.Context, seq sequencer.Config, log *slog.Logger) error {
+	ctx := c.Context
+	cfg, err := clusterConfig(c, seq, log)
+	if err != nil {
+		return err
+	}
+	if err := os.MkdirAll(cfg.Dir, 0o755); err != nil {
+		return err
+	}
+	fol, runFollower, closeFollower, err := newFollower(c, cfg, fetchAddr(c, cfg), filepath.Join(cfg.Dir, "stream"), log)
+	if err != nil {
+		return err
+	}
+	defer closeFollower()
+	deps := cluster.Deps{
+		Follower: fol,
+		Stream:   func() (transport.Server, error) { return openServer(c, log) },
+		Acks:     newAcks,
+	}
+	n, err := cluster.New(cfg, deps)
+	if err != nil {
+		return err
+	}
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	errc := make(chan error, 2)
+	go func() { errc <- runFollower(ctx) }()
+	go func() { errc <- n.Run(ctx) }()
+	fmt.Printf("sequencer: ready cluster id=%d raft=%s admin=%s\n", cfg.ID, cfg.RaftAddr, n.AdminAddr())
+	log.Info("cluster member serving", "id", cfg.ID, "raft", cfg.RaftAddr, "admin", n.AdminAddr(), "pid", os.Getpid())
+
+	tick := time.NewTicker(time.Millisecond)
+	defer tick.Stop()
+	role, epoch := cluster.RoleStandby, uint64(0)
+	var first error
+	for first == nil {
+		select {
+		case err := <-errc:
+			first = err
+			continue
+		case <-tick.C:
+		}
+		r, st := n.Role(), n.State()
+		switch {
+		case r == cluster.RolePrimary && (role != cluster.RolePrimary || st.Epoch() != epoch):
+			if ch := n.LastChange(); ch != nil {
+				fmt.Printf("sequencer: primary id=%d epoch=%d first_seq=%d started_ns=%d seal_us=%d catchup_us=%d commit_us=%d started_us=%d\n",
+					cfg.ID, ch.Epoch, ch.Cut+1, n.Status().StartedAt, ch.SealUS, ch.CatchUpUS, ch.CommitUS, ch.StartedUS)
+			}
+			role, epoch = r, st.Epoch()
+		case r == cluster.RoleStandby && st.Primary() != 0 && (role != cluster.RoleStandby || st.Epoch() != epoch):
+			fmt.Printf("sequencer: standby id=%d epoch=%d primary=%d\n", cfg.ID, st.Epoch(), st.Primary())
+			role, epoch = r, st.Epoch()
+		}
+	}
+	cancel()
+	// Both goroutines end on cancel; wait for the other one.
+	second := <-errc
+	st := n.State()
+	fmt.Printf("sequencer: stopped cluster id=%d epoch=%d primary=%d\n", cfg.ID, st.Epoch(), st.Primary())
+	for _, err := range []error{first, second} {
+		if err != nil && !errors.Is(err, context.Canceled) {
+			return err
+		}
+	}
+	return nil
+}
