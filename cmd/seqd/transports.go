@@ -22,6 +22,11 @@ var (
 	clientTransports = []string{"udp", "tcp"}
 )
 
+// cliReadBufferBytes is the SO_RCVBUF the CLI asks for by default. The
+// sequencer's default flow window must stay below it (see
+// sequencer.Config.FlowWindowPercent).
+const cliReadBufferBytes = 32 << 20
+
 // transportFlags are the keys that choose and shape the transport; the same
 // keys serve the sequencer and the nodes, so one file configures both.
 // server: the sequencer's flags (it alone accepts hybrid).
@@ -29,7 +34,7 @@ func transportFlags(server bool) []cli.Flag {
 	mc := multicast.DefaultConfig()
 	// A process that is descheduled for a few milliseconds at a million
 	// messages a second needs deep socket buffers not to drop.
-	mc.ReadBufferBytes = 32 << 20
+	mc.ReadBufferBytes = cliReadBufferBytes
 	return []cli.Flag{
 		transportFlag(server),
 		strFlag("udp.interface", mc.Interface, "network interface for multicast"),
