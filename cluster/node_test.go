@@ -126,10 +126,21 @@ func newTestCluster(t *testing.T, k int) *testCluster {
 }
 
 func (c *testCluster) start(self fsm.Member, ms []fsm.Member, join bool) *member {
+	c.t.Helper()
+	return c.startWith(self, ms, join, c.t.TempDir())
+}
+
+// startDir restarts a member on its directory.
+func (c *testCluster) startDir(self fsm.Member, ms []fsm.Member, dir string) *member {
+	c.t.Helper()
+	return c.startWith(self, ms, false, dir)
+}
+
+func (c *testCluster) startWith(self fsm.Member, ms []fsm.Member, join bool, dir string) *member {
 	t := c.t
 	t.Helper()
 	cfg := DefaultConfig()
-	cfg.ID, cfg.Dir, cfg.RaftAddr, cfg.AdminAddr = self.ID, t.TempDir(), self.RaftAddr, self.AdminAddr
+	cfg.ID, cfg.Dir, cfg.RaftAddr, cfg.AdminAddr = self.ID, dir, self.RaftAddr, self.AdminAddr
 	cfg.Members, cfg.Join = ms, join
 	cfg.Timeouts = TestTimeouts()
 	cfg.CheckpointInterval = 10 * time.Millisecond
@@ -323,5 +334,60 @@ func TestNode_AddAndRemoveMemberLive(t *testing.T) {
 	}
 	if n := len(cf.Configuration().Servers); n != 3 || len(p.node.State().Members()) != 3 {
 		t.Fatalf("after removal: %d raft servers, state %v", n, p.node.State())
+	}
+}
+
+// TestNode_PrimaryStopsWithoutQuorum: a primary that cannot reach a
+// quorum stops sequencing once raft's leader lease runs out, on its own.
+func TestNode_PrimaryStopsWithoutQuorum(t *testing.T) {
+	c := newTestCluster(t, 3)
+	p := c.primary()
+	for _, m := range c.members {
+		if m != p {
+			m.stop()
+		}
+	}
+	deadline := time.Now().Add(wait)
+	for p.node.Role() == RolePrimary {
+		if time.Now().After(deadline) {
+			t.Fatal("the primary goes on sequencing without a quorum")
+		}
+		time.Sleep(time.Millisecond)
+	}
+	if p.node.IsLeader() {
+		t.Fatal("still raft leader")
+	}
+}
+
+// TestNode_RestartedMemberRejoinsAsStandby: a member restarted on its
+// directory keeps its raft state (no second bootstrap), follows the new
+// epoch and can become primary again later, at a new epoch.
+func TestNode_RestartedMemberRejoinsAsStandby(t *testing.T) {
+	c := newTestCluster(t, 3)
+	old := c.primary()
+	for _, m := range c.members {
+		m.fol.set(old.node.Status().Published)
+	}
+	old.stop()
+	p := c.primary()
+	self, _ := p.node.State().Member(old.cfg.ID)
+	cfg := old.cfg
+	back := c.startDir(self, cfg.Members, cfg.Dir)
+	deadline := time.Now().Add(wait)
+	for back.node.State().Epoch() != 2 || back.node.Role() != RoleStandby {
+		if time.Now().After(deadline) {
+			t.Fatalf("restarted member: %+v", back.node.Status())
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	back.fol.set(p.node.Status().Published)
+	for _, m := range c.members {
+		m.fol.set(p.node.Status().Published)
+	}
+	if _, err := p.node.TransferPrimary(context.Background(), old.cfg.ID); err != nil {
+		t.Fatal(err)
+	}
+	if q := c.primary(); q != back || q.node.State().Epoch() != 3 {
+		t.Fatalf("primary %d in epoch %d, want the restarted %d in epoch 3", q.cfg.ID, q.node.State().Epoch(), old.cfg.ID)
 	}
 }
