@@ -456,6 +456,7 @@ func (n *Node) sequence(ctx context.Context, core *sequencer.Core, srv transport
 		n.log.Info("primary stopped", "epoch", ch.Epoch, "published", core.Published(), "stable", core.Stable())
 	}()
 
+	ackBuf := make([]sequencer.StandbyAck, 0, 64)
 	ckpt := newCheckpointer(n, ch.Epoch)
 	defer ckpt.stop()
 	// Poll at most a millisecond at a time, so that a lost leadership
@@ -471,6 +472,11 @@ func (n *Node) sequence(ctx context.Context, core *sequencer.Core, srv transport
 		fresh = false
 		if _, err := srv.Poll(onFrame, maxWait); err != nil {
 			return err
+		}
+		if core.PendingStandbyAcks() {
+			// Acks reached the tracker through Observe; the Core's own
+			// queue (for sequencer.Agent's shell) is dropped here.
+			ackBuf = core.TakeStandbyAcks(ackBuf[:0])
 		}
 		t := read()
 		core.SetStable(acks.Stable(core.Published()))

@@ -8,7 +8,6 @@ import (
 	"github.com/urfave/cli/v2"
 
 	"github.com/seqd/seqd/cluster"
-	"github.com/seqd/seqd/transport"
 )
 
 // newFollower opens this member's standby: the data path that follows,
@@ -18,10 +17,5 @@ func newFollower(c *cli.Context, cfg cluster.Config, fetch, dir string, log *slo
 	return nil, nil, nil, errors.New("--cluster: the standby (cluster data path) is not built yet")
 }
 
-// noAcks never moves stable (placeholder until the quorum lands).
-type noAcks struct{}
-
-func (noAcks) Observe([]byte, transport.Peer) {}
-func (noAcks) Stable(uint64) uint64           { return 0 }
-
-func newAcks(cluster.Epoch) cluster.Acks { return noAcks{} }
+// newAcks is the quorum of an epoch's voters: the primary's stable seq.
+func newAcks(e cluster.Epoch) cluster.Acks { return cluster.NewQuorumAcks(e) }
