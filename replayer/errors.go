@@ -29,6 +29,9 @@ var (
 	// ErrFailed: a write or fsync failed earlier; the file's state is
 	// unknown, so the store takes no more appends.
 	ErrFailed = errors.New("replayer: store failed")
+	// ErrGone: a Reader (or a rewind) asked for seqs below the oldest the
+	// store holds.
+	ErrGone = errors.New("replayer: seqs no longer held")
 	// ErrClosed: the store was closed.
 	ErrClosed = errors.New("replayer: store closed")
 )

@@ -104,6 +104,7 @@ func Open(dir string, cfg Config) (*Store, *Recovery, error) {
 		rbuf:    make([]byte, cfg.ReadBufferBytes),
 		rseg:    -1,
 		out:     make([]byte, 0, cfg.MaxPacketBytes),
+		tip:     &Tip{dir: dir, maxPacket: cfg.MaxPacketBytes},
 	}
 	rec := &Recovery{}
 	sc := &scanner{buf: make([]byte, max(1<<20, cfg.ReadBufferBytes)), maxPacket: cfg.MaxPacketBytes}
@@ -146,6 +147,7 @@ func Open(dir string, cfg Config) (*Store, *Recovery, error) {
 		}
 		s.durable = rec.Contiguous
 	}
+	s.publishTip()
 	return s, rec, nil
 }
 

@@ -61,6 +61,10 @@ type Store struct {
 	// fillBytes is the size of the next read (see fill).
 	fillBytes int
 
+	// tip is what other goroutines read (Reader): published after each
+	// write.
+	tip *Tip
+
 	pkt   wire.Packet // scratch
 	rec   wire.Record
 	walk  recordWalk // Records
@@ -323,6 +327,7 @@ func (s *Store) flush() error {
 	}
 	seg.written += int64(n)
 	s.wbuf = s.wbuf[:0]
+	s.publishTip()
 	return nil
 }
 
@@ -446,6 +451,7 @@ func (s *Store) Close() error {
 		}
 	}
 	s.closed = true
+	s.tip.closed.Store(true)
 	return err
 }
 

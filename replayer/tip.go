@@ -1,0 +1,87 @@
+package replayer
+
+import (
+	"sync/atomic"
+)
+
+// Tip is the part of a Store that other goroutines may read while the
+// Store's own goroutine appends: where the bytes handed to the operating
+// system end. A Reader (any goroutine) reads the segment files read-only
+// up to it, so readers never touch the Store itself and need no lock.
+//
+// The position packs the active segment's ordinal and its written offset
+// into one uint64 (ordinal<<positionOffsetBits | offset), published with
+// one atomic store after each write: a reader that loads it sees every
+// byte before it in the file (the write system call returned before the
+// store) and knows that every segment of a lower ordinal is complete
+// (a segment is flushed whole before the next one is created).
+type Tip struct {
+	dir       string
+	maxPacket int
+
+	pos     atomic.Uint64 // ordinal<<positionOffsetBits | offset; 0 before the first write
+	seq     atomic.Uint64 // highest seq held whole in the bytes before pos
+	session atomic.Uint64
+	closed  atomic.Bool
+}
+
+// positionOffsetBits: offsets within a segment (Config.SegmentBytes is at
+// most 1<<40) fit the low bits, the ordinal the rest (segments up to
+// 1<<24; a store rolls that many segments only after 2^24 * SegmentBytes).
+const positionOffsetBits = 40
+
+func packPosition(ordinal uint64, off int64) uint64 {
+	return ordinal<<positionOffsetBits | uint64(off)
+}
+
+func unpackPosition(p uint64) (ordinal uint64, off int64) {
+	return p >> positionOffsetBits, int64(p & (1<<positionOffsetBits - 1))
+}
+
+// Seq is the highest seq whose frames, and every frame before them, were
+// handed to the operating system: what a Reader can read now. Safe from
+// any goroutine.
+func (t *Tip) Seq() uint64 { return t.seq.Load() }
+
+// Session is the session held (0 while the store is empty). Safe from any
+// goroutine.
+func (t *Tip) Session() uint64 { return t.session.Load() }
+
+// Closed reports whether the Store was closed: a Reader at the tip will
+// see no more. Safe from any goroutine.
+func (t *Tip) Closed() bool { return t.closed.Load() }
+
+// Dir is the store's directory.
+func (t *Tip) Dir() string { return t.dir }
+
+// publish is called by the Store's goroutine after bytes reached the
+// file: segment ordinal is written up to off, and holds seq whole.
+func (t *Tip) publish(ordinal uint64, off int64, seq, session uint64) {
+	if session != 0 && t.session.Load() != session {
+		t.session.Store(session)
+	}
+	t.seq.Store(seq)
+	t.pos.Store(packPosition(ordinal, off))
+}
+
+// Tip returns the Store's tip, which other goroutines may use (with
+// NewReader) for as long as the process runs; it outlives Close.
+func (s *Store) Tip() *Tip { return s.tip }
+
+// publishTip publishes the active segment's written end (Store goroutine).
+func (s *Store) publishTip() {
+	if len(s.segs) == 0 {
+		return
+	}
+	seg := &s.segs[len(s.segs)-1]
+	seq := s.tail.contiguous()
+	if len(s.wbuf) > 0 {
+		// Frames still wait in the buffer: only what precedes them is in
+		// the file.
+		seq = min(seq, s.pendSeq-1)
+	}
+	if s.limit != 0 {
+		seq = min(seq, s.limit-1)
+	}
+	s.tip.publish(seg.ordinal, seg.written, seq, s.session)
+}
