@@ -12,4 +12,7 @@ var (
 	ErrTooLarge      = errors.New("receiver: message larger than MaxReceiveMessageBytes")
 	ErrFrameKind     = errors.New("receiver: frame kind not expected by a receiver")
 	ErrConfig        = errors.New("receiver: invalid config")
+	// ErrNotStarted: StepRewind before a live packet started the
+	// receiver; the caller keeps the packet and tries again later.
+	ErrNotStarted = errors.New("receiver: rewind packet before the live stream started the receiver")
 )

@@ -66,4 +66,5 @@ type Stats struct {
 	BudgetDrops    uint64 // records dropped because the reassembly budget was full
 	AheadDrops     uint64 // fragments dropped because far beyond the bytes held of their message
 	StatusSent     uint64
+	Rewound        uint64 // packets taken from a rewind (StepRewind)
 }

@@ -31,6 +31,8 @@ type Receiver struct {
 	stored         bool // slowRecord's record brought something new
 	slowAdvance    bool // Advance has buffers to release or views to drop
 	stepped        bool // the last Step took a stream packet
+	rewindPkt      bool // the packet being handled came from StepRewind
+	rewinding      bool // SetRewinding: gaps are not NAKed
 	nakArmed       bool
 	asked          bool  // askedFrom..askedTo were asked of src
 	err            error // sticky fatal error
@@ -174,7 +176,7 @@ func (r *Receiver) Tick(now int64) {
 		return
 	}
 	r.updateGap(now)
-	if r.nakArmed && now >= r.nakAt {
+	if r.nakArmed && now >= r.nakAt && !r.rewinding {
 		r.sendNak(now)
 	}
 	if r.cfg.StatusInterval > 0 && r.started && now >= r.statusAt {
@@ -187,7 +189,7 @@ func (r *Receiver) Tick(now int64) {
 func (r *Receiver) NextDue() (int64, bool) {
 	var at int64
 	ok := false
-	if r.nakArmed {
+	if r.nakArmed && !r.rewinding {
 		at, ok = r.nakAt, true
 	}
 	if r.cfg.StatusInterval > 0 && r.started && r.err == nil {
@@ -321,6 +323,10 @@ func (r *Receiver) onPacket(now int64, frame []byte) {
 			// (the cut is at or above it), and the cut lies below the
 			// next epoch it knows.
 			next = min(p.Stable+1, r.cuts.startAfter(p.Epoch))
+			if r.rewindPkt {
+				// The stored stream holds no cut record (see StepRewind).
+				next = r.cuts.startAfter(p.Epoch)
+			}
 		}
 		if p.FirstSeq >= next {
 			// A deposed primary's packet above its cut.
