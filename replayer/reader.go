@@ -34,6 +34,15 @@ type Reader struct {
 	bn         int   // valid bytes in buf
 	rpos       int   // next frame in buf
 	lastFirst  uint64
+	lastSeq    uint64 // last seq of the newest packet returned
+}
+
+// NextSeq is the seq after the newest packet returned (from, before any).
+func (r *Reader) NextSeq() uint64 {
+	if r.lastSeq == 0 {
+		return r.from
+	}
+	return r.lastSeq + 1
 }
 
 // ReaderBufferBytes is the default read buffer of a Reader: large reads
@@ -138,7 +147,7 @@ func (r *Reader) frames() ([]byte, error) {
 			return nil, r.corrupt(i, err)
 		}
 		fs := info.FirstSeq
-		r.lastFirst = fs
+		r.lastFirst, r.lastSeq = fs, info.LastSeq()
 		if first < 0 {
 			first = i
 		}

@@ -1,0 +1,272 @@
+package replayer
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/seqd/seqd/wire"
+)
+
+// RewindConfig tunes a RewindServer. Start from DefaultRewindConfig.
+type RewindConfig struct {
+	// MaxRewinds bounds the rewinds served at once; one more is answered
+	// RewindUnavailable (the client tries another replayer).
+	MaxRewinds int
+	// RequestTimeout: a client that has not sent its request this long
+	// after connecting is dropped.
+	RequestTimeout time.Duration
+	// WriteTimeout: a client that takes nothing for this long (TCP
+	// backpressure at a standstill) is dropped, so a stuck client never
+	// holds a rewind forever.
+	WriteTimeout time.Duration
+	// TipPoll: how often a rewind at the store's tip looks for new
+	// frames.
+	TipPoll time.Duration
+	// BufferBytes is each rewind's read buffer (one write per buffer).
+	BufferBytes int
+}
+
+// DefaultRewindConfig: 64 rewinds, 5 s to ask, 30 s of standstill, the
+// tip looked at every 200 µs, 1 MiB reads.
+func DefaultRewindConfig() RewindConfig {
+	return RewindConfig{MaxRewinds: 64, RequestTimeout: 5 * time.Second, WriteTimeout: 30 * time.Second,
+		TipPoll: 200 * time.Microsecond, BufferBytes: ReaderBufferBytes}
+}
+
+// Validate names the first field out of range.
+func (c RewindConfig) Validate() error {
+	switch {
+	case c.MaxRewinds < 1 || c.MaxRewinds > 1<<16:
+		return fmt.Errorf("%w: MaxRewinds = %d, want 1..65536", ErrConfig, c.MaxRewinds)
+	case c.RequestTimeout <= 0:
+		return fmt.Errorf("%w: RequestTimeout = %v, want > 0", ErrConfig, c.RequestTimeout)
+	case c.WriteTimeout <= 0:
+		return fmt.Errorf("%w: WriteTimeout = %v, want > 0", ErrConfig, c.WriteTimeout)
+	case c.TipPoll <= 0 || c.TipPoll > time.Second:
+		return fmt.Errorf("%w: TipPoll = %v, want (0, 1s]", ErrConfig, c.TipPoll)
+	case c.BufferBytes < 64<<10 || c.BufferBytes > 1<<30:
+		return fmt.Errorf("%w: BufferBytes = %d, want 64 KiB..1 GiB", ErrConfig, c.BufferBytes)
+	}
+	return nil
+}
+
+// RewindStats are a RewindServer's counters.
+type RewindStats struct {
+	Accepted uint64 // rewinds started
+	Active   int64  // rewinds streaming now
+	Refused  uint64 // requests answered with an error status
+	Bytes    uint64 // stream bytes sent
+}
+
+// RewindServer serves rewinds (docs/protocol.md, "Rewind") from a Store
+// that another goroutine may be appending to: each connection gets its
+// own Reader of the store's Tip and its own goroutine, streams the stored
+// frames from the seq asked, and, with wire.RewindFollow, follows the
+// store's tip until the client closes. Flow control is TCP's: a slow
+// client slows its own rewind only.
+type RewindServer struct {
+	tip *Tip
+	cfg RewindConfig
+
+	mu     sync.Mutex
+	conns  map[net.Conn]struct{}
+	ls     []net.Listener
+	closed bool
+	wg     sync.WaitGroup
+	quit   chan struct{}
+
+	accepted, refused, bytes atomic.Uint64
+	active                   atomic.Int64
+}
+
+// NewRewindServer serves the store behind tip (Store.Tip).
+func NewRewindServer(tip *Tip, cfg RewindConfig) (*RewindServer, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	return &RewindServer{tip: tip, cfg: cfg, conns: make(map[net.Conn]struct{}), quit: make(chan struct{})}, nil
+}
+
+// Serve accepts rewind connections on l until Close (then it returns
+// nil) or an accept error (returned).
+func (s *RewindServer) Serve(l net.Listener) error {
+	s.mu.Lock()
+	if s.closed {
+		s.mu.Unlock()
+		l.Close()
+		return nil
+	}
+	s.ls = append(s.ls, l)
+	s.mu.Unlock()
+	for {
+		c, err := l.Accept()
+		if err != nil {
+			s.mu.Lock()
+			closed := s.closed
+			s.mu.Unlock()
+			if closed {
+				return nil
+			}
+			var ne net.Error
+			if errors.As(err, &ne) && ne.Timeout() {
+				continue
+			}
+			return fmt.Errorf("replayer: rewind accept: %w", err)
+		}
+		s.mu.Lock()
+		if s.closed {
+			s.mu.Unlock()
+			c.Close()
+			return nil
+		}
+		s.conns[c] = struct{}{}
+		s.wg.Add(1)
+		s.mu.Unlock()
+		go s.serve(c)
+	}
+}
+
+// Close stops accepting, ends every rewind (their connections close) and
+// waits for their goroutines.
+func (s *RewindServer) Close() error {
+	s.mu.Lock()
+	if !s.closed {
+		s.closed = true
+		close(s.quit)
+		for _, l := range s.ls {
+			l.Close()
+		}
+		for c := range s.conns {
+			c.Close()
+		}
+	}
+	s.mu.Unlock()
+	s.wg.Wait()
+	return nil
+}
+
+// Stats returns the counters.
+func (s *RewindServer) Stats() RewindStats {
+	return RewindStats{Accepted: s.accepted.Load(), Active: s.active.Load(), Refused: s.refused.Load(), Bytes: s.bytes.Load()}
+}
+
+func (s *RewindServer) serve(c net.Conn) {
+	defer func() {
+		c.Close()
+		s.mu.Lock()
+		delete(s.conns, c)
+		s.mu.Unlock()
+		s.wg.Done()
+	}()
+	if tc, ok := c.(*net.TCPConn); ok {
+		tc.SetNoDelay(true)
+		tc.SetWriteBuffer(4 << 20)
+	}
+	var req [wire.RewindRequestBytes]byte
+	c.SetReadDeadline(time.Now().Add(s.cfg.RequestTimeout))
+	if _, err := io.ReadFull(c, req[:]); err != nil {
+		return
+	}
+	c.SetReadDeadline(time.Time{})
+	var q wire.RewindRequest
+	reply := wire.RewindReply{Session: s.tip.Session(), Newest: s.tip.Seq()}
+	if err := wire.DecodeRewindRequest(req[:], &q); err != nil {
+		s.refuse(c, &reply, wire.RewindBadRequest)
+		return
+	}
+	if q.Session != 0 && reply.Session != 0 && q.Session != reply.Session {
+		s.refuse(c, &reply, wire.RewindBadSession)
+		return
+	}
+	if n := s.active.Add(1); n > int64(s.cfg.MaxRewinds) {
+		s.active.Add(-1)
+		s.refuse(c, &reply, wire.RewindUnavailable)
+		return
+	}
+	defer s.active.Add(-1)
+	r := NewReader(s.tip, q.FromSeq, s.cfg.BufferBytes)
+	defer r.Close()
+	run, err := r.Next()
+	reply.Oldest = r.Oldest()
+	switch {
+	case errors.Is(err, ErrGone):
+		s.refuse(c, &reply, wire.RewindGone)
+		return
+	case err != nil:
+		s.refuse(c, &reply, wire.RewindUnavailable)
+		return
+	}
+	s.accepted.Add(1)
+	var out [wire.RewindReplyBytes]byte
+	if !s.write(c, wire.AppendRewindReply(out[:0], &reply)) {
+		return
+	}
+	// The client sends nothing more: a read returning means it closed.
+	gone := make(chan struct{})
+	go func() {
+		var b [1]byte
+		c.Read(b[:])
+		close(gone)
+	}()
+	poll := time.NewTimer(time.Hour)
+	poll.Stop()
+	defer poll.Stop()
+	for {
+		if len(run) > 0 {
+			if !s.write(c, run) {
+				return
+			}
+		} else {
+			var reason uint8
+			switch {
+			case err != nil && errors.As(err, new(*Corruption)):
+				reason = wire.RewindEndCorrupt
+			case err != nil:
+				reason = wire.RewindEndError
+			case q.Flags&wire.RewindFollow == 0:
+				reason = wire.RewindEndTip
+			case s.tip.Closed():
+				reason = wire.RewindEndClosed
+			}
+			if reason != 0 {
+				var end [wire.RewindFrameHeaderBytes]byte
+				s.write(c, wire.AppendRewindEnd(end[:0], reason, r.NextSeq()))
+				return
+			}
+			poll.Reset(s.cfg.TipPoll)
+			select {
+			case <-gone:
+				return
+			case <-s.quit:
+				return
+			case <-poll.C:
+			}
+		}
+		select {
+		case <-gone:
+			return
+		default:
+		}
+		run, err = r.Next()
+	}
+}
+
+// write sends b whole within WriteTimeout.
+func (s *RewindServer) write(c net.Conn, b []byte) bool {
+	c.SetWriteDeadline(time.Now().Add(s.cfg.WriteTimeout))
+	n, err := c.Write(b)
+	s.bytes.Add(uint64(n))
+	return err == nil
+}
+
+func (s *RewindServer) refuse(c net.Conn, reply *wire.RewindReply, status uint16) {
+	s.refused.Add(1)
+	reply.Status = status
+	var out [wire.RewindReplyBytes]byte
+	s.write(c, wire.AppendRewindReply(out[:0], reply))
+}
