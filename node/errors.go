@@ -39,6 +39,10 @@ var (
 	// instance and incarnation, a command it did not send: two processes
 	// were given one incarnation and would ack each other's commands.
 	ErrDuplicateSender = errors.New("node: another process sends with this account, instance and incarnation")
+	// ErrRewind: the rewind from a replayer failed before the node
+	// reached the live stream (refused, connection lost, corrupt store);
+	// the message names the replayer and why.
+	ErrRewind = errors.New("node: rewind failed")
 )
 
 // RejectedError is the error of one command the sequencer refused (an

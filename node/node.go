@@ -62,6 +62,12 @@ type Node struct {
 	nowValid bool
 	nowUses  int // frames stepped at now
 
+	// Rewind (rewind.go): the replayer's address, the open stream (Run
+	// goroutine only) and its mirror.
+	rewindAddr string
+	rw         *rewindStream
+	rewindOpen atomic.Bool
+
 	// Mirrors of Core state for other goroutines; written by Run (during
 	// delivery, before each callback, so callbacks see the current value).
 	seqNow      atomic.Int64
@@ -123,6 +129,10 @@ func (n *Node) SetIdleSpin(d time.Duration) { n.idle.Spin = d }
 func (n *Node) Run(ctx context.Context) error {
 	got := 0
 	var now int64 // the last iteration's reading: idleWait needs no fresh one
+	if n.cfg.Rewind && n.rewindAddr != "" && n.rw == nil && !n.core.RewindCaughtUp() {
+		n.openRewind()
+	}
+	defer n.closeRewind()
 	for {
 		if err := ctx.Err(); err != nil {
 			return n.finish(err)
@@ -139,6 +149,10 @@ func (n *Node) Run(ctx context.Context) error {
 				wait = 0
 			}
 			n.mu.Unlock()
+			// Likewise a rewind chunk pushed before polling was set.
+			if n.rw != nil && n.core.Started() && (n.rw.ready() || len(n.rw.errc) > 0) {
+				wait = 0
+			}
 		}
 		var err error
 		got, err = n.client.Poll(n.onRecv, wait)
@@ -148,6 +162,11 @@ func (n *Node) Run(ctx context.Context) error {
 		}
 		now = n.tick()
 		n.nowValid = false
+		if n.rw != nil {
+			if err := n.pumpRewind(now); err != nil {
+				return n.finish(err)
+			}
+		}
 		n.applyOps(now)
 		n.core.Tick(now)
 		n.publish()

@@ -1,0 +1,260 @@
+package node
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"sync"
+	"time"
+
+	"github.com/seqd/seqd/wire"
+)
+
+// Rewind over TCP (docs/protocol.md, "Rewind"): with Config.Rewind and
+// SetRewindAddr, Run opens one connection to a replayer, asks for the
+// stream from Config.RewindFrom with wire.RewindFollow, and feeds the
+// stored packets to the Core as repairs (Core.StepRewind) while the live
+// stream goes on arriving through the transport and is buffered by the
+// receiver. A goroutine reads the connection into a few large chunks
+// (checking every frame's CRC on its own core); Run takes whole chunks,
+// so the hand-off costs two channel operations per chunk, nothing per
+// message. When the Core has caught up (Core.RewindCaughtUp) Run closes
+// the connection and the live stream carries on.
+
+// rewindChunks and rewindChunkBytes: the read-ahead of a rewind (TCP
+// backpressure holds the replayer beyond it).
+const (
+	rewindChunks     = 4
+	rewindChunkBytes = 1<<20 + wire.RewindFrameHeaderBytes
+	rewindDialWait   = 5 * time.Second
+	rewindReplyWait  = 10 * time.Second
+)
+
+type rewindChunk struct {
+	b []byte
+	n int // whole, checked frames in b[:n]
+}
+
+// rewindStream is one rewind connection and its reading goroutine.
+type rewindStream struct {
+	addr string
+	full chan rewindChunk
+	free chan []byte
+	errc chan error // the reader's end (cap 1)
+	stop chan struct{}
+	wake func()
+
+	mu   sync.Mutex
+	conn net.Conn
+}
+
+// SetRewindAddr makes Run rewind from the replayer at addr (host:port of
+// its rewind listener) when Config.Rewind is set. Call it before Run.
+func (n *Node) SetRewindAddr(addr string) { n.rewindAddr = addr }
+
+// openRewind starts the rewind goroutine (Run goroutine).
+func (n *Node) openRewind() {
+	rw := &rewindStream{addr: n.rewindAddr, full: make(chan rewindChunk, rewindChunks),
+		free: make(chan []byte, rewindChunks), errc: make(chan error, 1), stop: make(chan struct{})}
+	for i := 0; i < rewindChunks; i++ {
+		rw.free <- make([]byte, rewindChunkBytes)
+	}
+	if n.waker != nil {
+		w := n.waker
+		rw.wake = func() {
+			if n.polling.CompareAndSwap(true, false) {
+				w.Wake()
+			}
+		}
+	}
+	n.rw = rw
+	n.rewindOpen.Store(true)
+	n.core.SetRewindOpen(true)
+	req := wire.RewindRequest{Session: n.cfg.Session, FromSeq: max(1, n.cfg.RewindFrom), Flags: wire.RewindFollow}
+	go rw.run(req)
+}
+
+// closeRewind ends the rewind (Run goroutine).
+func (n *Node) closeRewind() {
+	rw := n.rw
+	if rw == nil {
+		return
+	}
+	n.rw = nil
+	n.core.SetRewindOpen(false)
+	close(rw.stop)
+	rw.mu.Lock()
+	if rw.conn != nil {
+		rw.conn.Close()
+	}
+	rw.mu.Unlock()
+	n.rewindOpen.Store(false)
+}
+
+// RewindOpen reports whether the rewind connection is open: from Run's
+// start (with Config.Rewind and SetRewindAddr) until the node caught up
+// with the live stream (Core.RewindCaughtUp), which is at or after the
+// moment Rewinding turns false.
+func (n *Node) RewindOpen() bool { return n.rewindOpen.Load() }
+
+// pumpRewind feeds the chunks read so far to the Core, once the live
+// stream started it, and closes the rewind when the Core caught up. It
+// returns an error when the rewind failed before that.
+func (n *Node) pumpRewind(now int64) error {
+	rw := n.rw
+	if !n.core.Started() {
+		return rw.failed()
+	}
+	for i := 0; i < rewindChunks; i++ {
+		var ch rewindChunk
+		select {
+		case ch = <-rw.full:
+		default:
+			return rw.failed()
+		}
+		b := ch.b[:ch.n]
+		for len(b) > 0 {
+			k := int(le32(b[4:])) + wire.RewindFrameHeaderBytes
+			if err := n.core.StepRewind(now, b[wire.RewindFrameHeaderBytes:k]); err != nil && n.core.Err() != nil {
+				return nil // Run reports the Core's error
+			}
+			b = b[k:]
+			if n.core.RewindCaughtUp() {
+				rw.free <- ch.b
+				n.closeRewind()
+				return nil
+			}
+		}
+		rw.free <- ch.b
+	}
+	return rw.failed()
+}
+
+// failed is the reader's error, if it ended before the rewind closed.
+func (rw *rewindStream) failed() error {
+	select {
+	case err := <-rw.errc:
+		rw.errc <- err // sticky
+		return err
+	default:
+		return nil
+	}
+}
+
+// ready reports whether a chunk waits.
+func (rw *rewindStream) ready() bool { return len(rw.full) > 0 }
+
+func le32(b []byte) uint32 { return uint32(b[0]) | uint32(b[1])<<8 | uint32(b[2])<<16 | uint32(b[3])<<24 }
+
+// run is the reading goroutine: connect, ask, read chunks of whole
+// checked frames until stopped or the stream fails.
+func (rw *rewindStream) run(req wire.RewindRequest) {
+	err := rw.read(req)
+	select {
+	case <-rw.stop:
+		return // closed by the node: not a failure
+	default:
+	}
+	rw.errc <- fmt.Errorf("%w: replayer %s, from seq %d: %w", ErrRewind, rw.addr, req.FromSeq, err)
+	if rw.wake != nil {
+		rw.wake()
+	}
+}
+
+func (rw *rewindStream) read(req wire.RewindRequest) error {
+	c, err := net.DialTimeout("tcp", rw.addr, rewindDialWait)
+	if err != nil {
+		return err
+	}
+	rw.mu.Lock()
+	rw.conn = c
+	select {
+	case <-rw.stop:
+		c.Close()
+	default:
+	}
+	rw.mu.Unlock()
+	defer c.Close()
+	if tc, ok := c.(*net.TCPConn); ok {
+		tc.SetReadBuffer(4 << 20)
+	}
+	if _, err := c.Write(wire.AppendRewindRequest(nil, &req)); err != nil {
+		return err
+	}
+	var hb [wire.RewindReplyBytes]byte
+	c.SetReadDeadline(time.Now().Add(rewindReplyWait))
+	if _, err := io.ReadFull(c, hb[:]); err != nil {
+		return fmt.Errorf("no answer: %w", err)
+	}
+	c.SetReadDeadline(time.Time{})
+	var rep wire.RewindReply
+	if err := wire.DecodeRewindReply(hb[:], &rep); err != nil {
+		return err
+	}
+	switch rep.Status {
+	case wire.RewindOK:
+	case wire.RewindGone:
+		return fmt.Errorf("refused: it holds seqs from %d only", rep.Oldest)
+	case wire.RewindBadSession:
+		return fmt.Errorf("refused: it holds session %d, not %d", rep.Session, req.Session)
+	default:
+		return fmt.Errorf("refused (status %d)", rep.Status)
+	}
+	var buf []byte
+	select {
+	case buf = <-rw.free:
+	case <-rw.stop:
+		return nil
+	}
+	have := 0
+	for {
+		m, rerr := c.Read(buf[have:])
+		have += m
+		w := 0
+		for w+wire.RewindFrameHeaderBytes <= have {
+			k, err := wire.RewindFrameLen(buf[w:have], wire.RewindMaxPacketBytes)
+			if err != nil {
+				return err
+			}
+			if w+k > have {
+				break
+			}
+			pkt, reason, next, err := wire.DecodeRewindFrame(buf[w : w+k])
+			if err != nil {
+				return err
+			}
+			if pkt == nil {
+				if w > 0 {
+					rw.push(buf, w)
+				}
+				return fmt.Errorf("the replayer ended the stream before seq %d (reason %d)", next, reason)
+			}
+			w += k
+		}
+		if w > 0 {
+			var nb []byte
+			select {
+			case nb = <-rw.free:
+			case <-rw.stop:
+				return nil
+			}
+			have = copy(nb, buf[w:have])
+			rw.push(buf, w)
+			buf = nb
+		}
+		if rerr != nil {
+			if errors.Is(rerr, io.EOF) {
+				return errors.New("the replayer closed the connection")
+			}
+			return rerr
+		}
+	}
+}
+
+func (rw *rewindStream) push(b []byte, n int) {
+	rw.full <- rewindChunk{b: b, n: n}
+	if rw.wake != nil {
+		rw.wake()
+	}
+}

@@ -1,0 +1,331 @@
+// Package rewind tests late joins over real sockets and files: a
+// sequencer over UDP multicast or TCP on loopback, a replayer's Store fed
+// with every packet the sequencer publishes and served by a
+// RewindServer, an early node, and a node that joins late, rewinds from
+// seq 1 while the stream runs at full rate, and must deliver the same
+// stream as the early node, with no gap and no duplicate.
+package rewind
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"hash/crc32"
+	"math/rand/v2"
+	"net"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/seqd/seqd/multicast"
+	"github.com/seqd/seqd/node"
+	"github.com/seqd/seqd/replayer"
+	"github.com/seqd/seqd/sequencer"
+	"github.com/seqd/seqd/transport"
+	"github.com/seqd/seqd/transport/tcp"
+	"github.com/seqd/seqd/wire"
+)
+
+// tapServer is the sequencer's transport with a replayer's Store on the
+// side: every data packet published is appended (on the sequencer's
+// goroutine, as an in-process replayer would), and handed to the OS at
+// heartbeats and every few packets, so the RewindServer sees it.
+type tapServer struct {
+	transport.Server
+	store *replayer.Store
+	n     int
+	start time.Time
+	err   atomic.Pointer[error]
+}
+
+func (s *tapServer) Publish(frame []byte) error {
+	k, _ := wire.PeekKind(frame)
+	if k == wire.KindData {
+		if err := s.store.Append(frame); err != nil {
+			s.err.CompareAndSwap(nil, &err)
+		}
+		s.n++
+	}
+	if k == wire.KindHeartbeat || s.n%32 == 0 {
+		if err := s.store.Tick(int64(time.Since(s.start))); err != nil {
+			s.err.CompareAndSwap(nil, &err)
+		}
+	}
+	return s.Server.Publish(frame)
+}
+
+// entry is what a node saw at one seq.
+type entry struct {
+	account uint64
+	cmd     uint64
+	epoch   uint32
+	crc     uint32
+}
+
+type recorder struct {
+	name       string
+	mu         sync.Mutex
+	stream     []entry
+	first      uint64 // first seq delivered
+	err        error
+	rewinding  int    // messages delivered while Rewinding()
+	switchSeq  uint64 // first seq delivered with Rewinding() false
+	n          *node.Node
+	delivered  atomic.Uint64
+}
+
+func (r *recorder) OnMessage(m *node.Message) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.first == 0 {
+		r.first = m.Seq
+	}
+	if want := r.first + uint64(len(r.stream)); m.Seq != want && r.err == nil {
+		r.err = fmt.Errorf("%s: seq %d, want %d", r.name, m.Seq, want)
+	}
+	if r.n != nil {
+		if r.n.Rewinding() {
+			if r.switchSeq != 0 && r.err == nil {
+				r.err = fmt.Errorf("%s: Rewinding() true again at seq %d after the switch at %d", r.name, m.Seq, r.switchSeq)
+			}
+			r.rewinding++
+		} else if r.switchSeq == 0 {
+			r.switchSeq = m.Seq
+		}
+	}
+	r.stream = append(r.stream, entry{uint64(m.Account), m.CmdSeq, m.Epoch, crc32.ChecksumIEEE(m.Payload)})
+	r.delivered.Store(m.Seq)
+}
+
+type transportKind int
+
+const (
+	overUDP transportKind = iota
+	overTCP
+)
+
+type env struct {
+	t      *testing.T
+	newCl  func() (transport.Client, error)
+	agent  *sequencer.Agent
+	store  *replayer.Store
+	rwAddr string
+	tap    *tapServer
+}
+
+func groups() multicast.Config {
+	r := rand.New(rand.NewPCG(uint64(time.Now().UnixNano()), 7))
+	c := multicast.DefaultConfig()
+	port := 20000 + r.IntN(30000)
+	a, b := 1+r.IntN(250), 1+r.IntN(250)
+	c.StreamGroup = fmt.Sprintf("239.81.%d.%d:%d", a, b, port)
+	c.CommandGroup = fmt.Sprintf("239.82.%d.%d:%d", a, b, port+1)
+	return c
+}
+
+func freeAddr(t *testing.T) string {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	return l.Addr().String()
+}
+
+// lateJoin runs the scenario: count messages before the late node
+// joins, as many again while it rewinds.
+func lateJoin(t *testing.T, kind transportKind, count int) {
+	ctx, cancel := context.WithTimeout(context.Background(), 120*time.Second)
+	defer cancel()
+	var srv transport.Server
+	var newCl func() (transport.Client, error)
+	switch kind {
+	case overUDP:
+		mc := groups()
+		s, err := multicast.NewServer(mc)
+		if err != nil {
+			t.Skipf("multicast: %v", err)
+		}
+		srv = s
+		newCl = func() (transport.Client, error) { return multicast.NewClient(mc) }
+	case overTCP:
+		tc := tcp.DefaultConfig()
+		tc.Addr = freeAddr(t)
+		s, err := tcp.NewServer(tc)
+		if err != nil {
+			t.Fatal(err)
+		}
+		srv = s
+		newCl = func() (transport.Client, error) { return tcp.Dial(tc) }
+	}
+	defer srv.Close()
+
+	scfg := replayer.DefaultConfig()
+	scfg.Sync = replayer.SyncNone
+	scfg.SegmentBytes = 16 << 20 // several rolls during the test
+	store, rec, err := replayer.Open(t.TempDir(), scfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Log(rec)
+	tap := &tapServer{Server: srv, store: store, start: time.Now()}
+
+	qcfg := sequencer.DefaultConfig()
+	qcfg.Session = 99
+	qcfg.Epoch = 1
+	qcfg.RingBytes = 2 << 20 // far less than the stream: seq 1 is only in the store
+	agent, err := sequencer.NewAgent(qcfg, tap, sequencer.SystemClock())
+	if err != nil {
+		t.Fatal(err)
+	}
+	rw, err := replayer.NewRewindServer(store.Tip(), replayer.DefaultRewindConfig())
+	if err != nil {
+		t.Fatal(err)
+	}
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	go rw.Serve(l)
+
+	runCtx, stop := context.WithCancel(ctx)
+	var wg sync.WaitGroup
+	errc := make(chan error, 8)
+	defer func() {
+		stop()
+		wg.Wait()
+		rw.Close()
+		store.Close()
+	}()
+	wg.Add(1)
+	go func() { defer wg.Done(); _ = agent.Run(runCtx) }()
+
+	start := func(r *recorder, cfg node.Config, rewindAddr string) {
+		cl, err := newCl()
+		if err != nil {
+			t.Fatal(err)
+		}
+		n, err := node.New(cfg, r, cl)
+		if err != nil {
+			t.Fatal(err)
+		}
+		r.n = n
+		if rewindAddr != "" {
+			n.SetRewindAddr(rewindAddr)
+		}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			defer cl.Close()
+			if err := n.Run(runCtx); err != nil && !errors.Is(err, context.Canceled) {
+				errc <- fmt.Errorf("%s: %w", r.name, err)
+			}
+		}()
+	}
+
+	early := &recorder{name: "early"}
+	ecfg := node.DefaultConfig()
+	ecfg.ReadOnly = true
+	ecfg.Rewind = true // from seq 1: the sequencer's ring still holds it
+	start(early, ecfg, "")
+
+	pub := &recorder{name: "pub"}
+	pcfg := node.DefaultConfig()
+	pcfg.Account = "pub"
+	pcfg.Window = 4096
+	pcfg.BlockWhenFull = true
+	start(pub, pcfg, "")
+	total := 2 * count
+	var sent atomic.Int64
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		p := make([]byte, 256)
+		for k := 0; k < total && runCtx.Err() == nil; k++ {
+			p[0], p[1], p[2] = byte(k), byte(k>>8), byte(k>>16)
+			if _, err := pub.n.SendContext(runCtx, p[:64+k%192]); err != nil {
+				if runCtx.Err() == nil {
+					errc <- fmt.Errorf("send: %w", err)
+				}
+				return
+			}
+			sent.Add(1)
+		}
+	}()
+
+	wait := func(what string, cond func() bool) {
+		t.Helper()
+		for !cond() {
+			select {
+			case err := <-errc:
+				t.Fatal(err)
+			case <-ctx.Done():
+				t.Fatalf("timeout waiting for %s (sequencer at %d, early at %d)", what, agent.LastSeq(), early.delivered.Load())
+			case <-time.After(5 * time.Millisecond):
+			}
+			if p := tap.err.Load(); p != nil {
+				t.Fatalf("store: %v", *p)
+			}
+		}
+	}
+	wait("the first half", func() bool { return early.delivered.Load() >= uint64(count) })
+
+	late := &recorder{name: "late"}
+	lcfg := node.DefaultConfig()
+	lcfg.ReadOnly = true
+	lcfg.Commit(0) // rewind from seq 1
+	joinedAt := agent.LastSeq()
+	t0 := time.Now()
+	start(late, lcfg, l.Addr().String())
+	wait("every message sent", func() bool { return sent.Load() == int64(total) })
+	last := func() uint64 { return early.delivered.Load() }
+	wait("the early node", func() bool { return pub.delivered.Load() >= uint64(total) && last() >= pub.delivered.Load() })
+	final := last()
+	wait("the late node", func() bool { return late.delivered.Load() >= final })
+	el := time.Since(t0)
+	wait("the rewind to close", func() bool { return !late.n.RewindOpen() })
+
+	late.mu.Lock()
+	defer late.mu.Unlock()
+	early.mu.Lock()
+	defer early.mu.Unlock()
+	if late.err != nil || early.err != nil {
+		t.Fatalf("late: %v; early: %v", late.err, early.err)
+	}
+	if late.first != 1 || early.first != 1 {
+		t.Fatalf("first seqs: late %d, early %d, want 1", late.first, early.first)
+	}
+	n := min(len(late.stream), len(early.stream))
+	if uint64(n) < final {
+		t.Fatalf("compared only %d messages, want %d", n, final)
+	}
+	for i := 0; i < n; i++ {
+		if late.stream[i] != early.stream[i] {
+			t.Fatalf("late and early differ at seq %d: %+v vs %+v", i+1, late.stream[i], early.stream[i])
+		}
+	}
+	st := late.n.Stats()
+	t.Logf("late node joined at seq %d, delivered %d in %v (%.0f msg/s); rewound %d packets; %d delivered while rewinding, switched at seq %d (first live %d); overflow %d, naks %d",
+		joinedAt, len(late.stream), el, float64(len(late.stream))/el.Seconds(), st.Rewound, late.rewinding, late.switchSeq, 0, st.Overflow, st.NaksSent)
+	if late.switchSeq <= joinedAt || uint64(late.rewinding) != late.switchSeq-1 {
+		t.Fatalf("switch at seq %d after %d messages rewound, joined at %d", late.switchSeq, late.rewinding, joinedAt)
+	}
+	if st.Rewound == 0 {
+		t.Fatal("nothing came from the rewind")
+	}
+}
+
+func messages() int {
+	if raceEnabled {
+		return 100_000
+	}
+	return 500_000
+}
+
+// TestLateJoin_UDP: a late joiner over UDP multicast catches up from the
+// replayer while the stream runs at full rate.
+func TestLateJoin_UDP(t *testing.T) { lateJoin(t, overUDP, messages()) }
+
+// TestLateJoin_TCP: the same over the TCP transport.
+func TestLateJoin_TCP(t *testing.T) { lateJoin(t, overTCP, messages()) }
