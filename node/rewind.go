@@ -145,7 +145,9 @@ func (rw *rewindStream) failed() error {
 // ready reports whether a chunk waits.
 func (rw *rewindStream) ready() bool { return len(rw.full) > 0 }
 
-func le32(b []byte) uint32 { return uint32(b[0]) | uint32(b[1])<<8 | uint32(b[2])<<16 | uint32(b[3])<<24 }
+func le32(b []byte) uint32 {
+	return uint32(b[0]) | uint32(b[1])<<8 | uint32(b[2])<<16 | uint32(b[3])<<24
+}
 
 // run is the reading goroutine: connect, ask, read chunks of whole
 // checked frames until stopped or the stream fails.

@@ -64,15 +64,15 @@ type entry struct {
 }
 
 type recorder struct {
-	name       string
-	mu         sync.Mutex
-	stream     []entry
-	first      uint64 // first seq delivered
-	err        error
-	rewinding  int    // messages delivered while Rewinding()
-	switchSeq  uint64 // first seq delivered with Rewinding() false
-	n          *node.Node
-	delivered  atomic.Uint64
+	name      string
+	mu        sync.Mutex
+	stream    []entry
+	first     uint64 // first seq delivered
+	err       error
+	rewinding int    // messages delivered while Rewinding()
+	switchSeq uint64 // first seq delivered with Rewinding() false
+	n         *node.Node
+	delivered atomic.Uint64
 }
 
 func (r *recorder) OnMessage(m *node.Message) {
