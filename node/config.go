@@ -39,11 +39,11 @@ type Config struct {
 	ReadOnly bool // never sends commands (Send returns ErrReadOnly); still NAKs
 
 	// Rewind makes a late joiner repair the stream from seq 1, or
-	// RewindFrom (Rewinding() is true until it reaches the first seq it
-	// saw live). It gets only what the sequencer's retransmit ring still
-	// holds, and stops with ErrUnrecoverable naming the range otherwise.
-	// Off by default (start at the first seq seen live) until replayers
-	// exist.
+	// RewindFrom (Rewinding() is true until it delivers the first seq it
+	// saw live). With Node.SetRewindAddr it rewinds from a replayer over
+	// TCP; without, it gets only what the sequencer's retransmit ring
+	// still holds, and stops with ErrUnrecoverable naming the range
+	// otherwise. Off by default: a node starts at the first seq seen live.
 	Rewind bool
 	// RewindFrom, with Rewind, is the first seq to deliver instead of 1
 	// (0 and 1 both mean seq 1). Seqs before it are skipped; if it lies

@@ -22,6 +22,14 @@
 // ErrTooLargeReceived) are the receiver's; fatal errors are sticky (Err).
 // A node starts from the live tail unless Config.Rewind is set.
 //
+// Rewind: with Config.Rewind (or Config.Commit(seq) after restoring a
+// snapshot) and Node.SetRewindAddr, Run opens a rewind connection to a
+// replayer (rewind.go; docs/protocol.md "Rewind") and feeds its packets
+// to the Core as repairs (Core.StepRewind) while the live stream is
+// buffered; NAKs wait meanwhile; the connection closes once the Core
+// caught up (Core.RewindCaughtUp). Rewinding() is false from the first
+// message delivered at or above the first seq seen live.
+//
 // Sending: commands are numbered 1, 2, ... per incarnation. Every process
 // start must use a larger Config.Incarnation (New uses the wall clock): the
 // sequencer then publishes InternalIncarnation and expects cmdSeq 1, so a

@@ -1,7 +1,21 @@
 // Package replayer keeps a session's stream on disk and serves it again:
-// the durable session Store (this file's subject), and, later, the
-// retransmit service, the rewind server and the archive reader built on
-// it (DESIGN.md, "Session and archive").
+// the durable session Store (this file's subject), the Reader and
+// RewindServer that serve rewinds from it while it grows, and the
+// retransmit service and archive reader built on it (DESIGN.md,
+// "Session and archive").
+//
+// # Concurrency: Tip and Reader
+//
+// The Store belongs to one goroutine. Other goroutines read it through
+// its Tip (Store.Tip): after each write to a segment file the Store
+// publishes, with one atomic store, the active segment's ordinal and
+// written offset (and the highest seq held whole before it). A Reader
+// (NewReader) opens the segment files read-only, reads each up to the
+// published position (every lower segment is complete), checks every
+// frame's length, CRC and order, and follows new segments as they roll;
+// at the tip it returns an empty run and the caller polls again. Readers
+// allocate nothing per frame. A RewindServer runs one Reader per rewind
+// connection (docs/protocol.md, "Rewind").
 //
 // # Store
 //
