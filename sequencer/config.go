@@ -198,3 +198,13 @@ func (c Config) Validate() error {
 	}
 	return nil
 }
+
+// RepairConfig is the repair policy's share of c (see Repairer).
+func (c Config) RepairConfig() RepairConfig {
+	return RepairConfig{
+		NakAnswerBytes:           c.NakAnswerBytes,
+		RetransmitBytesPerSecond: c.RetransmitBytesPerSecond,
+		MulticastRepairWindow:    c.MulticastRepairWindow,
+		MaxPacketBytes:           c.MaxPacketBytes,
+	}
+}

@@ -96,8 +96,8 @@ type Core struct {
 	ring     ring
 	store    RetransmitStore // answers NAKs: the ring
 	history  RetransmitStore // earlier epochs' packets (NewPrimary), or nil
-	repair   repairState
-	onRepair PacketFunc // c.repairPacket, built once
+	repairer *Repairer       // the repair policy (shared with replayers)
+	answer   Answer          // scratch for stepNak
 	// state is what the stream determines (dedupe, activation, timers):
 	// every record the core emits is applied to it at once.
 	state State
@@ -118,17 +118,10 @@ type Core struct {
 	flow   flowTable
 	// acks are the standby acks not yet taken by the shell (standby.go).
 	acks []StandbyAck
-	// Repair pacing and coalescing (see stepNak).
-	repairBucket tokenBucket // RetransmitBytesPerSecond
-	lastNakSeq   uint64      // FromSeq of the last NAK answered
-	lastNakPeer  transport.Peer
-	lastNakAt    int64 // mono
-	gone         wire.Gone
-	in           wire.Internal
-	tr           wire.TimerRequest
-	ibuf         [wire.InternalBytes]byte
-	hb           [wire.PacketHeaderBytes]byte
-	gbuf         [wire.GoneBytes]byte
+	in   wire.Internal
+	tr   wire.TimerRequest
+	ibuf [wire.InternalBytes]byte
+	hb   [wire.PacketHeaderBytes]byte
 
 	stats Stats
 }
@@ -196,7 +189,6 @@ func build(cfg Config, sink Sink, t Takeover) (*Core, error) {
 	c.stableSent = c.stable
 	c.ring.init(cfg.RingBytes, cfg.MaxPacketBytes)
 	c.store = &c.ring
-	c.onRepair = c.repairPacket
 	c.state.init(cfg.MaxSenders, cfg.FirstSeq)
 	if t.State != nil {
 		if err := c.state.Restore(t.State.Snapshot()); err != nil {
@@ -213,7 +205,7 @@ func build(cfg Config, sink Sink, t Takeover) (*Core, error) {
 	c.acks = make([]StandbyAck, 0, maxPendingAcks)
 	// The bucket holds 50ms of the rate, and at least one packet so that a
 	// tiny rate still makes progress.
-	c.repairBucket.init(uint64(cfg.RetransmitBytesPerSecond), max(uint64(cfg.RetransmitBytesPerSecond)/20, uint64(cfg.MaxPacketBytes)))
+	c.repairer = NewRepairer(cfg.RepairConfig(), sink)
 	if cfg.FirstSeq == 1 {
 		c.in = wire.Internal{Type: wire.InternalSessionStart, Value: uint64(cfg.StartTime)}
 		c.emitInternal(wire.FlagInternal|wire.FlagSeqGen, 0, 0, 0)
@@ -326,4 +318,9 @@ func (c *Core) Published() uint64 { return c.published }
 func (c *Core) State() *State { return &c.state }
 
 // Stats returns a copy of the counters.
-func (c *Core) Stats() Stats { return c.stats }
+func (c *Core) Stats() Stats {
+	st := c.stats
+	r := c.repairer.Stats()
+	st.Retransmitted, st.RepairsMulticast, st.Throttled, st.Gones = r.Retransmitted, r.RepairsMulticast, r.Throttled, r.Gones
+	return st
+}

@@ -1,25 +1,183 @@
 package sequencer
 
 import (
+	"time"
+
 	"github.com/seqd/seqd/transport"
 	"github.com/seqd/seqd/wire"
 )
 
-// repairState is the NAK being answered, for repairPacket (a handler built
-// once, so that Range is called without a closure).
+// RepairConfig is the repair policy: how much one NAK gets, how much all
+// repairs together may take, and when an answer goes to everyone. The
+// Core takes it from its Config; a replayer from its own.
+type RepairConfig struct {
+	// NakAnswerBytes caps the answer to one NAK (at least one packet is
+	// sent); the receiver asks again for the rest, which paces it.
+	NakAnswerBytes int
+	// RetransmitBytesPerSecond caps the bandwidth of all repairs (a token
+	// bucket holding 50ms of it, and at least MaxPacketBytes); 0: no cap.
+	RetransmitBytesPerSecond int64
+	// MulticastRepairWindow: a second receiver asking for the same seq
+	// within this window gets the answer by Sink.Publish (to everyone);
+	// 0: always unicast.
+	MulticastRepairWindow time.Duration
+	// MaxPacketBytes is the largest packet the store holds.
+	MaxPacketBytes int
+}
+
+// RepairStats are a Repairer's counters.
+type RepairStats struct {
+	Retransmitted    uint64 // packets sent again in answer to NAKs
+	RepairsMulticast uint64 // answers published to everyone (several receivers asked)
+	Throttled        uint64 // answers cut short by RetransmitBytesPerSecond
+	Gones            uint64 // Gone replies (the range left the store)
+}
+
+// Repairer is the repair policy, pure and shared: the Core answers NAKs
+// with it from its ring (and a new primary from the history it took
+// over), a replayer from its segment store. It answers a NAK with the
+// original packets covering FromSeq..ToSeq (at most NakAnswerBytes of
+// them and at least one, skipping fragments of FromSeq the receiver
+// holds), under a bandwidth cap, by multicast when a second receiver asks
+// for the same seq within MulticastRepairWindow, and with Gone when
+// FromSeq has left the store. It has no clock: mono is passed in.
+// Output goes to the Sink, synchronously; nothing is allocated per NAK.
+type Repairer struct {
+	cfg      RepairConfig
+	sink     Sink
+	bucket   tokenBucket
+	onRepair PacketFunc // r.repairPacket, built once
+
+	lastNakSeq  uint64 // FromSeq of the last NAK answered
+	lastNakPeer transport.Peer
+	lastNakAt   int64 // mono
+
+	// The NAK being answered, for repairPacket.
+	nak    *wire.Nak
+	answer Answer
+	st     repairState
+
+	gone  wire.Gone
+	gbuf  [wire.GoneBytes]byte
+	stats RepairStats
+}
+
+// repairState is the progress of the answer being sent.
 type repairState struct {
 	to        transport.Peer
 	multicast bool
-	history   bool // answering from an earlier epoch's packets
-	sent      int  // packets
+	sent      int // packets
 	bytes     int
 }
 
-// stepNak answers a NAK from the retransmit store: the original packets
-// covering FromSeq..ToSeq (at most NakAnswerBytes of them, and at least one
-// packet; skipping fragments of FromSeq the receiver already holds), or Gone
-// when FromSeq has left the store. The policy sits above RetransmitStore so
-// that any store answers the same way.
+// Answer says where one NAK is answered from and how.
+type Answer struct {
+	// Store holds the packets served.
+	Store RetransmitStore
+	// ToSeq: no packet whose first seq is past it is served (the cut of an
+	// earlier epoch, or the NAK's ToSeq).
+	ToSeq uint64
+	// Epoch and Session are those of a Gone reply.
+	Epoch   uint32
+	Session uint64
+	// Stamp sets each packet's stable header to Stable (the current
+	// primary); without it a packet goes with the stable it was stored
+	// with, which only the primary set (a replayer never advances a
+	// receiver's stable).
+	Stamp  bool
+	Stable uint64
+}
+
+// NewRepairer returns a Repairer sending through sink.
+func NewRepairer(cfg RepairConfig, sink Sink) *Repairer {
+	r := &Repairer{cfg: cfg, sink: sink}
+	r.bucket.init(uint64(cfg.RetransmitBytesPerSecond), max(uint64(cfg.RetransmitBytesPerSecond)/20, uint64(cfg.MaxPacketBytes)))
+	r.onRepair = r.repairPacket
+	return r
+}
+
+// Stats returns the counters.
+func (r *Repairer) Stats() RepairStats { return r.stats }
+
+// Answer answers NAK n from from, at monotonic time mono, as a says. The
+// caller has checked the NAK's session and that FromSeq exists.
+func (r *Repairer) Answer(mono int64, n *wire.Nak, from transport.Peer, a *Answer) {
+	first, ok := a.Store.Oldest()
+	if !ok {
+		r.sendGone(from, n, a, 0)
+		return
+	}
+	if n.FromSeq < first.FirstSeq || (n.FromSeq == first.FirstSeq && first.Fragment && first.FragFrom > n.FromOffset) {
+		oldest := first.FirstSeq
+		if first.Fragment && first.FragFrom > 0 {
+			oldest++ // the oldest packet holds only the tail of its message
+		}
+		r.sendGone(from, n, a, oldest)
+		return
+	}
+	// A second receiver asking for the same seq soon after the first means
+	// the loss was shared (a switch, a slow host): one multicast answer
+	// serves them all, and their pending NAKs are cancelled when it lands.
+	multicast := r.cfg.MulticastRepairWindow > 0 && n.FromSeq == r.lastNakSeq &&
+		from != r.lastNakPeer && mono-r.lastNakAt < int64(r.cfg.MulticastRepairWindow)
+	r.lastNakSeq, r.lastNakPeer, r.lastNakAt = n.FromSeq, from, mono
+	r.bucket.refill(mono)
+	r.nak, r.answer = n, *a
+	r.st = repairState{to: from, multicast: multicast}
+	a.Store.Range(n.FromSeq, a.ToSeq, r.onRepair)
+	if multicast && r.st.sent > 0 {
+		r.stats.RepairsMulticast++
+	}
+	r.stats.Retransmitted += uint64(r.st.sent)
+	r.nak, r.answer.Store = nil, nil
+}
+
+// repairPacket sends one stored packet in answer to r.nak, or returns
+// false when the answer is complete (past the hole, NakAnswerBytes, or the
+// bandwidth cap).
+func (r *Repairer) repairPacket(pkt []byte, m PacketInfo) bool {
+	n := r.nak
+	if m.FirstSeq == n.FromSeq && m.Count == 1 && m.Fragment && m.FragTo <= n.FromOffset {
+		return true // a fragment the receiver already holds
+	}
+	if n.ToOffset != 0 && m.FirstSeq == n.FromSeq && m.Fragment && m.FragFrom >= n.ToOffset {
+		return false // past the hole: the receiver holds the rest of FromSeq
+	}
+	if r.st.sent > 0 && r.st.bytes+len(pkt) > r.cfg.NakAnswerBytes {
+		return false // the receiver asks again for the rest, which paces it
+	}
+	if !r.bucket.take(len(pkt)) {
+		r.stats.Throttled++
+		return false
+	}
+	if r.answer.Stamp {
+		wire.SetStable(pkt, r.answer.Stable)
+	}
+	wire.SetPacketFlags(pkt, wire.PacketRetransmit)
+	if r.st.multicast {
+		r.sink.Publish(pkt)
+	} else {
+		r.sink.SendTo(r.st.to, pkt)
+	}
+	r.st.sent++
+	r.st.bytes += len(pkt)
+	return true
+}
+
+func (r *Repairer) sendGone(to transport.Peer, n *wire.Nak, a *Answer, oldest uint64) {
+	r.gone = wire.Gone{Epoch: a.Epoch, Session: a.Session, FromSeq: n.FromSeq, ToSeq: n.ToSeq, Oldest: oldest}
+	pkt, err := wire.AppendGone(r.gbuf[:], &r.gone)
+	if err != nil {
+		panic("sequencer: gone buffer too small: " + err.Error())
+	}
+	r.stats.Gones++
+	r.sink.SendTo(to, pkt)
+}
+
+// stepNak answers a NAK through the Repairer: from the ring, or, for seqs
+// at or below the cut of an earlier epoch, from the history a new primary
+// took over, never beyond the cut. The packets carry this primary's
+// stable (an earlier epoch's packet no more than the cut).
 func (c *Core) stepNak(now Time, frame []byte, from transport.Peer) error {
 	n := &c.nak
 	if err := wire.DecodeNak(frame, n); err != nil {
@@ -38,84 +196,14 @@ func (c *Core) stepNak(now Time, frame []byte, from transport.Peer) error {
 		c.stats.NaksBeyondTail++
 		return nil
 	}
-	// Seqs at or below the cut are an earlier epoch's: a new primary
-	// answers them from the history it took over (the standby's store),
-	// and never beyond the cut.
-	store, to := c.store, n.ToSeq
+	a := &c.answer
+	*a = Answer{Store: c.store, ToSeq: n.ToSeq, Epoch: c.epoch, Session: c.session, Stamp: true, Stable: c.stable}
 	if n.FromSeq < c.epochStart && c.history != nil {
-		store, to = c.history, min(to, c.epochStart-1)
-	}
-	first, ok := store.Oldest()
-	if !ok {
-		c.sendGone(from, n, 0)
-		return nil
-	}
-	if n.FromSeq < first.FirstSeq || (n.FromSeq == first.FirstSeq && first.Fragment && first.FragFrom > n.FromOffset) {
-		oldest := first.FirstSeq
-		if first.Fragment && first.FragFrom > 0 {
-			oldest++ // the oldest packet holds only the tail of its message
-		}
-		c.sendGone(from, n, oldest)
-		return nil
-	}
-	// A second receiver asking for the same seq soon after the first means
-	// the loss was shared (a switch, a slow host): one multicast answer
-	// serves them all, and their pending NAKs are cancelled when it lands.
-	multicast := c.cfg.MulticastRepairWindow > 0 && n.FromSeq == c.lastNakSeq &&
-		from != c.lastNakPeer && c.mono-c.lastNakAt < int64(c.cfg.MulticastRepairWindow)
-	c.lastNakSeq, c.lastNakPeer, c.lastNakAt = n.FromSeq, from, c.mono
-	c.repairBucket.refill(c.mono)
-	c.repair = repairState{to: from, multicast: multicast, history: store != c.store}
-	store.Range(n.FromSeq, to, c.onRepair)
-	if multicast && c.repair.sent > 0 {
-		c.stats.RepairsMulticast++
-	}
-	c.stats.Retransmitted += uint64(c.repair.sent)
-	return nil
-}
-
-// repairPacket sends one stored packet in answer to c.nak, or returns
-// false when the answer is complete (past the hole, NakAnswerBytes, or the
-// bandwidth cap).
-func (c *Core) repairPacket(pkt []byte, m PacketInfo) bool {
-	n := &c.nak
-	if m.FirstSeq == n.FromSeq && m.Count == 1 && m.Fragment && m.FragTo <= n.FromOffset {
-		return true // a fragment the receiver already holds
-	}
-	if n.ToOffset != 0 && m.FirstSeq == n.FromSeq && m.Fragment && m.FragFrom >= n.ToOffset {
-		return false // past the hole: the receiver holds the rest of FromSeq
-	}
-	if c.repair.sent > 0 && c.repair.bytes+len(pkt) > c.cfg.NakAnswerBytes {
-		return false // the receiver asks again for the rest, which paces it
-	}
-	if !c.repairBucket.take(len(pkt)) {
-		c.stats.Throttled++
-		return false
-	}
-	stable := c.stable
-	if c.repair.history {
 		// An earlier epoch's packet may carry records past the cut, which
 		// no receiver may ever deliver: it claims no more than the cut.
-		stable = min(stable, c.epochStart-1)
+		a.Store, a.ToSeq, a.Stable = c.history, min(n.ToSeq, c.epochStart-1), min(c.stable, c.epochStart-1)
 	}
-	wire.SetStable(pkt, stable)
-	wire.SetPacketFlags(pkt, wire.PacketRetransmit)
-	if c.repair.multicast {
-		c.sink.Publish(pkt)
-	} else {
-		c.sink.SendTo(c.repair.to, pkt)
-	}
-	c.repair.sent++
-	c.repair.bytes += len(pkt)
-	return true
-}
-
-func (c *Core) sendGone(to transport.Peer, n *wire.Nak, oldest uint64) {
-	c.gone = wire.Gone{Epoch: c.epoch, Session: c.session, FromSeq: n.FromSeq, ToSeq: n.ToSeq, Oldest: oldest}
-	pkt, err := wire.AppendGone(c.gbuf[:], &c.gone)
-	if err != nil {
-		panic("sequencer: gone buffer too small: " + err.Error())
-	}
-	c.stats.Gones++
-	c.sink.SendTo(to, pkt)
+	c.repairer.Answer(c.mono, n, from, a)
+	a.Store = nil
+	return nil
 }
