@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"net"
+	"net/netip"
 	"sync"
 	"syscall"
 
@@ -107,6 +108,11 @@ func (s *socket) writeLocked(f func(fd uintptr) bool) error {
 // (IP_MULTICAST_ALL=0; Linux otherwise delivers every group joined by any
 // socket on the host that matches the port).
 func listen(c *resolved, port uint16, group bool) (*socket, error) {
+	return listenOn(c, netip.AddrPortFrom(netip.IPv4Unspecified(), port), group)
+}
+
+// listenOn is listen bound to one address (a repair server's fixed port).
+func listenOn(c *resolved, at netip.AddrPort, group bool) (*socket, error) {
 	var optErr error
 	lc := net.ListenConfig{Control: func(_, _ string, rc syscall.RawConn) error {
 		err := rc.Control(func(fd uintptr) {
@@ -127,9 +133,9 @@ func listen(c *resolved, port uint16, group bool) (*socket, error) {
 		}
 		return optErr
 	}}
-	pconn, err := lc.ListenPacket(context.Background(), "udp4", fmt.Sprintf("0.0.0.0:%d", port))
+	pconn, err := lc.ListenPacket(context.Background(), "udp4", at.String())
 	if err != nil {
-		return nil, fmt.Errorf("multicast: listen udp4 port %d: %w", port, err)
+		return nil, fmt.Errorf("multicast: listen udp4 %s: %w", at, err)
 	}
 	s := &socket{conn: pconn.(*net.UDPConn)}
 	s.pc = ipv4.NewPacketConn(s.conn)
@@ -193,7 +199,12 @@ func joinGroup(c *resolved, group *net.UDPAddr) (*socket, error) {
 // configured interface with the configured TTL and loopback, and receives
 // unicast replies.
 func listenSender(c *resolved) (*socket, error) {
-	s, err := listen(c, 0, false)
+	return listenSenderOn(c, netip.AddrPortFrom(netip.IPv4Unspecified(), 0))
+}
+
+// listenSenderOn is listenSender bound to at.
+func listenSenderOn(c *resolved, at netip.AddrPort) (*socket, error) {
+	s, err := listenOn(c, at, false)
 	if err != nil {
 		return nil, err
 	}
