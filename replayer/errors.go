@@ -34,4 +34,14 @@ var (
 	ErrGone = errors.New("replayer: seqs no longer held")
 	// ErrClosed: the store was closed.
 	ErrClosed = errors.New("replayer: store closed")
+
+	// ErrPendingFull: the replayer service holds back more than
+	// ServiceConfig.MaxPendingBytes of frames waiting for a hole before
+	// them to be repaired.
+	ErrPendingFull = errors.New("replayer: too many frames held back for a hole")
+	// ErrHole: a frame the receiver delivered cannot follow what the store
+	// holds, and what is missing will not come again.
+	ErrHole = errors.New("replayer: hole in the persisted stream")
+	// ErrServiceClosed: the service stopped before a Do ran.
+	ErrServiceClosed = errors.New("replayer: service stopped")
 )

@@ -1,0 +1,472 @@
+package replayer
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/seqd/seqd/receiver"
+	"github.com/seqd/seqd/sequencer"
+	"github.com/seqd/seqd/transport"
+)
+
+// ServiceConfig configures a Service. Start from DefaultServiceConfig.
+type ServiceConfig struct {
+	// Dir is the store's directory (one session per directory).
+	Dir   string
+	Store Config
+	// Receiver follows the stream. The service sets Persist, Replayer and
+	// Safe mode (it stores only stable records), the session (the store's,
+	// once it holds one) and where to start: after the newest seq held,
+	// or, for an empty store, seq 1 (FromLive: the live tail). ReadOnly is
+	// left to the caller: off (the default) makes the sequencer's flow
+	// control wait for the replayer, so that it never falls off the ring.
+	Receiver receiver.Config
+	// FromLive makes an empty store start at the live tail instead of
+	// repairing the session from seq 1.
+	FromLive bool
+	// Sources are the addresses of other repair sources (replayers) the
+	// follow client can NAK when the sequencer's ring says Gone; the
+	// client must then be a transport.Sourcer.
+	Sources []string
+	// Repair is the NAK answering policy (the sequencer's).
+	Repair sequencer.RepairConfig
+	// MaxPendingBytes bounds the frames held back while a hole before them
+	// is repaired (see persister); beyond it the service stops with
+	// ErrPendingFull.
+	MaxPendingBytes int
+	// PollWait is the longest the service blocks reading the stream
+	// before it looks at its NAK endpoint again: the worst added latency
+	// of a NAK answer.
+	PollWait time.Duration
+	// Logger gets the recovery report and the stop. nil: slog.Default().
+	Logger *slog.Logger
+}
+
+// DefaultServiceConfig is the store's defaults with the fsync interval
+// policy run by the shell (SyncInShell), the receiver's defaults and the
+// sequencer's repair policy.
+func DefaultServiceConfig() ServiceConfig {
+	sc := DefaultConfig()
+	sc.SyncInShell = true
+	d := sequencer.DefaultConfig()
+	rc := d.RepairConfig()
+	rc.MaxPacketBytes = sc.MaxPacketBytes
+	rc.RetransmitBytesPerSecond = 256 << 20
+	return ServiceConfig{
+		Store:           sc,
+		Receiver:        receiver.DefaultConfig(),
+		Repair:          rc,
+		MaxPendingBytes: 256 << 20,
+		PollWait:        time.Millisecond,
+	}
+}
+
+// Validate names the first bad field.
+func (c ServiceConfig) Validate() error {
+	switch {
+	case c.Dir == "":
+		return fmt.Errorf("%w: Dir is empty, want the store's directory", ErrConfig)
+	case c.MaxPendingBytes < c.Store.MaxPacketBytes:
+		return fmt.Errorf("%w: MaxPendingBytes = %d, want >= Store.MaxPacketBytes (%d)", ErrConfig, c.MaxPendingBytes, c.Store.MaxPacketBytes)
+	case c.PollWait <= 0 || c.PollWait > time.Second:
+		return fmt.Errorf("%w: PollWait = %v, want 1ns..1s", ErrConfig, c.PollWait)
+	case c.Repair.NakAnswerBytes < 1:
+		return fmt.Errorf("%w: Repair.NakAnswerBytes = %d, want >= 1", ErrConfig, c.Repair.NakAnswerBytes)
+	case c.Repair.RetransmitBytesPerSecond < 0:
+		return fmt.Errorf("%w: Repair.RetransmitBytesPerSecond = %d, want >= 0 (0: no cap)", ErrConfig, c.Repair.RetransmitBytesPerSecond)
+	case len(c.Sources) > 254:
+		return fmt.Errorf("%w: %d Sources, want at most 254", ErrConfig, len(c.Sources))
+	}
+	return c.Store.Validate()
+}
+
+// Service is a replayer: the thin shell that follows the stream with the
+// pure receiver over a transport.Client, persists what it delivers to a
+// Store (see persister), and answers NAKs from the Store on a
+// transport.Server of its own (see naks). One goroutine (Run) does all of
+// it; an fsync runs on a helper goroutine (Config.SyncInShell) so appends
+// never wait for the disk.
+//
+// Concurrency: Run owns the Store, the receiver and both transports.
+// Other goroutines read Stats, Contiguous and Durable, or run code on the
+// Run goroutine with Do (how a rewind server reads the Store).
+type Service struct {
+	cfg     ServiceConfig
+	log     *slog.Logger
+	store   *Store
+	rec     *Recovery
+	r       *receiver.Receiver
+	follow  transport.Client
+	srv     transport.Server
+	sourcer transport.Sourcer
+	peers   []transport.Peer // repair source i+1's Peer
+	pend    persister
+	naks    naks
+	start   time.Time
+	err     error // fatal, sticky
+
+	onStream transport.Handler
+	onNak    transport.Handler
+
+	syncReq  chan SyncRequest
+	syncDone chan syncResult
+	syncOut  bool
+
+	dos     chan doReq
+	stopped chan struct{}
+
+	contiguous atomic.Uint64
+	durable    atomic.Uint64
+	mu         sync.Mutex // guards stats
+	stats      ServiceStats
+}
+
+type syncResult struct {
+	req SyncRequest
+	err error
+}
+
+type doReq struct {
+	f    func(*Store)
+	done chan struct{}
+}
+
+// ServiceStats are a Service's counters, as of a recent loop iteration.
+type ServiceStats struct {
+	Contiguous uint64 // highest seq stored whole
+	Durable    uint64 // highest seq fsynced
+	Store      Stats
+	Persist    PersistStats
+	Naks       NakStats
+	Receiver   receiver.Stats
+}
+
+// NewService opens the store in cfg.Dir (logging what recovery found: the
+// torn tail it cut, a corruption), and builds the receiver that follows
+// the stream from after the newest seq held. follow reads the stream;
+// srv is the NAK endpoint (multicast.NewRepairServer, or a tcp.Server).
+// The caller keeps both and closes them after Run returns. A corrupt
+// store is an error: it takes no appends (move the directory away, or
+// read it as an archive).
+func NewService(cfg ServiceConfig, follow transport.Client, srv transport.Server) (*Service, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	log := cfg.Logger
+	if log == nil {
+		log = slog.Default()
+	}
+	store, rec, err := Open(cfg.Dir, cfg.Store)
+	if err != nil {
+		return nil, err
+	}
+	log.Info("replayer: store opened", "dir", cfg.Dir, "recovery", rec.String())
+	for _, c := range rec.Cuts {
+		log.Warn("replayer: cut a torn tail (a write cut short by a crash)", "file", c.File, "offset", c.Offset, "bytes", c.Bytes, "after_seq", c.AfterSeq, "reason", c.Reason)
+	}
+	if rec.Corrupt != nil {
+		store.Close()
+		return nil, fmt.Errorf("replayer: %s: %w", cfg.Dir, rec.Corrupt)
+	}
+	s := &Service{cfg: cfg, log: log, store: store, rec: rec, follow: follow, srv: srv, start: time.Now(),
+		syncReq: make(chan SyncRequest, 1), syncDone: make(chan syncResult, 1),
+		dos: make(chan doReq, 16), stopped: make(chan struct{})}
+	rc := cfg.Receiver
+	rc.Persist, rc.Replayer, rc.Mode = true, true, receiver.Safe
+	if store.Session() != 0 {
+		rc.Session = store.Session()
+	}
+	switch {
+	case store.Contiguous() > 0:
+		rc.Rewind, rc.RewindFrom = true, store.Contiguous()+1
+	case cfg.FromLive:
+		rc.Rewind = false
+	default:
+		rc.Rewind, rc.RewindFrom = true, 1
+	}
+	rc.RepairSources = len(cfg.Sources)
+	if len(cfg.Sources) > 0 {
+		src, ok := follow.(transport.Sourcer)
+		if !ok {
+			store.Close()
+			return nil, fmt.Errorf("%w: Sources need a follow transport that can address repair sources (transport.Sourcer)", ErrConfig)
+		}
+		s.sourcer = src
+		for _, a := range cfg.Sources {
+			p, err := src.AddSource(a)
+			if err != nil {
+				store.Close()
+				return nil, fmt.Errorf("replayer: repair source %s: %w", a, err)
+			}
+			s.peers = append(s.peers, p)
+		}
+	}
+	if s.r, err = receiver.New(rc); err != nil {
+		store.Close()
+		return nil, err
+	}
+	s.pend.init(cfg.MaxPendingBytes)
+	s.naks.init(cfg.Repair, sequencer.ServerSink{Server: srv})
+	s.onStream, s.onNak = s.stream, s.nak
+	s.contiguous.Store(store.Contiguous())
+	s.durable.Store(store.Durable())
+	if cfg.Store.SyncInShell {
+		go s.syncer()
+	}
+	return s, nil
+}
+
+// Recovery is what opening the store found.
+func (s *Service) Recovery() *Recovery { return s.rec }
+
+// Store is the service's store. Only the Run goroutine may use it while
+// Run runs (use Do from elsewhere); before Run or after it returned (the
+// store is closed then), any one goroutine.
+func (s *Service) Store() *Store { return s.store }
+
+// Contiguous is the highest seq stored whole; safe from any goroutine.
+func (s *Service) Contiguous() uint64 { return s.contiguous.Load() }
+
+// Durable is the highest seq fsynced; safe from any goroutine.
+func (s *Service) Durable() uint64 { return s.durable.Load() }
+
+// Stats returns the counters as of a recent loop iteration; safe from any
+// goroutine.
+func (s *Service) Stats() ServiceStats {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.stats
+}
+
+// Do runs f on the Run goroutine, between two polls, with the Store (a
+// rewind server reads it so, with no lock on the hot path), and returns
+// once f returned, or with ctx's error, or ErrServiceClosed when Run
+// ended first. f must be short: the stream waits meanwhile.
+func (s *Service) Do(ctx context.Context, f func(*Store)) error {
+	d := doReq{f: f, done: make(chan struct{})}
+	select {
+	case s.dos <- d:
+	case <-s.stopped:
+		return ErrServiceClosed
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+	select {
+	case <-d.done:
+		return nil
+	case <-s.stopped:
+		select {
+		case <-d.done:
+			return nil
+		default:
+			return ErrServiceClosed
+		}
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+func (s *Service) mono() int64 { return int64(time.Since(s.start)) }
+
+// Run serves until ctx is done (it returns ctx's error) or a fatal error:
+// the receiver stopped (ErrUnrecoverable: the stream lost what no source
+// holds; ErrNewSession), the store failed, a transport closed. Either
+// way it finishes the fsync under way and closes the store, fsyncing it.
+func (s *Service) Run(ctx context.Context) (err error) {
+	defer func() { err = s.shutdown(err) }()
+	got := 0
+	lastSnap := int64(0)
+	for {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		wait := time.Duration(0)
+		if got == 0 {
+			wait = s.cfg.PollWait
+		}
+		n, err := s.follow.Poll(s.onStream, wait)
+		if err != nil {
+			return fmt.Errorf("replayer: follow the stream: %w", err)
+		}
+		if s.err != nil {
+			return s.err
+		}
+		now := s.mono()
+		s.r.Tick(now)
+		s.handleReady()
+		m, err := s.srv.Poll(s.onNak, 0)
+		if err != nil {
+			return fmt.Errorf("replayer: nak endpoint: %w", err)
+		}
+		got = n + m
+		s.tickStore(now)
+		if s.err != nil {
+			return s.err
+		}
+		// Only a closed transport is fatal: anything else a Flush reports
+		// is loss, which the transport counts and the protocol repairs.
+		if err := s.follow.Flush(); errors.Is(err, transport.ErrClosed) {
+			return fmt.Errorf("replayer: follow the stream: %w", err)
+		}
+		if err := s.srv.Flush(); errors.Is(err, transport.ErrClosed) {
+			return fmt.Errorf("replayer: nak endpoint: %w", err)
+		}
+		s.runDos()
+		if now-lastSnap >= int64(10*time.Millisecond) {
+			lastSnap = now
+			s.snapshot()
+		}
+	}
+}
+
+// stream is the follow transport's handler.
+func (s *Service) stream(frame []byte, from transport.Peer) {
+	if s.err != nil {
+		return
+	}
+	src := receiver.Sequencer
+	for i, p := range s.peers {
+		if p == from {
+			src = receiver.Source(i + 1)
+			break
+		}
+	}
+	// A malformed frame is counted by the receiver and dropped.
+	_ = s.r.Step(s.mono(), frame, src)
+	s.handleReady()
+}
+
+// nak is the NAK endpoint's handler.
+func (s *Service) nak(frame []byte, from transport.Peer) {
+	s.naks.step(s.mono(), frame, from, s.store)
+}
+
+// handleReady acts on the receiver's output in its documented order:
+// persist (through the persister), then send; deliveries are not used.
+func (s *Service) handleReady() {
+	rd := s.r.Ready()
+	delivered := s.r.Next() - 1
+	for _, f := range rd.Persist {
+		if s.err != nil {
+			break
+		}
+		if err := s.pend.offer(s.store, f, delivered); err != nil {
+			s.fail(err)
+		}
+	}
+	if s.err == nil {
+		if err := s.pend.drain(s.store, delivered); err != nil {
+			s.fail(err)
+		}
+	}
+	for i := range rd.Send {
+		f := &rd.Send[i]
+		if f.To == receiver.Sequencer || int(f.To) > len(s.peers) {
+			_ = s.follow.Send(f.Bytes) // loss is the transport's to count
+		} else {
+			_ = s.sourcer.SendTo(s.peers[f.To-1], f.Bytes)
+		}
+	}
+	s.r.Advance()
+	if err := s.r.Err(); err != nil {
+		s.fail(fmt.Errorf("replayer: following the stream: %w", err))
+	}
+}
+
+// tickStore hands appended bytes to the OS and runs the fsync policy:
+// with SyncInShell, an fsync due goes to the syncer goroutine.
+func (s *Service) tickStore(now int64) {
+	if err := s.store.Tick(now); err != nil {
+		s.fail(err)
+		return
+	}
+	if !s.cfg.Store.SyncInShell {
+		return
+	}
+	select {
+	case res := <-s.syncDone:
+		s.syncOut = false
+		if err := s.store.FinishSync(res.req, res.err); err != nil {
+			s.fail(err)
+			return
+		}
+	default:
+	}
+	if !s.syncOut && s.store.SyncDue() {
+		if req, ok := s.store.StartSync(); ok {
+			s.syncOut = true
+			s.syncReq <- req // the channel holds one: never blocks
+		}
+	}
+}
+
+// syncer runs the store's fsyncs off the Run goroutine.
+func (s *Service) syncer() {
+	for req := range s.syncReq {
+		s.syncDone <- syncResult{req: req, err: req.Run()}
+	}
+}
+
+func (s *Service) runDos() {
+	for {
+		select {
+		case d := <-s.dos:
+			d.f(s.store)
+			close(d.done)
+		default:
+			return
+		}
+	}
+}
+
+func (s *Service) fail(err error) {
+	if s.err == nil {
+		s.err = err
+	}
+}
+
+func (s *Service) snapshot() {
+	st := ServiceStats{
+		Contiguous: s.store.Contiguous(),
+		Durable:    s.store.Durable(),
+		Store:      s.store.Stats(),
+		Persist:    s.pend.Stats(),
+		Naks:       s.naks.Stats(),
+		Receiver:   s.r.Stats(),
+	}
+	s.contiguous.Store(st.Contiguous)
+	s.durable.Store(st.Durable)
+	s.mu.Lock()
+	s.stats = st
+	s.mu.Unlock()
+}
+
+// shutdown finishes the fsync under way, closes the store (fsyncing it)
+// and logs where the store stands.
+func (s *Service) shutdown(err error) error {
+	if s.cfg.Store.SyncInShell {
+		if s.syncOut {
+			res := <-s.syncDone
+			s.syncOut = false
+			if ferr := s.store.FinishSync(res.req, res.err); ferr != nil && err == nil {
+				err = ferr
+			}
+		}
+		close(s.syncReq)
+	}
+	cerr := s.store.Close()
+	if cerr != nil && err == nil {
+		err = fmt.Errorf("replayer: close store: %w", cerr)
+	}
+	s.snapshot() // Close fsynced: Durable is Contiguous unless it failed
+	close(s.stopped)
+	st := s.Stats()
+	s.log.Info("replayer: stopped", "contiguous", st.Contiguous, "durable", st.Durable, "appended", st.Persist.Appended,
+		"naks", st.Naks.Naks, "retransmitted", st.Naks.Retransmitted, "gones", st.Naks.Gones, "err", err)
+	return err
+}
