@@ -99,6 +99,15 @@ type Config struct {
 	// to deliver (out of order, or not yet stable) are copied into it.
 	// Power of two.
 	PendingRecords int
+
+	// Replayers are the addresses of repair sources besides the sequencer
+	// (replayers' NAK endpoints, host:port in the transport's terms). NAKs
+	// go to the sequencer first and move to the next replayer when the
+	// source asked says Gone (the ring no longer holds the range); a Gone
+	// from every one stops the node with ErrUnrecoverable. The Node needs
+	// a client that is a transport.Sourcer; a bare Core, an Output that is
+	// a SourceOutput.
+	Replayers []string
 }
 
 // DefaultConfig returns the defaults: safe mode, starting live, window
@@ -138,6 +147,7 @@ func (c Config) receiverConfig(account wire.Account) receiver.Config {
 	rc.MaxReceiveMessageBytes = c.MaxReceiveMessageBytes
 	rc.MaxReassemblyBytes = c.MaxReassemblyBytes
 	rc.StatusInterval = c.StatusInterval
+	rc.RepairSources = len(c.Replayers)
 	return rc
 }
 
@@ -148,6 +158,7 @@ const (
 	maxPacketBytes    = 1 << 20
 	minPendingRecords = 16
 	maxPendingRecords = 1 << 22
+	maxReplayers      = 64
 )
 
 // Validate reports the first bad field and its allowed range.
@@ -206,6 +217,9 @@ func (c Config) Validate() error {
 	}
 	if c.FlushDelay < 0 {
 		return config.New(ErrConfig, "FlushDelay", c.FlushDelay, ">= 0")
+	}
+	if len(c.Replayers) > maxReplayers {
+		return config.New(ErrConfig, "Replayers", len(c.Replayers), fmt.Sprintf("at most %d addresses", maxReplayers))
 	}
 	p := c.PendingRecords
 	if p < minPendingRecords || p > maxPendingRecords || p&(p-1) != 0 {

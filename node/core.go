@@ -23,7 +23,8 @@ type Core struct {
 	tim     TimerHandler
 	ltim    LocalTimerHandler
 	out     Output
-	err     error // sticky fatal error
+	srcOut  SourceOutput // out, when it reaches repair sources
+	err     error        // sticky fatal error
 	stats   Stats
 
 	// r is the receiving half: gaps, repairs, epochs, reassembly, status.
@@ -67,6 +68,10 @@ func NewCore(cfg Config, h Handler, out Output) (*Core, error) {
 		return nil, fmt.Errorf("%w: %w", ErrConfig, err)
 	}
 	c.r = r
+	c.srcOut, _ = out.(SourceOutput)
+	if len(cfg.Replayers) > 0 && c.srcOut == nil {
+		return nil, fmt.Errorf("%w: Replayers need an Output that is a SourceOutput", ErrConfig)
+	}
 	c.act, _ = h.(ActivationHandler)
 	c.tim, _ = h.(TimerHandler)
 	c.ltim, _ = h.(LocalTimerHandler)
@@ -82,11 +87,18 @@ func NewCore(cfg Config, h Handler, out Output) (*Core, error) {
 // decoder's sentinel error returned, with no other change. After a fatal
 // error Step does nothing and returns Err().
 func (c *Core) Step(now int64, frame []byte) error {
+	return c.StepFrom(now, frame, receiver.Sequencer)
+}
+
+// StepFrom is Step for a frame that came from repair source src (a
+// replayer of Config.Replayers: src i+1 is Replayers[i]), so that a Gone
+// is taken from the source asked only.
+func (c *Core) StepFrom(now int64, frame []byte, src receiver.Source) error {
 	if c.err != nil {
 		return c.err
 	}
 	c.clock = now
-	err := c.r.Step(now, frame, receiver.Sequencer)
+	err := c.r.Step(now, frame, src)
 	if err == nil && c.r.Stepped() {
 		c.heard(now)
 	}

@@ -75,6 +75,14 @@ type Output interface {
 	Send(frame []byte)
 }
 
+// SourceOutput is an optional ability of an Output: it also reaches the
+// repair sources of Config.Replayers (receiver.Source 1..len), so NAKs
+// move to a replayer when the sequencer's ring says Gone. Without it
+// every frame goes to Send.
+type SourceOutput interface {
+	SendTo(src receiver.Source, frame []byte)
+}
+
 // Stats are a Core's counters since NewCore: the receiving half's
 // (receiver.Stats: gaps, NAKs, fencing, memory; Delivered counts messages
 // handed to OnMessage) and the sending half's.

@@ -3,11 +3,13 @@ package node
 import (
 	"context"
 	"errors"
+	"fmt"
 	"sync"
 	"sync/atomic"
 	"time"
 	"unsafe"
 
+	"github.com/seqd/seqd/receiver"
 	"github.com/seqd/seqd/transport"
 )
 
@@ -48,6 +50,10 @@ type Node struct {
 	onRecv transport.Handler // method value built once
 	idle   transport.Idle    // Run goroutine only
 	waker  transport.Waker   // the client's, if it has one
+	// sourcer and peers reach Config.Replayers: peers[i] is the Peer of
+	// receiver.Source i+1.
+	sourcer transport.Sourcer
+	peers   []transport.Peer
 	// polling is true while Run may be blocked in Poll: the first command
 	// queued from another goroutine then wakes it (and clears polling, so
 	// the Sends after it do not wake it again) rather than wait out the
@@ -106,6 +112,20 @@ func New(cfg Config, h Handler, client transport.Client) (*Node, error) {
 	n := &Node{cfg: cfg, client: client, user: h, start: time.Now(), nextCmd: 1,
 		space: make(chan struct{}, 1), done: make(chan struct{})}
 	n.clock = n.monotonic
+	if len(cfg.Replayers) > 0 {
+		src, ok := client.(transport.Sourcer)
+		if !ok {
+			return nil, fmt.Errorf("%w: Replayers need a transport that can address repair sources (transport.Sourcer)", ErrConfig)
+		}
+		n.sourcer = src
+		for _, a := range cfg.Replayers {
+			p, err := src.AddSource(a)
+			if err != nil {
+				return nil, fmt.Errorf("%w: replayer %s: %w", ErrConfig, a, err)
+			}
+			n.peers = append(n.peers, p)
+		}
+	}
 	core, err := NewCore(cfg, shellHandler{n: n}, shellOutput{n: n})
 	if err != nil {
 		return nil, err
@@ -250,12 +270,19 @@ func (n *Node) idleWait(now int64) time.Duration {
 // this goroutine, or from another one meanwhile, is applied when this Poll
 // returns and needs no wake (an eventfd write and a read, per message of
 // an rtt node).
-func (n *Node) receive(frame []byte, _ transport.Peer) {
+func (n *Node) receive(frame []byte, from transport.Peer) {
 	if n.polling.Load() {
 		n.polling.Store(false)
 	}
 	now := n.tick()
-	_ = n.core.Step(now, frame)
+	src := receiver.Sequencer
+	for i, p := range n.peers {
+		if p == from {
+			src = receiver.Source(i + 1)
+			break
+		}
+	}
+	_ = n.core.StepFrom(now, frame, src)
 	n.applyOps(now) // commands sent by callbacks go out with this batch
 	n.publish()
 }
@@ -572,6 +599,16 @@ func (s shellHandler) OnRejected(cmdSeq uint64, err error) {
 
 // shellOutput hands the Core's frames to the client (Run goroutine only).
 type shellOutput struct{ n *Node }
+
+// SendTo sends a NAK to a replayer (SourceOutput); a send error is loss,
+// as for any NAK, repaired by asking again.
+func (o shellOutput) SendTo(src receiver.Source, frame []byte) {
+	if i := int(src) - 1; i >= 0 && i < len(o.n.peers) {
+		_ = o.n.sourcer.SendTo(o.n.peers[i], frame)
+		return
+	}
+	o.Send(frame)
+}
 
 func (o shellOutput) Send(frame []byte) {
 	if err := o.n.client.Send(frame); err != nil {

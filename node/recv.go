@@ -12,7 +12,11 @@ import (
 func (c *Core) handleReady() {
 	rd := c.r.Ready()
 	for i := range rd.Send {
-		c.out.Send(rd.Send[i].Bytes)
+		if f := &rd.Send[i]; f.To != receiver.Sequencer && c.srcOut != nil {
+			c.srcOut.SendTo(f.To, f.Bytes)
+		} else {
+			c.out.Send(f.Bytes)
+		}
 	}
 	for i := range rd.Deliver {
 		if c.err != nil {
