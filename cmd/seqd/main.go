@@ -62,6 +62,7 @@ func newApp() *cli.App {
 		Commands: []*cli.Command{
 			demoCommand(),
 			sequencerCommand(),
+			replayerCommand(),
 			nodeCommand(),
 			tailCommand(),
 			benchCommand(),

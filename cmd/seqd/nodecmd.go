@@ -43,6 +43,7 @@ func nodeCommand() *cli.Command {
 		strFlag("samples", "", "rtt mode: write the round trips (ns, one per line) to this file"),
 		strFlag("stamps", "", "rtt mode: note when each round trip passed each hop and write it to this file (seq sent out stamp in delivered, wall ns; for seqd bench's latency breakdown)"),
 		durFlag("timeout", 10*time.Minute, "give up after this long"),
+		replayerFlag(),
 		streamWarnFlag(),
 	))
 	return &cli.Command{
@@ -305,6 +306,7 @@ func runNode(cc *cli.Context) error {
 		return err
 	}
 	cfg.BlockWhenFull = true
+	cfg.Replayers = cc.StringSlice("replayer")
 	mode := cc.String("node.mode")
 	if err := oneOf("node.mode", mode, "safe", "fast"); err != nil {
 		return err

@@ -21,10 +21,11 @@ var castagnoli = crc32.MakeTable(crc32.Castagnoli)
 func tailCommand() *cli.Command {
 	flags, before := withConfig(append(transportFlags(false),
 		strFlag("format", "text", "text | json (one object per message per line: seq epoch time account instance cmd_seq size crc internal, and type for an internal message)"),
-		strFlag("from", "live", "live: start at the live tail of the stream; N (>= 1): rewind from seq N, which must still be in the sequencer's retransmit ring"),
+		strFlag("from", "live", "live: start at the live tail of the stream; N (>= 1): rewind from seq N, which the sequencer's retransmit ring or a --replayer must still hold"),
 		intFlag("count", 0, "stop after this many messages (0: until interrupted)"),
 		boolFlag("internal", true, "also print internal (sequencer-generated) messages; their account and instance are those of the sender the record is about (incarnation, activation, timer), empty and 0 for session and epoch records"),
 		strFlag("node.mode", "safe", "safe | fast"),
+		replayerFlag(),
 		streamWarnFlag(),
 	))
 	return &cli.Command{
@@ -174,6 +175,7 @@ func runTail(cc *cli.Context) error {
 	}
 	cfg.Rewind = from > 0
 	cfg.RewindFrom = from
+	cfg.Replayers = cc.StringSlice("replayer")
 	if mode == "fast" {
 		cfg.Mode = node.Fast
 	}
@@ -210,8 +212,10 @@ func runTail(cc *cli.Context) error {
 				return nil
 			}
 			if from > 0 && errors.Is(err, node.ErrUnrecoverable) {
-				// Until replayers exist, history comes from the ring alone.
-				return fmt.Errorf("--from %d: the sequencer's retransmit ring no longer holds the seqs asked for (%w); start later, or use --from live", from, err)
+				if len(cfg.Replayers) > 0 {
+					return fmt.Errorf("--from %d: neither the sequencer's retransmit ring nor the replayers %v hold the seqs asked for (%w)", from, cfg.Replayers, err)
+				}
+				return fmt.Errorf("--from %d: the sequencer's retransmit ring no longer holds the seqs asked for (%w); start later, use --from live, or name a --replayer", from, err)
 			}
 			return err
 		}

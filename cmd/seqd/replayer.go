@@ -1,0 +1,187 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+
+	"github.com/urfave/cli/v2"
+	"github.com/urfave/cli/v2/altsrc"
+
+	"github.com/seqd/seqd/cmd/seqd/internal/stopsignal"
+	"github.com/seqd/seqd/multicast"
+	"github.com/seqd/seqd/replayer"
+	"github.com/seqd/seqd/transport"
+	"github.com/seqd/seqd/transport/fault"
+	"github.com/seqd/seqd/transport/tcp"
+)
+
+// replayerFlag is --replayer, repeatable: the repair sources a node, a
+// tail or a replayer NAKs when the sequencer's ring says Gone.
+func replayerFlag() cli.Flag {
+	return altsrc.NewStringSliceFlag(&cli.StringSliceFlag{Name: "replayer", EnvVars: []string{envName("replayer")},
+		Usage: "a replayer's NAK address (host:port; repeat for several, or comma-separated in the variable): asked for what the sequencer's ring no longer holds"})
+}
+
+// rewindServe, when set (the rewind server), serves rewinds over TCP on
+// addr from the replayer's store until ctx ends; it reads the store on
+// the service's goroutine through Service.Do.
+var rewindServe func(ctx context.Context, svc *replayer.Service, addr string, log *slog.Logger) error
+
+func replayerCommand() *cli.Command {
+	d := replayer.DefaultServiceConfig()
+	flags, before := withConfig(append(transportFlags(false),
+		strFlag("dir", "", "the store's directory: one session's segment files (created if missing)"),
+		uintFlag("session", 0, "the session to store (0: the one already in --dir, or else the first heard)"),
+		strFlag("nak-addr", "127.0.0.1:9300", "address the replayer answers NAKs on: UDP host:port with --transport udp, TCP with tcp (nodes name it with --replayer)"),
+		strFlag("rewind-addr", "", "TCP address to serve rewinds on (empty: none)"),
+		replayerFlag(),
+		boolFlag("from-live", false, "an empty store starts at the live tail instead of fetching the session from seq 1"),
+		boolFlag("read-only", false, "report as read-only to the sequencer's flow control, which then never waits for this replayer (it may then fall off the ring and stop)"),
+		strFlag("store.fsync", d.Store.Sync.String(), "none | interval | always: when appended packets are fsynced"),
+		durFlag("store.fsync-interval", d.Store.SyncInterval, "with fsync interval: fsync this often while appending"),
+		intFlag("store.fsync-bytes", int(d.Store.SyncBytes), "with fsync interval: fsync after this many bytes too"),
+		intFlag("store.segment-bytes", int(d.Store.SegmentBytes), "segment file size (a new one is started past it)"),
+		intFlag("store.max-packet-bytes", d.Store.MaxPacketBytes, "largest stream packet stored (at least the sequencer's max packet bytes)"),
+		intFlag("repair.nak-answer-bytes", d.Repair.NakAnswerBytes, "most bytes retransmitted for one NAK, at least one packet"),
+		intFlag("repair.retransmit-bytes-per-second", int(d.Repair.RetransmitBytesPerSecond), "bandwidth cap of all repairs (0: none)"),
+		durFlag("repair.multicast-repair-window", d.Repair.MulticastRepairWindow, "a second receiver asking for the same seq within this window gets a multicast answer (0: always unicast)"),
+		intFlag("store.max-pending-bytes", d.MaxPendingBytes, "frames held back while a hole before them is repaired (beyond it the replayer stops)"),
+		streamWarnFlag(),
+		&cli.BoolFlag{Name: "dry-run", Usage: "validate the configuration, print it and exit"},
+	))
+	return &cli.Command{
+		Name:  "replayer",
+		Usage: "persist the stream to segment files and answer NAKs for what the sequencer's ring no longer holds",
+		Description: `Follows the stream (from after the newest seq in --dir; an empty store from
+seq 1, or the live tail with --from-live), stores every stable packet as it
+was published, and answers NAKs on --nak-addr with the sequencer's repair
+policy. On start it logs what recovery found in --dir (a torn tail cut
+after a crash, a corruption).
+
+Prints "replayer: ready ..." once serving and "replayer: stopped ..." when
+it stops. Exit status: 0 when SIGTERM or SIGINT stopped it (the store is
+fsynced and closed first); 1 on any error.`,
+		Flags:  flags,
+		Before: before,
+		Action: runReplayer,
+	}
+}
+
+func runReplayer(c *cli.Context) error {
+	log := newLogger(c)
+	ctx := c.Context
+	cfg := replayer.DefaultServiceConfig()
+	cfg.Dir = c.String("dir")
+	if cfg.Dir == "" {
+		return keyError("dir", `""`, "the store's directory")
+	}
+	cfg.Logger = log
+	cfg.Store.Session = c.Uint64("session")
+	var err error
+	if cfg.Store.Sync, err = replayer.ParseSyncPolicy(c.String("store.fsync")); err != nil {
+		return keyError("store.fsync", fmt.Sprintf("%q", c.String("store.fsync")), "one of: none, interval, always")
+	}
+	cfg.Store.SyncInShell = cfg.Store.Sync == replayer.SyncInterval
+	cfg.Store.SyncInterval = c.Duration("store.fsync-interval")
+	cfg.Store.SyncBytes = int64(c.Int("store.fsync-bytes"))
+	cfg.Store.SegmentBytes = int64(c.Int("store.segment-bytes"))
+	cfg.Store.MaxPacketBytes = c.Int("store.max-packet-bytes")
+	cfg.Repair.MaxPacketBytes = cfg.Store.MaxPacketBytes
+	cfg.Repair.NakAnswerBytes = c.Int("repair.nak-answer-bytes")
+	cfg.Repair.RetransmitBytesPerSecond = int64(c.Int("repair.retransmit-bytes-per-second"))
+	cfg.Repair.MulticastRepairWindow = c.Duration("repair.multicast-repair-window")
+	cfg.MaxPendingBytes = c.Int("store.max-pending-bytes")
+	cfg.FromLive = c.Bool("from-live")
+	cfg.Receiver.ReadOnly = c.Bool("read-only")
+	cfg.Sources = c.StringSlice("replayer")
+	if err := cfg.Validate(); err != nil {
+		return err // names the field; its key is store.* or repair.*
+	}
+	kind := c.String("transport")
+	if err := oneOf("transport", kind, clientTransports...); err != nil {
+		return err
+	}
+	if err := validateTransport(c, kind); err != nil {
+		return err
+	}
+	nakAddr := c.String("nak-addr")
+	if c.String("rewind-addr") != "" && rewindServe == nil {
+		return keyError("rewind-addr", fmt.Sprintf("%q", c.String("rewind-addr")), "empty: this build has no rewind server yet")
+	}
+	if c.Bool("dry-run") {
+		fmt.Printf("replayer: config transport=%s dir=%s session=%d nak_addr=%s fsync=%s fsync_interval=%v segment_bytes=%d replayers=%v\n",
+			kind, cfg.Dir, cfg.Store.Session, nakAddr, cfg.Store.Sync, cfg.Store.SyncInterval, cfg.Store.SegmentBytes, cfg.Sources)
+		return nil
+	}
+	if ctx.Err() != nil {
+		fmt.Println("replayer: stopped contiguous=0 durable=0")
+		return nil
+	}
+	follow, err := openClient(c, log, "replayer")
+	if err != nil {
+		return err
+	}
+	defer follow.Close()
+	srv, err := openNakServer(c, nakAddr)
+	if err != nil {
+		return err
+	}
+	defer srv.Close()
+	svc, err := replayer.NewService(cfg, follow, srv)
+	if err != nil {
+		return err
+	}
+	runCtx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	rewindErr := make(chan error, 1)
+	if addr := c.String("rewind-addr"); addr != "" {
+		go func() {
+			err := rewindServe(runCtx, svc, addr, log)
+			if err != nil && runCtx.Err() == nil {
+				rewindErr <- fmt.Errorf("rewind server: %w", err)
+				cancel()
+			}
+		}()
+	}
+	go watchStream(runCtx, log, follow, listenAddress(c), c.Duration("stream-warn-after"))
+	fmt.Printf("replayer: ready transport=%s nak=%s dir=%s session=%d contiguous=%d\n",
+		kind, nakAddr, cfg.Dir, svc.Store().Session(), svc.Contiguous())
+	log.Info("replayer serving", "dir", cfg.Dir, "nak_addr", nakAddr, "transport", kind, "pid", os.Getpid())
+	err = svc.Run(runCtx)
+	st := svc.Stats()
+	fmt.Printf("replayer: stopped contiguous=%d durable=%d appended=%d naks=%d retransmitted=%d gones=%d not_held=%d\n",
+		st.Contiguous, st.Durable, st.Persist.Appended, st.Naks.Naks, st.Naks.Retransmitted, st.Naks.Gones, st.Naks.NotHeld)
+	select {
+	case rerr := <-rewindErr:
+		return rerr
+	default:
+	}
+	if errors.Is(err, context.Canceled) {
+		log.Info("replayer stopped", "signal", fmt.Sprint(stopsignal.Received()))
+		return nil
+	}
+	return err
+}
+
+// openNakServer opens the replayer's NAK endpoint: a UDP socket bound to
+// addr (answers unicast from it, multicast answers to the stream group)
+// or a TCP listener.
+func openNakServer(c *cli.Context, addr string) (transport.Server, error) {
+	if c.String("transport") == "tcp" {
+		tc := tcp.DefaultConfig()
+		tc.Addr = addr
+		s, err := tcp.NewServer(tc)
+		if err != nil {
+			return nil, fmt.Errorf("nak-addr: %w", err)
+		}
+		return s, nil
+	}
+	s, err := multicast.NewRepairServer(multicastConfig(c, fault.Config{}), addr)
+	if err != nil {
+		return nil, fmt.Errorf("nak-addr %s: %w", addr, err)
+	}
+	return s, nil
+}
