@@ -72,7 +72,7 @@ func (n *Node) controlHandler() http.Handler {
 			http.Error(w, "epoch: "+err.Error(), http.StatusBadRequest)
 			return
 		}
-		c, err := n.deps.Follower.Seal(uint32(e))
+		c, err := n.fr.seal(uint32(e))
 		if err != nil {
 			http.Error(w, err.Error(), http.StatusConflict)
 			return
@@ -156,7 +156,7 @@ func (n *Node) Status() MemberStatus {
 	if n.Role() == RolePrimary {
 		s.Stable, s.Published = n.stable.Load(), n.published.Load()
 	}
-	if c, ok := n.deps.Follower.(Contiguouser); ok {
+	if c, ok := n.fr.get().(Contiguouser); ok {
 		s.Contiguous = c.Contiguous()
 	}
 	return s
@@ -192,7 +192,7 @@ func (n *Node) sealQuorum(ctx context.Context, st *fsm.State) (uint64, []string,
 	for _, m := range voters {
 		go func() {
 			if m.ID == n.cfg.ID {
-				c, err := n.deps.Follower.Seal(uint32(epoch))
+				c, err := n.fr.seal(uint32(epoch))
 				answers <- answer{m, c, err}
 				return
 			}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"net"
 	"net/http"
@@ -20,18 +21,26 @@ import (
 
 // Follower is the data path of a member, as the control path uses it: the
 // standby that follows, persists and acks the stream (cluster.Standby).
-// Its methods are called from the Node's goroutines and the control
-// endpoint's, concurrently with the standby's own Run.
+// The Node runs it (Run) while the member is not primary, seals it from
+// the control endpoint's goroutines meanwhile, and stops it before the
+// Takeover that makes the member primary: the store it hands over then
+// belongs to the new primary's Core. After the primacy ends the Node
+// opens a new one (Deps.NewFollower) on the same directory.
 type Follower interface {
+	// Run follows the stream until ctx ends (then it returns ctx.Err())
+	// or it fails.
+	Run(ctx context.Context) error
 	// Seal stops acking epoch (and every earlier one) and returns the
 	// highest contiguous seq held. A seal is final: a later epoch's
-	// records are acked again.
+	// records are acked again. Safe while Run runs.
 	Seal(epoch uint32) (uint64, error)
 	// CatchUp fetches what the member lacks up to cut from peers (fetch
-	// addresses, best first) and returns once it holds 1..cut.
+	// addresses, best first) and returns once it holds 1..cut. Safe
+	// while Run runs.
 	CatchUp(ctx context.Context, cut uint64, peers []string) error
 	// Takeover returns the stream-derived State at exactly cut and the
-	// history store that answers NAKs at or below it.
+	// history store that answers NAKs at or below it; called after Run
+	// returned.
 	Takeover(cut uint64) (sequencer.Takeover, error)
 }
 
@@ -66,8 +75,9 @@ type Epoch struct {
 // Deps are the Node's collaborators, each an interface so that tests hand
 // in small twins.
 type Deps struct {
-	// Follower is this member's standby (required).
-	Follower Follower
+	// NewFollower opens this member's standby (required): at start, and
+	// again each time the member stops being primary.
+	NewFollower func() (Follower, error)
 	// Stream opens the primary's end of the stream transport when this
 	// member becomes primary; the Node closes it when it stops (required).
 	Stream func() (transport.Server, error)
@@ -138,6 +148,7 @@ type Node struct {
 	// sequencing loop ends and the leader does not start it again.
 	handover atomic.Bool
 	relead   chan struct{} // a failed handover asks Run to lead again
+	fr       *followers
 
 	// Published by the sequencing goroutine for Status and checkpoints.
 	curEpoch   atomic.Uint64
@@ -163,8 +174,8 @@ func New(cfg Config, deps Deps) (*Node, error) {
 	if err := sc.Validate(); err != nil {
 		return nil, err
 	}
-	if deps.Follower == nil || deps.Stream == nil || deps.Acks == nil {
-		return nil, fmt.Errorf("%w: Deps need a Follower, a Stream and Acks", ErrConfig)
+	if deps.NewFollower == nil || deps.Stream == nil || deps.Acks == nil {
+		return nil, fmt.Errorf("%w: Deps need NewFollower, Stream and Acks", ErrConfig)
 	}
 	if deps.Clock == nil {
 		deps.Clock = sequencer.SystemClock()
@@ -181,6 +192,7 @@ func New(cfg Config, deps Deps) (*Node, error) {
 		relead: make(chan struct{}, 1),
 		client: &http.Client{Timeout: cfg.Timeouts.Seal},
 	}
+	n.fr = newFollowers(n)
 	ln, err := net.Listen("tcp", cfg.AdminAddr)
 	if err != nil {
 		return nil, fmt.Errorf("cluster: admin endpoint: %w", err)
@@ -242,6 +254,10 @@ func (n *Node) Run(ctx context.Context) error {
 		}()
 	}
 	defer stop()
+	defer n.fr.stop()
+	if err := n.fr.start(ctx); err != nil {
+		return err
+	}
 	if n.IsLeader() {
 		start()
 	}
@@ -249,16 +265,25 @@ func (n *Node) Run(ctx context.Context) error {
 		select {
 		case <-ctx.Done():
 			return ctx.Err()
+		case err := <-n.fr.errc:
+			return err
 		case leader := <-n.raft.LeaderCh():
 			// Each notification is a transition; a dropped one in between
 			// means leadership was lost and won again, so a true always
 			// starts over with a new epoch.
 			stop()
 			n.handover.Store(false)
+			// Standby again (or until the lead takes the store over).
+			if err := n.fr.start(ctx); err != nil {
+				return err
+			}
 			if leader {
 				start()
 			}
 		case <-n.relead:
+			if err := n.fr.start(ctx); err != nil {
+				return err
+			}
 			if n.IsLeader() {
 				start()
 			}
@@ -310,6 +335,10 @@ func (n *Node) lead(ctx context.Context) {
 func (n *Node) leadOnce(ctx context.Context) error {
 	n.role.Store(int32(RoleSealing))
 	t0 := time.Now()
+	// A previous attempt may have stopped the standby to take it over.
+	if err := n.fr.start(ctx); err != nil {
+		return err
+	}
 	ch := &Change{LeaderAtNS: t0.UnixNano()}
 	timeout := n.cfg.Timeouts.Seal
 	if err := n.raft.Barrier(timeout).Error(); err != nil {
@@ -346,7 +375,11 @@ func (n *Node) leadOnce(ctx context.Context) error {
 		cut = c
 		ch.SealUS = time.Since(t0).Microseconds()
 		if cut > 0 {
-			if err := n.deps.Follower.CatchUp(ctx, cut, peers); err != nil {
+			f := n.fr.get()
+			if f == nil {
+				return errNotFollowing
+			}
+			if err := f.CatchUp(ctx, cut, peers); err != nil {
 				return fmt.Errorf("cluster: catch up to %d: %w", cut, err)
 			}
 		}
@@ -368,6 +401,20 @@ func (n *Node) leadOnce(ctx context.Context) error {
 	if cp, ok := st.LastCheckpoint(); ok {
 		cfg.StartTime = max(cfg.StartTime, cp.UnixNano)
 	}
+	// The standby stops: its State and store become the primary's.
+	f := n.fr.stop()
+	if f == nil {
+		return errNotFollowing
+	}
+	var t sequencer.Takeover
+	if cut > 0 {
+		if t, err = f.Takeover(cut); err != nil {
+			return fmt.Errorf("cluster: take over at %d: %w", cut, err)
+		}
+		if c, ok := t.History.(io.Closer); ok {
+			defer c.Close()
+		}
+	}
 	srv, err := n.deps.Stream()
 	if err != nil {
 		return fmt.Errorf("cluster: open the stream: %w", err)
@@ -377,10 +424,7 @@ func (n *Node) leadOnce(ctx context.Context) error {
 	if cut == 0 {
 		core, err = sequencer.New(cfg, sequencer.ServerSink{Server: srv})
 	} else {
-		var t sequencer.Takeover
-		if t, err = n.deps.Follower.Takeover(cut); err == nil {
-			core, err = sequencer.NewPrimary(cfg, sequencer.ServerSink{Server: srv}, t)
-		}
+		core, err = sequencer.NewPrimary(cfg, sequencer.ServerSink{Server: srv}, t)
 	}
 	if err != nil {
 		return fmt.Errorf("cluster: primary of epoch %d at %d: %w", next, cut+1, err)

@@ -32,6 +32,15 @@ type fakeFollower struct {
 	sealed     uint32
 	caughtUp   uint64
 	takeovers  []uint64
+	runs       int
+}
+
+func (f *fakeFollower) Run(ctx context.Context) error {
+	f.mu.Lock()
+	f.runs++
+	f.mu.Unlock()
+	<-ctx.Done()
+	return ctx.Err()
 }
 
 func (f *fakeFollower) Seal(epoch uint32) (uint64, error) {
@@ -147,7 +156,7 @@ func (c *testCluster) startWith(self fsm.Member, ms []fsm.Member, join bool, dir
 	cfg.Logger = slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
 	m := &member{cfg: cfg, fol: &fakeFollower{maxSenders: cfg.Sequencer.MaxSenders}, done: make(chan error, 1)}
 	deps := Deps{
-		Follower: m.fol,
+		NewFollower: func() (Follower, error) { return m.fol, nil },
 		Stream: func() (transport.Server, error) {
 			net, err := mem.NewNetwork(mem.Config{})
 			if err != nil {

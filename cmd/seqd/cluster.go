@@ -109,15 +109,15 @@ func runClusterSequencer(c *cli.Context, seq sequencer.Config, log *slog.Logger)
 	if err := os.MkdirAll(cfg.Dir, 0o755); err != nil {
 		return err
 	}
-	fol, runFollower, closeFollower, err := newFollower(c, cfg, fetchAddr(c, cfg), filepath.Join(cfg.Dir, "stream"), log)
+	dp, err := openDataPath(c, cfg, fetchAddr(c, cfg), filepath.Join(cfg.Dir, "stream"), log)
 	if err != nil {
 		return err
 	}
-	defer closeFollower()
+	defer dp.close()
 	deps := cluster.Deps{
-		Follower: fol,
-		Stream:   func() (transport.Server, error) { return openServer(c, log) },
-		Acks:     newAcks,
+		NewFollower: dp.newFollower,
+		Stream:      func() (transport.Server, error) { return openServer(c, log) },
+		Acks:        newAcks,
 	}
 	n, err := cluster.New(cfg, deps)
 	if err != nil {
@@ -126,7 +126,7 @@ func runClusterSequencer(c *cli.Context, seq sequencer.Config, log *slog.Logger)
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	errc := make(chan error, 2)
-	go func() { errc <- runFollower(ctx) }()
+	go func() { errc <- dp.run(ctx) }()
 	go func() { errc <- n.Run(ctx) }()
 	fmt.Printf("sequencer: ready cluster id=%d raft=%s admin=%s\n", cfg.ID, cfg.RaftAddr, n.AdminAddr())
 	log.Info("cluster member serving", "id", cfg.ID, "raft", cfg.RaftAddr, "admin", n.AdminAddr(), "pid", os.Getpid())

@@ -10,11 +10,20 @@ import (
 	"github.com/seqd/seqd/cluster"
 )
 
-// newFollower opens this member's standby: the data path that follows,
-// persists and acks the stream, and serves it to a catching-up primary on
-// fetch. It returns the follower, its run loop and its closer.
-func newFollower(c *cli.Context, cfg cluster.Config, fetch, dir string, log *slog.Logger) (cluster.Follower, func(context.Context) error, func(), error) {
-	return nil, nil, nil, errors.New("--cluster: the standby (cluster data path) is not built yet")
+// dataPath is this member's data path: newFollower opens a standby (the
+// Node calls it at start and whenever the member stops being primary) and
+// run serves the stored stream to catching-up members for as long as the
+// process lives.
+type dataPath struct {
+	newFollower func() (cluster.Follower, error)
+	run         func(context.Context) error
+	close       func()
+}
+
+// openDataPath prepares the data path of member cfg.ID: its stream store
+// in dir, its fetch server on fetch.
+func openDataPath(c *cli.Context, cfg cluster.Config, fetch, dir string, log *slog.Logger) (*dataPath, error) {
+	return nil, errors.New("--cluster: the standby (cluster data path) is not built yet")
 }
 
 // newAcks is the quorum of an epoch's voters: the primary's stable seq.
