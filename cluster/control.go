@@ -206,11 +206,24 @@ func (n *Node) sealQuorum(ctx context.Context, st *fsm.State) (uint64, []string,
 	}
 	var ok []got
 	var errs []error
+	// Once a quorum answered, the others get a short grace (the commit
+	// timeout): a higher cut drops fewer messages, and a live member
+	// left out of the quorum could hold records above the cut, which it
+	// would have to drop (its standby diverges). A dead member's
+	// connection is refused at once on a LAN, so the grace is rarely
+	// waited out.
+	var grace <-chan time.Time
+collect:
 	for range voters {
 		var a answer
 		select {
 		case a = <-answers:
+		case <-grace:
+			break collect
 		case <-ctx.Done():
+			if len(ok) >= quorum {
+				break collect
+			}
 			return 0, nil, fmt.Errorf("%w: epoch %d: %d of %d answered, need %d: %v", ErrNoQuorum, epoch, len(ok), len(voters), quorum, errors.Join(errs...))
 		}
 		if a.err != nil {
@@ -218,8 +231,8 @@ func (n *Node) sealQuorum(ctx context.Context, st *fsm.State) (uint64, []string,
 			continue
 		}
 		ok = append(ok, got{a.c, a.m.StreamAddr})
-		if len(ok) >= quorum {
-			break
+		if len(ok) == quorum {
+			grace = time.After(n.cfg.Timeouts.Commit)
 		}
 	}
 	if len(ok) < quorum {

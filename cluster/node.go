@@ -406,13 +406,14 @@ func (n *Node) leadOnce(ctx context.Context) error {
 	if f == nil {
 		return errNotFollowing
 	}
+	if c, ok := f.(io.Closer); ok {
+		// Its store is the primary's history until the primacy ends.
+		defer c.Close()
+	}
 	var t sequencer.Takeover
 	if cut > 0 {
 		if t, err = f.Takeover(cut); err != nil {
 			return fmt.Errorf("cluster: take over at %d: %w", cut, err)
-		}
-		if c, ok := t.History.(io.Closer); ok {
-			defer c.Close()
 		}
 	}
 	srv, err := n.deps.Stream()
