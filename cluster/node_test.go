@@ -97,8 +97,9 @@ type member struct {
 }
 
 type testCluster struct {
-	t       *testing.T
-	members []*member
+	t        *testing.T
+	timeouts Timeouts
+	members  []*member
 }
 
 func freeAddr(t *testing.T) string {
@@ -121,7 +122,12 @@ func memberList(t *testing.T, k int) []fsm.Member {
 
 func newTestCluster(t *testing.T, k int) *testCluster {
 	t.Helper()
-	c := &testCluster{t: t}
+	return newTestClusterWith(t, k, TestTimeouts())
+}
+
+func newTestClusterWith(t *testing.T, k int, timeouts Timeouts) *testCluster {
+	t.Helper()
+	c := &testCluster{t: t, timeouts: timeouts}
 	ms := memberList(t, k)
 	for _, m := range ms {
 		c.start(m, ms, false)
@@ -151,7 +157,7 @@ func (c *testCluster) startWith(self fsm.Member, ms []fsm.Member, join bool, dir
 	cfg := DefaultConfig()
 	cfg.ID, cfg.Dir, cfg.RaftAddr, cfg.AdminAddr = self.ID, dir, self.RaftAddr, self.AdminAddr
 	cfg.Members, cfg.Join = ms, join
-	cfg.Timeouts = TestTimeouts()
+	cfg.Timeouts = c.timeouts
 	cfg.CheckpointInterval = 10 * time.Millisecond
 	cfg.Logger = slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
 	m := &member{cfg: cfg, fol: &fakeFollower{maxSenders: cfg.Sequencer.MaxSenders}, done: make(chan error, 1)}
@@ -399,4 +405,23 @@ func TestNode_RestartedMemberRejoinsAsStandby(t *testing.T) {
 	if q := c.primary(); q != back || q.node.State().Epoch() != 3 {
 		t.Fatalf("primary %d in epoch %d, want the restarted %d in epoch 3", q.cfg.ID, q.node.State().Epoch(), old.cfg.ID)
 	}
+}
+
+// TestNode_FailoverTimeLAN logs, with the LAN profile, the time from
+// stopping the primary to the first record of the next epoch (the control
+// path alone: the data path is a twin). It asserts no duration.
+func TestNode_FailoverTimeLAN(t *testing.T) {
+	if testing.Short() {
+		t.Skip("timing log only")
+	}
+	c := newTestClusterWith(t, 3, LANTimeouts())
+	old := c.primary()
+	for _, m := range c.members {
+		m.fol.set(old.node.Status().Published)
+	}
+	stopped := time.Now()
+	old.stop()
+	p := c.primary()
+	started := time.Unix(0, p.node.Status().StartedAt)
+	t.Logf("primary stopped -> first record of epoch %d: %.1f ms (%+v)", p.node.State().Epoch(), float64(started.Sub(stopped).Microseconds())/1000, *p.node.LastChange())
 }
