@@ -22,6 +22,33 @@
 // Stable; a primary run by sequencer.Agent uses Agent.SetStableFunc with
 // SharedQuorum.Update instead (the Core queues the acks it receives).
 //
+// # Control path
+//
+// Node is one sequencer process of the group: hashicorp/raft (log and
+// stable store in raft-boltdb/v2, file snapshots, TCP transport) over the
+// failover state of package fsm, bootstrapped from Config.Members, with
+// members added and removed live (AddMember, RemoveMember: raft's
+// configuration and the fsm's member table). Timings come in named
+// profiles: LANTimeouts (50 ms heartbeat, election and leader lease, the
+// default), WANTimeouts and TestTimeouts.
+//
+// The Raft leader is the primary. On becoming leader a Node reads every
+// committed entry (Barrier), records the bootstrap members and a session
+// if there are none, seals the current epoch on every voter through
+// their control endpoints (HTTP, POST /v1/seal: Standby.Seal), takes the
+// highest contiguous seq a quorum reports as the cut, catches its standby
+// up to it, commits BeginEpoch{e+1, itself, cut}, stops its standby and
+// sequences from cut+1 with sequencer.NewPrimary on the standby's State
+// and store (Takeover). It stops sequencing at once when raft reports it
+// is no longer leader (raft steps down by itself when a quorum is silent
+// for the leader lease), and runs a new standby on the same store. While
+// primary it records (stable, time) checkpoints through Raft.
+//
+// The control endpoint also serves `seqd admin`: GET /v1/status,
+// POST /v1/transfer (TransferPrimary: a planned handover that stops the
+// primary once its standbys hold what it published, then transfers the
+// Raft leadership; the pause is measured) and /v1/members.
+//
 // # Concurrency
 //
 // Quorum is not safe for concurrent use. Standby runs on the goroutine of

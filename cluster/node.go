@@ -551,7 +551,11 @@ type checkpointer struct {
 }
 
 func newCheckpointer(n *Node, epoch uint64) *checkpointer {
-	return &checkpointer{n: n, epoch: epoch}
+	c := &checkpointer{n: n, epoch: epoch}
+	if cp, ok := n.fsm.State().LastCheckpoint(); ok {
+		c.last = cp.Seq // checkpoints grow: the next must be above it
+	}
+	return c
 }
 
 func (c *checkpointer) maybe(mono int64) {
