@@ -158,7 +158,7 @@ func (c *Client) Flush() error {
 	}
 	c.outFrames = 0
 	// One connection: the node's goroutine writes it directly when it can.
-	if pending := cn.enqueue(&c.out, true); cn.tooSlow(pending, &c.cfg) {
+	if pending := cn.enqueue(&c.out, nil, true); cn.tooSlow(pending, &c.cfg) {
 		// The sequencer does not read: start over on a new connection.
 		c.ep.slow.Add(1)
 		cn.kill(ErrSlowClient)

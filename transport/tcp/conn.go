@@ -36,6 +36,12 @@ type conn struct {
 
 	bufBytes int    // initial capacity of each send buffer
 	out      []byte // owned by the endpoint goroutine (Server only; a Client keeps its own)
+	// Server only, endpoint goroutine: pubFrom is where this
+	// connection's share of Server.pub starts (everything in pub before
+	// it is already in out, or was published before it joined); seen is
+	// set once refresh has picked it up.
+	pubFrom int
+	seen    bool
 
 	mu       sync.Mutex
 	queued   []byte // flushed, waiting for the writer
@@ -103,35 +109,36 @@ func (c *conn) writeNow(fd uintptr) bool {
 	return true
 }
 
-// enqueue hands the frames in *out to the writer and leaves *out empty (an
-// emptied buffer of the rotation). It reports the bytes now waiting to be
-// written, including those being written, so the caller can detect a slow
-// peer.
+// enqueue hands the frames in *out, then those in shared, to the writer
+// and leaves *out empty (an emptied buffer of the rotation). shared is
+// the caller's (Server.pub, the frames published to every connection):
+// what the socket does not take at once is copied. It reports the bytes
+// now waiting to be written, including those being written, so the
+// caller can detect a slow peer.
 //
 // With direct, and the writer idle, the caller's goroutine first writes
 // what the socket takes at once (see conn); the rest goes to the writer.
-func (c *conn) enqueue(out *[]byte, direct bool) (pending int) {
-	if len(*out) == 0 {
+func (c *conn) enqueue(out *[]byte, shared []byte, direct bool) (pending int) {
+	if len(*out) == 0 && len(shared) == 0 {
 		return 0
 	}
 	c.mu.Lock()
 	if direct && c.raw != nil && len(c.queued) == 0 && c.inflight == 0 && !c.dead.Load() {
 		// The writer writes only with inflight set, under mu: nothing
 		// else writes to the socket now.
-		c.wbuf, c.wn = *out, 0
-		_ = c.raw.Write(c.writeOnce)
-		n := c.wn
-		c.wbuf = nil
-		c.written.Add(uint64(n))
-		if n == len(*out) {
+		if n := c.writeDirect(*out); n < len(*out) {
+			// The socket is full: the writer takes the rest, from the
+			// front of the buffer.
+			rest := copy(*out, (*out)[n:])
+			*out = (*out)[:rest]
+		} else {
 			*out = (*out)[:0]
+			shared = shared[c.writeDirect(shared):]
+		}
+		if len(*out) == 0 && len(shared) == 0 {
 			c.mu.Unlock()
 			return 0
 		}
-		// The socket is full: the writer takes the rest, from the front
-		// of the buffer.
-		rest := copy(*out, (*out)[n:])
-		*out = (*out)[:rest]
 	}
 	if len(c.queued) == 0 {
 		c.queued, *out = *out, c.queued[:0]
@@ -139,6 +146,7 @@ func (c *conn) enqueue(out *[]byte, direct bool) (pending int) {
 		c.queued = append(c.queued, *out...)
 		*out = (*out)[:0]
 	}
+	c.queued = append(c.queued, shared...)
 	pending = len(c.queued) + c.inflight
 	c.mu.Unlock()
 	select {
@@ -146,6 +154,20 @@ func (c *conn) enqueue(out *[]byte, direct bool) (pending int) {
 	default:
 	}
 	return pending
+}
+
+// writeDirect writes what the socket takes of b at once, from the
+// caller's goroutine (c.mu held, the writer idle), and returns the count.
+func (c *conn) writeDirect(b []byte) int {
+	if len(b) == 0 {
+		return 0
+	}
+	c.wbuf, c.wn = b, 0
+	_ = c.raw.Write(c.writeOnce)
+	n := c.wn
+	c.wbuf = nil
+	c.written.Add(uint64(n))
+	return n
 }
 
 // writeChunkBytes is the most one Write call of writeLoop takes.

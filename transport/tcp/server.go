@@ -32,6 +32,12 @@ type Server struct {
 	conns   []*conn
 	bySlot  []*conn
 	seenGen uint64
+	// pub holds the frames published since the last Flush, with their
+	// length prefixes, once for all connections (endpoint goroutine
+	// only): each connection's share starts at its pubFrom. Publish
+	// copies a frame once, not once per connection, and Flush writes it
+	// to idle sockets straight from here.
+	pub []byte
 
 	// mu guards live, slotGen, free and the closed check at registration.
 	mu       sync.Mutex
@@ -67,6 +73,7 @@ func serveOn(cfg Config, ln net.Listener) *Server {
 		slotGen:  make([]uint32, cfg.MaxConns),
 		free:     make([]int32, cfg.MaxConns),
 		slotBits: uint(bits.Len(uint(cfg.MaxConns))),
+		pub:      make([]byte, 0, cfg.WriteBufferBytes),
 	}
 	for i := range s.free {
 		s.free[i] = int32(i)
@@ -153,6 +160,10 @@ func (s *Server) refresh() {
 		clear(s.bySlot)
 		for _, c := range s.conns {
 			s.bySlot[c.slot] = c
+			if !c.seen {
+				// It gets the frames published from now on.
+				c.seen, c.pubFrom = true, len(s.pub)
+			}
 		}
 		s.seenGen = s.gen.Load()
 		s.mu.Unlock()
@@ -169,9 +180,25 @@ func (s *Server) Publish(frame []byte) error {
 		return transport.ErrFrameTooLarge
 	}
 	s.refresh()
+	s.pub = appendFrame(s.pub, frame)
+	n := 0
 	for _, c := range s.conns {
-		s.queue(c, frame)
+		if c.dead.Load() {
+			continue
+		}
+		n++
+		if len(c.out)+len(s.pub)-c.pubFrom > s.cfg.MaxQueueBytes {
+			s.dropSlow(c)
+		}
 	}
+	if n == 0 {
+		// Nobody to write it to: pub holds only what a live connection
+		// will be written.
+		s.pub = s.pub[:len(s.pub)-lenPrefixBytes-len(frame)]
+		return nil
+	}
+	s.ep.framesSent.Add(uint64(n))
+	s.ep.bytesSent.Add(uint64(n * len(frame)))
 	return nil
 }
 
@@ -196,9 +223,14 @@ func (s *Server) SendTo(to transport.Peer, frame []byte) error {
 	return nil
 }
 
+// queue queues frame for c alone, after c's share of pub so far.
 func (s *Server) queue(c *conn, frame []byte) {
 	if c.dead.Load() {
 		return
+	}
+	if c.pubFrom < len(s.pub) {
+		c.out = append(c.out, s.pub[c.pubFrom:]...)
+		c.pubFrom = len(s.pub)
 	}
 	c.out = appendFrame(c.out, frame)
 	s.ep.framesSent.Add(1)
@@ -211,6 +243,7 @@ func (s *Server) queue(c *conn, frame []byte) {
 func (s *Server) dropSlow(c *conn) {
 	s.ep.slow.Add(1)
 	c.out = c.out[:0]
+	c.pubFrom = len(s.pub)
 	c.kill(ErrSlowClient)
 }
 
@@ -232,16 +265,20 @@ func (s *Server) Flush() error {
 	// in parallel, so that one flush is not a long run of system calls.
 	direct := len(s.conns) <= directWriteConns
 	for _, c := range s.conns {
+		shared := s.pub[min(c.pubFrom, len(s.pub)):]
+		c.pubFrom = 0
 		if c.dead.Load() {
 			continue
 		}
-		if len(c.out) == 0 {
+		if len(c.out) == 0 && len(shared) == 0 {
 			continue // nothing new: the stall clock, if any, runs on
 		}
-		if pending := c.enqueue(&c.out, direct); c.tooSlow(pending, &s.cfg) {
+		if pending := c.enqueue(&c.out, shared, direct); c.tooSlow(pending, &s.cfg) {
 			s.dropSlow(c)
+			c.pubFrom = 0
 		}
 	}
+	s.pub = s.pub[:0]
 	return nil
 }
 
