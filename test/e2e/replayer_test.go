@@ -139,14 +139,28 @@ func checkWholeStream(t *testing.T, out string, last uint64, account string, cou
 // injected loss at the tail, it NAKs the sequencer, gets Gone, moves to
 // the replayer and prints the whole stream, dense and in order. A late
 // node (which reads the stream from seq 1) with the same loss does too.
+// Over TCP the same: the tail and the node dial the replayer's NAK
+// address as a repair source.
 func TestCLI_ReplayerRepairsWhatTheRingEvicted(t *testing.T) {
+	for _, kind := range []string{"udp", "tcp"} {
+		t.Run(kind, func(t *testing.T) { replayerRepairs(t, kind) })
+	}
+}
+
+func replayerRepairs(t *testing.T, kind string) {
 	bin := seqd(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
 	defer cancel()
 	mc := groups(4242)
 	net := []string{"--transport", "udp", "--udp.stream-group", mc.StreamGroup, "--udp.command-group", mc.CommandGroup}
+	var nak string
+	if kind == "tcp" {
+		net = []string{"--transport", "tcp", "--tcp.addr", freeTCPAddr(t)}
+		nak = freeTCPAddr(t)
+	} else {
+		nak = freeUDPAddr(t)
+	}
 	seq, seqLines, seqErr := startSequencer(t, ctx, bin, append([]string{"--sequencer.max-packet-bytes", "1472", "--sequencer.ring-bytes", "94208"}, net...))
-	nak := freeUDPAddr(t)
 	rep := startReplayer(t, ctx, bin, append([]string{"--dir", t.TempDir(), "--nak-addr", nak}, net...))
 
 	run := func(env string, args ...string) (string, error) {
