@@ -17,6 +17,25 @@
 // allocate nothing per frame. A RewindServer runs one Reader per rewind
 // connection (docs/protocol.md, "Rewind").
 //
+// # Service
+//
+// Service is the replayer process's shell (`seqd replayer`): one
+// goroutine follows the stream with the pure receiver (safe mode,
+// Persist, the Replayer status flag) over a transport.Client, hands the
+// frames it persists to a persister (pure: a reorder buffer that appends
+// a packet once every record in it is delivered, in stream order, with no
+// copy when it can go at once and no allocation once warm), drives the
+// Store's clock and runs its interval fsync on a helper goroutine
+// (Config.SyncInShell), and answers NAKs from the Store on a
+// transport.Server of its own (naks: the sequencer's Repairer, packets
+// sent with the stable they were stored with). Other goroutines read
+// Stats, Contiguous and Durable, run code on its goroutine with Do, or
+// read the files through the Store's Tip (a RewindServer). Run returns on
+// ctx's end or a fatal error (ErrUnrecoverable from the receiver,
+// ErrHole, ErrPendingFull, a failed store), having finished the fsync
+// under way and closed (fsynced) the Store. docs/protocol.md,
+// "Replayers", says who may set what.
+//
 // # Store
 //
 // A Store holds one session's stream packets, byte for byte as they were
