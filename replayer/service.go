@@ -374,6 +374,9 @@ func (s *Service) handleReady() {
 	}
 	s.r.Advance()
 	if err := s.r.Err(); err != nil {
+		if errors.Is(err, receiver.ErrUnrecoverable) {
+			err = fmt.Errorf("%w: the store holds up to seq %d and no source holds what follows (an empty store may start at the live tail: FromLive, --from-live; a store with a hole needs a new directory)", err, s.store.Contiguous())
+		}
 		s.fail(fmt.Errorf("replayer: following the stream: %w", err))
 	}
 }
