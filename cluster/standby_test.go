@@ -1,0 +1,503 @@
+package cluster
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"net"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/seqd/seqd/sequencer"
+	"github.com/seqd/seqd/transport"
+	"github.com/seqd/seqd/wire"
+)
+
+const testSession = 9
+
+var acctA = wire.MustAccount("alice")
+
+// fakeClient is a transport.Client that keeps what is sent.
+type fakeClient struct {
+	mu   sync.Mutex
+	sent [][]byte
+	keep bool // copy sent frames (off for allocation tests)
+	n    int
+}
+
+func (c *fakeClient) Send(f []byte) error {
+	c.mu.Lock()
+	c.n++
+	if c.keep {
+		c.sent = append(c.sent, bytes.Clone(f))
+	}
+	c.mu.Unlock()
+	return nil
+}
+func (c *fakeClient) Flush() error { return nil }
+func (c *fakeClient) Poll(transport.Handler, time.Duration) (int, error) {
+	return 0, nil
+}
+func (c *fakeClient) Close() error { return nil }
+
+// acks returns the standby acks sent so far.
+func (c *fakeClient) acks(t testing.TB) []wire.Status {
+	t.Helper()
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	var out []wire.Status
+	for _, f := range c.sent {
+		var st wire.Status
+		if k, _ := wire.PeekKind(f); k == wire.KindStatus {
+			if err := wire.DecodeStatus(f, &st); err != nil {
+				t.Fatal(err)
+			}
+			if st.Flags&wire.StatusStandby != 0 {
+				out = append(out, st)
+			}
+		}
+	}
+	return out
+}
+
+// stream is a primary Core whose data packets are kept.
+type stream struct {
+	core   *sequencer.Core
+	pkts   [][]byte
+	cmdSeq uint64
+	now    int64
+}
+
+func (s *stream) Publish(p []byte) {
+	if k, _ := wire.PeekKind(p); k == wire.KindData {
+		s.pkts = append(s.pkts, bytes.Clone(p))
+	}
+}
+func (s *stream) SendTo(transport.Peer, []byte) {}
+
+func seqConfig(epoch uint32, first uint64) sequencer.Config {
+	cfg := sequencer.DefaultConfig()
+	cfg.Session, cfg.Epoch, cfg.FirstSeq, cfg.Standalone = testSession, epoch, first, false
+	cfg.RingBytes = 1 << 20
+	cfg.MaxSenders = 64
+	return cfg
+}
+
+func newStream(t testing.TB) *stream {
+	t.Helper()
+	s := &stream{}
+	c, err := sequencer.New(seqConfig(1, 1), s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.core = c
+	return s
+}
+
+// commands sequences n commands of alice, one packet each, and returns
+// the new packets.
+func (s *stream) commands(t testing.TB, n int) [][]byte {
+	t.Helper()
+	before := len(s.pkts)
+	for range n {
+		s.cmdSeq++
+		s.now += 1000
+		if err := s.core.Step(sequencer.Time{Mono: s.now, Wall: s.now}, cmdFrame(t, s.cmdSeq, "x"), 1); err != nil {
+			t.Fatal(err)
+		}
+		s.core.Flush(sequencer.Time{Mono: s.now, Wall: s.now})
+	}
+	return s.pkts[before:]
+}
+
+func cmdFrame(t testing.TB, seq uint64, payload string) []byte {
+	t.Helper()
+	var w wire.CommandWriter
+	if err := w.Reset(make([]byte, 512), acctA, 1, 0, testSession); err != nil {
+		t.Fatal(err)
+	}
+	if err := w.Append(&wire.Command{CmdSeq: seq, Payload: []byte(payload)}); err != nil {
+		t.Fatal(err)
+	}
+	return bytes.Clone(w.Bytes())
+}
+
+func standbyConfig(t testing.TB, member uint64) StandbyConfig {
+	cfg := DefaultStandbyConfig()
+	cfg.Member, cfg.Dir, cfg.MaxSenders, cfg.Session = member, t.TempDir(), 64, testSession
+	cfg.Receiver.PendingRecords = 1 << 10
+	cfg.Receiver.MaxReassemblyBytes = 1 << 20
+	cfg.Receiver.MaxReceiveMessageBytes = 1 << 20
+	cfg.Store.SegmentBytes = 64 << 20
+	return cfg
+}
+
+func newStandby(t testing.TB, cfg StandbyConfig, c transport.Client) *Standby {
+	t.Helper()
+	s, err := NewStandby(cfg, c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Close() })
+	return s
+}
+
+// syncAndAck makes the store durable and runs the standby's ack step, as
+// a turn of Run does.
+func syncAndAck(t testing.TB, s *Standby) {
+	t.Helper()
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if err := s.store.Sync(); err != nil {
+		t.Fatal(err)
+	}
+	s.ackLocked(s.clock())
+}
+
+// referenceState applies the records of pkts up to seq last to a fresh
+// State: what every applier must hold at last.
+func referenceState(t testing.TB, pkts [][]byte, last uint64) *sequencer.State {
+	t.Helper()
+	st := sequencer.NewState(64, 1)
+	var p wire.Packet
+	var r wire.Record
+	for _, b := range pkts {
+		if err := wire.DecodePacket(b, &p); err != nil {
+			t.Fatal(err)
+		}
+		for p.Next(&r) {
+			if r.Seq == st.LastSeq()+1 && r.Seq <= last {
+				if err := st.Apply(&r); err != nil {
+					t.Fatal(err)
+				}
+			}
+		}
+	}
+	if st.LastSeq() != last {
+		t.Fatalf("reference state reached %d, want %d", st.LastSeq(), last)
+	}
+	return st
+}
+
+// TestStandby_PersistsAppliesAndAcks: packets in any order (a gap filled
+// late, a duplicate) reach the store in order; the State equals the
+// primary's at the same position; the ack names the member, the epoch
+// and the durable seq.
+func TestStandby_PersistsAppliesAndAcks(t *testing.T) {
+	src := newStream(t)
+	pkts := src.commands(t, 30)
+	fc := &fakeClient{keep: true}
+	s := newStandby(t, standbyConfig(t, 2), fc)
+	for i := 0; i < len(pkts); i++ {
+		switch i {
+		case 5:
+			continue // lost, repaired below
+		case 20:
+			s.frame(pkts[5], 0) // the repair
+			s.frame(pkts[3], 0) // a duplicate
+		}
+		s.frame(pkts[i], 0)
+	}
+	if err := s.Err(); err != nil {
+		t.Fatal(err)
+	}
+	last := src.core.Published()
+	if got := s.Contiguous(); got != last {
+		t.Fatalf("store holds up to %d, want %d", got, last)
+	}
+	if st := s.Stats(); st.Stashed == 0 || st.Appended != uint64(len(pkts)) {
+		t.Fatalf("stats %+v: want stashed packets and %d appended", st, len(pkts))
+	}
+	seq, snap := s.Snapshot()
+	if seq != last || !bytes.Equal(snap, src.core.State().Snapshot()) {
+		t.Fatalf("standby state at %d differs from the primary's at %d", seq, last)
+	}
+	syncAndAck(t, s)
+	acks := fc.acks(t)
+	if len(acks) != 1 {
+		t.Fatalf("%d acks, want 1", len(acks))
+	}
+	if a := acks[0]; a.Member != 2 || a.Epoch != 1 || a.Contiguous != last || a.Session != testSession {
+		t.Fatalf("ack %+v, want member 2 epoch 1 contiguous %d", a, last)
+	}
+	syncAndAck(t, s)
+	if n := len(fc.acks(t)); n != 1 {
+		t.Fatalf("an unchanged ack was sent again before the keepalive (%d acks)", n)
+	}
+}
+
+// TestStandby_AcksOnlyDurable: an ack never runs ahead of the fsync unless
+// AckWritten says so.
+func TestStandby_AcksOnlyDurable(t *testing.T) {
+	src := newStream(t)
+	pkts := src.commands(t, 5)
+	for _, written := range []bool{false, true} {
+		fc := &fakeClient{keep: true}
+		cfg := standbyConfig(t, 2)
+		cfg.AckWritten = written
+		s := newStandby(t, cfg, fc)
+		for _, p := range pkts {
+			s.frame(p, 0)
+		}
+		s.mu.Lock()
+		s.ackLocked(s.clock())
+		s.mu.Unlock()
+		acks := fc.acks(t)
+		want := uint64(0)
+		if written {
+			want = src.core.Published()
+		}
+		if len(acks) != 1 || acks[0].Contiguous != want {
+			t.Fatalf("AckWritten=%v: acks %+v, want one of %d", written, acks, want)
+		}
+	}
+}
+
+// TestStandby_SealFreezesUntilTheNextEpoch: after Seal(1) the standby
+// takes nothing more of epoch 1 (the old primary goes on) and acks
+// nothing of it; the next epoch's packets are stored and acked with epoch
+// 2; a seal of an older epoch is refused.
+func TestStandby_SealFreezesUntilTheNextEpoch(t *testing.T) {
+	src := newStream(t)
+	pkts := src.commands(t, 10)
+	fc := &fakeClient{keep: true}
+	s := newStandby(t, standbyConfig(t, 2), fc)
+	for _, p := range pkts {
+		s.frame(p, 0)
+	}
+	cut, err := s.Seal(1)
+	if err != nil || cut != src.core.Published() {
+		t.Fatalf("Seal(1) = %d, %v; want %d", cut, err, src.core.Published())
+	}
+	seq, snap := s.Snapshot()
+	for _, p := range src.commands(t, 5) { // the deposed primary goes on
+		s.frame(p, 0)
+	}
+	if s.Contiguous() != cut || s.Stats().SealedDrops != 5 {
+		t.Fatalf("after the seal: holds %d (want %d), sealed drops %d (want 5)", s.Contiguous(), cut, s.Stats().SealedDrops)
+	}
+	syncAndAck(t, s)
+	if acks := fc.acks(t); len(acks) != 0 {
+		t.Fatalf("acks of a sealed epoch: %+v", acks)
+	}
+	if _, err := s.Seal(0); !errors.Is(err, ErrSealed) {
+		t.Fatalf("Seal(0) after Seal(1): %v, want ErrSealed", err)
+	}
+
+	// Epoch 2 from the cut, by a primary that took over a state at the cut.
+	st := sequencer.NewState(64, 1)
+	if err := st.Restore(snap); err != nil || st.LastSeq() != seq {
+		t.Fatal(err)
+	}
+	next := &stream{now: src.now, cmdSeq: 10}
+	c2, err := sequencer.NewPrimary(seqConfig(2, cut+1), next, sequencer.Takeover{State: st})
+	if err != nil {
+		t.Fatal(err)
+	}
+	next.core = c2
+	for _, p := range next.commands(t, 5) {
+		s.frame(p, 0)
+	}
+	if err := s.Err(); err != nil {
+		t.Fatal(err)
+	}
+	if s.Contiguous() != c2.Published() {
+		t.Fatalf("holds %d, want %d", s.Contiguous(), c2.Published())
+	}
+	syncAndAck(t, s)
+	acks := fc.acks(t)
+	if len(acks) != 1 || acks[0].Epoch != 2 || acks[0].Contiguous != c2.Published() {
+		t.Fatalf("acks %+v, want one of epoch 2 at %d", acks, c2.Published())
+	}
+	if _, snap := s.Snapshot(); !bytes.Equal(snap, c2.State().Snapshot()) {
+		t.Fatal("standby state differs from the new primary's")
+	}
+}
+
+// TestStandby_TakeoverAtACutBelowTheState: a standby that applied beyond
+// the cut rebuilds the State at exactly the cut (from a snapshot and the
+// store); a cut it does not hold is refused; after a Takeover, Run stops
+// and a second Takeover is refused.
+func TestStandby_TakeoverAtACutBelowTheState(t *testing.T) {
+	src := newStream(t)
+	pkts := src.commands(t, 30)
+	cfg := standbyConfig(t, 2)
+	cfg.SnapshotEveryRecords = 7
+	s := newStandby(t, cfg, &fakeClient{})
+	for _, p := range pkts {
+		s.frame(p, 0)
+	}
+	if _, err := s.Takeover(src.core.Published() + 1); !errors.Is(err, ErrBehindCut) {
+		t.Fatalf("Takeover beyond the store: %v, want ErrBehindCut", err)
+	}
+	const cut = 20
+	tk, err := s.Takeover(cut)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if tk.State.LastSeq() != cut || !bytes.Equal(tk.State.Snapshot(), referenceState(t, pkts, cut).Snapshot()) {
+		t.Fatalf("takeover state at %d differs from the stream's at %d", tk.State.LastSeq(), cut)
+	}
+	if _, err := sequencer.NewPrimary(seqConfig(2, cut+1), &stream{}, tk); err != nil {
+		t.Fatalf("NewPrimary: %v", err)
+	}
+	if _, err := s.Takeover(cut); !errors.Is(err, ErrTakenOver) {
+		t.Fatalf("second Takeover: %v, want ErrTakenOver", err)
+	}
+	if err := s.Run(context.Background()); !errors.Is(err, ErrTakenOver) {
+		t.Fatalf("Run after Takeover: %v, want ErrTakenOver", err)
+	}
+	// The history answers at or below the cut only.
+	var got uint64
+	tk.History.Range(1, cut, func(_ []byte, info sequencer.PacketInfo) bool { got = info.LastSeq(); return true })
+	if got < cut {
+		t.Fatalf("history served up to %d, want %d", got, cut)
+	}
+}
+
+// TestStandby_RestartRebuildsFromTheStore: a standby reopened on its
+// directory holds the same State as before and repairs from the store's
+// end.
+func TestStandby_RestartRebuildsFromTheStore(t *testing.T) {
+	src := newStream(t)
+	pkts := src.commands(t, 12)
+	cfg := standbyConfig(t, 2)
+	s, err := NewStandby(cfg, &fakeClient{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range pkts {
+		s.frame(p, 0)
+	}
+	_, want := s.Snapshot()
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	s2 := newStandby(t, cfg, &fakeClient{})
+	if seq, snap := s2.Snapshot(); seq != src.core.Published() || !bytes.Equal(snap, want) {
+		t.Fatalf("reopened state at %d differs", seq)
+	}
+	for _, p := range src.commands(t, 3) {
+		s2.frame(p, 0)
+	}
+	if s2.Contiguous() != src.core.Published() || s2.Err() != nil {
+		t.Fatalf("after restart holds %d, want %d (%v)", s2.Contiguous(), src.core.Published(), s2.Err())
+	}
+}
+
+// TestStandby_StashBounded: packets ahead of a gap beyond MaxStashBytes
+// stop the standby with ErrStashFull instead of being lost.
+func TestStandby_StashBounded(t *testing.T) {
+	src := newStream(t)
+	pkts := src.commands(t, 2000)
+	cfg := standbyConfig(t, 2)
+	cfg.MaxStashBytes = 1 << 16
+	cfg.Receiver.PendingRecords = 1 << 12
+	s := newStandby(t, cfg, &fakeClient{})
+	for _, p := range pkts[3:] {
+		s.frame(p, 0)
+	}
+	if err := s.Err(); !errors.Is(err, ErrStashFull) {
+		t.Fatalf("Err = %v, want ErrStashFull", err)
+	}
+}
+
+// TestStandby_FramePathAllocatesNothing: an in-order packet (receive,
+// append, apply) and an ack allocate nothing.
+func TestStandby_FramePathAllocatesNothing(t *testing.T) {
+	src := newStream(t)
+	pkts := src.commands(t, 1600)
+	fc := &fakeClient{}
+	s := newStandby(t, standbyConfig(t, 2), fc)
+	for _, p := range pkts[:500] {
+		s.frame(p, 0)
+	}
+	i := 500
+	if n := testing.AllocsPerRun(1000, func() {
+		s.frame(pkts[i], 0)
+		i++
+		s.mu.Lock()
+		s.ackAny = false // force an ack
+		s.ackLocked(s.clock())
+		s.mu.Unlock()
+	}); n != 0 {
+		t.Fatalf("%v allocations per packet and ack, want 0", n)
+	}
+	if err := s.Err(); err != nil || s.Contiguous() < 1500 {
+		t.Fatalf("holds %d, %v", s.Contiguous(), err)
+	}
+}
+
+// TestFetch_CatchUpFromAPeer: a standby that lacks the end of the sealed
+// epoch fetches it from another member's FetchServer, cut exactly at the
+// cut, and takes over with the stream's State there.
+func TestFetch_CatchUpFromAPeer(t *testing.T) {
+	src := newStream(t)
+	pkts := src.commands(t, 300)
+	full := newStandby(t, standbyConfig(t, 2), &fakeClient{})
+	for _, p := range pkts {
+		full.frame(p, 0)
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	fs, err := NewFetchServer(DefaultFetchServerConfig(), full, ln)
+	if err != nil {
+		t.Fatal(err)
+	}
+	go fs.Serve()
+	defer fs.Close()
+
+	behind := newStandby(t, standbyConfig(t, 3), &fakeClient{})
+	for _, p := range pkts[:40] {
+		behind.frame(p, 0)
+	}
+	cut := src.core.Published() - 7
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	if err := behind.CatchUp(ctx, cut, []string{"127.0.0.1:1", fs.Addr().String()}); err != nil {
+		t.Fatal(err)
+	}
+	if behind.Contiguous() != cut {
+		t.Fatalf("caught up to %d, want exactly the cut %d", behind.Contiguous(), cut)
+	}
+	tk, err := behind.Takeover(cut)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(tk.State.Snapshot(), referenceState(t, pkts, cut).Snapshot()) {
+		t.Fatal("state after catch-up differs from the stream's at the cut")
+	}
+
+	// A range the server does not hold ends with what it holds.
+	held, err := Fetch(ctx, fs.Addr().String(), src.core.Published()+1, src.core.Published()+5, func([]byte) error {
+		t.Error("a packet beyond what the server holds")
+		return nil
+	})
+	if err != nil || held != src.core.Published() {
+		t.Fatalf("Fetch beyond the end: held %d, %v; want %d", held, err, src.core.Published())
+	}
+	if _, err := Fetch(ctx, fs.Addr().String(), 5, 3, nil); !errors.Is(err, ErrFetchRange) {
+		t.Fatalf("Fetch 5..3: %v, want ErrFetchRange", err)
+	}
+	// A request of another version gets an error frame.
+	c, err := net.Dial("tcp", fs.Addr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	req := appendFetchRequest(nil, 1, 2)
+	req[4] = 9
+	if _, err := c.Write(req); err != nil {
+		t.Fatal(err)
+	}
+	var hdr [fetchHeaderBytes]byte
+	if _, err := c.Read(hdr[:]); err != nil {
+		t.Fatal(err)
+	}
+	if kind, _, err := decodeFetchHeader(hdr[:]); err != nil || kind != fetchError {
+		t.Fatalf("answer to a bad version: kind %d, %v; want an error frame", kind, err)
+	}
+	c.Close()
+}
