@@ -48,12 +48,28 @@ func (s ServerSink) SendTo(to transport.Peer, pkt []byte) { _ = s.Server.SendTo(
 // NewAgent builds a Core for cfg publishing on srv, reading time from
 // clock (SystemClock outside tests).
 func NewAgent(cfg Config, srv transport.Server, clock func() Time) (*Agent, error) {
+	return newAgent(cfg, srv, clock, nil)
+}
+
+// NewPrimaryAgent is NewAgent for a new primary after a failover: its
+// Core is NewPrimary(cfg, ..., t).
+func NewPrimaryAgent(cfg Config, srv transport.Server, clock func() Time, t Takeover) (*Agent, error) {
+	return newAgent(cfg, srv, clock, &t)
+}
+
+func newAgent(cfg Config, srv transport.Server, clock func() Time, t *Takeover) (*Agent, error) {
 	if cfg.StartTime == 0 {
 		// The session's first records (session start, epoch start) are
 		// stamped now, not at the epoch of the clock.
 		cfg.StartTime = clock().Wall
 	}
-	core, err := New(cfg, ServerSink{srv})
+	var core *Core
+	var err error
+	if t != nil {
+		core, err = NewPrimary(cfg, ServerSink{srv}, *t)
+	} else {
+		core, err = New(cfg, ServerSink{srv})
+	}
 	if err != nil {
 		return nil, err
 	}
