@@ -22,6 +22,10 @@ type stream struct {
 	buf        []byte
 	open       bool
 	pkts       [][]byte
+	// salt changes the payloads from here on: the messages of a new
+	// epoch that restarts below the old one's tail differ from the ones
+	// cut (see restartEpoch).
+	salt byte
 }
 
 func newStream() *stream {
@@ -57,6 +61,11 @@ func (st *stream) msg(size int) {
 	seq := st.next
 	st.next++
 	p := payload(seq, size)
+	if st.salt != 0 {
+		for i := range p {
+			p[i] ^= st.salt
+		}
+	}
 	if size <= st.maxPacket-wire.PacketHeaderBytes-wire.RecordHeaderBytes {
 		if !st.open || st.w.Room() < size {
 			st.flush()
@@ -89,6 +98,18 @@ func (st *stream) newEpoch() {
 	st.flush()
 	st.epoch++
 	st.epochStart = st.next
+}
+
+// restartEpoch starts the next epoch at seq start, at or below the
+// newest seq published: the old epoch's seqs from start on were cut by
+// the failover (never stable), and the new primary publishes other
+// messages with those seqs (their payloads salted with the epoch).
+func (st *stream) restartEpoch(start uint64) {
+	st.flush()
+	st.epoch++
+	st.epochStart = start
+	st.next = start
+	st.salt = byte(st.epoch) * 0x11
 }
 
 // mixed returns a stream of n messages of mixed sizes (some fragmented)

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"os"
 	"path/filepath"
 	"slices"
@@ -103,6 +104,7 @@ func Open(dir string, cfg Config) (*Store, *Recovery, error) {
 		wbuf:    make([]byte, 0, cfg.WriteBufferBytes),
 		rbuf:    make([]byte, cfg.ReadBufferBytes),
 		rseg:    -1,
+		stopSeg: math.MaxInt,
 		out:     make([]byte, 0, cfg.MaxPacketBytes),
 		tip:     &Tip{dir: dir, maxPacket: cfg.MaxPacketBytes},
 	}
@@ -187,7 +189,7 @@ func (s *Store) load(rec *Recovery, sc *scanner, ordinal uint64, last bool) erro
 		return nil
 	}
 	s.session = h.Session
-	s.segs = append(s.segs, segment{f: f, path: path, ordinal: ordinal, firstSeq: h.FirstSeq, size: SegmentHeaderBytes})
+	s.segs = append(s.segs, segment{f: f, path: path, ordinal: ordinal, firstSeq: h.FirstSeq, size: SegmentHeaderBytes, reach: s.reach()})
 	if last {
 		// The newest segment takes appends: its index must not grow per
 		// packet.
@@ -213,6 +215,12 @@ func (s *Store) load(rec *Recovery, sc *scanner, ordinal uint64, last bool) erro
 				return s.cutTail(rec, seg, off, fi.Size(), err)
 			}
 			seg.written = seg.size
+			if off == SegmentHeaderBytes && s.tail.have && s.tail.next() > seg.firstSeq {
+				// The segment would start an epoch that cut the stream
+				// below the previous segment's tail (its header says
+				// where): nothing from its start on is served.
+				s.tail = tailState{have: seg.firstSeq > 1, lastSeq: seg.firstSeq - 1, whole: true}
+			}
 			s.setCorrupt(rec, path, off, err)
 			if off == SegmentHeaderBytes {
 				s.segs = s.segs[:len(s.segs)-1]
@@ -250,7 +258,10 @@ func (s *Store) checkLoaded(seg *segment, off int64, pkt []byte) error {
 	q := *p
 	frag, fragOff, _ := scanRecords(&q, &s.rec)
 	if err := s.tail.follows(p.FirstSeq, frag, fragOff); err != nil {
-		return fmt.Errorf("packet at seq %d: %w", p.FirstSeq, err)
+		// An epoch restart is written at the start of a segment only.
+		if off != SegmentHeaderBytes || !s.restartsEpoch(p.Epoch, p.EpochStart, p.FirstSeq, frag, fragOff) {
+			return fmt.Errorf("packet at seq %d: %w", p.FirstSeq, err)
+		}
 	}
 	return nil
 }

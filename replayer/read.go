@@ -27,26 +27,33 @@ func (s *Store) Range(from, to uint64, fn sequencer.PacketFunc) {
 	lo, hi := 0, len(s.segs)
 	for lo < hi {
 		m := int(uint(lo+hi) >> 1)
-		if s.segs[m].last.LastSeq() < from {
+		if s.segs[m].reach < from {
 			lo = m + 1
 		} else {
 			hi = m
 		}
 	}
-	for si := lo; si < len(s.segs); si++ {
+	for si := lo; si < len(s.segs) && si <= s.stopSeg; si++ {
 		seg := &s.segs[si]
 		off := seg.start(from)
 		for off < seg.written {
+			if si == s.stopSeg && off >= s.stopOff {
+				return
+			}
 			frame, err := s.readFrame(si, off)
 			if err != nil {
 				s.corruptAt(si, off, err)
 				return
 			}
-			info := packetInfo(frame[FrameHeaderBytes:])
+			pkt := frame[FrameHeaderBytes:]
+			info := packetInfo(pkt)
+			off += int64(len(frame))
+			if info.FirstSeq >= s.cutFrom(packetEpoch(pkt)) {
+				continue // a deposed primary's packet above its epoch's cut
+			}
 			if s.limit != 0 && info.LastSeq() >= s.limit {
 				return
 			}
-			off += int64(len(frame))
 			if info.LastSeq() < from {
 				continue
 			}
@@ -146,6 +153,7 @@ func (s *Store) corruptAt(si int, off int64, cause error) {
 	if si > 0 {
 		t, last = s.segs[si-1].tail, s.segs[si-1].last
 	}
+	read := false
 	for o := int64(SegmentHeaderBytes); o < off; {
 		frame, err := s.readFrame(si, o)
 		if err != nil {
@@ -157,14 +165,22 @@ func (s *Store) corruptAt(si int, off int64, cause error) {
 		_, _, t = scanRecords(&s.pkt, &s.rec)
 		last = packetInfo(frame[FrameHeaderBytes:])
 		o += int64(len(frame))
+		read = true
 	}
 	seq := seg.firstSeq
 	if t.have {
 		seq = t.next()
 	}
+	if !read && t.have && t.next() > seg.firstSeq {
+		// The segment starts an epoch that cut the stream below the
+		// previous segment's tail: what is served ends before its start.
+		seq = seg.firstSeq
+		t = tailState{have: seq > 1, lastSeq: seq - 1, whole: true}
+	}
 	s.limit = seq
 	s.tail, s.newest = t, last
 	s.durable = min(s.durable, t.contiguous())
 	s.active = false
+	s.stopSeg, s.stopOff = si, off
 	s.corrupt = &Corruption{File: seg.path, Offset: off, Seq: seq, Reason: cause.Error()}
 }

@@ -48,10 +48,11 @@ func (s *Store) walkPacket(pkt []byte, info sequencer.PacketInfo) bool {
 		}
 		return false
 	}
+	cut := s.cutFrom(w.pkt.Epoch)
 	for w.pkt.Next(&w.rec) {
 		seq := w.rec.Seq
-		if seq < w.from {
-			continue
+		if seq < w.from || seq >= cut {
+			continue // before the range, or above its epoch's cut
 		}
 		if seq > w.to {
 			return false

@@ -44,8 +44,13 @@ type Store struct {
 	newest sequencer.PacketInfo
 	epochs []Epoch
 
-	// limit, when non-zero, is the first seq not served (a corruption).
+	// limit, when non-zero, is the first seq not served (a corruption);
+	// stopSeg and stopOff are where the corrupt frame found by a read
+	// lies: nothing from there on is read (frames of a restarted epoch
+	// may lie after it with seqs below limit).
 	limit   uint64
+	stopSeg int
+	stopOff int64
 	corrupt *Corruption
 	failed  error
 	lastErr error // the last error Put swallowed
@@ -82,7 +87,11 @@ type segment struct {
 	idx      []indexEntry
 	lastIdx  int64                // offset of the newest index entry
 	last     sequencer.PacketInfo // newest frame's packet
-	tail     tailState            // after the newest frame
+	// reach is the highest seq of any frame in this segment or an
+	// earlier one: it never decreases along the segments, even where an
+	// epoch restart made the frames' seqs go back (store_epoch.go).
+	reach uint64
+	tail  tailState // after the newest frame
 }
 
 // indexEntry: the frame at off starts with seq firstSeq.
@@ -206,12 +215,18 @@ func (s *Store) append(pkt []byte) error {
 	}
 	epoch, epochStart, firstSeq := p.Epoch, p.EpochStart, p.FirstSeq
 	frag, off, t := scanRecords(p, &s.rec)
+	restart := false
 	if err := s.tail.follows(firstSeq, frag, off); err != nil {
-		return err
+		if !s.restartsEpoch(epoch, epochStart, firstSeq, frag, off) {
+			return err
+		}
+		// A new epoch cut the stream below what is held: it starts a
+		// segment of its own (store_epoch.go).
+		restart = true
 	}
 	s.session = s.pkt.Session
 	n := FrameHeaderBytes + len(pkt)
-	if !s.active || s.segs[len(s.segs)-1].size+int64(n) > s.cfg.SegmentBytes {
+	if restart || !s.active || s.segs[len(s.segs)-1].size+int64(n) > s.cfg.SegmentBytes {
 		if err := s.roll(firstSeq); err != nil {
 			return err
 		}
@@ -231,6 +246,9 @@ func (s *Store) append(pkt []byte) error {
 	info := packetInfo(pkt)
 	s.held(seg, seg.size, int64(n), info, t)
 	s.noteEpoch(epoch, epochStart)
+	if restart {
+		s.durable = min(s.durable, epochStart-1)
+	}
 	s.stats.Appended++
 	s.stats.AppendedBytes += uint64(len(pkt))
 	s.unsynced += int64(n)
@@ -251,12 +269,21 @@ func (s *Store) held(seg *segment, off, n int64, info sequencer.PacketInfo, t ta
 	}
 	seg.size = off + n
 	seg.last = info
+	seg.reach = max(seg.reach, info.LastSeq())
 	seg.tail = t
 	if !s.tail.have {
 		s.oldest = info
 	}
 	s.newest = info
 	s.tail = t
+}
+
+// reach is the reach of the newest segment (0 when none).
+func (s *Store) reach() uint64 {
+	if k := len(s.segs); k > 0 {
+		return s.segs[k-1].reach
+	}
+	return 0
 }
 
 // noteEpoch extends the epoch table when a packet names a newer epoch.
@@ -303,7 +330,7 @@ func (s *Store) roll(firstSeq uint64) error {
 	s.pendSeq = firstSeq
 	s.unsynced += SegmentHeaderBytes
 	s.segs = append(s.segs, segment{
-		f: f, path: path, ordinal: ordinal, firstSeq: firstSeq, size: SegmentHeaderBytes,
+		f: f, path: path, ordinal: ordinal, firstSeq: firstSeq, size: SegmentHeaderBytes, reach: s.reach(),
 		idx: make([]indexEntry, 0, s.cfg.SegmentBytes/int64(s.cfg.IndexIntervalBytes)+2),
 	})
 	s.active = true

@@ -1,0 +1,174 @@
+package replayer
+
+import (
+	"bytes"
+	"errors"
+	"testing"
+
+	"github.com/seqd/seqd/sequencer"
+	"github.com/seqd/seqd/wire"
+)
+
+// cutStream is a stream whose epoch 1 published seqs 1..n but was cut at
+// cut by a failover: epoch 2 starts at cut+1 and publishes other messages
+// with seqs cut+1..m. Sizes mix whole and fragmented messages.
+func cutStream(n, cut, m int) *stream {
+	st := newStream()
+	size := func(i int) int {
+		switch {
+		case i%97 == 5:
+			return 5000 + i%300
+		case i%13 == 0:
+			return 900
+		}
+		return 40 + i%200
+	}
+	for i := 1; i <= n; i++ {
+		st.msg(size(i))
+	}
+	st.restartEpoch(uint64(cut + 1))
+	for i := cut + 1; i <= m; i++ {
+		st.msg(size(i))
+	}
+	st.flush()
+	return st
+}
+
+// wantRecord is the payload seq has in the surviving stream.
+func wantPayload(seq uint64, size int, cut uint64) []byte {
+	p := payload(seq, size)
+	if seq > cut {
+		for i := range p {
+			p[i] ^= 0x22 // salt of epoch 2
+		}
+	}
+	return p
+}
+
+// checkRecords walks from..to and checks that every seq comes once, whole,
+// with the payload and epoch of the surviving stream.
+func checkRecords(t *testing.T, s *Store, from, to, cut uint64) {
+	t.Helper()
+	next := from
+	var msg []byte
+	s.Records(from, to, func(r *wire.Record, epoch uint32) bool {
+		if r.Seq != next || uint32(len(msg)) != r.Offset {
+			t.Fatalf("Records(%d, %d): seq %d offset %d, want seq %d offset %d", from, to, r.Seq, r.Offset, next, len(msg))
+		}
+		want := uint32(1)
+		if r.Seq > cut {
+			want = 2
+		}
+		if epoch != want {
+			t.Fatalf("seq %d: epoch %d, want %d", r.Seq, epoch, want)
+		}
+		if r.Fragment() {
+			msg = append(msg, r.Payload...)
+			if uint32(len(msg)) < r.Total {
+				return true
+			}
+		} else {
+			msg = append(msg[:0], r.Payload...)
+		}
+		if !bytes.Equal(msg, wantPayload(r.Seq, len(msg), cut)) {
+			t.Fatalf("seq %d: the bytes of the cut epoch 1 are served", r.Seq)
+		}
+		msg, next = msg[:0], next+1
+		return true
+	})
+	if next != to+1 {
+		t.Fatalf("Records(%d, %d) ended before seq %d", from, to, next)
+	}
+}
+
+// TestStore_EpochRestartBelowTail: a store that holds epoch 1 past its cut
+// (a replayer or standby that got the deposed primary's last packets)
+// takes epoch 2's packets from the cut on, keeps the cut frames on disk as
+// they were received, and never serves their records: Records and Range
+// yield the surviving stream, also after a reopen and read-only.
+func TestStore_EpochRestartBelowTail(t *testing.T) {
+	const n, cut, m = 2000, 1800, 3000
+	st := cutStream(n, cut, m)
+	dir := t.TempDir()
+	s, _ := mustOpen(t, dir, testConfig())
+	appendAll(t, s, st.pkts)
+	check := func(s *Store) {
+		t.Helper()
+		if c := s.Contiguous(); c != m {
+			t.Fatalf("Contiguous = %d, want %d", c, m)
+		}
+		if e := s.Epochs(); len(e) != 2 || e[1] != (Epoch{2, cut + 1}) {
+			t.Fatalf("Epochs = %+v", e)
+		}
+		checkRecords(t, s, 1, m, cut)
+		checkRecords(t, s, cut-50, cut+50, cut)
+		checkRecords(t, s, cut+1, cut+1, cut)
+		checkRecords(t, s, n-3, n+3, cut)
+		// Range serves no packet of epoch 1 that holds only cut records.
+		var p wire.Packet
+		s.Range(cut-100, cut+100, func(pkt []byte, _ sequencer.PacketInfo) bool {
+			if err := wire.DecodePacket(pkt, &p); err != nil {
+				t.Fatal(err)
+			}
+			if p.Epoch == 1 && p.FirstSeq > cut {
+				t.Fatalf("Range served epoch 1's packet at seq %d, above its cut %d", p.FirstSeq, cut)
+			}
+			return true
+		})
+		fn := func(*wire.Record, uint32) bool { return true }
+		if a := testing.AllocsPerRun(20, func() { s.Records(cut-100, cut+100, fn) }); a != 0 {
+			t.Fatalf("Records across the restart allocates %v", a)
+		}
+	}
+	check(s)
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	s, rec := mustOpen(t, dir, testConfig())
+	if rec.Corrupt != nil || len(rec.Cuts) != 0 {
+		t.Fatalf("reopen: %v", rec)
+	}
+	check(s)
+	s.Close()
+	cfg := testConfig()
+	cfg.ReadOnly = true
+	s, _ = mustOpen(t, dir, cfg)
+	check(s)
+	s.Close()
+}
+
+// TestStore_EpochRestartRefusals: only the first packet of a newer epoch,
+// starting at its epoch start within what is held, restarts the stream.
+func TestStore_EpochRestartRefusals(t *testing.T) {
+	st := cutStream(300, 250, 400)
+	var first int // the first packet of epoch 2
+	var p wire.Packet
+	for i, b := range st.pkts {
+		if err := wire.DecodePacket(b, &p); err != nil {
+			t.Fatal(err)
+		}
+		if p.Epoch == 2 {
+			first = i
+			break
+		}
+	}
+	s, _ := mustOpen(t, t.TempDir(), testConfig())
+	defer s.Close()
+	appendAll(t, s, st.pkts[:first])
+	// The second packet of epoch 2 does not start at the epoch start.
+	if err := s.Append(st.pkts[first+1]); !errors.Is(err, ErrDuplicate) {
+		t.Fatalf("epoch 2's second packet first: %v, want ErrDuplicate", err)
+	}
+	// An old epoch's packet is still a duplicate.
+	if err := s.Append(st.pkts[first-1]); !errors.Is(err, ErrDuplicate) {
+		t.Fatalf("epoch 1 again: %v, want ErrDuplicate", err)
+	}
+	appendAll(t, s, st.pkts[first:])
+	// Epoch 2 again from its start: epoch 2 is no newer than what is held.
+	if err := s.Append(st.pkts[first]); !errors.Is(err, ErrDuplicate) {
+		t.Fatalf("epoch 2's start again: %v, want ErrDuplicate", err)
+	}
+	if c := s.Contiguous(); c != 400 {
+		t.Fatalf("Contiguous = %d", c)
+	}
+}
