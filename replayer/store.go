@@ -87,11 +87,11 @@ type segment struct {
 	idx      []indexEntry
 	lastIdx  int64                // offset of the newest index entry
 	last     sequencer.PacketInfo // newest frame's packet
+	tail     tailState            // after the newest frame
 	// reach is the highest seq of any frame in this segment or an
 	// earlier one: it never decreases along the segments, even where an
 	// epoch restart made the frames' seqs go back (store_epoch.go).
 	reach uint64
-	tail  tailState // after the newest frame
 }
 
 // indexEntry: the frame at off starts with seq firstSeq.
