@@ -1,8 +1,8 @@
 // Package replayer keeps a session's stream on disk and serves it again:
 // the durable session Store (this file's subject), the Reader and
 // RewindServer that serve rewinds from it while it grows, and the
-// retransmit service and archive reader built on it (DESIGN.md,
-// "Session and archive").
+// retransmit service and archive reader (OpenArchive) built on it
+// (DESIGN.md, "Session and archive").
 //
 // # Concurrency: Tip and Reader
 //
@@ -99,10 +99,23 @@
 // changed on disk after Open are caught there, recorded the same way
 // (Store.Corruption), and never served.
 //
+// # Archives
+//
+// OpenArchive opens a session directory read-only: a finished session,
+// or the directory a replayer is still writing. It never writes,
+// truncates, creates or removes a file (read-only media are fine); a torn
+// tail (a frame a writer has not finished) is reported in the Recovery
+// but left in place, and a corrupt frame is named with the first seq not
+// served; nothing at or past either is served. It reads frames of any
+// size up to MaxFramePacketBytes and segments of any size, whatever the
+// Config that wrote them. node.Replay runs an archive through a node's
+// Handler; `seqd replay` and `seqd tail --archive` read one from the
+// command line.
+//
 // # On-disk format (version 1)
 //
 // A finished session's directory is an archive: it needs nothing else to
-// be read (Open with Config.ReadOnly). All integers are little-endian.
+// be read (OpenArchive). All integers are little-endian.
 // Checksums are CRC-32C (Castagnoli), as hash/crc32 computes with
 // crc32.MakeTable(crc32.Castagnoli).
 //
@@ -155,6 +168,19 @@
 // starting at or before its seq, whatever header carries it (a repair
 // resent after a failover). An archive thus replays each epoch and cuts
 // it exactly where the next begins.
+//
+// Epoch restarts. A store may hold packets of a deposed primary past its
+// epoch's cut (seqs no quorum held, published just before it lost its
+// lease). When epoch e+1 begins at a seq s at or below the newest held,
+// its first packet (first record at s, whole or a first fragment) starts
+// a new segment whose header's firstSeq is s; the frames of epoch e
+// above the cut stay in the earlier segment, as received. This is the
+// one place where frames' seqs go back, and only at the start of a
+// segment (anywhere else it is corruption). Readers never serve a record
+// of a packet of epoch h whose seq is at or above the start of the
+// oldest epoch newer than h (the cut), as a live receiver drops it;
+// Range skips the packets that hold only such records. So the order rule
+// above holds for the records served.
 //
 // Index. The index by seq is not a file: Open rebuilds it while checking
 // every frame, and appends extend it. It holds, per segment, its first

@@ -101,7 +101,7 @@ func Open(dir string, cfg Config) (*Store, *Recovery, error) {
 		dir:     dir,
 		cfg:     cfg,
 		session: cfg.Session,
-		wbuf:    make([]byte, 0, cfg.WriteBufferBytes),
+		wbuf:    make([]byte, 0, writeBufferBytes(cfg)),
 		rbuf:    make([]byte, cfg.ReadBufferBytes),
 		rseg:    -1,
 		stopSeg: math.MaxInt,
@@ -190,7 +190,7 @@ func (s *Store) load(rec *Recovery, sc *scanner, ordinal uint64, last bool) erro
 	}
 	s.session = h.Session
 	s.segs = append(s.segs, segment{f: f, path: path, ordinal: ordinal, firstSeq: h.FirstSeq, size: SegmentHeaderBytes, reach: s.reach()})
-	if last {
+	if last && !s.cfg.ReadOnly {
 		// The newest segment takes appends: its index must not grow per
 		// packet.
 		s.segs[len(s.segs)-1].idx = make([]indexEntry, 0, s.cfg.SegmentBytes/int64(s.cfg.IndexIntervalBytes)+2)
