@@ -21,6 +21,9 @@ var (
 	ErrTooLarge = errors.New("node: payload larger than MaxMessageBytes")
 	ErrConfig   = errors.New("node: invalid config")
 	ErrClosed   = errors.New("node: closed")
+	// ErrArchiveRange: a Replay asked for seqs an archive does not hold
+	// (before its first, past its end), or its stream stopped early.
+	ErrArchiveRange = errors.New("node: seqs not in the archive")
 
 	ErrUnrecoverable    = receiver.ErrUnrecoverable
 	ErrDiverged         = receiver.ErrDiverged
