@@ -76,6 +76,7 @@ type replayOptions struct {
 	cfg        func(*Config)
 	every      uint64
 	progress   func(delivered uint64)
+	until      func() bool
 }
 
 // ReplayAccount makes Message.Mine (and the OnActivated, OnDeactivated
@@ -106,6 +107,13 @@ func ReplayConfig(fn func(*Config)) ReplayOption {
 // `every` messages, and once at the end: for a progress display.
 func ReplayProgress(every uint64, fn func(delivered uint64)) ReplayOption {
 	return func(o *replayOptions) { o.every, o.progress = max(every, 1), fn }
+}
+
+// ReplayUntil ends the replay early, without error, once done reports
+// true (asked after each stored packet, so a few more messages may come):
+// for a reader that stops after a count, or on a signal.
+func ReplayUntil(done func() bool) ReplayOption {
+	return func(o *replayOptions) { o.until = done }
 }
 
 // Replay runs the archived stream of seqs from..to (to 0: to the end)
@@ -157,6 +165,12 @@ func (a *Archive) Replay(from, to uint64, h Handler, opts ...ReplayOption) (Repl
 	r.core = core
 	r.next = o.every
 	a.s.Range(from, last, r.onPacket)
+	if r.stopped {
+		if o.progress != nil {
+			o.progress(r.stats.Last)
+		}
+		return r.stats, r.err
+	}
 	if r.err == nil && core.Delivered() < min(to, last) && !o.stableOnly {
 		// The end of the archive: the newest epoch it holds is final.
 		r.end(a.s)
@@ -171,14 +185,14 @@ func (a *Archive) Replay(from, to uint64, h Handler, opts ...ReplayOption) (Repl
 		return r.stats, r.err
 	}
 	if c := a.s.Corruption(); c != nil && c.Seq <= to {
-		return r.stats, fmt.Errorf("node: replay %d..%d: nothing from seq %d on is served: %w", from, to, c.Seq, c)
+		return r.stats, fmt.Errorf("node: replay %d..%s: nothing from seq %d on is served: %w", from, upTo(to), c.Seq, c)
 	}
 	want := min(to, last)
 	if o.stableOnly {
 		want = min(want, core.Stable())
 	}
 	if core.Delivered() < want {
-		return r.stats, fmt.Errorf("%w: replay %d..%d stopped after seq %d of %d", ErrArchiveRange, from, to, core.Delivered(), want)
+		return r.stats, fmt.Errorf("%w: replay %d..%s stopped after seq %d of %d", ErrArchiveRange, from, upTo(to), core.Delivered(), want)
 	}
 	if to != math.MaxUint64 && to > last {
 		return r.stats, a.rangeError(from, to, first, last)
@@ -198,11 +212,16 @@ func Replay(dir string, from, to uint64, h Handler, opts ...ReplayOption) error 
 	return err
 }
 
-func (a *Archive) rangeError(from, to, first, last uint64) error {
-	want := fmt.Sprint(to)
+// upTo prints the end of a replay range.
+func upTo(to uint64) string {
 	if to == math.MaxUint64 {
-		want = "the end"
+		return "the end"
 	}
+	return fmt.Sprint(to)
+}
+
+func (a *Archive) rangeError(from, to, first, last uint64) error {
+	want := upTo(to)
 	held := "nothing"
 	if last > 0 {
 		held = fmt.Sprintf("seqs %d..%d", first, last)
@@ -218,18 +237,19 @@ func (a *Archive) rangeError(from, to, first, last uint64) error {
 // at to and forwards the optional callbacks) and the packet feed. Its
 // methods are built once per Replay, so the walk allocates nothing.
 type replay struct {
-	h     Handler
-	act   ActivationHandler
-	tim   TimerHandler
-	rej   RejectionHandler
-	core  *Core
-	to    uint64
-	o     *replayOptions
-	next  uint64 // Messages count of the next progress call
-	cur   uint64 // seq of the message being delivered
-	err   error
-	stats ReplayStats
-	hb    [wire.PacketHeaderBytes]byte
+	h       Handler
+	act     ActivationHandler
+	tim     TimerHandler
+	rej     RejectionHandler
+	core    *Core
+	to      uint64
+	o       *replayOptions
+	next    uint64 // Messages count of the next progress call
+	cur     uint64 // seq of the message being delivered
+	err     error
+	stopped bool // ReplayUntil ended it
+	stats   ReplayStats
+	hb      [wire.PacketHeaderBytes]byte
 }
 
 // onPacket steps one stored packet into the Core.
@@ -245,6 +265,10 @@ func (r *replay) onPacket(pkt []byte, _ sequencer.PacketInfo) bool {
 	if r.o.progress != nil && r.stats.Messages >= r.next {
 		r.next = r.stats.Messages + r.o.every
 		r.o.progress(r.stats.Last)
+	}
+	if r.o.until != nil && r.o.until() {
+		r.stopped = true
+		return false
 	}
 	return r.core.Delivered() < r.to
 }

@@ -42,7 +42,8 @@ func main() {
 			}
 		}
 	}
-	if err := newApp().RunContext(stopsignal.Context(), os.Args); err != nil {
+	app := newApp()
+	if err := app.RunContext(stopsignal.Context(), flagsFirst(os.Args, app.Command("replay"))); err != nil {
 		pprof.StopCPUProfile()
 		// Each error is printed once, here, with one prefix.
 		fmt.Fprintln(os.Stderr, "seqd:", err)
@@ -65,6 +66,7 @@ func newApp() *cli.App {
 			replayerCommand(),
 			nodeCommand(),
 			tailCommand(),
+			replayCommand(),
 			benchCommand(),
 			benchPeerCommand(),
 			adminCommand(),
@@ -79,10 +81,11 @@ func newApp() *cli.App {
 	return app
 }
 
-// strict makes a subcommand refuse positional arguments: no subcommand
-// takes any, and one is almost always a mistake that would otherwise pass
-// in silence (`--internal false` sets --internal and leaves "false" over;
-// every option after it is dropped too).
+// strict makes a subcommand refuse positional arguments unless it
+// declares them (ArgsUsage, as `seqd replay DIR` does): one is almost
+// always a mistake that would otherwise pass in silence (`--internal
+// false` sets --internal and leaves "false" over; every option after it
+// is dropped too).
 func strict(cmd *cli.Command) {
 	cmd.HideHelpCommand = true
 	cmd.OnUsageError = usageError
@@ -92,7 +95,7 @@ func strict(cmd *cli.Command) {
 	}
 	before := cmd.Before
 	cmd.Before = func(c *cli.Context) error {
-		if c.NArg() > 0 {
+		if c.NArg() > 0 && cmd.ArgsUsage == "" {
 			return strayArguments(cmd.Name, c.Args().Slice())
 		}
 		if before != nil {

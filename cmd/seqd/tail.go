@@ -26,6 +26,7 @@ func tailCommand() *cli.Command {
 		boolFlag("internal", true, "also print internal (sequencer-generated) messages; their account and instance are those of the sender the record is about (incarnation, activation, timer), empty and 0 for session and epoch records"),
 		strFlag("node.mode", "safe", "safe | fast"),
 		replayerFlag(),
+		strFlag("archive", "", "read this session archive directory (a replayer's segment files) instead of the live stream: prints from --from (live: the archive's first seq) to its end, or --count messages"),
 		streamWarnFlag(),
 	))
 	return &cli.Command{
@@ -158,6 +159,9 @@ func appendMessage(b []byte, m *node.Message, json bool) []byte {
 }
 
 func runTail(cc *cli.Context) error {
+	if dir := cc.String("archive"); dir != "" {
+		return runTailArchive(cc, dir)
+	}
 	log := newLogger(cc)
 	format := cc.String("format")
 	if err := oneOf("format", format, "text", "json"); err != nil {
