@@ -89,4 +89,15 @@
 // its context ends; both end when Run does. Callbacks send with TrySend:
 // only Run frees space, and it is busy running them. Now, Rewinding and
 // Incarnation read atomics refreshed before each callback.
+//
+// # Replay
+//
+// Archive (OpenArchive) and Replay run a session archive, the segment
+// directory a replayer wrote (replayer.OpenArchive reads it without
+// changing it), through a Handler offline: the stored packets are stepped
+// into a read-only Core, so the Handler sees exactly what a live node of
+// the given account delivered (Mine, epochs, the records a failover cut
+// dropped, internal messages and their callbacks), at full speed and with
+// no allocation per message. Tests replay an archive with the
+// application's own Handler; `seqd replay` is the command-line shell.
 package node
