@@ -4,6 +4,8 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+
+	"github.com/seqd/seqd/wire"
 )
 
 // persister feeds a Store from a receiver's Ready.Persist frames. A
@@ -20,6 +22,10 @@ import (
 //   - delivered: its last seq is at or below the receiver's delivered seq
 //     (which, in Safe mode, is whole, contiguous and stable).
 //
+// A packet of an earlier epoch that reaches past a later epoch's start
+// (the failover cut it there; the receiver dropped those records and
+// delivered the new primary's) is stored without them: see cut.
+//
 // A frame that can go at once (nothing held back, delivered, next in
 // line) is appended from the receiver's view, with no copy. Frames held
 // back are copied into buffers recycled through a free list, so a warm
@@ -32,8 +38,21 @@ type persister struct {
 	free     [][]byte
 	bytes    int // bytes held
 	maxBytes int
-	stats    PersistStats
+	// starts are the epoch starts seen in persisted headers, by epoch
+	// ascending (at most maxEpochStarts, the newest): a packet of epoch e
+	// keeps no record at or past the start of a later epoch (see cut).
+	starts []epochStart
+	stats  PersistStats
 }
+
+// epochStart is one epoch's first seq, as its packets' headers say.
+type epochStart struct {
+	epoch uint32
+	start uint64
+}
+
+// maxEpochStarts bounds the persister's table of epoch starts.
+const maxEpochStarts = 64
 
 // heldFrame is a frame waiting for its turn.
 type heldFrame struct {
@@ -48,6 +67,7 @@ type PersistStats struct {
 	Appended   uint64 // packets appended to the store
 	Direct     uint64 // of those, appended with no copy
 	Duplicates uint64 // frames dropped: the store holds them already
+	Cut        uint64 // packets of an earlier epoch stored without the records its successor cut (or dropped)
 	HeldMax    int    // most frames held back at once
 	Held       int    // frames held back now
 	HeldBytes  int    // their bytes
@@ -67,7 +87,9 @@ func (p *persister) offer(s *Store, frame []byte, delivered uint64) error {
 	if info.Fragment {
 		off = info.FragFrom
 	}
-	if len(p.held) == 0 && last <= delivered {
+	epoch := le.Uint32(frame[16:])
+	p.noteEpoch(epoch, le.Uint64(frame[48:]))
+	if len(p.held) == 0 && last <= delivered && !p.cuts(epoch, last) {
 		switch err := s.Append(frame); {
 		case err == nil:
 			p.stats.Appended++
@@ -101,8 +123,18 @@ func (p *persister) hold(frame []byte, first, last uint64, off uint32) error {
 		return 0
 	})
 	if found {
+		// The same first record twice: a duplicate, or the packet of a
+		// newer epoch at a seq an older epoch's packet also reached (cut
+		// there): the newest epoch's wins.
+		h := &p.held[i]
+		if le.Uint32(frame[16:]) <= le.Uint32(h.buf[16:]) {
+			p.stats.Duplicates++
+			return nil
+		}
+		p.bytes -= len(h.buf)
+		p.free = append(p.free, h.buf[:0])
+		p.held = slices.Delete(p.held, i, i+1)
 		p.stats.Duplicates++
-		return nil
 	}
 	if p.bytes+len(frame) > p.maxBytes {
 		return fmt.Errorf("%w: %d bytes held waiting for seq %d (MaxPendingBytes %d)", ErrPendingFull, p.bytes, p.held[0].first, p.maxBytes)
@@ -132,9 +164,20 @@ func (p *persister) drain(s *Store, delivered uint64) error {
 	n := 0
 	for n < len(p.held) && p.held[n].last <= delivered {
 		h := &p.held[n]
-		switch err := s.Append(h.buf); {
+		buf := h.buf
+		if epoch := le.Uint32(buf[16:]); p.cuts(epoch, h.last) {
+			p.stats.Cut++
+			buf = p.cut(buf, epoch)
+		}
+		var err error
+		if buf != nil {
+			err = s.Append(buf)
+		}
+		switch {
 		case err == nil:
-			p.stats.Appended++
+			if buf != nil {
+				p.stats.Appended++
+			}
 		case errors.Is(err, ErrDuplicate):
 			p.stats.Duplicates++
 		case errors.Is(err, ErrGap):
@@ -170,4 +213,61 @@ func (p *persister) Stats() PersistStats {
 	st := p.stats
 	st.Held, st.HeldBytes = len(p.held), p.bytes
 	return st
+}
+
+// noteEpoch records where epoch e starts (from a persisted header).
+func (p *persister) noteEpoch(e uint32, start uint64) {
+	k := len(p.starts)
+	if k > 0 && p.starts[k-1].epoch >= e {
+		return // known (or older than the newest: its start came first)
+	}
+	if k == maxEpochStarts {
+		copy(p.starts, p.starts[1:])
+		p.starts = p.starts[:k-1]
+	}
+	p.starts = append(p.starts, epochStart{epoch: e, start: start})
+}
+
+// nextStart is the start of the first epoch after e that the persister
+// knows: the cut of epoch e (no record of e at or past it survived).
+func (p *persister) nextStart(e uint32) (uint64, bool) {
+	for i := range p.starts {
+		if p.starts[i].epoch > e {
+			return p.starts[i].start, true
+		}
+	}
+	return 0, false
+}
+
+// cuts reports whether a packet of epoch e ending at last carries records
+// a later epoch cut: a failover's new primary started at or below last.
+// The receiver dropped those records (it delivered the new epoch's at
+// their seqs), so the packet is stored without them.
+func (p *persister) cuts(e uint32, last uint64) bool {
+	next, ok := p.nextStart(e)
+	return ok && last >= next
+}
+
+// cut rewrites pkt (a packet of epoch e, owned by the persister) in place
+// without its records at or past the next epoch's start, or returns nil
+// when none is left. Records follow the header back to back with seqs
+// firstSeq, firstSeq+1, ...: the packet's first k records are a prefix
+// of its bytes, and only the count changes.
+func (p *persister) cut(pkt []byte, e uint32) []byte {
+	next, _ := p.nextStart(e)
+	first := le.Uint64(pkt[24:])
+	if next <= first {
+		return nil
+	}
+	keep := int(next - first)
+	off := int(le.Uint16(pkt[4:]))
+	for i := 0; i < keep; i++ {
+		n := wire.RecordHeaderBytes + int(le.Uint16(pkt[off:]))
+		if pkt[off+2]&wire.FlagFragment != 0 {
+			n += wire.FragmentHeaderBytes
+		}
+		off += n
+	}
+	le.PutUint16(pkt[20:], uint16(keep))
+	return pkt[:off]
 }

@@ -1,6 +1,7 @@
 package replayer
 
 import (
+	"bytes"
 	"errors"
 	"testing"
 
@@ -206,5 +207,83 @@ func TestPersister_AllocatesNothing(t *testing.T) {
 	}
 	if a := testing.AllocsPerRun(100, round); a != 0 {
 		t.Fatalf("out of order: %v allocations per round of 5 packets, want 0", a)
+	}
+}
+
+// TestPersister_EpochCutRecordsNeverStored: a failover cuts epoch 1 at
+// seq 7 while a packet of epoch 1 holding seqs 1..10 (stable 5) waits to
+// be stored, and another of epoch 1 (seqs 8..10 again, never stable)
+// arrives after the new primary's packet at the same seq: the store
+// keeps seqs 1..7 of epoch 1 and 8..12 of epoch 2, the new primary's
+// bytes, never a record the cut took back.
+func TestPersister_EpochCutRecordsNeverStored(t *testing.T) {
+	st := newStream()
+	for i := 0; i < 10; i++ {
+		st.msg(100)
+	}
+	st.flush()
+	p1 := st.pkts[0]
+	wire.SetStable(p1, 5)
+	old := bytes.Clone(p1) // the deposed primary resends 8..10 alone
+	{
+		var w wire.PacketWriter
+		var in wire.Packet
+		var r wire.Record
+		if err := wire.DecodePacket(p1, &in); err != nil {
+			t.Fatal(err)
+		}
+		buf := make([]byte, 1472)
+		if err := w.Reset(buf, wire.KindData, 1, testSession, 8, in.BaseTime, 1); err != nil {
+			t.Fatal(err)
+		}
+		for in.Next(&r) {
+			if r.Seq >= 8 {
+				if err := w.Append(&r); err != nil {
+					t.Fatal(err)
+				}
+			}
+		}
+		old = bytes.Clone(w.Bytes())
+		wire.SetStable(old, 5)
+	}
+	st.pkts = st.pkts[:0]
+	st.next = 8
+	st.newEpoch() // epoch 2 starts at 8: the cut is 7
+	for i := 0; i < 5; i++ {
+		st.msg(60)
+	}
+	st.flush()
+	q := st.pkts[0]
+	wire.SetStable(q, 12)
+
+	g := newPersistRig(t)
+	for i, f := range [][]byte{p1, q, old} {
+		if err := g.step(f); err != nil {
+			t.Fatalf("frame %d: %v", i, err)
+		}
+	}
+	if got := g.s.Contiguous(); got != 12 {
+		t.Fatalf("store holds up to %d, want 12 (stats %+v)", got, g.p.Stats())
+	}
+	if e := g.s.Epochs(); len(e) != 2 || e[1] != (Epoch{Epoch: 2, Start: 8}) {
+		t.Fatalf("epochs %+v, want epoch 2 from seq 8", e)
+	}
+	var seen []uint64
+	g.s.Records(1, 12, func(r *wire.Record, epoch uint32) bool {
+		want := uint32(1)
+		if r.Seq >= 8 {
+			want = 2
+		}
+		if epoch != want || (r.Seq >= 8 && len(r.Payload) != 60) {
+			t.Fatalf("seq %d: epoch %d, %d bytes; want epoch %d (the new primary's record)", r.Seq, epoch, len(r.Payload), want)
+		}
+		seen = append(seen, r.Seq)
+		return true
+	})
+	if len(seen) != 12 {
+		t.Fatalf("records %v, want 1..12", seen)
+	}
+	if g.p.Stats().Cut == 0 {
+		t.Fatalf("stats %+v: no packet was cut", g.p.Stats())
 	}
 }
