@@ -34,9 +34,10 @@ unit:
 allocs:
 	$(GO) test -count=1 -run 'Alloc' $(PKGS)
 
-## integration: the real-socket, multi-process and namespace tests, verbose.
+## integration: the real-socket, multi-process and namespace tests, verbose
+## (test/rewind without -race: late joins after 1M messages).
 integration:
-	$(GO) test -count=1 -v ./test/e2e ./test/netns
+	$(GO) test -count=1 -v ./test/e2e ./test/netns ./test/rewind
 
 ## sim: deterministic simulator over seeds 1..SEEDS; ends "sim seeds=N failed=F".
 sim:

@@ -44,6 +44,7 @@ func nodeCommand() *cli.Command {
 		strFlag("stamps", "", "rtt mode: note when each round trip passed each hop and write it to this file (seq sent out stamp in delivered, wall ns; for seqd bench's latency breakdown)"),
 		durFlag("timeout", 10*time.Minute, "give up after this long"),
 		replayerFlag(),
+		rewindFlag(),
 		streamWarnFlag(),
 	))
 	return &cli.Command{
@@ -349,6 +350,9 @@ func runNode(cc *cli.Context) error {
 		}
 	}
 	c.n, err = node.New(cfg, c, nodeClient)
+	if err == nil && cc.String("rewind") != "" {
+		c.n.SetRewindAddr(cc.String("rewind"))
+	}
 	if err != nil {
 		return configError(err, nodeKeys)
 	}

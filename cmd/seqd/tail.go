@@ -27,6 +27,7 @@ func tailCommand() *cli.Command {
 		strFlag("node.mode", "safe", "safe | fast"),
 		replayerFlag(),
 		strFlag("archive", "", "read this session archive directory (a replayer's segment files) instead of the live stream: prints from --from (live: the archive's first seq) to its end, or --count messages"),
+		rewindFlag(),
 		streamWarnFlag(),
 	))
 	return &cli.Command{
@@ -194,6 +195,12 @@ func runTail(cc *cli.Context) error {
 	if err != nil {
 		return configError(err, nodeKeys)
 	}
+	if a := cc.String("rewind"); a != "" {
+		if from == 0 {
+			return keyError("rewind", fmt.Sprintf("%q", a), "empty without --from N (a tail from the live tail has no history to rewind)")
+		}
+		n.SetRewindAddr(a)
+	}
 	// Done on SIGTERM or SIGINT, even one sent during start-up: the tail
 	// then ends with status 0 like one stopped while printing.
 	ctx, cancel := context.WithCancel(cc.Context)
@@ -214,6 +221,9 @@ func runTail(cc *cli.Context) error {
 		case err := <-errc:
 			if errors.Is(err, context.Canceled) {
 				return nil
+			}
+			if errors.Is(err, node.ErrRewind) {
+				return fmt.Errorf("--from %d --rewind %s: %w", from, cc.String("rewind"), err)
 			}
 			if from > 0 && errors.Is(err, node.ErrUnrecoverable) {
 				if len(cfg.Replayers) > 0 {

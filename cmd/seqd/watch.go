@@ -12,6 +12,11 @@ import (
 )
 
 // streamWarnFlag is the node's and the tail's key for the silence warning.
+// rewindFlag names the replayer a node or tail rewinds from over TCP.
+func rewindFlag() cli.Flag {
+	return strFlag("rewind", "", "rewind history (from seq 1, or --from) from the replayer whose rewind server listens at this TCP host:port (its --rewind-addr), then merge onto the live stream; empty: repair history by NAK")
+}
+
 func streamWarnFlag() cli.Flag {
 	return durFlag("stream-warn-after", 3*time.Second, "warn (log WARN) when nothing came from a sequencer for this long, and again at a tenth of that rate while it lasts (0: never)")
 }

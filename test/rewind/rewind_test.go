@@ -135,7 +135,7 @@ func freeAddr(t *testing.T) string {
 
 // lateJoin runs the scenario: count messages before the late node
 // joins, as many again while it rewinds.
-func lateJoin(t *testing.T, kind transportKind, count int) {
+func lateJoin(t *testing.T, kind transportKind, count int, epochChange bool) {
 	ctx, cancel := context.WithTimeout(context.Background(), 120*time.Second)
 	defer cancel()
 	var srv transport.Server
@@ -198,8 +198,12 @@ func lateJoin(t *testing.T, kind transportKind, count int) {
 		rw.Close()
 		store.Close()
 	}()
+	seqCtx, stopSeq := context.WithCancel(runCtx)
+	defer stopSeq()
+	seqDone := make(chan struct{})
 	wg.Add(1)
-	go func() { defer wg.Done(); _ = agent.Run(runCtx) }()
+	go func() { defer wg.Done(); defer close(seqDone); _ = agent.Run(seqCtx) }()
+	lastSeq := agent.LastSeq
 
 	start := func(r *recorder, cfg node.Config, rewindAddr string) {
 		cl, err := newCl()
@@ -261,7 +265,7 @@ func lateJoin(t *testing.T, kind transportKind, count int) {
 			case err := <-errc:
 				t.Fatal(err)
 			case <-ctx.Done():
-				t.Fatalf("timeout waiting for %s (sequencer at %d, early at %d)", what, agent.LastSeq(), early.delivered.Load())
+				t.Fatalf("timeout waiting for %s (early at %d)", what, early.delivered.Load())
 			case <-time.After(5 * time.Millisecond):
 			}
 			if p := tap.err.Load(); p != nil {
@@ -269,13 +273,43 @@ func lateJoin(t *testing.T, kind transportKind, count int) {
 			}
 		}
 	}
+	if epochChange {
+		// A failover midway: the primary stops, a new one takes over its
+		// state at the cut (its last seq) as epoch 2, and answers NAKs for
+		// the seqs before the cut from the replayer's store.
+		wait("a quarter", func() bool { return early.delivered.Load() >= uint64(count/2) })
+		stopSeq()
+		<-seqDone
+		clock := sequencer.SystemClock()
+		core1 := agent.Core()
+		core1.Flush(clock())
+		srv.Flush()
+		state := core1.State()
+		cut := state.LastSeq()
+		qcfg.Epoch = 2
+		qcfg.FirstSeq = cut + 1
+		qcfg.StartTime = clock().Wall
+		var last atomic.Uint64
+		last.Store(cut)
+		core2, err := sequencer.NewPrimary(qcfg, sequencer.ServerSink{Server: tap}, sequencer.Takeover{State: state, History: store})
+		if err != nil {
+			t.Fatal(err)
+		}
+		lastSeq = last.Load
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			serve(runCtx, core2, srv, clock, &last)
+		}()
+		t.Logf("epoch 2 starts at seq %d", cut+1)
+	}
 	wait("the first half", func() bool { return early.delivered.Load() >= uint64(count) })
 
 	late := &recorder{name: "late"}
 	lcfg := node.DefaultConfig()
 	lcfg.ReadOnly = true
 	lcfg.Commit(0) // rewind from seq 1
-	joinedAt := agent.LastSeq()
+	joinedAt := lastSeq()
 	t0 := time.Now()
 	start(late, lcfg, l.Addr().String())
 	wait("every message sent", func() bool { return sent.Load() == int64(total) })
@@ -306,8 +340,11 @@ func lateJoin(t *testing.T, kind transportKind, count int) {
 		}
 	}
 	st := late.n.Stats()
-	t.Logf("late node joined at seq %d, delivered %d in %v (%.0f msg/s); rewound %d packets; %d delivered while rewinding, switched at seq %d (first live %d); overflow %d, naks %d",
-		joinedAt, len(late.stream), el, float64(len(late.stream))/el.Seconds(), st.Rewound, late.rewinding, late.switchSeq, 0, st.Overflow, st.NaksSent)
+	t.Logf("late node joined at seq %d, delivered %d in %v (%.0f msg/s); rewound %d packets; %d delivered while rewinding, switched at seq %d; overflow %d, naks %d",
+		joinedAt, len(late.stream), el, float64(len(late.stream))/el.Seconds(), st.Rewound, late.rewinding, late.switchSeq, st.Overflow, st.NaksSent)
+	if epochChange && (late.stream[0].epoch != 1 || late.stream[n-1].epoch != 2) {
+		t.Fatalf("epochs delivered: first %d, last %d; want 1 and 2", late.stream[0].epoch, late.stream[n-1].epoch)
+	}
 	if late.switchSeq <= joinedAt || uint64(late.rewinding) != late.switchSeq-1 {
 		t.Fatalf("switch at seq %d after %d messages rewound, joined at %d", late.switchSeq, late.rewinding, joinedAt)
 	}
@@ -316,16 +353,49 @@ func lateJoin(t *testing.T, kind transportKind, count int) {
 	}
 }
 
-func messages() int {
-	if raceEnabled {
-		return 100_000
+// serve is a minimal sequencer shell for a Core built by NewPrimary
+// (sequencer.Agent builds its own): poll, step, flush, tick.
+func serve(ctx context.Context, core *sequencer.Core, srv transport.Server, clock func() sequencer.Time, last *atomic.Uint64) {
+	core.Flush(clock())
+	var now sequencer.Time
+	step := func(f []byte, from transport.Peer) { _ = core.Step(now, f, from) }
+	for ctx.Err() == nil {
+		now = clock()
+		if _, err := srv.Poll(step, time.Millisecond); err != nil {
+			return
+		}
+		now = clock()
+		core.Flush(now)
+		core.Tick(now)
+		srv.Flush()
+		last.Store(core.State().LastSeq())
 	}
-	return 500_000
+}
+
+// messages is how many messages the stream holds when the late node
+// joins (as many again follow while it rewinds): 1M, fewer under -race
+// and across an epoch change (each test stays under ~30 s).
+func messages(epochChange bool) int {
+	switch {
+	case raceEnabled:
+		return 100_000
+	case epochChange:
+		return 300_000
+	}
+	return 1_000_000
 }
 
 // TestLateJoin_UDP: a late joiner over UDP multicast catches up from the
 // replayer while the stream runs at full rate.
-func TestLateJoin_UDP(t *testing.T) { lateJoin(t, overUDP, messages()) }
+func TestLateJoin_UDP(t *testing.T) { lateJoin(t, overUDP, messages(false), false) }
 
 // TestLateJoin_TCP: the same over the TCP transport.
-func TestLateJoin_TCP(t *testing.T) { lateJoin(t, overTCP, messages()) }
+func TestLateJoin_TCP(t *testing.T) { lateJoin(t, overTCP, messages(false), false) }
+
+// TestLateJoin_AcrossEpochChange_UDP: the primary fails over midway (epoch
+// 2 starts at the old one's last seq + 1); the late joiner rewinds across
+// the epoch change and delivers each seq in the epoch the early node did.
+func TestLateJoin_AcrossEpochChange_UDP(t *testing.T) { lateJoin(t, overUDP, messages(true), true) }
+
+// TestLateJoin_AcrossEpochChange_TCP: the same over TCP.
+func TestLateJoin_AcrossEpochChange_TCP(t *testing.T) { lateJoin(t, overTCP, messages(true), true) }
