@@ -22,7 +22,7 @@ func benchCommand() *cli.Command {
 		Usage: "measure end-to-end throughput or round trip, verifying the received stream",
 		Flags: []cli.Flag{
 			&cli.StringFlag{Name: "transport", Value: "mem", Usage: "mem | udp | tcp"},
-			&cli.StringFlag{Name: "mode", Value: "tput", Usage: "tput | rtt | baseline"},
+			&cli.StringFlag{Name: "mode", Value: "tput", Usage: "tput | rtt | baseline | rewind (a replayer holds --count messages; one node rewinds them over TCP; --transport defaults to tcp)"},
 			&cli.IntFlag{Name: "size", Value: 256, Usage: "payload bytes per message"},
 			&cli.IntFlag{Name: "nodes", Value: 3, Usage: "sending nodes"},
 			&cli.IntFlag{Name: "count", Value: 3_000_000, Usage: "messages in all"},
@@ -39,6 +39,9 @@ func benchCommand() *cli.Command {
 				count:     c.Int("count"),
 				batch:     c.Bool("batch"),
 				spin:      c.Duration("spin"),
+			}
+			if opt.mode == "rewind" && !c.IsSet("transport") {
+				opt.transport = "tcp"
 			}
 			if err := opt.validate(); err != nil {
 				return err
@@ -84,9 +87,9 @@ func (o benchOptions) validate() error {
 		return fmt.Errorf("bench: --count %d must be at least --nodes", o.count)
 	}
 	switch o.mode {
-	case "tput", "rtt", "baseline":
+	case "tput", "rtt", "baseline", "rewind":
 	default:
-		return fmt.Errorf("bench: --mode %q (want tput, rtt or baseline)", o.mode)
+		return fmt.Errorf("bench: --mode %q (want tput, rtt, baseline or rewind)", o.mode)
 	}
 	return nil
 }

@@ -260,6 +260,9 @@ func benchProcesses(ctx context.Context, o benchOptions, outDir string) error {
 		}
 		return append(a, extra...)
 	}
+	if o.mode == "rewind" {
+		return benchRewind(ctx, o, set, netArgs, nodeArgs)
+	}
 	var procs []*proc
 	defer func() {
 		for _, p := range procs {

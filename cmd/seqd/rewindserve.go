@@ -1,0 +1,36 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"net"
+
+	"github.com/seqd/seqd/replayer"
+)
+
+func init() { rewindServe = serveRewinds }
+
+// serveRewinds is `seqd replayer --rewind-addr`: a RewindServer on addr
+// reading the service's store through its Tip (each rewind with a Reader
+// of its own, never the Store itself) until ctx ends.
+func serveRewinds(ctx context.Context, svc *replayer.Service, addr string, log *slog.Logger) error {
+	var tip *replayer.Tip
+	if err := svc.Do(ctx, func(s *replayer.Store) { tip = s.Tip() }); err != nil {
+		return err
+	}
+	srv, err := replayer.NewRewindServer(tip, replayer.DefaultRewindConfig())
+	if err != nil {
+		return err
+	}
+	l, err := net.Listen("tcp", addr)
+	if err != nil {
+		return fmt.Errorf("rewind-addr %s: %w", addr, err)
+	}
+	go func() {
+		<-ctx.Done()
+		srv.Close()
+	}()
+	log.Info("replayer serving rewinds", "rewind_addr", l.Addr().String())
+	return srv.Serve(l)
+}
