@@ -48,6 +48,13 @@ func publishSizes(t *testing.T, srv *Server, cls []*Client, sizes []int) {
 			t.Fatal(err)
 		}
 	}
+	receiveSizes(t, srv, cls, sizes)
+}
+
+// receiveSizes flushes srv and checks that every client received frames
+// 0, 1, ... of the given sizes, made by indexed, in order.
+func receiveSizes(t *testing.T, srv *Server, cls []*Client, sizes []int) {
+	t.Helper()
 	if err := srv.Flush(); err != nil {
 		t.Fatal(err)
 	}
@@ -176,7 +183,7 @@ func TestSendQueue_BuildGroups(t *testing.T) {
 	q.gso = true
 	defer func() { q.n, q.used = 0, 0 }()
 	for _, f := range in {
-		q.offs[q.n], q.lens[q.n], q.dests[q.n] = q.used, f.n, f.to
+		q.bufs[q.n], q.lens[q.n], q.dests[q.n] = q.arena[q.used:q.used+f.n], f.n, f.to
 		q.used += f.n
 		q.n++
 	}

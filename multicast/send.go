@@ -22,23 +22,28 @@ const (
 // gsoControlBytes is one UDP_SEGMENT control message (a uint16).
 var gsoControlBytes = unix.CmsgSpace(2)
 
-// sendQueue copies frames into an arena allocated once and hands them to
+// sendQueue copies frames into an arena allocated once (or, with
+// addRetained, keeps a reference to the caller's bytes) and hands them to
 // the kernel with sendmmsg(2), called directly on preallocated headers so
 // that a flush allocates nothing. With GSO, consecutive frames of equal
 // size to the same group (the last may be shorter) travel as one message
 // with a UDP_SEGMENT control message: the kernel (or the NIC) cuts it into
 // the same datagrams the plain path would send, for one syscall and one
-// trip down the stack. The frames of a group are contiguous in the arena,
-// so one iovec covers them.
+// trip down the stack. The frames of a group are contiguous in memory
+// (in the arena, or in the caller's buffer of retained frames, back to
+// back), so one iovec covers them.
 type sendQueue struct {
 	s     *socket
 	arena []byte
 	used  int
 	n     int // frames queued
 	max   int
-	offs  []int          // offs[i], lens[i]: frame i in arena
+	bufs  [][]byte       // bufs[i], lens[i]: frame i (in arena, or retained)
 	lens  []int          //
 	dests []*net.UDPAddr // dests[i]: where frame i goes
+	// retained counts the bytes of the retained frames queued; past
+	// maxRetained the queue flushes before it takes another.
+	retained, maxRetained int
 
 	// Messages built by flush: msgs[m] carries msgFrames[m] frames.
 	msgs      []unix.Mmsghdr
@@ -82,7 +87,7 @@ func newSendQueue(s *socket, cfg *resolved) *sendQueue {
 		s:         s,
 		arena:     make([]byte, max(arena, cfg.MaxDatagramBytes)),
 		max:       cfg.MaxDatagramBytes,
-		offs:      make([]int, n),
+		bufs:      make([][]byte, n),
 		lens:      make([]int, n),
 		dests:     make([]*net.UDPAddr, n),
 		msgs:      make([]unix.Mmsghdr, n),
@@ -93,6 +98,7 @@ func newSendQueue(s *socket, cfg *resolved) *sendQueue {
 		gso:       cfg.GSO,
 		maxSeg:    min(cfg.ifi.MTU-udpIPv4Header, maxDatagramBytes),
 	}
+	q.maxRetained = len(q.arena)
 	for i := range q.msgs {
 		h := &q.msgs[i].Hdr
 		h.Iov = &q.iovs[i]
@@ -134,11 +140,40 @@ func (q *sendQueue) add(frame []byte, to *net.UDPAddr) error {
 			return err
 		}
 	}
-	copy(q.arena[q.used:], frame)
-	q.offs[q.n], q.lens[q.n], q.dests[q.n] = q.used, len(frame), to
+	b := q.arena[q.used : q.used+len(frame)]
+	copy(b, frame)
+	q.bufs[q.n], q.lens[q.n], q.dests[q.n] = b, len(frame), to
 	q.used += len(frame)
 	q.n++
 	return nil
+}
+
+// addRetained queues frame for to without copying it: the caller leaves
+// frame unchanged until the next flush returns. The queue flushes first
+// when the batch is full or maxRetained bytes of retained frames are
+// queued, so a caller writing its frames into a ring of more than
+// maxRetained + a few frames never overwrites one still queued.
+func (q *sendQueue) addRetained(frame []byte, to *net.UDPAddr) error {
+	if len(frame) > q.max {
+		return transport.ErrFrameTooLarge
+	}
+	if q.n == len(q.lens) || q.retained+len(frame) > q.maxRetained {
+		if err := q.flush(); err != nil {
+			return err
+		}
+	}
+	q.bufs[q.n], q.lens[q.n], q.dests[q.n] = frame, len(frame), to
+	q.retained += len(frame)
+	q.n++
+	return nil
+}
+
+// follows reports whether frame f starts right after frame f-1 in
+// memory (both non-empty), so that one iovec can cover both.
+func (q *sendQueue) follows(f int) bool {
+	a, b := q.bufs[f-1], q.bufs[f]
+	return len(a) > 0 && len(b) > 0 &&
+		uintptr(unsafe.Pointer(unsafe.SliceData(a)))+uintptr(len(a)) == uintptr(unsafe.Pointer(unsafe.SliceData(b)))
 }
 
 // flush sends every queued datagram. A datagram the kernel refuses
@@ -191,7 +226,8 @@ func (q *sendQueue) flush() error {
 		}
 	}
 	clear(q.dests[:q.n])
-	q.n, q.used = 0, 0
+	clear(q.bufs[:q.n])
+	q.n, q.used, q.retained = 0, 0, 0
 	return first
 }
 
@@ -210,7 +246,7 @@ func (q *sendQueue) build(f int) int {
 		to := q.dests[start]
 		if q.gso && size > 0 && size <= q.maxSeg && to.IP.IsMulticast() {
 			for f < q.n && f-start < maxGSOSegments && q.dests[f] == to &&
-				q.lens[f] > 0 && q.lens[f] <= size && total+q.lens[f] <= maxGSOBytes {
+				q.lens[f] > 0 && q.lens[f] <= size && total+q.lens[f] <= maxGSOBytes && q.follows(f) {
 				total += q.lens[f]
 				f++
 				if q.lens[f-1] < size {
@@ -221,7 +257,7 @@ func (q *sendQueue) build(f int) int {
 		iov := &q.iovs[m]
 		iov.Base = &q.arena[0]
 		if total > 0 {
-			iov.Base = &q.arena[q.offs[start]]
+			iov.Base = unsafe.SliceData(q.bufs[start])
 		}
 		iov.SetLen(total)
 		setSockaddr(&q.names[m], to)

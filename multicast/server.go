@@ -16,6 +16,7 @@ type Server struct {
 }
 
 var _ transport.Server = (*Server)(nil)
+var _ transport.Retainer = (*Server)(nil)
 var _ transport.Stats = (*Server)(nil)
 
 // NewServer joins CommandGroup on cfg.Interface and opens the socket that
@@ -51,6 +52,22 @@ func NewServer(cfg Config) (*Server, error) {
 
 // Publish queues frame for every client (one datagram to StreamGroup).
 func (s *Server) Publish(frame []byte) error { return s.queue(frame, s.stream) }
+
+// PublishRetained is Publish without the copy (transport.Retainer): the
+// datagram is sent from frame itself, which the caller leaves unchanged
+// until the next Flush or Poll returns.
+func (s *Server) PublishRetained(frame []byte) error {
+	if s.closed.Load() {
+		return transport.ErrClosed
+	}
+	err := s.out.addRetained(frame, s.stream)
+	s.publishSent()
+	return s.mapErr(err)
+}
+
+// MaxRetainedBytes is the most bytes of retained frames the server holds
+// before it flushes on its own (transport.Retainer).
+func (s *Server) MaxRetainedBytes() int { return s.out.maxRetained }
 
 // SendTo queues frame for one client, unicast to the address its commands
 // came from. A Peer this server does not know, or no longer knows (its

@@ -42,6 +42,25 @@ type ServerSink struct{ Server transport.Server }
 // Publish sends pkt to every client.
 func (s ServerSink) Publish(pkt []byte) { _ = s.Server.Publish(pkt) }
 
+// PublishRetained sends pkt to every client without a copy when the
+// server can (transport.Retainer), else as Publish.
+func (s ServerSink) PublishRetained(pkt []byte) {
+	if r, ok := s.Server.(transport.Retainer); ok {
+		_ = r.PublishRetained(pkt)
+		return
+	}
+	_ = s.Server.Publish(pkt)
+}
+
+// MaxRetainedBytes is what the server holds by reference at most (0: it
+// copies every frame).
+func (s ServerSink) MaxRetainedBytes() int {
+	if r, ok := s.Server.(transport.Retainer); ok {
+		return r.MaxRetainedBytes()
+	}
+	return 0
+}
+
 // SendTo sends pkt to one client.
 func (s ServerSink) SendTo(to transport.Peer, pkt []byte) { _ = s.Server.SendTo(to, pkt) }
 

@@ -18,6 +18,24 @@ type Sink interface {
 	SendTo(to transport.Peer, pkt []byte)
 }
 
+// RetainingSink is a Sink that can also publish a packet by reference
+// (transport.Retainer): PublishRetained's pkt stays valid and unchanged
+// until the sink's transport flushes it, which it does before it holds
+// more than MaxRetainedBytes (0: it cannot retain). The Core publishes
+// the packets it builds in its ring this way when the ring holds that
+// much and a few packets more, so that it overwrites none still queued:
+// the transport sends straight from the ring, with no copy.
+type RetainingSink interface {
+	Sink
+	PublishRetained(pkt []byte)
+	MaxRetainedBytes() int
+}
+
+// retainMarginPackets is the room the ring keeps, beyond what a
+// RetainingSink holds, for the packet being built and the padding at
+// chunk ends while retained packets wait.
+const retainMarginPackets = 4
+
 // Stats are the Core's counters since New.
 type Stats struct {
 	Commands     uint64 // commands sequenced (whole or reassembled)
@@ -97,6 +115,7 @@ type Core struct {
 	store    RetransmitStore // answers NAKs: the ring
 	history  RetransmitStore // earlier epochs' packets (NewPrimary), or nil
 	repairer *Repairer       // the repair policy (shared with replayers)
+	retain   RetainingSink   // nil: packets are published by copy
 	answer   Answer          // scratch for stepNak
 	// state is what the stream determines (dedupe, activation, timers):
 	// every record the core emits is applied to it at once.
@@ -206,6 +225,14 @@ func build(cfg Config, sink Sink, t Takeover) (*Core, error) {
 	// The bucket holds 50ms of the rate, and at least one packet so that a
 	// tiny rate still makes progress.
 	c.repairer = NewRepairer(cfg.RepairConfig(), sink)
+	if r, ok := sink.(RetainingSink); ok {
+		if m := r.MaxRetainedBytes(); m > 0 && cfg.RingBytes >= m+retainMarginPackets*cfg.MaxPacketBytes {
+			c.retain = r
+			// A repair patches the headers of the packets it sends: on
+			// a copy, not on a ring packet that may still be queued.
+			c.repairer.patchCopy = make([]byte, cfg.MaxPacketBytes)
+		}
+	}
 	if cfg.FirstSeq == 1 {
 		c.in = wire.Internal{Type: wire.InternalSessionStart, Value: uint64(cfg.StartTime)}
 		c.emitInternal(wire.FlagInternal|wire.FlagSeqGen, 0, 0, 0)

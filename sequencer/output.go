@@ -116,6 +116,10 @@ func (c *Core) publishOpen() {
 	c.open = false
 	c.partial = false
 	c.stats.Packets++
+	if c.retain != nil {
+		c.retain.PublishRetained(pkt)
+		return
+	}
 	c.sink.Publish(pkt)
 }
 

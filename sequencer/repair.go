@@ -47,6 +47,10 @@ type Repairer struct {
 	sink     Sink
 	bucket   tokenBucket
 	onRepair PacketFunc // r.repairPacket, built once
+	// patchCopy, if set, is where a packet is copied before its headers
+	// are patched, leaving the store's bytes alone (the Core's ring
+	// packets may still be queued in a RetainingSink).
+	patchCopy []byte
 
 	lastNakSeq  uint64 // FromSeq of the last NAK answered
 	lastNakPeer transport.Peer
@@ -149,6 +153,9 @@ func (r *Repairer) repairPacket(pkt []byte, m PacketInfo) bool {
 	if !r.bucket.take(len(pkt)) {
 		r.stats.Throttled++
 		return false
+	}
+	if len(pkt) <= len(r.patchCopy) {
+		pkt = r.patchCopy[:copy(r.patchCopy, pkt)]
 	}
 	if r.answer.Stamp {
 		wire.SetStable(pkt, r.answer.Stable)

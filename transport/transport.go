@@ -63,6 +63,18 @@ type Client interface {
 	Close() error
 }
 
+// Retainer is an optional ability of a Server: it can publish a frame by
+// reference instead of copying it. The caller of PublishRetained leaves
+// frame unchanged until the server's next Flush (or Poll) returns; the
+// server holds at most MaxRetainedBytes of such frames and flushes on its
+// own before it would hold more. A sequencer that builds its packets in a
+// ring larger than that (and a few packets more) publishes each packet
+// with no copy: it overwrites none before it was sent.
+type Retainer interface {
+	PublishRetained(frame []byte) error
+	MaxRetainedBytes() int
+}
+
 // Stats is an optional ability: endpoints that count what they did.
 type Stats interface {
 	Counters() Counters
