@@ -1,0 +1,35 @@
+// Package tiered finds replayers through gossip (DESIGN.md, "Discovery"):
+// every replayer, sequencer and node announces itself with
+// hashicorp/memberlist, and a node or tail picks the replayer to ask with
+// no address configured.
+//
+// # Main types
+//
+//   - Meta is what a member announces: name, role (replayer, sequencer,
+//     node), NAK and rewind addresses, tier, session, the lowest and
+//     highest seq held, and a load figure. AppendMeta and DecodeMeta are
+//     its versioned compact encoding (meta.go documents the bytes); the
+//     decoder takes untrusted bytes and is fuzzed.
+//   - Select is the pure choice among candidates: a replayer that holds
+//     the seq wanted (and announces the address needed), then the lowest
+//     tier, then the least loaded, then the one holding the most, then
+//     the smallest name, so members that see the same cluster agree.
+//   - Agent is the thin shell around memberlist: it binds on loopback by
+//     default (gossip reaches beyond the host only when told to), joins
+//     seeds from its Config or SEQD_GOSSIP_SEEDS (as consul's and serf's
+//     retry-join do: it starts anyway and retries in the background),
+//     refreshes its Meta every MetaInterval from a MetaFunc (a replayer's
+//     highest seq and load move) and gossips it when it changed, and lists
+//     the live members from memberlist's events. Close leaves gracefully;
+//     a member that dies is dropped by memberlist's failure detector
+//     within a few probe intervals.
+//
+// # Concurrency
+//
+// Meta, Select and the codec are pure. An Agent's methods are safe from
+// any goroutine; it runs one goroutine of its own (the Meta refresh and
+// the rejoin) besides memberlist's. Lock order is written beside Agent.
+//
+// This package is where memberlist is imported (cluster may join the
+// same gossip through an Agent).
+package tiered
