@@ -39,7 +39,7 @@
 // Account/Instance announced with an incarnation at or above its own
 // before its first command (rewinding over an earlier life) moves above
 // it; after that, another incarnation announced stops it with
-// ErrSuperseded. Each unacked command keeps a copy of its payload: a
+// ErrSuperseded. Each unacked command keeps a checksum of its payload: a
 // command of this identity in the stream that this process did not send
 // (two processes given one incarnation) stops it with ErrDuplicateSender
 // instead of acking ours. When the sequencer has no entry for this sender

@@ -1,8 +1,8 @@
 package node
 
 import (
-	"bytes"
 	"fmt"
+	"hash/maphash"
 
 	"github.com/seqd/seqd/wire"
 )
@@ -24,10 +24,14 @@ type cmdSlot struct {
 	// can appear in the stream only after it, so its ack cannot come
 	// before the node delivered that far.
 	after uint64
-	// timerID is the ID of a timer request: the stream echoes those as
-	// internal records, which are matched by it. Other commands are
-	// matched by their payload, kept here anyway.
-	timerID uint64
+	// sum tells this command from another process's command of the same
+	// number (equal incarnations): a hash of the payload, or the timer ID
+	// of a timer request (the stream echoes those as internal records).
+	// Comparing the payload kept for resends instead cost more: by the
+	// time the ack comes, that copy has left the cache (a window of
+	// payloads later), while the hashes read bytes just written or just
+	// received.
+	sum     uint64
 	payload []byte
 	// arenaEnd is the arena position just past payload (0: not in the
 	// arena). Acking the slot frees the arena up to it.
@@ -37,6 +41,10 @@ type cmdSlot struct {
 // maxArenaBytes bounds the memory reserved up front for the payloads of
 // commands in flight.
 const maxArenaBytes = 16 << 20
+
+// sumSeed seeds the command checksums; they are compared only within this
+// process, so a per-process seed is enough.
+var sumSeed = maphash.MakeSeed()
 
 // send is the sending half of Core.
 type send struct {
@@ -191,7 +199,11 @@ func (c *Core) enqueue(now int64, payload []byte, flags uint8, timerID uint64) (
 	} else {
 		s.payload, s.arenaEnd = append(make([]byte, 0, len(payload)), payload...), 0
 	}
-	s.timerID = timerID
+	if flags&wire.CmdTimer != 0 {
+		s.sum = timerID
+	} else {
+		s.sum = maphash.Bytes(sumSeed, s.payload)
+	}
 	c.stats.CommandsSent++
 	c.appendCommand(now, seq, s)
 	return seq, nil
@@ -356,11 +368,9 @@ func (c *Core) observe(seq uint64, acct wire.Account, inst uint8, cmdSeq uint64,
 // identity is the command kept in s.
 func (s *cmdSlot) matches(flags uint8, payload []byte, x *wire.Internal) bool {
 	if s.flags&wire.CmdTimer != 0 {
-		return x != nil && (x.Type == wire.InternalTimerSet || x.Type == wire.InternalTimerCancel) && x.ID == s.timerID
+		return x != nil && (x.Type == wire.InternalTimerSet || x.Type == wire.InternalTimerCancel) && x.ID == s.sum
 	}
-	// The payload kept for resends: comparing it costs less than the
-	// hashes of a checksum (one at Send, one here) and is exact.
-	return flags&wire.FlagInternal == 0 && bytes.Equal(payload, s.payload)
+	return flags&wire.FlagInternal == 0 && maphash.Bytes(sumSeed, payload) == s.sum
 }
 
 // onIncarnation handles an announcement of incarnation v for this node's
