@@ -76,9 +76,18 @@ type Node struct {
 
 	// Mirrors of Core state for other goroutines; written by Run (during
 	// delivery, before each callback, so callbacks see the current value).
-	seqNow      atomic.Int64
-	rewinding   atomic.Bool
-	incarnation atomic.Uint64
+	// They sit on their own cache line, away from mu and the queue that
+	// sending goroutines write: a store per delivered message to a line
+	// they keep taking cost a node 8% of its CPU. Rewinding and the
+	// incarnation rarely change: Run stores them only when they do
+	// (lastRewinding and lastIncarnation are its own copies).
+	_               [64]byte
+	seqNow          atomic.Int64
+	rewinding       atomic.Bool
+	incarnation     atomic.Uint64
+	lastRewinding   bool
+	lastIncarnation uint64
+	_               [64]byte
 
 	// space is signalled (without blocking: it holds one token) when
 	// window space frees and a Send waits; done is closed when Run ends.
@@ -133,8 +142,9 @@ func New(cfg Config, h Handler, client transport.Client) (*Node, error) {
 	n.core = core
 	n.onRecv = n.receive
 	n.waker, _ = client.(transport.Waker)
-	n.rewinding.Store(core.Rewinding())
-	n.incarnation.Store(core.Incarnation())
+	n.lastRewinding, n.lastIncarnation = core.Rewinding(), core.Incarnation()
+	n.rewinding.Store(n.lastRewinding)
+	n.incarnation.Store(n.lastIncarnation)
 	return n, nil
 }
 
@@ -331,9 +341,7 @@ func (n *Node) applyOps(now int64) {
 
 // publish refreshes the mirrors other goroutines read.
 func (n *Node) publish() {
-	n.seqNow.Store(n.core.Now())
-	n.rewinding.Store(n.core.Rewinding())
-	n.incarnation.Store(n.core.Incarnation())
+	n.mirror()
 	n.mu.Lock()
 	inflight, inflightB := n.core.InFlight(), n.core.InFlightBytes()
 	if n.waiters > 0 && (inflight < n.inflight || inflightB < n.inflightB) {
@@ -561,10 +569,21 @@ func (n *Node) Incarnation() uint64 { return n.incarnation.Load() }
 type shellHandler struct{ n *Node }
 
 func (s shellHandler) OnMessage(m *Message) {
-	s.n.seqNow.Store(s.n.core.Now())
-	s.n.rewinding.Store(s.n.core.Rewinding())
-	s.n.incarnation.Store(s.n.core.Incarnation())
+	s.n.mirror()
 	s.n.user.OnMessage(m)
+}
+
+// mirror refreshes the mirrors of Core state (Run goroutine only).
+func (n *Node) mirror() {
+	n.seqNow.Store(n.core.Now())
+	if r := n.core.Rewinding(); r != n.lastRewinding {
+		n.lastRewinding = r
+		n.rewinding.Store(r)
+	}
+	if inc := n.core.Incarnation(); inc != n.lastIncarnation {
+		n.lastIncarnation = inc
+		n.incarnation.Store(inc)
+	}
 }
 
 func (s shellHandler) OnActivated() {
