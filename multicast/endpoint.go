@@ -200,7 +200,7 @@ func (e *endpoint) drain(h transport.Handler, onlyReady bool) (int, error) {
 			if k == 0 {
 				r.release(h) // idle: a held-back datagram goes now
 			}
-			r.again = k == len(r.msgs)
+			r.again = k == r.vlen
 			more = more || r.again
 			delivered += r.frames - before
 			e.framesRecv.Add(r.frames - before)

@@ -47,3 +47,19 @@ func BenchmarkReadBatchXNet(b *testing.B) {
 		got += n
 	}
 }
+
+// TestReceiver_ReadBatchFitsTheCache: one recvmmsg fills at most
+// maxReadBatchBytes of slots (8 GRO slots of 64 KiB, not 64: 4 MiB left
+// the cache before it was decoded), and at least one.
+func TestReceiver_ReadBatchFitsTheCache(t *testing.T) {
+	cfg := testConfig(t)
+	cfg.BatchSize = 64
+	_, cls := session(t, cfg, 1)
+	r := cls[0].rx[0]
+	if r.vlen < 1 || r.vlen*r.slot > max(maxReadBatchBytes, r.slot) || r.vlen > len(r.msgs) {
+		t.Fatalf("%d slots of %d B per read (%d slots in all), want at most %d B", r.vlen, r.slot, len(r.msgs), maxReadBatchBytes)
+	}
+	if r.gro && r.vlen != maxReadBatchBytes/groSlotBytes {
+		t.Fatalf("%d GRO slots per read, want %d", r.vlen, maxReadBatchBytes/groSlotBytes)
+	}
+}
