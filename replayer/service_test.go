@@ -185,8 +185,8 @@ func TestService_FollowsPersistsAndAnswers(t *testing.T) {
 		}
 	}
 	reader.mu.Unlock()
-	if st := agent.Stats(); st.Gones == 0 {
-		t.Fatalf("the sequencer's ring never said Gone (stats %+v): the test did not reach the replayer", st)
+	if st := reader.n.Stats(); st.SourceSwitches == 0 {
+		t.Fatalf("the reader never moved to the replayer after a Gone (stats %+v)", st.Stats)
 	}
 
 	stopSvc()
