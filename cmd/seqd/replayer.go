@@ -32,7 +32,7 @@ var rewindServe func(ctx context.Context, svc *replayer.Service, addr string, lo
 
 func replayerCommand() *cli.Command {
 	d := replayer.DefaultServiceConfig()
-	flags, before := withConfig(append(transportFlags(false),
+	flags, before := withConfig(append(append(transportFlags(false),
 		strFlag("dir", "", "the store's directory: one session's segment files (created if missing)"),
 		uintFlag("session", 0, "the session to store (0: the one already in --dir, or else the first heard)"),
 		strFlag("nak-addr", "127.0.0.1:9300", "address the replayer answers NAKs on: UDP host:port with --transport udp, TCP with tcp (nodes name it with --replayer)"),
@@ -51,7 +51,7 @@ func replayerCommand() *cli.Command {
 		intFlag("store.max-pending-bytes", d.MaxPendingBytes, "frames held back while a hole before them is repaired (beyond it the replayer stops)"),
 		streamWarnFlag(),
 		&cli.BoolFlag{Name: "dry-run", Usage: "validate the configuration, print it and exit"},
-	))
+	), gossipFlags(true)...))
 	return &cli.Command{
 		Name:  "replayer",
 		Usage: "persist the stream to segment files and answer NAKs for what the sequencer's ring no longer holds",
@@ -136,6 +136,13 @@ func runReplayer(c *cli.Context) error {
 	}
 	runCtx, cancel := context.WithCancel(ctx)
 	defer cancel()
+	agent, err := startReplayerGossip(c, runCtx, log, svc, nakAddr, c.String("rewind-addr"))
+	if err != nil {
+		return err
+	}
+	if agent != nil {
+		defer agent.Close()
+	}
 	rewindErr := make(chan error, 1)
 	if addr := c.String("rewind-addr"); addr != "" {
 		go func() {
@@ -147,8 +154,8 @@ func runReplayer(c *cli.Context) error {
 		}()
 	}
 	go watchStream(runCtx, log, follow, listenAddress(c), c.Duration("stream-warn-after"))
-	fmt.Printf("replayer: ready transport=%s nak=%s dir=%s session=%d contiguous=%d\n",
-		kind, nakAddr, cfg.Dir, svc.Store().Session(), svc.Contiguous())
+	fmt.Printf("replayer: ready transport=%s nak=%s dir=%s session=%d contiguous=%d%s\n",
+		kind, nakAddr, cfg.Dir, svc.Store().Session(), svc.Contiguous(), gossipField(agent))
 	log.Info("replayer serving", "dir", cfg.Dir, "nak_addr", nakAddr, "transport", kind, "pid", os.Getpid())
 	err = svc.Run(runCtx)
 	st := svc.Stats()

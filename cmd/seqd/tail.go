@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"hash/crc32"
 	"os"
+	"slices"
 	"strconv"
 	"time"
 
@@ -19,7 +20,7 @@ import (
 var castagnoli = crc32.MakeTable(crc32.Castagnoli)
 
 func tailCommand() *cli.Command {
-	flags, before := withConfig(append(transportFlags(false),
+	flags, before := withConfig(append(append(transportFlags(false),
 		strFlag("format", "text", "text | json (one object per message per line: seq epoch time account instance cmd_seq size crc internal, and type for an internal message)"),
 		strFlag("from", "live", "live: start at the live tail of the stream; N (>= 1): rewind from seq N, which the sequencer's retransmit ring or a --replayer must still hold"),
 		intFlag("count", 0, "stop after this many messages (0: until interrupted)"),
@@ -29,7 +30,7 @@ func tailCommand() *cli.Command {
 		strFlag("archive", "", "read this session archive directory (a replayer's segment files) instead of the live stream: prints from --from (live: the archive's first seq) to its end, or --count messages"),
 		rewindFlag(),
 		streamWarnFlag(),
-	))
+	), gossipFlags(false)...))
 	return &cli.Command{
 		Name:  "tail",
 		Usage: "print the event stream (read-only node)",
@@ -181,6 +182,20 @@ func runTail(cc *cli.Context) error {
 	cfg.Rewind = from > 0
 	cfg.RewindFrom = from
 	cfg.Replayers = cc.StringSlice("replayer")
+	agent, gossipNak, gossipRewind, err := tailGossip(cc, log, from)
+	if err != nil {
+		return err
+	}
+	if agent != nil {
+		defer agent.Close()
+	}
+	if gossipNak != "" && !slices.Contains(cfg.Replayers, gossipNak) {
+		cfg.Replayers = append(cfg.Replayers, gossipNak)
+	}
+	rewindAddr := cc.String("rewind")
+	if rewindAddr == "" && from > 0 {
+		rewindAddr = gossipRewind
+	}
 	if mode == "fast" {
 		cfg.Mode = node.Fast
 	}
@@ -195,7 +210,7 @@ func runTail(cc *cli.Context) error {
 	if err != nil {
 		return configError(err, nodeKeys)
 	}
-	if a := cc.String("rewind"); a != "" {
+	if a := rewindAddr; a != "" {
 		if from == 0 {
 			return keyError("rewind", fmt.Sprintf("%q", a), "empty without --from N (a tail from the live tail has no history to rewind)")
 		}
@@ -223,7 +238,7 @@ func runTail(cc *cli.Context) error {
 				return nil
 			}
 			if errors.Is(err, node.ErrRewind) {
-				return fmt.Errorf("--from %d --rewind %s: %w", from, cc.String("rewind"), err)
+				return fmt.Errorf("--from %d --rewind %s: %w", from, rewindAddr, err)
 			}
 			if from > 0 && errors.Is(err, node.ErrUnrecoverable) {
 				if len(cfg.Replayers) > 0 {
