@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
+	"runtime"
 
 	"github.com/urfave/cli/v2"
 	"github.com/urfave/cli/v2/altsrc"
@@ -157,10 +158,18 @@ func runReplayer(c *cli.Context) error {
 	fmt.Printf("replayer: ready transport=%s nak=%s dir=%s session=%d contiguous=%d%s\n",
 		kind, nakAddr, cfg.Dir, svc.Store().Session(), svc.Contiguous(), gossipField(agent))
 	log.Info("replayer serving", "dir", cfg.Dir, "nak_addr", nakAddr, "transport", kind, "pid", os.Getpid())
+	from := svc.Contiguous()
+	var ms0, ms1 runtime.MemStats
+	runtime.ReadMemStats(&ms0)
 	err = svc.Run(runCtx)
+	runtime.ReadMemStats(&ms1)
 	st := svc.Stats()
-	fmt.Printf("replayer: stopped contiguous=%d durable=%d appended=%d naks=%d retransmitted=%d gones=%d not_held=%d\n",
-		st.Contiguous, st.Durable, st.Persist.Appended, st.Naks.Naks, st.Naks.Retransmitted, st.Naks.Gones, st.Naks.NotHeld)
+	allocs := 0.0
+	if st.Contiguous > from {
+		allocs = float64(ms1.Mallocs-ms0.Mallocs) / float64(st.Contiguous-from)
+	}
+	fmt.Printf("replayer: stopped contiguous=%d durable=%d appended=%d naks=%d retransmitted=%d gones=%d not_held=%d allocs_per_msg=%.4f\n",
+		st.Contiguous, st.Durable, st.Persist.Appended, st.Naks.Naks, st.Naks.Retransmitted, st.Naks.Gones, st.Naks.NotHeld, allocs)
 	select {
 	case rerr := <-rewindErr:
 		return rerr

@@ -98,6 +98,22 @@ func field(t *testing.T, line, key string) uint64 {
 	return 0
 }
 
+// allocsPerMsg reads allocs_per_msg=F from a status line.
+func allocsPerMsg(t *testing.T, line string) float64 {
+	t.Helper()
+	for _, f := range strings.Fields(line) {
+		if v, ok := strings.CutPrefix(f, "allocs_per_msg="); ok {
+			a, err := strconv.ParseFloat(v, 64)
+			if err != nil {
+				t.Fatalf("allocs_per_msg in %q: %v", line, err)
+			}
+			return a
+		}
+	}
+	t.Fatalf("no allocs_per_msg in %q", line)
+	return 0
+}
+
 // tailed is one line of `seqd tail --format json`.
 type tailed struct {
 	Seq     uint64 `json:"seq"`
@@ -308,6 +324,11 @@ func TestCLI_ReplayerSIGKILLMidWrite(t *testing.T) {
 	t.Log(stopped)
 	if field(t, stopped, "durable") < last || field(t, stopped, "retransmitted") == 0 {
 		t.Fatalf("replayer stopped line %q: want the stream durable up to %d and NAKs answered", stopped, last)
+	}
+	// Writing allocates nothing per message: what remains is per segment
+	// (1 MiB here), per NAK answered and the runtime's own.
+	if a := allocsPerMsg(t, stopped); a > 0.05 {
+		t.Fatalf("replayer allocated %.4f times per message stored", a)
 	}
 	if err := seq.Process.Signal(syscall.SIGTERM); err != nil {
 		t.Fatal(err)
