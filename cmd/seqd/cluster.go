@@ -109,7 +109,13 @@ func runClusterSequencer(c *cli.Context, seq sequencer.Config, log *slog.Logger)
 	if err := os.MkdirAll(cfg.Dir, 0o755); err != nil {
 		return err
 	}
-	dp, err := openDataPath(c, cfg, fetchAddr(c, cfg), filepath.Join(cfg.Dir, "stream"), log)
+	if c.String("transport") != "udp" {
+		// A standby follows the stream as a node does; over TCP it would
+		// have to follow the primary from member to member.
+		return keyError("transport", fmt.Sprintf("%q", c.String("transport")), `"udp" with --cluster (tcp and hybrid clusters are not built yet)`)
+	}
+	dp, err := openDataPath(cfg.ID, filepath.Join(cfg.Dir, "stream"), fetchAddr(c, cfg), seq.MaxSenders,
+		func() (transport.Client, error) { return openClient(c, log, "standby") }, log)
 	if err != nil {
 		return err
 	}

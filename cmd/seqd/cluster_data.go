@@ -3,27 +3,115 @@ package main
 import (
 	"context"
 	"errors"
+	"fmt"
 	"log/slog"
-
-	"github.com/urfave/cli/v2"
+	"net"
+	"sync/atomic"
 
 	"github.com/seqd/seqd/cluster"
+	"github.com/seqd/seqd/transport"
 )
 
-// dataPath is this member's data path: newFollower opens a standby (the
-// Node calls it at start and whenever the member stops being primary) and
-// run serves the stored stream to catching-up members for as long as the
-// process lives.
+// dataPath is a member's data path: newFollower opens a standby on the
+// member's stream store (the Node calls it at start and whenever the
+// member stops being primary), and run serves the store to catching-up
+// members (the fetch server) for as long as the process lives, whichever
+// standby holds it.
 type dataPath struct {
-	newFollower func() (cluster.Follower, error)
-	run         func(context.Context) error
-	close       func()
+	member     uint64
+	dir        string
+	maxSenders int
+	openClient func() (transport.Client, error)
+	log        *slog.Logger
+	cur        atomic.Pointer[standbyHandle]
+	fetch      *cluster.FetchServer
 }
 
-// openDataPath prepares the data path of member cfg.ID: its stream store
-// in dir, its fetch server on fetch.
-func openDataPath(c *cli.Context, cfg cluster.Config, fetch, dir string, log *slog.Logger) (*dataPath, error) {
-	return nil, errors.New("--cluster: the standby (cluster data path) is not built yet")
+// standbyHandle is a Standby and the stream client it reads; Close
+// closes both.
+type standbyHandle struct {
+	*cluster.Standby
+	client transport.Client
+}
+
+func (h *standbyHandle) Close() error {
+	err := h.Standby.Close()
+	h.client.Close()
+	return err
+}
+
+// openDataPath prepares member id's data path: its stream store in dir,
+// its fetch server on fetchAddr (none when empty); openClient opens the
+// stream transport of each standby.
+func openDataPath(id uint64, dir, fetchAddr string, maxSenders int, openClient func() (transport.Client, error), log *slog.Logger) (*dataPath, error) {
+	d := &dataPath{member: id, dir: dir, maxSenders: maxSenders, openClient: openClient, log: log}
+	if fetchAddr != "" {
+		ln, err := net.Listen("tcp", fetchAddr)
+		if err != nil {
+			return nil, fmt.Errorf("fetch server: %w", err)
+		}
+		cfg := cluster.DefaultFetchServerConfig()
+		cfg.Logger = log
+		if d.fetch, err = cluster.NewFetchServer(cfg, d, ln); err != nil {
+			ln.Close()
+			return nil, err
+		}
+	}
+	return d, nil
+}
+
+func (d *dataPath) newFollower() (cluster.Follower, error) {
+	cl, err := d.openClient()
+	if err != nil {
+		return nil, err
+	}
+	sc := cluster.DefaultStandbyConfig()
+	sc.Member, sc.Dir, sc.MaxSenders = d.member, d.dir, d.maxSenders
+	s, err := cluster.NewStandby(sc, cl)
+	if err != nil {
+		cl.Close()
+		return nil, err
+	}
+	h := &standbyHandle{Standby: s, client: cl}
+	d.cur.Store(h)
+	return h, nil
+}
+
+// FetchRange serves the store of the current standby (taken over or not:
+// a primary serves its history too).
+func (d *dataPath) FetchRange(dst []byte, from, to uint64, maxBytes int) ([]byte, uint64, bool, uint64, error) {
+	h := d.cur.Load()
+	if h == nil {
+		return dst, from, true, 0, nil
+	}
+	return h.FetchRange(dst, from, to, maxBytes)
+}
+
+// run serves fetches until ctx ends.
+func (d *dataPath) run(ctx context.Context) error {
+	if d.fetch == nil {
+		<-ctx.Done()
+		return ctx.Err()
+	}
+	errc := make(chan error, 1)
+	go func() { errc <- d.fetch.Serve() }()
+	select {
+	case <-ctx.Done():
+		d.fetch.Close()
+		<-errc
+		return ctx.Err()
+	case err := <-errc:
+		if err == nil {
+			err = errors.New("fetch server stopped")
+		}
+		return fmt.Errorf("fetch server: %w", err)
+	}
+}
+
+func (d *dataPath) close() {
+	if d.fetch != nil {
+		d.fetch.Close()
+	}
 }
 
 // newAcks is the quorum of an epoch's voters: the primary's stable seq.
