@@ -2,6 +2,7 @@ package cluster
 
 import (
 	"fmt"
+	"io"
 	"log/slog"
 	"time"
 
@@ -136,6 +137,9 @@ type Config struct {
 	CheckpointInterval time.Duration
 	// Logger gets the role changes and failures (slog.Default when nil).
 	Logger *slog.Logger
+	// RaftLog gets hashicorp/raft's warnings and errors (os.Stderr when
+	// nil; io.Discard silences them).
+	RaftLog io.Writer
 }
 
 // DefaultConfig returns the defaults: LAN timeouts, admin on loopback.

@@ -60,10 +60,14 @@ func raftConfig(cfg Config) *raft.Config {
 	rc.SnapshotThreshold = 1024
 	rc.TrailingLogs = 1024
 	rc.SnapshotInterval = 30 * time.Second
+	out := cfg.RaftLog
+	if out == nil {
+		out = os.Stderr
+	}
 	rc.Logger = hclog.New(&hclog.LoggerOptions{
 		Name:   "raft-" + strconv.FormatUint(cfg.ID, 10),
 		Level:  hclog.Warn,
-		Output: os.Stderr,
+		Output: out,
 	})
 	return rc
 }

@@ -1,0 +1,294 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"math/rand/v2"
+	"net"
+	"os"
+	"path/filepath"
+	"sync"
+	"time"
+
+	"github.com/seqd/seqd/cluster"
+	"github.com/seqd/seqd/fsm"
+	"github.com/seqd/seqd/multicast"
+	"github.com/seqd/seqd/node"
+	"github.com/seqd/seqd/transport"
+	"github.com/seqd/seqd/wire"
+)
+
+// demoMember is one sequencer of the demo's Raft group.
+type demoMember struct {
+	id     uint64
+	node   *cluster.Node
+	dp     *dataPath
+	cancel context.CancelFunc
+	done   chan error
+	dead   bool
+}
+
+func freeLoopbackAddr() (string, error) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return "", err
+	}
+	defer l.Close()
+	return l.Addr().String(), nil
+}
+
+// runClusterDemo runs three sequencers in a Raft group and nodes, all in
+// this process, over UDP multicast on loopback (real sockets, groups of
+// their own); after killFrac of the commands are acknowledged it kills the
+// primary (its Raft and standby stop, as in a crash), shows the new epoch
+// and primary, and goes on until every node acknowledged everything. Each
+// node checks its stream (no gap, no repeat, each sender in order) and
+// the streams are compared by digest.
+func runClusterDemo(ctx context.Context, nodes, count, rate int, timeouts string) error {
+	prof, ok := cluster.Profiles[timeouts]
+	if !ok {
+		return fmt.Errorf("demo: --timeouts %q: want lan, wan or test", timeouts)
+	}
+	dir, err := os.MkdirTemp("", "seqd-demo")
+	if err != nil {
+		return err
+	}
+	defer os.RemoveAll(dir)
+	r := rand.New(rand.NewPCG(uint64(time.Now().UnixNano()), uint64(os.Getpid())))
+	mc := multicast.DefaultConfig()
+	port := 20000 + r.IntN(30000)
+	a, b := 1+r.IntN(250), 1+r.IntN(250)
+	mc.StreamGroup = fmt.Sprintf("239.81.%d.%d:%d", a, b, port)
+	mc.CommandGroup = fmt.Sprintf("239.82.%d.%d:%d", a, b, port+1)
+	mc.ReadBufferBytes = 16 << 20
+	log := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
+	fmt.Printf("demo: 3 sequencers (raft, %s timeouts), %d nodes, %d commands each at %d/s, udp multicast %s on lo\n", timeouts, nodes, count, rate, mc.StreamGroup)
+
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	var members []fsm.Member
+	for id := uint64(1); id <= 3; id++ {
+		m := fsm.Member{ID: id, Role: fsm.Voter}
+		for _, p := range []*string{&m.RaftAddr, &m.AdminAddr, &m.StreamAddr} {
+			if *p, err = freeLoopbackAddr(); err != nil {
+				return err
+			}
+		}
+		members = append(members, m)
+	}
+	var stream sync.Mutex // one stream server at a time in this process
+	ms := make([]*demoMember, 0, 3)
+	defer func() {
+		for _, m := range ms {
+			m.stop()
+		}
+	}()
+	for i, mem := range members {
+		cfg := cluster.DefaultConfig()
+		cfg.ID, cfg.Dir, cfg.RaftAddr, cfg.AdminAddr, cfg.Members = mem.ID, filepath.Join(dir, fmt.Sprint(mem.ID)), mem.RaftAddr, mem.AdminAddr, members
+		cfg.Timeouts = prof()
+		cfg.Logger = log
+		cfg.RaftLog = io.Discard // a dead member's peers complain every heartbeat
+		mcc := mc
+		mcc.FaultStream = uint64(i + 1)
+		dp, err := openDataPath(mem.ID, filepath.Join(cfg.Dir, "stream"), mem.StreamAddr, cfg.Sequencer.MaxSenders,
+			func() (transport.Client, error) { return multicast.NewClient(mcc) }, log)
+		if err != nil {
+			return err
+		}
+		deps := cluster.Deps{
+			NewFollower: dp.newFollower,
+			Stream: func() (transport.Server, error) {
+				stream.Lock()
+				defer stream.Unlock()
+				return multicast.NewServer(mc)
+			},
+			Acks: newAcks,
+		}
+		n, err := cluster.New(cfg, deps)
+		if err != nil {
+			dp.close()
+			return err
+		}
+		m := &demoMember{id: mem.ID, node: n, dp: dp, done: make(chan error, 2)}
+		mctx, mcancel := context.WithCancel(ctx)
+		m.cancel = mcancel
+		go func() { m.done <- n.Run(mctx) }()
+		go func() { m.done <- dp.run(mctx) }()
+		ms = append(ms, m)
+	}
+	primary := func(minEpoch uint64, deadline time.Duration) (*demoMember, uint64, error) {
+		until := time.Now().Add(deadline)
+		for time.Now().Before(until) {
+			for _, m := range ms {
+				if !m.dead && m.node.Role() == cluster.RolePrimary && m.node.State().Epoch() >= minEpoch {
+					return m, m.node.State().Epoch(), nil
+				}
+			}
+			time.Sleep(time.Millisecond)
+		}
+		return nil, 0, fmt.Errorf("demo: no primary of epoch >= %d after %v", minEpoch, deadline)
+	}
+	p, e, err := primary(1, 30*time.Second)
+	if err != nil {
+		return err
+	}
+	fmt.Printf("demo: sequencer %d is primary of epoch %d\n", p.id, e)
+
+	ds := make([]*demoNode, nodes)
+	var wg sync.WaitGroup
+	nodeErr := make(chan error, 2*nodes)
+	for i := range ds {
+		d := &demoNode{name: fmt.Sprintf("DEMO%d", i), lastCmd: map[wire.Account]uint64{}}
+		ncfg := node.DefaultConfig()
+		ncfg.Account = d.name
+		ncfg.Rewind = true
+		ncfg.BlockWhenFull = true
+		mcc := mc
+		mcc.FaultStream = uint64(100 + i)
+		cl, err := multicast.NewClient(mcc)
+		if err != nil {
+			return err
+		}
+		defer cl.Close()
+		if d.n, err = node.New(ncfg, d, cl); err != nil {
+			return err
+		}
+		ds[i] = d
+		wg.Add(2)
+		go func() {
+			defer wg.Done()
+			if err := d.n.Run(ctx); err != nil && !errors.Is(err, context.Canceled) {
+				nodeErr <- fmt.Errorf("%s: %w", d.name, err)
+			}
+		}()
+		go func() {
+			defer wg.Done()
+			t0 := time.Now()
+			for k := 0; k < count && ctx.Err() == nil; k++ {
+				if rate > 0 && k%50 == 0 {
+					// Paced, so that the failover happens under load, a
+					// few seconds in.
+					if ahead := time.Duration(k)*time.Second/time.Duration(rate) - time.Since(t0); ahead > 0 {
+						time.Sleep(ahead)
+					}
+				}
+				if _, err := d.n.SendContext(ctx, []byte(fmt.Sprintf("%s order %d", d.name, k))); err != nil && ctx.Err() == nil {
+					nodeErr <- fmt.Errorf("%s send: %w", d.name, err)
+					return
+				}
+			}
+		}()
+	}
+	defer func() {
+		cancel()
+		wg.Wait()
+	}()
+
+	start := time.Now()
+	failovers := 0
+	var failoverMS float64
+	deadline := time.After(3 * time.Minute)
+	tick := time.NewTicker(5 * time.Millisecond)
+	defer tick.Stop()
+	for !demoDone(ds, count) {
+		select {
+		case err := <-nodeErr:
+			return err
+		case <-deadline:
+			return fmt.Errorf("demo: no convergence after 3m: %s", demoProgress(ds))
+		case <-tick.C:
+		}
+		for _, m := range ms {
+			select {
+			case err := <-m.done:
+				if !m.dead {
+					return fmt.Errorf("demo: sequencer %d stopped: %w", m.id, err)
+				}
+			default:
+			}
+		}
+		if failovers == 0 && demoAcked(ds) >= nodes*count/3 {
+			// Kill the primary as a crash would: its raft and standby
+			// stop, the others hear nothing more from it.
+			killed := time.Now()
+			p.dead = true
+			p.stop()
+			q, e2, err := primary(e+1, 30*time.Second)
+			if err != nil {
+				return err
+			}
+			failovers++
+			failoverMS = float64(q.node.Status().StartedAt-killed.UnixNano()) / 1e6
+			ch := q.node.LastChange()
+			fmt.Printf("demo: killed primary %d (epoch %d); sequencer %d is primary of epoch %d from seq %d, %.1f ms after the kill (seal %.1f ms, commit %.1f ms after its election)\n",
+				p.id, e, q.id, e2, ch.Cut+1, failoverMS, float64(ch.SealUS)/1000, float64(ch.CommitUS)/1000)
+			p, e = q, e2
+		}
+	}
+	elapsed := time.Since(start)
+	// The stream is complete once every node acked all; wait for all to
+	// deliver the same last seq.
+	until := time.Now().Add(10 * time.Second)
+	for !demoSameLast(ds) && time.Now().Before(until) {
+		time.Sleep(5 * time.Millisecond)
+	}
+	sequenced := p.node.Status().Published
+	var lost, dup, diverged uint64
+	for _, d := range ds {
+		d.mu.Lock()
+		lost += d.lost
+		dup += d.dup
+		if d.digest != ds[0].digest || d.last != ds[0].last {
+			diverged++
+		}
+		d.mu.Unlock()
+	}
+	fmt.Printf("demo: %d commands in %v, epochs=%d\n", nodes*count, elapsed.Round(time.Millisecond), p.node.State().Epoch())
+	status := "ok"
+	if lost != 0 || dup != 0 || diverged != 0 || failovers != 1 || ds[0].last != sequenced {
+		status = "FAILED"
+	}
+	fmt.Printf("demo: %s sequenced=%d delivered=%d nodes=%d failovers=%d lost=%d dup=%d diverged=%d failover_ms=%.1f\n",
+		status, sequenced, ds[0].last, nodes, failovers, lost, dup, diverged, failoverMS)
+	if status != "ok" {
+		return errors.New("demo: streams differ or the failover did not happen")
+	}
+	return nil
+}
+
+func (m *demoMember) stop() {
+	if m.cancel != nil {
+		m.cancel()
+		m.cancel = nil
+		m.dp.close()
+	}
+}
+
+func demoAcked(ds []*demoNode) int {
+	n := 0
+	for _, d := range ds {
+		d.mu.Lock()
+		n += d.acked
+		d.mu.Unlock()
+	}
+	return n
+}
+
+func demoSameLast(ds []*demoNode) bool {
+	ds[0].mu.Lock()
+	last := ds[0].last
+	ds[0].mu.Unlock()
+	for _, d := range ds[1:] {
+		d.mu.Lock()
+		l := d.last
+		d.mu.Unlock()
+		if l != last {
+			return false
+		}
+	}
+	return true
+}
