@@ -153,11 +153,13 @@ func (n *Node) Status() MemberStatus {
 		Change:     n.lastChange.Load(),
 		Members:    st.Members(),
 	}
-	if n.Role() == RolePrimary {
-		s.Stable, s.Published = n.stable.Load(), n.published.Load()
-	}
 	if c, ok := n.fr.get().(Contiguouser); ok {
 		s.Contiguous = c.Contiguous()
+	}
+	if n.Role() == RolePrimary {
+		// It holds what it published (its standby's store is its history).
+		s.Stable, s.Published = n.stable.Load(), n.published.Load()
+		s.Contiguous = s.Published
 	}
 	return s
 }
@@ -357,10 +359,16 @@ func (n *Node) TransferPrimary(ctx context.Context, to uint64) (Handover, error)
 			if c, ok := cur.Cut(st.Epoch()); ok {
 				h.Cut = c.Last
 			}
+			// The pause ends at the new primary's first record: ask it
+			// until it sequences the new epoch.
 			m, _ := cur.Member(h.To)
-			var ms MemberStatus
-			if err := call(ctx, n.client, http.MethodGet, m.AdminAddr, "/v1/status", nil, &ms); err == nil && ms.StartedAt != 0 {
-				h.PauseUS = (ms.StartedAt - n.stoppedAt.Load()) / 1000
+			for time.Now().Before(wait) && ctx.Err() == nil {
+				var ms MemberStatus
+				if err := call(ctx, n.client, http.MethodGet, m.AdminAddr, "/v1/status", nil, &ms); err == nil && ms.Role == RolePrimary.String() && ms.Epoch == h.Epoch && ms.StartedAt != 0 {
+					h.PauseUS = (ms.StartedAt - n.stoppedAt.Load()) / 1000
+					break
+				}
+				time.Sleep(time.Millisecond)
 			}
 			return h, nil
 		}

@@ -67,6 +67,11 @@ func (fr *followers) stop() Follower {
 	fr.mu.Unlock()
 	if f != nil {
 		cancel()
+		if w, ok := f.(interface{ Wake() }); ok {
+			// A standby blocked in Poll (up to its keepalive) sees the
+			// cancellation at once: the new primary waits for it.
+			w.Wake()
+		}
 		<-done
 	}
 	return f

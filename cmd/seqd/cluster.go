@@ -152,8 +152,8 @@ func runClusterSequencer(c *cli.Context, seq sequencer.Config, log *slog.Logger)
 		switch {
 		case r == cluster.RolePrimary && (role != cluster.RolePrimary || st.Epoch() != epoch):
 			if ch := n.LastChange(); ch != nil {
-				fmt.Printf("sequencer: primary id=%d epoch=%d first_seq=%d started_ns=%d seal_us=%d catchup_us=%d commit_us=%d started_us=%d\n",
-					cfg.ID, ch.Epoch, ch.Cut+1, n.Status().StartedAt, ch.SealUS, ch.CatchUpUS, ch.CommitUS, ch.StartedUS)
+				fmt.Printf("sequencer: primary id=%d epoch=%d first_seq=%d started_ns=%d barrier_us=%d seal_us=%d catchup_us=%d commit_us=%d takeover_us=%d open_us=%d started_us=%d\n",
+					cfg.ID, ch.Epoch, ch.Cut+1, n.Status().StartedAt, ch.BarrierUS, ch.SealUS, ch.CatchUpUS, ch.CommitUS, ch.TakeoverUS, ch.OpenUS, ch.StartedUS)
 			}
 			role, epoch = r, st.Epoch()
 		case r == cluster.RoleStandby && st.Primary() != 0 && (role != cluster.RoleStandby || st.Epoch() != epoch):

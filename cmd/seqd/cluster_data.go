@@ -34,6 +34,14 @@ type standbyHandle struct {
 	client transport.Client
 }
 
+// Wake makes a Run blocked in Poll return, so that it sees its context
+// cancelled at once (the Node stops the standby before taking it over).
+func (h *standbyHandle) Wake() {
+	if w, ok := h.client.(transport.Waker); ok {
+		w.Wake()
+	}
+}
+
 func (h *standbyHandle) Close() error {
 	err := h.Standby.Close()
 	h.client.Close()

@@ -52,6 +52,7 @@ type clusterRun struct {
 	bin   string
 	net   []string
 	procs []*clusterProc
+	admin []string // admin address of member i+1
 }
 
 // startCluster starts three cluster members on loopback (UDP multicast
@@ -61,7 +62,9 @@ func startCluster(t *testing.T, ctx context.Context, bin string, net []string, t
 	r := &clusterRun{t: t, bin: bin, net: net}
 	var peers []string
 	for id := 1; id <= 3; id++ {
-		peers = append(peers, fmt.Sprintf("%d@%s@%s@%s", id, freeTCPAddr(t), freeTCPAddr(t), freeTCPAddr(t)))
+		admin := freeTCPAddr(t)
+		r.admin = append(r.admin, admin)
+		peers = append(peers, fmt.Sprintf("%d@%s@%s@%s", id, freeTCPAddr(t), admin, freeTCPAddr(t)))
 	}
 	for id := 1; id <= 3; id++ {
 		args := append([]string{"sequencer", "--cluster", "--id", fmt.Sprint(id), "--dir", t.TempDir(),
@@ -188,4 +191,74 @@ func TestCluster_KillPrimaryUnderLoad(t *testing.T) {
 		t.Fatalf("node did not finish:\n%s", tailOf(nodeOut.String(), 3000))
 	}
 	fmt.Printf("cluster failover: kill_to_new_epoch_ms=%.1f epoch=%d->%d lost=0 dup=0\n", float64(failover)/1e6, e0, e1)
+}
+
+var transferLine = regexp.MustCompile(`^admin: transferred primary from=(\d+) to=(\d+) epoch=(\d+) cut=(\d+) pause_ms=([0-9.]+)`)
+
+// TestCluster_AdminStatusAndTransfer: `seqd admin status` asked of a
+// standby lists the three members with one primary; `seqd admin
+// transfer-primary TO` under load hands the role to TO in the next epoch,
+// reports the pause, and the node gets every command acknowledged once,
+// its stream verified.
+func TestCluster_AdminStatusAndTransfer(t *testing.T) {
+	bin := seqd(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	mc := groups(909)
+	net := []string{"--transport", "udp", "--udp.stream-group", mc.StreamGroup, "--udp.command-group", mc.CommandGroup}
+	// The test profile: a loaded machine must not depose the new primary
+	// by chance (its lease would run out), which would make another epoch;
+	// the handover's pause does not depend on the election timeouts.
+	r := startCluster(t, ctx, bin, net, "test")
+	old, e0, _ := r.primary(ctx, 1)
+	to := old.id%3 + 1
+
+	const count = 12000
+	nodeCmd := exec.CommandContext(ctx, bin, append([]string{"node", "--account", "MOVE", "--count", fmt.Sprint(count), "--rate", "4000", "--size", "64", "--timeout", "90s"}, net...)...)
+	var nodeOut syncBuffer
+	nodeCmd.Stdout, nodeCmd.Stderr = &nodeOut, &nodeOut
+	if err := nodeCmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	nodeDone := make(chan error, 1)
+	go func() { nodeDone <- nodeCmd.Wait() }()
+	time.Sleep(1500 * time.Millisecond)
+
+	out, err := exec.CommandContext(ctx, bin, "admin", "status", "--addr", r.admin[to-1]).CombinedOutput()
+	if err != nil {
+		t.Fatalf("admin status: %v\n%s", err, out)
+	}
+	t.Logf("admin status:\n%s", out)
+	if !strings.Contains(string(out), fmt.Sprintf("epoch=%d primary=%d", e0, old.id)) || strings.Count(string(out), " primary ") != 1 || strings.Count(string(out), " standby ") != 2 {
+		t.Fatalf("admin status does not show one primary (%d) and two standbys:\n%s", old.id, out)
+	}
+
+	out, err = exec.CommandContext(ctx, bin, "admin", "transfer-primary", "--addr", r.admin[to-1], fmt.Sprint(to)).CombinedOutput()
+	if err != nil {
+		t.Fatalf("admin transfer-primary: %v\n%s", err, out)
+	}
+	m := transferLine.FindStringSubmatch(strings.TrimSpace(string(out)))
+	if m == nil || m[1] != fmt.Sprint(old.id) || m[2] != fmt.Sprint(to) || m[3] != fmt.Sprint(e0+1) {
+		t.Fatalf("admin transfer-primary printed %q, want from=%d to=%d epoch=%d", out, old.id, to, e0+1)
+	}
+	t.Logf("%s", strings.TrimSpace(string(out)))
+	p, e1, _ := r.primary(ctx, e0+1)
+	if p.id != to || e1 != e0+1 {
+		t.Fatalf("primary %d of epoch %d after the transfer, want %d of %d", p.id, e1, to, e0+1)
+	}
+	for _, l := range p.output() {
+		if strings.HasPrefix(l, "sequencer: primary") {
+			t.Logf("%s", l)
+		}
+	}
+	select {
+	case err := <-nodeDone:
+		out := nodeOut.String()
+		if err != nil || !strings.Contains(out, fmt.Sprintf("node: ok account=MOVE sent=%d acked=%d ", count, count)) {
+			t.Fatalf("node: %v\n%s", err, tailOf(out, 3000))
+		}
+	case <-ctx.Done():
+		t.Fatalf("node did not finish:\n%s", tailOf(nodeOut.String(), 3000))
+	}
+	fmt.Printf("cluster handover: pause_ms=%s epoch=%d->%d\n", m[5], e0, e0+1)
 }
