@@ -109,6 +109,7 @@ type Service struct {
 	naks    naks
 	start   time.Time
 	err     error // fatal, sticky
+	checked bool  // the stream's session was checked against the store's
 
 	onStream transport.Handler
 	onNak    transport.Handler
@@ -177,10 +178,11 @@ func NewService(cfg ServiceConfig, follow transport.Client, srv transport.Server
 		syncReq: make(chan SyncRequest, 1), syncDone: make(chan syncResult, 1),
 		dos: make(chan doReq, 16), stopped: make(chan struct{})}
 	rc := cfg.Receiver
+	// The receiver follows whatever session is live (rc.Session stays as
+	// configured, 0 by default): a store of another session then fails
+	// its first append loudly (ErrSession) instead of fencing the live
+	// stream in silence.
 	rc.Persist, rc.Replayer, rc.Mode = true, true, receiver.Safe
-	if store.Session() != 0 {
-		rc.Session = store.Session()
-	}
 	switch {
 	case store.Contiguous() > 0:
 		rc.Rewind, rc.RewindFrom = true, store.Contiguous()+1
@@ -338,6 +340,12 @@ func (s *Service) stream(frame []byte, from transport.Peer) {
 	}
 	// A malformed frame is counted by the receiver and dropped.
 	_ = s.r.Step(s.mono(), frame, src)
+	if !s.checked && s.r.Started() {
+		s.checked = true
+		if held := s.store.Session(); held != 0 && held != s.r.Session() {
+			s.failStore(ErrSession)
+		}
+	}
 	s.handleReady()
 }
 
@@ -356,12 +364,12 @@ func (s *Service) handleReady() {
 			break
 		}
 		if err := s.pend.offer(s.store, f, delivered); err != nil {
-			s.fail(err)
+			s.failStore(err)
 		}
 	}
 	if s.err == nil {
 		if err := s.pend.drain(s.store, delivered); err != nil {
-			s.fail(err)
+			s.failStore(err)
 		}
 	}
 	for i := range rd.Send {
@@ -425,6 +433,16 @@ func (s *Service) runDos() {
 			return
 		}
 	}
+}
+
+// failStore stops the service on a store error, saying which sessions
+// when the stream is not the store's.
+func (s *Service) failStore(err error) {
+	if errors.Is(err, ErrSession) {
+		err = fmt.Errorf("%w: %s holds session %d, the stream is session %d (one session per directory: use another --dir)",
+			err, s.cfg.Dir, s.store.Session(), s.r.Session())
+	}
+	s.fail(err)
 }
 
 func (s *Service) fail(err error) {

@@ -339,3 +339,63 @@ func TestCLI_ReplayerSIGKILLMidWrite(t *testing.T) {
 		t.Fatalf("sequencer: %v\n%s", err, seqErr.String())
 	}
 }
+
+// TestCLI_ReplayerFailsLoudly: what a replayer cannot store stops it
+// with an error that says what to do, never silence: an empty store
+// whose seq 1 the ring evicted (start at the live tail, --from-live);
+// a directory of another session. A NAK below what a --from-live
+// replayer holds gets Gone, and a tail that no source can serve fails
+// naming the replayer.
+func TestCLI_ReplayerFailsLoudly(t *testing.T) {
+	bin := seqd(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
+	defer cancel()
+	mc := groups(4444)
+	net := []string{"--transport", "udp", "--udp.stream-group", mc.StreamGroup, "--udp.command-group", mc.CommandGroup}
+	seqArgs := append([]string{"--sequencer.max-packet-bytes", "1472", "--sequencer.ring-bytes", "94208"}, net...)
+	seq, seqLines, _ := startSequencer(t, ctx, bin, seqArgs)
+	run := func(args ...string) (string, error) {
+		out, err := exec.CommandContext(ctx, bin, append(args, net...)...).CombinedOutput()
+		return string(out), err
+	}
+	if out, err := run("node", "--account", "EARLY", "--count", "2000", "--rate", "5000", "--size", "200"); err != nil {
+		t.Fatalf("node: %v\n%s", err, out)
+	}
+	dir := t.TempDir()
+	nak := freeUDPAddr(t)
+
+	// Seq 1 is gone from the ring: an empty store cannot start from it.
+	cmd := exec.CommandContext(ctx, bin, append([]string{"replayer", "--dir", dir, "--nak-addr", nak}, net...)...)
+	out, err := cmd.CombinedOutput()
+	if cmd.ProcessState.ExitCode() != 1 || !strings.Contains(string(out), "unrecoverable") || !strings.Contains(string(out), "--from-live") {
+		t.Fatalf("replayer of an empty store after seq 1 left the ring: %v\n%s", err, out)
+	}
+
+	// From the live tail it runs; what came before is Gone from both.
+	rep := startReplayer(t, ctx, bin, append([]string{"--dir", dir, "--nak-addr", nak, "--from-live"}, net...))
+	if out, err := run("node", "--account", "MORE", "--count", "300", "--rate", "5000", "--size", "200", "--replayer", nak); err == nil || !strings.Contains(out, "repair source 1") {
+		// The built-in node reads from seq 1: neither source holds it.
+		t.Fatalf("node from seq 1 with a --from-live replayer: %v\n%s", err, out)
+	}
+	stopped := rep.stop(t)
+	if field(t, stopped, "gones") == 0 {
+		t.Fatalf("replayer stopped line %q: want a Gone for what it never held", stopped)
+	}
+
+	// A new session on the same groups: the directory holds the old one.
+	if err := seq.Process.Signal(syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	for seqLines.Scan() {
+	}
+	_ = seq.Wait()
+	startSequencer(t, ctx, bin, seqArgs)
+	if out, err := run("node", "--account", "NEW", "--count", "10", "--size", "20"); err != nil {
+		t.Fatalf("node of the new session: %v\n%s", err, out)
+	}
+	cmd = exec.CommandContext(ctx, bin, append([]string{"replayer", "--dir", dir, "--nak-addr", nak}, net...)...)
+	out, err = cmd.CombinedOutput()
+	if cmd.ProcessState.ExitCode() != 1 || !strings.Contains(string(out), "holds session") {
+		t.Fatalf("replayer of another session's directory: %v\n%s", err, out)
+	}
+}
