@@ -116,7 +116,9 @@ func ReplayUntil(done func() bool) ReplayOption {
 	return func(o *replayOptions) { o.until = done }
 }
 
-// Replay runs the archived stream of seqs from..to (to 0: to the end)
+// Replay runs the archived stream of seqs from..to (from 0: the
+// archive's first seq, which is above 1 for a replayer that started from
+// the live tail; to 0: to the end)
 // through h, at full speed, as a read-only node would have received it
 // live: the same Core and receiver deliver each message once, in order,
 // whole (fragments reassembled), with its Seq, Time, Epoch and, relative
@@ -135,14 +137,16 @@ func (a *Archive) Replay(from, to uint64, h Handler, opts ...ReplayOption) (Repl
 	for _, fn := range opts {
 		fn(&o)
 	}
-	from = max(from, 1)
+	first, last := a.Seqs()
+	if from == 0 {
+		from = max(first, 1)
+	}
 	if to == 0 {
 		to = math.MaxUint64
 	}
 	if from > to {
 		return ReplayStats{}, fmt.Errorf("%w: from %d is past to %d", ErrArchiveRange, from, to)
 	}
-	first, last := a.Seqs()
 	if last == 0 || from < first || from > last {
 		return ReplayStats{}, a.rangeError(from, to, first, last)
 	}
@@ -200,8 +204,8 @@ func (a *Archive) Replay(from, to uint64, h Handler, opts ...ReplayOption) (Repl
 	return r.stats, nil
 }
 
-// Replay opens the archive in dir, replays seqs from..to (to 0: to the
-// end) through h (see Archive.Replay) and closes it.
+// Replay opens the archive in dir, replays seqs from..to (0: the
+// archive's first, its end) through h (see Archive.Replay) and closes it.
 func Replay(dir string, from, to uint64, h Handler, opts ...ReplayOption) error {
 	a, err := OpenArchive(dir)
 	if err != nil {

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/seqd/seqd/replayer"
@@ -444,4 +445,51 @@ func BenchmarkReplay(b *testing.B) {
 	}
 	b.ReportMetric(float64(h.n)/b.Elapsed().Seconds(), "msgs/s")
 	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(h.n), "ns/msg")
+}
+
+// TestReplay_ArchiveStartingMidStream: an archive whose replayer started
+// from the live tail holds seqs from K on; Replay from 0 starts there and
+// delivers what a live node delivered from K, and a range before K fails
+// naming what the archive holds.
+func TestReplay_ArchiveStartingMidStream(t *testing.T) {
+	a := writeArchive(t, 3000, 0, false, mixedSize)
+	live := liveDeliveries(t, a)
+	dir := t.TempDir()
+	s, _, err := replayer.Open(dir, replayer.DefaultConfig())
+	if err != nil {
+		t.Fatal(err)
+	}
+	var p wire.Packet
+	var r wire.Record
+	var k uint64
+	for _, f := range a.live {
+		if kind, _ := wire.PeekKind(f); kind != wire.KindData {
+			continue
+		}
+		if err := wire.DecodePacket(f, &p); err != nil {
+			t.Fatal(err)
+		}
+		if k == 0 {
+			// The first packet past seq 1000 that starts a message.
+			if p.FirstSeq <= 1000 || !p.Next(&r) || (r.Fragment() && r.Offset != 0) {
+				continue
+			}
+			k = p.FirstSeq
+		}
+		if err := s.Append(f); err != nil {
+			t.Fatalf("append seq %d: %v", p.FirstSeq, err)
+		}
+	}
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	rec := &replayRecorder{}
+	if err := Replay(dir, 0, 0, rec, ReplayAccount("alice", 1)); err != nil {
+		t.Fatal(err)
+	}
+	sameDeliveries(t, "Replay(0, end) of an archive from seq K", rec.msgs, live[k-1:])
+	err = Replay(dir, 1, 0, &replayRecorder{})
+	if !errors.Is(err, ErrArchiveRange) || !strings.Contains(err.Error(), fmt.Sprintf("holds seqs %d..%d", k, a.last)) {
+		t.Fatalf("Replay(1, end) = %v, want ErrArchiveRange naming seqs %d..%d", err, k, a.last)
+	}
 }

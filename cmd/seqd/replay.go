@@ -19,7 +19,7 @@ import (
 
 func replayCommand() *cli.Command {
 	flags, before := withConfig([]cli.Flag{
-		uintFlag("from", 1, "first seq to replay"),
+		uintFlag("from", 0, "first seq to replay (0: the archive's first, 1 unless its replayer started from the live tail)"),
 		uintFlag("to", 0, "last seq to replay (0: to the end of the archive)"),
 		strFlag("account", "", "replay as a node of this account: messages it sent are Mine (shown with --format json as \"mine\")"),
 		intFlag("instance", 0, "the instance of --account (hot-hot instances share an account)"),
@@ -133,7 +133,9 @@ func replayArchive(cc *cli.Context, log *slog.Logger, dir string, from, to uint6
 	if to != 0 {
 		end = min(to, last)
 	}
-	from = max(from, 1)
+	if from == 0 {
+		from = max(first, 1)
+	}
 	var pb *progressbar.ProgressBar
 	if bar && end >= from {
 		pb = progressbar.NewOptions64(int64(end-from+1),
