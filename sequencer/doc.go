@@ -45,6 +45,14 @@
 // heartbeats and flow control. Repair answers NAKs from a
 // RetransmitStore (below).
 //
+// Stable: a standalone Core (Config.Standalone) makes every published
+// seq stable. In a cluster, stable moves only through SetStable: the
+// Core queues the standby acks it receives (wire.StatusStandby) for its
+// shell (TakeStandbyAcks; Agent.SetStableFunc hands them to the cluster's
+// quorum each loop iteration, before the flush, so the new stable rides
+// in that iteration's packets or heartbeat). NewPrimaryAgent runs a
+// NewPrimary Core.
+//
 // # Rejection and bounds
 //
 // A command the sequencer cannot take is rejected, one by one, never by
