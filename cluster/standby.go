@@ -149,7 +149,7 @@ type Standby struct {
 	ackEpoch uint32
 	ackAt    int64
 	ackAny   bool
-	dirty    bool // appended since the last fsync started
+	dirty    bool // appended since the last fsync started (interval policy)
 	syncOut  bool
 
 	contiguous atomic.Uint64
@@ -505,7 +505,7 @@ func (s *Standby) appendLocked(p []byte) error {
 		return err
 	}
 	s.stats.Appended++
-	s.dirty = true
+	s.dirty = s.cfg.Store.Sync == replayer.SyncInterval
 	s.contiguous.Store(s.store.Contiguous())
 	return nil
 }
@@ -663,7 +663,7 @@ func (s *Standby) fetched(p []byte, cut uint64) error {
 	switch err := s.store.Append(p); {
 	case err == nil:
 		s.stats.Fetched++
-		s.dirty = true
+		s.dirty = s.cfg.Store.Sync == replayer.SyncInterval
 		s.contiguous.Store(s.store.Contiguous())
 		s.drainStashLocked()
 	case errors.Is(err, replayer.ErrDuplicate):

@@ -501,3 +501,30 @@ func TestFetch_CatchUpFromAPeer(t *testing.T) {
 	}
 	c.Close()
 }
+
+// BenchmarkStandby_Frame is the standby's in-order path per packet of one
+// small command: receive, append to the store (no fsync), apply, ack.
+func BenchmarkStandby_Frame(b *testing.B) {
+	src := newStream(b)
+	pkts := src.commands(b, 200000)
+	cfg := standbyConfig(b, 2)
+	cfg.Store.SegmentBytes = 1 << 30
+	s := newStandby(b, cfg, &fakeClient{})
+	b.ReportAllocs()
+	b.ResetTimer()
+	i := 0
+	for b.Loop() {
+		if i == len(pkts) {
+			b.StopTimer()
+			s.Close()
+			s = newStandby(b, standbyConfig(b, 2), &fakeClient{})
+			i = 0
+			b.StartTimer()
+		}
+		s.frame(pkts[i], 0)
+		i++
+		s.mu.Lock()
+		s.ackLocked(s.clock())
+		s.mu.Unlock()
+	}
+}
