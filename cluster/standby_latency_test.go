@@ -100,4 +100,3 @@ func startStandalone(t *testing.T, mc multicast.Config) *primary {
 	t.Cleanup(p.stop)
 	return p
 }
-
