@@ -246,6 +246,12 @@ func (s *Standby) Run(ctx context.Context) error {
 	}
 	s.mu.Unlock()
 
+	if s.waker != nil {
+		// A Poll blocked when ctx ends returns at once: the Node stops
+		// the standby on the way to its Takeover.
+		stop := context.AfterFunc(ctx, s.waker.Wake)
+		defer stop()
+	}
 	syncReq := make(chan replayer.SyncRequest, 1)
 	syncDone := make(chan error, 1)
 	var syncWG sync.WaitGroup

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"net"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -526,5 +527,52 @@ func BenchmarkStandby_Frame(b *testing.B) {
 		s.mu.Lock()
 		s.ackLocked(s.clock())
 		s.mu.Unlock()
+	}
+}
+
+// wakeClient blocks in Poll until woken, like a socket with no traffic.
+type wakeClient struct {
+	fakeClient
+	wake  chan struct{}
+	woken atomic.Bool // a Poll returned because of Wake
+}
+
+func (c *wakeClient) Poll(_ transport.Handler, wait time.Duration) (int, error) {
+	select {
+	case <-c.wake:
+		c.woken.Store(true)
+	case <-time.After(wait):
+	}
+	return 0, nil
+}
+
+func (c *wakeClient) Wake() {
+	select {
+	case c.wake <- struct{}{}:
+	default:
+	}
+}
+
+// TestStandby_RunStopsAtOnceWhenCancelled: cancelling Run wakes its Poll
+// (a Waker client), so the Node's stop before a Takeover does not wait
+// for the poll timeout (up to 100 ms).
+func TestStandby_RunStopsAtOnceWhenCancelled(t *testing.T) {
+	c := &wakeClient{wake: make(chan struct{}, 1)}
+	s := newStandby(t, standbyConfig(t, 2), c)
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- s.Run(ctx) }()
+	time.Sleep(20 * time.Millisecond) // let Run block in Poll
+	cancel()
+	select {
+	case err := <-done:
+		if !errors.Is(err, context.Canceled) {
+			t.Fatalf("Run: %v", err)
+		}
+	case <-time.After(time.Minute):
+		t.Fatal("Run did not return")
+	}
+	if !c.woken.Load() {
+		t.Fatal("Run returned after its Poll timed out: cancelling did not wake it")
 	}
 }
