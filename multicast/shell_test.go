@@ -67,6 +67,10 @@ func TestAgent_NakFromPortZeroUnderLoad(t *testing.T) {
 		ncfg := node.DefaultConfig()
 		ncfg.Account = fmt.Sprintf("N%d", i)
 		ncfg.BlockWhenFull = true
+		// Each node counts the whole stream: one that starts live after
+		// the other sent all its commands (under load) would never see
+		// them, and the test waited for them until its deadline.
+		ncfg.Rewind = true
 		hs[i] = &counting{}
 		n, err := node.New(ncfg, hs[i], cl)
 		if err != nil {
