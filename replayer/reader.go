@@ -35,6 +35,15 @@ type Reader struct {
 	rpos       int   // next frame in buf
 	lastFirst  uint64
 	lastSeq    uint64 // last seq of the newest packet returned
+	lastEpoch  uint32 // epoch of the newest packet returned
+}
+
+// restarts reports whether pkt, whose first seq fs lies below the
+// previous packet's, is an epoch restart as the Store writes one
+// (store_epoch.go): the first packet of a newer epoch, at that epoch's
+// start. Anything else going back is corruption.
+func (r *Reader) restarts(pkt []byte, epoch uint32, fs uint64) bool {
+	return epoch > r.lastEpoch && fs == le.Uint64(pkt[48:])
 }
 
 // NextSeq is the seq after the newest packet returned (from, before any).
@@ -129,7 +138,15 @@ func (r *Reader) frames() ([]byte, error) {
 		}
 		pkt := b[FrameHeaderBytes:n]
 		info := packetInfo(pkt)
-		if first < 0 && info.LastSeq() < r.from {
+		epoch := packetEpoch(pkt)
+		if cut := info.FirstSeq >= r.tip.cutFrom(epoch); cut || (first < 0 && info.LastSeq() < r.from) {
+			// Before from, or a deposed primary's packet above its
+			// epoch's cut (never served, as by Store.Range): skip it, at
+			// the start of a run only so that a run stays whole frames
+			// back to back.
+			if first >= 0 {
+				break
+			}
 			i += n
 			r.rpos = i
 			continue
@@ -137,7 +154,8 @@ func (r *Reader) frames() ([]byte, error) {
 		err = nil
 		if _, cerr := checkFrame(b[:n]); cerr != nil {
 			err = cerr
-		} else if fs := le.Uint64(b[8:]); fs != info.FirstSeq || fs < r.lastFirst || le.Uint64(pkt[8:]) != r.tip.Session() {
+		} else if fs := le.Uint64(b[8:]); fs != info.FirstSeq || le.Uint64(pkt[8:]) != r.tip.Session() ||
+			(fs < r.lastFirst && !r.restarts(pkt, epoch, fs)) {
 			err = errFrameSeq
 		}
 		if err != nil {
@@ -147,7 +165,7 @@ func (r *Reader) frames() ([]byte, error) {
 			return nil, r.corrupt(i, err)
 		}
 		fs := info.FirstSeq
-		r.lastFirst, r.lastSeq = fs, info.LastSeq()
+		r.lastFirst, r.lastSeq, r.lastEpoch = fs, info.LastSeq(), epoch
 		if first < 0 {
 			first = i
 		}

@@ -290,6 +290,7 @@ func (s *Store) reach() uint64 {
 func (s *Store) noteEpoch(epoch uint32, start uint64) {
 	if k := len(s.epochs); k == 0 || epoch > s.epochs[k-1].Epoch {
 		s.epochs = append(s.epochs, Epoch{Epoch: epoch, Start: start})
+		s.tip.publishEpochs(s.epochs)
 	}
 }
 

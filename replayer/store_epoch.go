@@ -26,16 +26,19 @@ func (s *Store) restartsEpoch(epoch uint32, epochStart, firstSeq uint64, frag bo
 // may not have: the start of the oldest newer epoch, where h was cut (no
 // limit for the newest epoch). A record at or above it belongs to a
 // deposed primary's tail and is never served.
-func (s *Store) cutFrom(h uint32) uint64 {
-	k := len(s.epochs)
-	if k == 0 || h >= s.epochs[k-1].Epoch {
+func (s *Store) cutFrom(h uint32) uint64 { return cutFromTable(s.epochs, h) }
+
+// cutFromTable is cutFrom on an epoch table (oldest first).
+func cutFromTable(epochs []Epoch, h uint32) uint64 {
+	k := len(epochs)
+	if k == 0 || h >= epochs[k-1].Epoch {
 		return math.MaxUint64
 	}
 	i := k - 1
-	for i > 0 && s.epochs[i-1].Epoch > h {
+	for i > 0 && epochs[i-1].Epoch > h {
 		i--
 	}
-	return s.epochs[i].Start
+	return epochs[i].Start
 }
 
 // packetEpoch reads the epoch of a stored packet's header.

@@ -1,6 +1,7 @@
 package replayer
 
 import (
+	"math"
 	"sync/atomic"
 )
 
@@ -23,6 +24,10 @@ type Tip struct {
 	seq     atomic.Uint64 // highest seq held whole in the bytes before pos
 	session atomic.Uint64
 	closed  atomic.Bool
+	// epochs is the store's epoch table (a copy per change: epochs are
+	// rare), stored before the frames that need it are published, so a
+	// Reader skips the records a failover cut as the Store does.
+	epochs atomic.Pointer[[]Epoch]
 }
 
 // positionOffsetBits: offsets within a segment (Config.SegmentBytes is at
@@ -62,6 +67,22 @@ func (t *Tip) publish(ordinal uint64, off int64, seq, session uint64) {
 	}
 	t.seq.Store(seq)
 	t.pos.Store(packPosition(ordinal, off))
+}
+
+// publishEpochs hands a copy of the epoch table to readers (Store
+// goroutine, on each new epoch).
+func (t *Tip) publishEpochs(e []Epoch) {
+	c := append([]Epoch(nil), e...)
+	t.epochs.Store(&c)
+}
+
+// cutFrom is cutFromTable on the published table.
+func (t *Tip) cutFrom(h uint32) uint64 {
+	p := t.epochs.Load()
+	if p == nil {
+		return math.MaxUint64
+	}
+	return cutFromTable(*p, h)
 }
 
 // Tip returns the Store's tip, which other goroutines may use (with
