@@ -137,7 +137,11 @@ func (p *persister) hold(frame []byte, first, last uint64, off uint32) error {
 		p.stats.Duplicates++
 	}
 	if p.bytes+len(frame) > p.maxBytes {
-		return fmt.Errorf("%w: %d bytes held waiting for seq %d (MaxPendingBytes %d)", ErrPendingFull, p.bytes, p.held[0].first, p.maxBytes)
+		waiting := first
+		if len(p.held) > 0 {
+			waiting = min(waiting, p.held[0].first)
+		}
+		return fmt.Errorf("%w: %d bytes held waiting for seq %d (MaxPendingBytes %d)", ErrPendingFull, p.bytes, waiting, p.maxBytes)
 	}
 	buf := p.buffer(len(frame))
 	copy(buf, frame)
