@@ -663,7 +663,10 @@ func (r *Receiver) sendStatus(now int64) {
 	s := &r.status
 	*s = wire.Status{Session: r.session, Epoch: r.epoch, Instance: r.cfg.Instance, Account: r.cfg.Account,
 		Incarnation: r.cfg.Incarnation, Contiguous: contig, Delivered: delivered}
-	if r.cfg.ReadOnly {
+	if r.cfg.ReadOnly || r.rewinding {
+		// A receiver catching up through a rewind is far behind by
+		// design: the sequencer's flow control must not hold the
+		// stream back for it (its NAKs wait meanwhile too).
 		s.Flags |= wire.StatusReadOnly
 	}
 	if r.cfg.Replayer {

@@ -52,8 +52,10 @@ func (r *Receiver) StepRewind(now int64, frame []byte) error {
 // SetRewinding tells the receiver whether a rewind stream is open: while
 // it is, open gaps are not NAKed (the rewind brings every seq in order;
 // NAKing them would make the sequencer resend, or answer Gone for, what
-// the replayer is sending anyway). Turned off, gaps still open are NAKed
-// as usual.
+// the replayer is sending anyway), and Status frames carry
+// StatusReadOnly, so the sequencer's flow control does not hold the
+// stream back for a receiver that is behind by design. Turned off, gaps
+// still open are NAKed and status is reported as usual.
 func (r *Receiver) SetRewinding(on bool) { r.rewinding = on }
 
 // Rewinding reports what SetRewinding said last.

@@ -3,6 +3,9 @@ package receiver
 import (
 	"errors"
 	"testing"
+	"time"
+
+	"github.com/seqd/seqd/wire"
 )
 
 // history is a stored stream: packets of 5 messages, epochs starting at
@@ -142,5 +145,32 @@ func TestReceiver_RewindMergesOntoLiveStream(t *testing.T) {
 		if m.Epoch != e {
 			t.Fatalf("seq %d delivered in epoch %d, want %d", m.Seq, m.Epoch, e)
 		}
+	}
+}
+
+// TestReceiver_RewindingReportsReadOnly: while a rewind stream is open a
+// node that sends commands reports read-only, so flow control does not
+// wait for it; once closed it counts again.
+func TestReceiver_RewindingReportsReadOnly(t *testing.T) {
+	s := newStream(t)
+	cfg := testConfig()
+	cfg.StatusInterval = time.Duration(10 * ms)
+	cfg.Account = wire.MustAccount("late")
+	cfg.Rewind = false
+	d := &drive{t: t, r: newTest(t, cfg)}
+	d.r.SetRewinding(true)
+	d.step(0, Sequencer, s.msgs(100, 3))
+	d.tick(0)
+	d.r.SetRewinding(false)
+	d.step(20*ms, Sequencer, s.msgs(103, 3))
+	d.tick(20 * ms)
+	var flags []uint16
+	for _, x := range d.sent {
+		if x.kind == wire.KindStatus {
+			flags = append(flags, x.status.Flags)
+		}
+	}
+	if len(flags) != 2 || flags[0] != wire.StatusReadOnly || flags[1] != 0 {
+		t.Fatalf("status flags %v, want [ReadOnly 0]", flags)
 	}
 }
