@@ -70,9 +70,12 @@ type Node struct {
 
 	// Rewind (rewind.go): the replayer's address, the open stream (Run
 	// goroutine only) and its mirror.
-	rewindAddr string
-	rw         *rewindStream
-	rewindOpen atomic.Bool
+	rewindAddrs    []string
+	rewindIdx      int    // address in use
+	rewindFails    int    // failed rewinds since rewindProgress
+	rewindProgress uint64 // next seq to deliver at the last failure
+	rw             *rewindStream
+	rewindOpen     atomic.Bool
 
 	// Mirrors of Core state for other goroutines; written by Run (during
 	// delivery, before each callback, so callbacks see the current value).
@@ -159,7 +162,7 @@ func (n *Node) SetIdleSpin(d time.Duration) { n.idle.Spin = d }
 func (n *Node) Run(ctx context.Context) error {
 	got := 0
 	var now int64 // the last iteration's reading: idleWait needs no fresh one
-	if n.cfg.Rewind && n.rewindAddr != "" && n.rw == nil && !n.core.RewindCaughtUp() {
+	if n.cfg.Rewind && len(n.rewindAddrs) > 0 && n.rw == nil && !n.core.RewindCaughtUp() {
 		n.openRewind()
 	}
 	defer n.closeRewind()

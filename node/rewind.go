@@ -49,13 +49,19 @@ type rewindStream struct {
 	conn net.Conn
 }
 
-// SetRewindAddr makes Run rewind from the replayer at addr (host:port of
-// its rewind listener) when Config.Rewind is set. Call it before Run.
-func (n *Node) SetRewindAddr(addr string) { n.rewindAddr = addr }
+// SetRewindAddr makes Run rewind from the replayer at addrs[0] (host:port
+// of its rewind listener) when Config.Rewind is set. When a rewind fails
+// before the node caught up (the replayer died, refused, closed), Run
+// resumes it from the next seq to deliver at the next address (cycling);
+// it gives up (ErrRewind) after two failures per address with no message
+// delivered in between. Call it before Run.
+func (n *Node) SetRewindAddr(addrs ...string) { n.rewindAddrs = addrs }
 
-// openRewind starts the rewind goroutine (Run goroutine).
+// openRewind starts the rewind goroutine (Run goroutine) from the next
+// seq to deliver, at the current address.
 func (n *Node) openRewind() {
-	rw := &rewindStream{addr: n.rewindAddr, full: make(chan rewindChunk, rewindChunks),
+	addr := n.rewindAddrs[n.rewindIdx%len(n.rewindAddrs)]
+	rw := &rewindStream{addr: addr, full: make(chan rewindChunk, rewindChunks),
 		free: make(chan []byte, rewindChunks), errc: make(chan error, 1), stop: make(chan struct{})}
 	for i := 0; i < rewindChunks; i++ {
 		rw.free <- make([]byte, rewindChunkBytes)
@@ -71,25 +77,56 @@ func (n *Node) openRewind() {
 	n.rw = rw
 	n.rewindOpen.Store(true)
 	n.core.SetRewindOpen(true)
-	req := wire.RewindRequest{Session: n.cfg.Session, FromSeq: max(1, n.cfg.RewindFrom), Flags: wire.RewindFollow}
+	from := max(1, n.cfg.RewindFrom, n.core.Delivered()+1)
+	session := n.cfg.Session
+	if n.core.Started() {
+		session = n.core.Session()
+	}
+	req := wire.RewindRequest{Session: session, FromSeq: from, Flags: wire.RewindFollow}
 	go rw.run(req)
+}
+
+// retryRewind replaces a failed rewind by one from the next address,
+// resuming at the next seq to deliver (the receiver drops what it holds
+// already), or returns err when the rewinds keep failing with no
+// progress.
+func (n *Node) retryRewind(err error) error {
+	next := n.core.Delivered() + 1
+	if next > n.rewindProgress {
+		n.rewindProgress, n.rewindFails = next, 0
+	}
+	n.rewindFails++
+	n.stopRewind()
+	if n.rewindFails >= 2*len(n.rewindAddrs) {
+		n.core.SetRewindOpen(false)
+		n.rewindOpen.Store(false)
+		return err
+	}
+	n.rewindIdx++
+	n.openRewind()
+	return nil
 }
 
 // closeRewind ends the rewind (Run goroutine).
 func (n *Node) closeRewind() {
-	rw := n.rw
-	if rw == nil {
+	if n.rw == nil {
 		return
 	}
-	n.rw = nil
+	n.stopRewind()
 	n.core.SetRewindOpen(false)
+	n.rewindOpen.Store(false)
+}
+
+// stopRewind closes the rewind connection and stops its goroutine.
+func (n *Node) stopRewind() {
+	rw := n.rw
+	n.rw = nil
 	close(rw.stop)
 	rw.mu.Lock()
 	if rw.conn != nil {
 		rw.conn.Close()
 	}
 	rw.mu.Unlock()
-	n.rewindOpen.Store(false)
 }
 
 // RewindOpen reports whether the rewind connection is open: from Run's
@@ -102,6 +139,13 @@ func (n *Node) RewindOpen() bool { return n.rewindOpen.Load() }
 // stream started it, and closes the rewind when the Core caught up. It
 // returns an error when the rewind failed before that.
 func (n *Node) pumpRewind(now int64) error {
+	if err := n.feedRewind(now); err != nil {
+		return n.retryRewind(err)
+	}
+	return nil
+}
+
+func (n *Node) feedRewind(now int64) error {
 	rw := n.rw
 	if !n.core.Started() {
 		return rw.failed()

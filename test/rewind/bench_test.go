@@ -16,7 +16,7 @@ const benchSession = 4242
 
 // fillStore writes n messages of size bytes, batched as the sequencer
 // batches them (1472-byte packets), into a store in dir.
-func fillStore(b *testing.B, dir string, n, size int) *replayer.Store {
+func fillStore(b testing.TB, dir string, n, size int) *replayer.Store {
 	cfg := replayer.DefaultConfig()
 	cfg.Sync = replayer.SyncNone
 	s, _, err := replayer.Open(dir, cfg)
