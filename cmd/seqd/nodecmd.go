@@ -351,7 +351,7 @@ func runNode(cc *cli.Context) error {
 	}
 	c.n, err = node.New(cfg, c, nodeClient)
 	if err == nil && cc.String("rewind") != "" {
-		c.n.SetRewindAddr(cc.String("rewind"))
+		c.n.SetRewindAddr(rewindAddrs(cc.String("rewind"))...)
 	}
 	if err != nil {
 		return configError(err, nodeKeys)

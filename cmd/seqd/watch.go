@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"strings"
 	"time"
 
 	"github.com/urfave/cli/v2"
@@ -14,7 +15,18 @@ import (
 // streamWarnFlag is the node's and the tail's key for the silence warning.
 // rewindFlag names the replayer a node or tail rewinds from over TCP.
 func rewindFlag() cli.Flag {
-	return strFlag("rewind", "", "rewind history (from seq 1, or --from) from the replayer whose rewind server listens at this TCP host:port (its --rewind-addr), then merge onto the live stream; empty: repair history by NAK")
+	return strFlag("rewind", "", "rewind history (from seq 1, or --from) from the replayer whose rewind server listens at this TCP host:port (its --rewind-addr), then merge onto the live stream; several comma-separated: a rewind whose replayer fails resumes from the next; empty: repair history by NAK")
+}
+
+// rewindAddrs splits --rewind.
+func rewindAddrs(v string) []string {
+	var out []string
+	for _, a := range strings.Split(v, ",") {
+		if a = strings.TrimSpace(a); a != "" {
+			out = append(out, a)
+		}
+	}
+	return out
 }
 
 func streamWarnFlag() cli.Flag {
