@@ -401,6 +401,9 @@ func (s *Standby) sealedFrame(f []byte) bool {
 func (s *Standby) handleReadyLocked(now int64) {
 	rd := s.r.Ready()
 	if rd.Empty() {
+		if err := s.r.Err(); err != nil {
+			s.failLocked(fmt.Errorf("cluster: standby %d: %w", s.cfg.Member, err))
+		}
 		return
 	}
 	for _, p := range rd.Persist {

@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/seqd/seqd/receiver"
 	"github.com/seqd/seqd/sequencer"
 	"github.com/seqd/seqd/transport"
 	"github.com/seqd/seqd/wire"
@@ -574,5 +575,105 @@ func TestStandby_RunStopsAtOnceWhenCancelled(t *testing.T) {
 	}
 	if !c.woken.Load() {
 		t.Fatal("Run returned after its Poll timed out: cancelling did not wake it")
+	}
+}
+
+// batch sequences n commands of alice into one packet.
+func (s *stream) batch(t testing.TB, n int) []byte {
+	t.Helper()
+	var w wire.CommandWriter
+	if err := w.Reset(make([]byte, 1400), acctA, 1, 0, testSession); err != nil {
+		t.Fatal(err)
+	}
+	for range n {
+		s.cmdSeq++
+		if err := w.Append(&wire.Command{CmdSeq: s.cmdSeq, Payload: []byte("y")}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	s.now += 1000
+	before := len(s.pkts)
+	at := sequencer.Time{Mono: s.now, Wall: s.now}
+	if err := s.core.Step(at, w.Bytes(), 1); err != nil {
+		t.Fatal(err)
+	}
+	s.core.Flush(at)
+	if len(s.pkts) != before+1 {
+		t.Fatalf("%d packets for one batch", len(s.pkts)-before)
+	}
+	return s.pkts[before]
+}
+
+// TestStandby_RepairStraddlingTheCutIsTrimmed: a repair of the old epoch
+// whose packet runs past the new epoch's start is stored without the cut
+// records, and the new epoch's packets follow it in the store.
+func TestStandby_RepairStraddlingTheCutIsTrimmed(t *testing.T) {
+	src := newStream(t)
+	src.commands(t, 4)
+	straddling := src.batch(t, 4) // seqs last-3..last
+	var p wire.Packet
+	if err := wire.DecodePacket(straddling, &p); err != nil {
+		t.Fatal(err)
+	}
+	cut := p.FirstSeq + 1 // two of its records survive the failover
+	s := newStandby(t, standbyConfig(t, 2), &fakeClient{})
+	for _, b := range src.pkts[:len(src.pkts)-1] {
+		s.frame(b, 0)
+	}
+	next := &stream{now: src.now, cmdSeq: 100}
+	c2, err := sequencer.NewPrimary(seqConfig(2, cut+1), next, sequencer.Takeover{State: referenceState(t, src.pkts, cut)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	next.core = c2
+	next.commands(t, 3)
+	for _, b := range next.pkts {
+		s.frame(b, 0) // ahead of the gap: stashed
+	}
+	rep := bytes.Clone(straddling)
+	wire.SetPacketFlags(rep, wire.PacketRetransmit)
+	wire.SetStable(rep, cut)
+	s.frame(rep, 0)
+	if err := s.Err(); err != nil {
+		t.Fatal(err)
+	}
+	if s.Contiguous() != c2.Published() || s.Stats().Truncated != 1 {
+		t.Fatalf("holds %d (want %d), truncated %d (want 1)", s.Contiguous(), c2.Published(), s.Stats().Truncated)
+	}
+	s.mu.Lock()
+	e1, _ := s.store.EpochOf(cut)
+	e2, _ := s.store.EpochOf(cut + 1)
+	s.mu.Unlock()
+	if e1 != 1 || e2 != 2 {
+		t.Fatalf("store epochs: seq %d in %d, seq %d in %d", cut, e1, cut+1, e2)
+	}
+	if _, snap := s.Snapshot(); !bytes.Equal(snap, c2.State().Snapshot()) {
+		t.Fatal("standby state differs from the new primary's")
+	}
+}
+
+// TestStandby_BeyondTheCutDiverges: a standby that held records of the
+// old epoch above the cut (it was not in the sealing quorum) stops with
+// receiver.ErrDiverged when the new epoch begins, never silently.
+func TestStandby_BeyondTheCutDiverges(t *testing.T) {
+	src := newStream(t)
+	pkts := src.commands(t, 10)
+	s := newStandby(t, standbyConfig(t, 2), &fakeClient{})
+	for _, b := range pkts {
+		s.frame(b, 0)
+	}
+	cut := src.core.Published() - 3
+	next := &stream{now: src.now, cmdSeq: 100}
+	c2, err := sequencer.NewPrimary(seqConfig(2, cut+1), next, sequencer.Takeover{State: referenceState(t, pkts, cut)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	next.core = c2
+	s.frame(next.commands(t, 1)[0], 0)
+	if err := s.Err(); !errors.Is(err, receiver.ErrDiverged) {
+		t.Fatalf("Err = %v, want receiver.ErrDiverged", err)
+	}
+	if _, err := s.Seal(2); err == nil {
+		t.Fatal("a diverged standby sealed")
 	}
 }
