@@ -143,6 +143,7 @@ type Standby struct {
 	rec      wire.Record
 	pkt      wire.Packet
 	trimBuf  []byte
+	cutBuf   []byte // drainStashTo's trims
 	ackBuf   [wire.StatusStandbyBytes]byte
 	ackSt    wire.Status
 	acked    uint64
@@ -520,9 +521,32 @@ func (s *Standby) appendLocked(p []byte) error {
 }
 
 // drainStashLocked appends the stashed packets that now follow the store.
-func (s *Standby) drainStashLocked() {
+func (s *Standby) drainStashLocked() { s.drainStashTo(^uint64(0)) }
+
+// drainStashTo is drainStashLocked keeping nothing above seq limit: a
+// catch-up to a cut drops the sealed epoch's packets that arrived ahead
+// of a gap and lie above the cut (never stable, and the next epoch
+// replaces them).
+func (s *Standby) drainStashTo(limit uint64) {
 	for s.stash.len() > 0 {
 		p := s.stash.first()
+		if s.stash.list[0].first > limit {
+			s.stash.drop()
+			s.stats.Duplicates++
+			continue
+		}
+		if limit != ^uint64(0) {
+			if wire.DecodePacket(p, &s.pkt) == nil && s.pkt.LastSeq() > limit {
+				var err error
+				// Its own buffer: appendLocked may trim into trimBuf.
+				if p, err = trimPacket(s.cutBuf[:0], p, limit); err != nil {
+					s.stash.drop()
+					continue
+				}
+				s.cutBuf = p[:0]
+				s.stats.Truncated++
+			}
+		}
 		err := s.appendLocked(p)
 		switch {
 		case err == nil, errors.Is(err, replayer.ErrDuplicate), errors.Is(err, errCut):
@@ -674,7 +698,7 @@ func (s *Standby) fetched(p []byte, cut uint64) error {
 		s.stats.Fetched++
 		s.dirty = s.cfg.Store.Sync == replayer.SyncInterval
 		s.contiguous.Store(s.store.Contiguous())
-		s.drainStashLocked()
+		s.drainStashTo(cut)
 	case errors.Is(err, replayer.ErrDuplicate):
 	default:
 		return fmt.Errorf("cluster: fetched packet at seq %d: %w", s.pkt.FirstSeq, err)

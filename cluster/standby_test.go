@@ -677,3 +677,55 @@ func TestStandby_BeyondTheCutDiverges(t *testing.T) {
 		t.Fatal("a diverged standby sealed")
 	}
 }
+
+// TestStandby_CatchUpDropsStashAboveTheCut: packets of the sealed epoch
+// that waited ahead of a gap and lie above the cut are not stored when
+// the catch-up fills the gap: the store ends at the cut.
+func TestStandby_CatchUpDropsStashAboveTheCut(t *testing.T) {
+	src := newStream(t)
+	pkts := src.commands(t, 30)
+	full := newStandby(t, standbyConfig(t, 2), &fakeClient{})
+	for _, p := range pkts {
+		full.frame(p, 0)
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	fs, err := NewFetchServer(DefaultFetchServerConfig(), full, ln)
+	if err != nil {
+		t.Fatal(err)
+	}
+	go fs.Serve()
+	defer fs.Close()
+
+	s := newStandby(t, standbyConfig(t, 3), &fakeClient{})
+	for i, p := range pkts {
+		if i != 10 { // lost: everything after it waits in the stash
+			s.frame(p, 0)
+		}
+	}
+	held, err := s.Seal(1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cut := src.core.Published() - 5
+	if held >= cut || s.Stats().Stashed == 0 {
+		t.Fatalf("held %d stashed %d: the test needs a gap below the cut and packets stashed", held, s.Stats().Stashed)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	if err := s.CatchUp(ctx, cut, []string{fs.Addr().String()}); err != nil {
+		t.Fatal(err)
+	}
+	if got := s.Contiguous(); got != cut {
+		t.Fatalf("store holds up to %d after the catch-up, want exactly the cut %d", got, cut)
+	}
+	tk, err := s.Takeover(cut)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(tk.State.Snapshot(), referenceState(t, pkts, cut).Snapshot()) {
+		t.Fatal("state at the cut differs from the stream's")
+	}
+}
