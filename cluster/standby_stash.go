@@ -21,6 +21,7 @@ type stash struct {
 type stashed struct {
 	first uint64
 	off   uint32
+	epoch uint32
 	b     []byte
 }
 
@@ -28,7 +29,9 @@ func (s *stash) init(limit int) { s.limit = limit }
 
 func (s *stash) len() int { return len(s.list) }
 
-// put copies p into the stash (a packet already there is kept once).
+// put copies p into the stash. A packet already there is kept once, but
+// a newer epoch's packet at the same position replaces an older one's
+// (the deposed primary's record there was cut; the new primary's wins).
 func (s *stash) put(p []byte) error {
 	if err := wire.DecodePacket(p, &s.pkt); err != nil {
 		return err
@@ -52,18 +55,29 @@ func (s *stash) put(p []byte) error {
 		}
 		return 0
 	})
-	if found {
+	epoch := s.pkt.Epoch
+	if found && epoch <= s.list[i].epoch {
 		return nil
 	}
-	if s.bytes+len(p) > s.limit {
+	old := 0
+	if found {
+		old = len(s.list[i].b)
+	}
+	if s.bytes-old+len(p) > s.limit {
 		return ErrStashFull
+	}
+	if found {
+		s.list[i].b = append(s.list[i].b[:0], p...)
+		s.list[i].epoch = epoch
+		s.bytes += len(p) - old
+		return nil
 	}
 	var b []byte
 	if n := len(s.free); n > 0 {
 		b, s.free = s.free[n-1][:0], s.free[:n-1]
 	}
 	b = append(b, p...)
-	s.list = slices.Insert(s.list, i, stashed{first: first, off: off, b: b})
+	s.list = slices.Insert(s.list, i, stashed{first: first, off: off, epoch: epoch, b: b})
 	s.bytes += len(p)
 	return nil
 }

@@ -729,3 +729,52 @@ func TestStandby_CatchUpDropsStashAboveTheCut(t *testing.T) {
 		t.Fatal("state at the cut differs from the stream's")
 	}
 }
+
+// TestStandby_NewEpochPacketWinsInTheStash: when the deposed primary's
+// packet above the cut waits in the stash and the new primary's packet
+// at the same seq arrives, the new one is kept: the store follows the new
+// epoch once the gap below is repaired.
+func TestStandby_NewEpochPacketWinsInTheStash(t *testing.T) {
+	src := newStream(t)
+	pkts := src.commands(t, 20)
+	first := func(b []byte) uint64 {
+		var p wire.Packet
+		if err := wire.DecodePacket(b, &p); err != nil {
+			t.Fatal(err)
+		}
+		return p.FirstSeq
+	}
+	cut := src.core.Published() - 5
+	const gap = 8
+	s := newStandby(t, standbyConfig(t, 2), &fakeClient{})
+	var lost []byte
+	for _, b := range pkts {
+		switch q := first(b); {
+		case q == gap:
+			lost = b
+		case q <= cut+1:
+			s.frame(b, 0) // cut+1 is the deposed primary's: stashed behind the gap
+		}
+	}
+	next := &stream{now: src.now, cmdSeq: 100}
+	c2, err := sequencer.NewPrimary(seqConfig(2, cut+1), next, sequencer.Takeover{State: referenceState(t, pkts, cut)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	next.core = c2
+	for _, b := range next.commands(t, 3) {
+		s.frame(b, 0)
+	}
+	rep := bytes.Clone(lost)
+	wire.SetPacketFlags(rep, wire.PacketRetransmit)
+	s.frame(rep, 0)
+	if err := s.Err(); err != nil {
+		t.Fatal(err)
+	}
+	if s.Contiguous() != c2.Published() {
+		t.Fatalf("holds %d, want the new epoch's %d", s.Contiguous(), c2.Published())
+	}
+	if _, snap := s.Snapshot(); !bytes.Equal(snap, c2.State().Snapshot()) {
+		t.Fatal("standby state differs from the new primary's")
+	}
+}
