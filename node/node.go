@@ -162,9 +162,10 @@ func (n *Node) SetIdleSpin(d time.Duration) { n.idle.Spin = d }
 func (n *Node) Run(ctx context.Context) error {
 	got := 0
 	var now int64 // the last iteration's reading: idleWait needs no fresh one
-	if n.cfg.Rewind && len(n.rewindAddrs) > 0 && n.rw == nil && !n.core.RewindCaughtUp() {
-		n.openRewind()
-	}
+	// The rewind opens once the first live packet fixed the session (the
+	// request names it, so a replayer of another session refuses instead
+	// of streaming packets this node would fence).
+	rewindPending := n.cfg.Rewind && len(n.rewindAddrs) > 0 && n.rw == nil && !n.core.RewindCaughtUp()
 	defer n.closeRewind()
 	for {
 		if err := ctx.Err(); err != nil {
@@ -195,6 +196,12 @@ func (n *Node) Run(ctx context.Context) error {
 		}
 		now = n.tick()
 		n.nowValid = false
+		if rewindPending && n.core.Started() {
+			rewindPending = false
+			if !n.core.RewindCaughtUp() {
+				n.openRewind()
+			}
+		}
 		if n.rw != nil {
 			if err := n.pumpRewind(now); err != nil {
 				return n.finish(err)

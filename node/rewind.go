@@ -12,7 +12,8 @@ import (
 )
 
 // Rewind over TCP (docs/protocol.md, "Rewind"): with Config.Rewind and
-// SetRewindAddr, Run opens one connection to a replayer, asks for the
+// SetRewindAddr, once the first live packet fixed the session, Run opens
+// one connection to a replayer, asks for the
 // stream from Config.RewindFrom with wire.RewindFollow, and feeds the
 // stored packets to the Core as repairs (Core.StepRewind) while the live
 // stream goes on arriving through the transport and is buffered by the
@@ -78,11 +79,7 @@ func (n *Node) openRewind() {
 	n.rewindOpen.Store(true)
 	n.core.SetRewindOpen(true)
 	from := max(1, n.cfg.RewindFrom, n.core.Delivered()+1)
-	session := n.cfg.Session
-	if n.core.Started() {
-		session = n.core.Session()
-	}
-	req := wire.RewindRequest{Session: session, FromSeq: from, Flags: wire.RewindFollow}
+	req := wire.RewindRequest{Session: n.core.Session(), FromSeq: from, Flags: wire.RewindFollow}
 	go rw.run(req)
 }
 

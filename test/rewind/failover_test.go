@@ -122,3 +122,40 @@ func TestRewind_AllReplayersDeadFails(t *testing.T) {
 		t.Fatalf("Run: %v, want ErrRewind naming %s", err, dead)
 	}
 }
+
+// TestRewind_OtherSessionRefused: a replayer holding another session than
+// the live stream's refuses the rewind (the request names the live
+// session), and the node stops with ErrRewind saying so, instead of
+// taking packets it would fence and waiting forever.
+func TestRewind_OtherSessionRefused(t *testing.T) {
+	s := fillStore(t, t.TempDir(), 1000, 64)
+	defer s.Close()
+	srv, err := replayer.NewRewindServer(s.Tip(), replayer.DefaultRewindConfig())
+	if err != nil {
+		t.Fatal(err)
+	}
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	go srv.Serve(l)
+	defer srv.Close()
+	hb, err := wire.AppendHeartbeat(make([]byte, wire.PacketHeaderBytes), 1, benchSession+1, 1001, 1000, 0, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cl := &idleClient{hb: hb, wake: make(chan struct{}, 1), t: time.NewTimer(time.Hour)}
+	cfg := node.DefaultConfig()
+	cfg.ReadOnly = true
+	cfg.Commit(0)
+	nd, err := node.New(cfg, &counter{want: -1}, cl)
+	if err != nil {
+		t.Fatal(err)
+	}
+	nd.SetRewindAddr(l.Addr().String())
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	if err := nd.Run(ctx); !errors.Is(err, node.ErrRewind) || !strings.Contains(err.Error(), "session") {
+		t.Fatalf("Run: %v, want ErrRewind naming the session", err)
+	}
+}
