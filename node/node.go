@@ -74,6 +74,9 @@ type Node struct {
 	rewindIdx      int    // address in use
 	rewindFails    int    // failed rewinds since rewindProgress
 	rewindProgress uint64 // next seq to deliver at the last failure
+	rewindSince    time.Time
+	rewindSrc      RewindSource
+	rewindFailover atomic.Uint64
 	rw             *rewindStream
 	rewindOpen     atomic.Bool
 

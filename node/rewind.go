@@ -39,12 +39,13 @@ type rewindChunk struct {
 
 // rewindStream is one rewind connection and its reading goroutine.
 type rewindStream struct {
-	addr string
-	full chan rewindChunk
-	free chan []byte
-	errc chan error // the reader's end (cap 1)
-	stop chan struct{}
-	wake func()
+	addr  string
+	delay time.Duration // before dialing (a retry)
+	full  chan rewindChunk
+	free  chan []byte
+	errc  chan error // the reader's end (cap 1)
+	stop  chan struct{}
+	wake  func()
 
 	mu   sync.Mutex
 	conn net.Conn
@@ -58,11 +59,42 @@ type rewindStream struct {
 // delivered in between. Call it before Run.
 func (n *Node) SetRewindAddr(addrs ...string) { n.rewindAddrs = addrs }
 
+// RewindSource names the replayer a rewind resumes from after the one at
+// failed stopped serving it (it died, refused, or ended the stream)
+// before the node caught up: the next one must hold seq from, where the
+// rewind resumes (the next seq to deliver, so nothing is skipped and
+// nothing delivered twice). "" means none is known now: the next
+// SetRewindAddr address is tried. It runs on Run's goroutine and must
+// return at once (a gossip lookup: tiered.Agent.RewindSource).
+type RewindSource func(from uint64, failed string) string
+
+// SetRewindSource makes a failed rewind resume from the replayer src
+// names (a replayer found by gossip) rather than the next SetRewindAddr
+// address. With it, the node gives up (ErrRewind) only after
+// RewindFailoverWait with no progress, retrying after a growing pause
+// (rewindRetryMax at most): gossip takes a few probes to see a replayer
+// die. Call it before Run.
+func (n *Node) SetRewindSource(src RewindSource) { n.rewindSrc = src }
+
+// RewindFailovers is how many times a failed rewind resumed on another
+// (or the same) replayer. Safe from any goroutine.
+func (n *Node) RewindFailovers() uint64 { return n.rewindFailover.Load() }
+
+// RewindFailoverWait: with a RewindSource, a rewind whose replayers keep
+// failing gives up once this long passed with no message delivered.
+const RewindFailoverWait = 20 * time.Second
+
+const rewindRetryMax = time.Second
+
 // openRewind starts the rewind goroutine (Run goroutine) from the next
 // seq to deliver, at the current address.
 func (n *Node) openRewind() {
-	addr := n.rewindAddrs[n.rewindIdx%len(n.rewindAddrs)]
-	rw := &rewindStream{addr: addr, full: make(chan rewindChunk, rewindChunks),
+	n.openRewindAt(n.rewindAddrs[n.rewindIdx%len(n.rewindAddrs)], 0)
+}
+
+// openRewindAt starts the rewind goroutine for addr, dialing after delay.
+func (n *Node) openRewindAt(addr string, delay time.Duration) {
+	rw := &rewindStream{addr: addr, delay: delay, full: make(chan rewindChunk, rewindChunks),
 		free: make(chan []byte, rewindChunks), errc: make(chan error, 1), stop: make(chan struct{})}
 	for i := 0; i < rewindChunks; i++ {
 		rw.free <- make([]byte, rewindChunkBytes)
@@ -89,18 +121,38 @@ func (n *Node) openRewind() {
 // progress.
 func (n *Node) retryRewind(err error) error {
 	next := n.core.Delivered() + 1
-	if next > n.rewindProgress {
-		n.rewindProgress, n.rewindFails = next, 0
+	now := time.Now()
+	if next > n.rewindProgress || n.rewindSince.IsZero() {
+		n.rewindProgress, n.rewindFails, n.rewindSince = next, 0, now
 	}
 	n.rewindFails++
+	failed := n.rw.addr
 	n.stopRewind()
-	if n.rewindFails >= 2*len(n.rewindAddrs) {
+	giveUp := n.rewindFails >= 2*len(n.rewindAddrs)
+	if n.rewindSrc != nil {
+		giveUp = now.Sub(n.rewindSince) > RewindFailoverWait
+	}
+	if giveUp {
 		n.core.SetRewindOpen(false)
 		n.rewindOpen.Store(false)
+		if n.rewindSrc != nil {
+			return fmt.Errorf("%w (no replayer served seq %d for %v)", err, next, RewindFailoverWait)
+		}
 		return err
 	}
 	n.rewindIdx++
-	n.openRewind()
+	n.rewindFailover.Add(1)
+	addr := n.rewindAddrs[n.rewindIdx%len(n.rewindAddrs)]
+	var delay time.Duration
+	if n.rewindSrc != nil {
+		if a := n.rewindSrc(next, failed); a != "" {
+			addr = a
+		}
+		if n.rewindFails > 1 || addr == failed {
+			delay = min(rewindRetryMax, 25*time.Millisecond<<min(n.rewindFails, 6))
+		}
+	}
+	n.openRewindAt(addr, delay)
 	return nil
 }
 
@@ -206,6 +258,15 @@ func (rw *rewindStream) run(req wire.RewindRequest) {
 }
 
 func (rw *rewindStream) read(req wire.RewindRequest) error {
+	if rw.delay > 0 {
+		t := time.NewTimer(rw.delay)
+		select {
+		case <-t.C:
+		case <-rw.stop:
+			t.Stop()
+			return nil
+		}
+	}
 	c, err := net.DialTimeout("tcp", rw.addr, rewindDialWait)
 	if err != nil {
 		return err

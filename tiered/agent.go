@@ -385,6 +385,22 @@ func (a *Agent) Select(q Query) (Meta, bool) {
 	return Meta{}, false
 }
 
+// RewindSource returns the function (node.RewindSource's shape) that
+// names the rewind address to resume a rewind from seq from after the
+// replayer at failed stopped serving it: Select with q's session and tier
+// rules, holding from or just reaching it (Follow), avoiding failed
+// unless it is the only one; "" when none qualifies.
+func (a *Agent) RewindSource(q Query) func(from uint64, failed string) string {
+	return func(from uint64, failed string) string {
+		q := q
+		q.From, q.Avoid, q.NeedRewind, q.Follow = from, failed, true, true
+		if m, ok := a.Select(q); ok {
+			return m.RewindAddr
+		}
+		return ""
+	}
+}
+
 // Close leaves the cluster (the others learn it at once instead of
 // suspecting a failure) and stops gossip.
 func (a *Agent) Close() error {

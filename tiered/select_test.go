@@ -31,6 +31,12 @@ func TestSelect(t *testing.T) {
 		{"needs a rewind address", []Meta{noRewind, r("full", 2, 0, 1, 1000)}, Query{From: 10, NeedRewind: true}, "full"},
 		{"from 0 is seq 1", []Meta{r("a", 1, 0, 1, 10)}, Query{}, "a"},
 		{"empty replayer", []Meta{r("empty", 1, 0, 0, 0)}, Query{From: 1}, ""},
+		{"high tier first", []Meta{r("t1", 1, 0, 1, 1000), r("t2", 2, 5, 1, 1000)}, Query{From: 10, HighTierFirst: true}, "t2"},
+		{"max tier", []Meta{r("t2", 2, 0, 1, 1000), r("t1", 1, 5, 1, 1000)}, Query{From: 10, MaxTier: 1, HighTierFirst: true}, "t1"},
+		{"follow the tip", []Meta{r("a", 1, 0, 1, 99)}, Query{From: 100, Follow: true}, "a"},
+		{"follow not past the tip", []Meta{r("a", 1, 0, 1, 98)}, Query{From: 100, Follow: true}, ""},
+		{"avoid the failed one", []Meta{r("a", 1, 0, 1, 1000), r("b", 2, 9, 1, 1000)}, Query{From: 10, Avoid: "a:2"}, "b"},
+		{"the failed one when alone", []Meta{r("a", 1, 0, 1, 1000)}, Query{From: 10, Avoid: "a:2"}, "a"},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {

@@ -25,7 +25,7 @@ func gossipFlags(withTier bool) []cli.Flag {
 			Usage: "join replayer discovery by gossip through these seeds (host[:port], comma-separated; port " + strconv.Itoa(tiered.DefaultGossipPort) + " by default); also " + tiered.SeedsEnv}),
 		strFlag("gossip.bind", "", "host:port gossip listens on (UDP and TCP; default 127.0.0.1:0, a free port on loopback); setting it alone starts gossip with no seed (the member others name as theirs)"),
 		strFlag("gossip.name", "", "this member's name in gossip (default: hostname-pid)"),
-		durFlag("gossip.wait", 5*time.Second, "seqd tail: how long to wait for gossip to show a replayer that holds --from"),
+		durFlag("gossip.wait", 5*time.Second, "seqd tail and node: how long to wait for gossip to show a replayer that holds --from (seq 1 for a node)"),
 	}
 	if withTier {
 		fl = append(fl, intFlag("gossip.tier", 1, "tier this replayer announces: 1 follows the stream itself, 2 follows a tier-1 replayer (lower tiers are chosen first)"))
@@ -137,7 +137,9 @@ func tailGossip(c *cli.Context, log *slog.Logger, from uint64) (agent *tiered.Ag
 	if err != nil {
 		return nil, "", "", err
 	}
-	q := tiered.Query{From: max(from, 1), NeedNAK: true, NeedRewind: from > 0}
+	// A rewind goes to the highest tier that holds it: tier-2 replayers
+	// serve late joiners so that tier 1 is left alone.
+	q := tiered.Query{From: max(from, 1), NeedNAK: true, NeedRewind: from > 0, HighTierFirst: from > 0}
 	deadline := time.Now().Add(c.Duration("gossip.wait"))
 	for {
 		if m, ok := agent.Select(q); ok {

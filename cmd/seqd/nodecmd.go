@@ -9,6 +9,7 @@ import (
 	"log/slog"
 	"os"
 	"runtime"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -23,7 +24,7 @@ import (
 
 func nodeCommand() *cli.Command {
 	d := node.DefaultConfig()
-	flags, before := withConfig(append(transportFlags(false),
+	flags, before := withConfig(append(append(transportFlags(false),
 		strFlag("account", "", "this node's account (1..8 ASCII bytes); empty with --read-only"),
 		intFlag("instance", 1, "instance id (hot-hot pairs share an account)"),
 		intFlag("count", 1000, "commands to send; the node exits 0 once all are acknowledged"),
@@ -46,7 +47,7 @@ func nodeCommand() *cli.Command {
 		replayerFlag(),
 		rewindFlag(),
 		streamWarnFlag(),
-	))
+	), gossipFlags(false)...))
 	return &cli.Command{
 		Name:  "node",
 		Usage: "run a built-in node: send commands, verify the whole stream, exit 0 once all commands are acknowledged",
@@ -349,13 +350,27 @@ func runNode(cc *cli.Context) error {
 			c.stamps = make([]rttStamps, 0, count)
 		}
 	}
-	c.n, err = node.New(cfg, c, nodeClient)
-	if err == nil && cc.String("rewind") != "" {
-		c.n.SetRewindAddr(rewindAddrs(cc.String("rewind"))...)
+	// --gossip: a replayer that holds seq 1 found by gossip serves the
+	// rewind (and NAKs) when none is named, and replaces one that dies.
+	agent, gossipNak, gossipRewind, err := tailGossip(cc, log, max(cfg.RewindFrom, 1))
+	if err != nil {
+		return err
 	}
+	if agent != nil {
+		defer agent.Close()
+	}
+	if gossipNak != "" && !slices.Contains(cfg.Replayers, gossipNak) {
+		cfg.Replayers = append(cfg.Replayers, gossipNak)
+	}
+	rewinds := rewindAddrs(cc.String("rewind"))
+	if len(rewinds) == 0 && gossipRewind != "" {
+		rewinds = []string{gossipRewind}
+	}
+	c.n, err = node.New(cfg, c, nodeClient)
 	if err != nil {
 		return configError(err, nodeKeys)
 	}
+	setRewind(c.n, log, rewinds, agent, cfg.Session)
 	c.n.SetIdleSpin(cc.Duration("node.idle-spin"))
 	// cc.Context is done on SIGTERM or SIGINT, even one sent during
 	// start-up: the node then stops with exitInterrupted.

@@ -214,7 +214,7 @@ func runTail(cc *cli.Context) error {
 		if from == 0 {
 			return keyError("rewind", fmt.Sprintf("%q", a), "empty without --from N (a tail from the live tail has no history to rewind)")
 		}
-		n.SetRewindAddr(rewindAddrs(a)...)
+		setRewind(n, log, rewindAddrs(a), agent, cfg.Session)
 	}
 	// Done on SIGTERM or SIGINT, even one sent during start-up: the tail
 	// then ends with status 0 like one stopped while printing.

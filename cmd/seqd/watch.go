@@ -9,13 +9,35 @@ import (
 
 	"github.com/urfave/cli/v2"
 
+	"github.com/seqd/seqd/node"
+	"github.com/seqd/seqd/tiered"
 	"github.com/seqd/seqd/transport"
 )
 
 // streamWarnFlag is the node's and the tail's key for the silence warning.
 // rewindFlag names the replayer a node or tail rewinds from over TCP.
 func rewindFlag() cli.Flag {
-	return strFlag("rewind", "", "rewind history (from seq 1, or --from) from the replayer whose rewind server listens at this TCP host:port (its --rewind-addr), then merge onto the live stream; several comma-separated: a rewind whose replayer fails resumes from the next; empty: repair history by NAK")
+	return strFlag("rewind", "", "rewind history (from seq 1, or --from) from the replayer whose rewind server listens at this TCP host:port (its --rewind-addr), then merge onto the live stream; several comma-separated: a rewind whose replayer fails resumes from the next (with --gossip: from a replayer gossip selects); empty: repair history by NAK")
+}
+
+// setRewind makes n rewind from addrs[0] and, when a replayer dies
+// mid-rewind, resume from one gossip selects (agent non-nil: the highest
+// tier holding the resume seq, not the one that failed) or else the next
+// of addrs.
+func setRewind(n *node.Node, log *slog.Logger, addrs []string, agent *tiered.Agent, session uint64) {
+	if len(addrs) == 0 {
+		return
+	}
+	n.SetRewindAddr(addrs...)
+	if agent == nil {
+		return
+	}
+	gossip := agent.RewindSource(tiered.Query{Session: session, HighTierFirst: true})
+	n.SetRewindSource(func(from uint64, failed string) string {
+		a := gossip(from, failed)
+		log.Warn("rewind: the replayer failed before the rewind caught up; resuming from another", "failed", failed, "from", from, "gossip", a)
+		return a
+	})
 }
 
 // rewindAddrs splits --rewind.
