@@ -1,18 +1,23 @@
 package cluster
 
 import (
+	"sync/atomic"
+
 	"github.com/seqd/seqd/transport"
 	"github.com/seqd/seqd/wire"
 )
 
 // QuorumAcks is the Node's Acks for one epoch: it picks the standby acks
 // (wire.Status with StatusStandby) out of the frames the primary receives
-// and keeps a Quorum of the epoch's voters. Not safe for concurrent use:
-// the Node calls it on the primary's sequencing goroutine only.
+// and keeps a Quorum of the epoch's voters. Observe and Stable run on the
+// primary's sequencing goroutine only; SetVoters is safe from any.
 type QuorumAcks struct {
 	session uint64
 	q       *Quorum
 	st      wire.Status
+	// voters is a membership change not yet applied (SetVoters): the
+	// sequencing goroutine takes it at its next Observe or Stable.
+	voters atomic.Pointer[[]uint64]
 }
 
 // NewQuorumAcks returns the ack tracker of epoch e: acks count from e's
@@ -32,6 +37,21 @@ func NewQuorumAcks(e Epoch) *QuorumAcks {
 	return &QuorumAcks{session: e.Session, q: q}
 }
 
+// SetVoters changes the epoch's voting members (a member added, removed,
+// promoted or demoted through Raft): a removed member's acks stop counting
+// at the next Observe or Stable. Safe from any goroutine.
+func (a *QuorumAcks) SetVoters(voters []uint64) {
+	v := append([]uint64(nil), voters...)
+	a.voters.Store(&v)
+}
+
+// takeVoters applies a pending SetVoters.
+func (a *QuorumAcks) takeVoters() {
+	if v := a.voters.Swap(nil); v != nil {
+		_ = a.q.SetVoters(*v) // at most MaxVoters count, as in NewQuorumAcks
+	}
+}
+
 // Observe takes a standby's ack out of frame, if it is one; anything else
 // is ignored (the Core steps it). It allocates nothing.
 func (a *QuorumAcks) Observe(frame []byte, _ transport.Peer) {
@@ -42,12 +62,18 @@ func (a *QuorumAcks) Observe(frame []byte, _ transport.Peer) {
 	if wire.DecodeStatus(frame, s) != nil || s.Flags&wire.StatusStandby == 0 || s.Session != a.session {
 		return
 	}
+	if a.voters.Load() != nil {
+		a.takeVoters()
+	}
 	a.q.Ack(s.Member, s.Epoch, s.Contiguous)
 }
 
 // Stable records the primary's own position (published) and returns the
 // quorum's stable seq.
 func (a *QuorumAcks) Stable(published uint64) uint64 {
+	if a.voters.Load() != nil {
+		a.takeVoters()
+	}
 	a.q.SetSelf(published)
 	return a.q.Stable()
 }

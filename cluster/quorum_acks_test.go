@@ -56,3 +56,26 @@ func TestQuorumAcks_CountsOnlyTheEpochsVoters(t *testing.T) {
 		t.Fatalf("stable %d, want 145", got)
 	}
 }
+
+// TestQuorumAcks_RemovedMemberStopsCounting: a member removed during the
+// epoch (SetVoters from the Raft goroutine) counts no more, at once.
+func TestQuorumAcks_RemovedMemberStopsCounting(t *testing.T) {
+	e := Epoch{Session: 4, Epoch: 1, FirstSeq: 1, Self: 1,
+		Members: []fsm.Member{{ID: 1, Role: fsm.Voter}, {ID: 2, Role: fsm.Voter}, {ID: 3, Role: fsm.Voter}}}
+	a := NewQuorumAcks(e)
+	a.Observe(ackFrame(t, 4, 1, 3, 50), 0)
+	if got := a.Stable(100); got != 50 {
+		t.Fatalf("stable %d, want 50", got)
+	}
+	done := make(chan struct{})
+	go func() { a.SetVoters([]uint64{1, 2, 4}); close(done) }()
+	<-done
+	a.Observe(ackFrame(t, 4, 1, 3, 90), 0) // removed: never counts
+	if got := a.Stable(100); got != 50 {
+		t.Fatalf("stable %d after an ack of a removed member, want 50", got)
+	}
+	a.Observe(ackFrame(t, 4, 1, 4, 70), 0) // added
+	if got := a.Stable(100); got != 70 {
+		t.Fatalf("stable %d, want 70 from the added member", got)
+	}
+}
