@@ -29,6 +29,13 @@ type ServiceConfig struct {
 	// FromLive makes an empty store start at the live tail instead of
 	// repairing the session from seq 1.
 	FromLive bool
+	// Upstream: the follow client is another replayer's stored stream
+	// (a tier-2 replayer's tiered.Upstream), not the sequencer's. It
+	// serves only records its store took as stable, with the headers the
+	// stream carried then (a stable that may lag the packet's records),
+	// so the receiver runs in fast mode: it stores each record on
+	// arrival, as the upstream's store holds it.
+	Upstream bool
 	// Sources are the addresses of other repair sources (replayers) the
 	// follow client can NAK when the sequencer's ring says Gone; the
 	// client must then be a transport.Sourcer.
@@ -183,6 +190,9 @@ func NewService(cfg ServiceConfig, follow transport.Client, srv transport.Server
 	// its first append loudly (ErrSession) instead of fencing the live
 	// stream in silence.
 	rc.Persist, rc.Replayer, rc.Mode = true, true, receiver.Safe
+	if cfg.Upstream {
+		rc.Mode = receiver.Fast
+	}
 	switch {
 	case store.Contiguous() > 0:
 		rc.Rewind, rc.RewindFrom = true, store.Contiguous()+1

@@ -18,6 +18,9 @@ var (
 	ErrMetaTooLarge = errors.New("tiered: member meta too large")
 	// ErrNoSeeds: seeds were given and none could be joined.
 	ErrNoSeeds = errors.New("tiered: no gossip seed reachable")
+	// ErrUpstream: a tier-2 replayer's Upstream found no replayer to
+	// follow from its next seq for FailoverWait.
+	ErrUpstream = errors.New("tiered: no upstream replayer")
 	// ErrClosed: the Agent was closed.
 	ErrClosed = errors.New("tiered: agent closed")
 )
