@@ -69,7 +69,10 @@
 // Sessions: Config.Session 0 follows the first live session, and never
 // ignores another live one in silence, whatever the order of session ids:
 // see otherSession. Config.Rewind makes a late joiner repair the stream
-// from RewindFrom; by default it starts live.
+// from RewindFrom; by default it starts live. The repairs may come by NAK
+// or from a rewind (StepRewind: a replayer's stored stream over TCP, fed
+// in order while live packets keep arriving through Step; SetRewinding
+// holds NAKs and reports read-only status meanwhile).
 //
 // Status: every StatusInterval the receiver reports its position
 // (wire.Status: contiguous and delivered seqs, ReadOnly and Replayer flags)
