@@ -778,3 +778,119 @@ func TestStandby_NewEpochPacketWinsInTheStash(t *testing.T) {
 		t.Fatal("standby state differs from the new primary's")
 	}
 }
+
+// smallPackets is a sequencer config whose packets hold 256 bytes, so a
+// command of a few hundred bytes is sequenced in fragments.
+func smallPackets(epoch uint32, first uint64) sequencer.Config {
+	cfg := seqConfig(epoch, first)
+	cfg.MaxPacketBytes = 256
+	return cfg
+}
+
+// mixed sequences a small command and a 700-byte one in one frame (the
+// big one's first fragment shares the small one's packet) and returns
+// the new packets.
+func (s *stream) mixed(t testing.TB) [][]byte {
+	t.Helper()
+	var w wire.CommandWriter
+	if err := w.Reset(make([]byte, 2048), acctA, 1, 0, testSession); err != nil {
+		t.Fatal(err)
+	}
+	for _, n := range []int{5, 700} {
+		s.cmdSeq++
+		if err := w.Append(&wire.Command{CmdSeq: s.cmdSeq, Payload: bytes.Repeat([]byte{'z'}, n)}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	s.now += 1000
+	before := len(s.pkts)
+	at := sequencer.Time{Mono: s.now, Wall: s.now}
+	if err := s.core.Step(at, w.Bytes(), 1); err != nil {
+		t.Fatal(err)
+	}
+	s.core.Flush(at)
+	return s.pkts[before:]
+}
+
+// TestStandby_FragmentedMessagesStored: messages in fragments, in order
+// or not, reach the store whole and the State equals the primary's.
+func TestStandby_FragmentedMessagesStored(t *testing.T) {
+	src := &stream{}
+	c, err := sequencer.New(smallPackets(1, 1), src)
+	if err != nil {
+		t.Fatal(err)
+	}
+	src.core = c
+	var pkts [][]byte
+	for range 10 {
+		pkts = append(pkts, src.mixed(t)...)
+	}
+	if len(pkts) < 30 {
+		t.Fatalf("%d packets: the commands were not fragmented", len(pkts))
+	}
+	s := newStandby(t, standbyConfig(t, 2), &fakeClient{})
+	pkts[7], pkts[8] = pkts[8], pkts[7] // a fragment ahead of its predecessor
+	for _, p := range pkts {
+		s.frame(p, 0)
+	}
+	if err := s.Err(); err != nil {
+		t.Fatal(err)
+	}
+	if s.Contiguous() != c.Published() {
+		t.Fatalf("holds %d, want %d", s.Contiguous(), c.Published())
+	}
+	if _, snap := s.Snapshot(); !bytes.Equal(snap, c.State().Snapshot()) {
+		t.Fatal("standby state differs from the primary's")
+	}
+}
+
+// TestStandby_CutInsideAFragmentedMessage: the primary dies while a
+// message in fragments is half published; the cut is the seq before it
+// and the new epoch starts at its seq. The standby stored nothing of the
+// cut message (it keeps the fragments back until the message is whole),
+// so the new epoch's packets follow in the store.
+func TestStandby_CutInsideAFragmentedMessage(t *testing.T) {
+	src := &stream{}
+	c, err := sequencer.New(smallPackets(1, 1), src)
+	if err != nil {
+		t.Fatal(err)
+	}
+	src.core = c
+	pkts := append(src.commands(t, 3), src.mixed(t)...)
+	pkts = pkts[:len(pkts)-1] // the last fragment never left the old primary
+	s := newStandby(t, standbyConfig(t, 2), &fakeClient{})
+	for _, p := range pkts {
+		s.frame(p, 0)
+	}
+	cut, err := s.Seal(1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := c.Published() - 1; cut != want {
+		t.Fatalf("sealed at %d, want %d (the seq before the message in fragments)", cut, want)
+	}
+	next := &stream{now: src.now, cmdSeq: 100}
+	c2, err := sequencer.NewPrimary(smallPackets(2, cut+1), next, sequencer.Takeover{State: referenceState(t, src.pkts, cut)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	next.core = c2
+	for _, p := range next.commands(t, 3) {
+		s.frame(p, 0)
+	}
+	if err := s.Err(); err != nil {
+		t.Fatal(err)
+	}
+	if s.Contiguous() != c2.Published() {
+		t.Fatalf("holds %d, want the new epoch's %d", s.Contiguous(), c2.Published())
+	}
+	s.mu.Lock()
+	e, _ := s.store.EpochOf(cut + 1)
+	s.mu.Unlock()
+	if e != 2 {
+		t.Fatalf("seq %d stored in epoch %d, want 2", cut+1, e)
+	}
+	if _, snap := s.Snapshot(); !bytes.Equal(snap, c2.State().Snapshot()) {
+		t.Fatal("standby state differs from the new primary's")
+	}
+}
