@@ -354,7 +354,9 @@ func (n *Node) TransferPrimary(ctx context.Context, to uint64) (Handover, error)
 	wait := time.Now().Add(4 * n.cfg.Timeouts.Seal)
 	for {
 		cur := n.fsm.State()
-		if cur.Epoch() > st.Epoch() && cur.Primary() != n.cfg.ID {
+		if cur.Epoch() > st.Epoch() && cur.Primary() != 0 {
+			// Usually the target; another member (this one included) when
+			// the target could not take over and stepped aside.
 			h.To, h.Epoch = cur.Primary(), cur.Epoch()
 			if c, ok := cur.Cut(st.Epoch()); ok {
 				h.Cut = c.Last

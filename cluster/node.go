@@ -318,7 +318,7 @@ var errRejected = errors.New("cluster: proposal rejected")
 // timed out) is retried after a heartbeat while still leader.
 func (n *Node) lead(ctx context.Context) {
 	defer n.role.Store(int32(RoleStandby))
-	barrier := false
+	barrier, failures := false, 0
 	for ctx.Err() == nil && n.IsLeader() && !n.handover.Load() {
 		err := n.leadOnce(ctx, barrier)
 		if ctx.Err() != nil || errors.Is(err, errNotLeader) || n.handover.Load() {
@@ -331,13 +331,30 @@ func (n *Node) lead(ctx context.Context) {
 			continue
 		}
 		barrier = true
-		n.log.Warn("epoch change failed; retrying while leader", "err", err)
+		failures++
+		n.log.Warn("epoch change failed; retrying while leader", "err", err, "failures", failures)
+		if failures >= maxLeadFailures {
+			// A leader that cannot become primary (its standby cannot
+			// take over, the stream will not open) would hold the group
+			// without a primary: let another member try.
+			n.log.Warn("handing the raft leadership over after failed epoch changes", "failures", failures)
+			terr := n.raft.LeadershipTransfer().Error()
+			if terr == nil && !n.IsLeader() {
+				return
+			}
+			n.log.Warn("leadership transfer did not happen; still leader", "err", terr)
+			failures = 0
+		}
 		select {
 		case <-ctx.Done():
 		case <-time.After(n.cfg.Timeouts.Heartbeat):
 		}
 	}
 }
+
+// maxLeadFailures is how many failed epoch changes in a row make a leader
+// hand the leadership to another member.
+const maxLeadFailures = 3
 
 // leadOnce is one epoch change and the sequencing that follows it
 // (DESIGN.md "Stability and failover", fsm/doc.go "How the cluster uses
@@ -415,19 +432,14 @@ func (n *Node) leadOnce(ctx context.Context, barrier bool) error {
 	if next > uint64(^uint32(0)) {
 		return fmt.Errorf("%w: epoch %d does not fit the stream's 32 bits", fsm.ErrSeqOverflow, next)
 	}
-	st, err := n.apply(fsm.BeginEpoch{Epoch: next, Primary: n.cfg.ID, PrevCut: cut})
-	if err != nil {
-		return err
-	}
-	ch.Epoch, ch.Cut = next, cut
-	ch.CommitUS = time.Since(t0).Microseconds()
-
 	cfg := n.cfg.Sequencer
 	cfg.Session, cfg.Epoch, cfg.FirstSeq, cfg.Standalone = st.Session(), uint32(next), cut+1, false
 	if cp, ok := st.LastCheckpoint(); ok {
 		cfg.StartTime = max(cfg.StartTime, cp.UnixNano)
 	}
-	// The standby stops: its State and store become the primary's.
+	// The standby stops: its State and store become the primary's
+	// (before the commit: BeginEpoch is proposed only by a member ready
+	// to sequence).
 	f := n.fr.stop()
 	if f == nil {
 		return errNotFollowing
@@ -436,7 +448,10 @@ func (n *Node) leadOnce(ctx context.Context, barrier bool) error {
 		// Its store is the primary's history until the primacy ends.
 		defer c.Close()
 	}
-	var t sequencer.Takeover
+	var (
+		t   sequencer.Takeover
+		err error
+	)
 	if cut > 0 {
 		if t, err = f.Takeover(cut); err != nil {
 			return fmt.Errorf("cluster: take over at %d: %w", cut, err)
@@ -458,6 +473,16 @@ func (n *Node) leadOnce(ctx context.Context, barrier bool) error {
 		return fmt.Errorf("cluster: primary of epoch %d at %d: %w", next, cut+1, err)
 	}
 	ch.OpenUS = time.Since(t0).Microseconds()
+	// Only now, with the Core ready, the epoch is committed: a member
+	// that cannot take over burns no epoch. The Core's first records
+	// (epoch start) wait in its open packet until the first Flush.
+	st, err = n.apply(fsm.BeginEpoch{Epoch: next, Primary: n.cfg.ID, PrevCut: cut})
+	if err != nil {
+		return err
+	}
+	ch.Epoch, ch.Cut = next, cut
+	ch.CommitUS = time.Since(t0).Microseconds()
+
 	var voters []fsm.Member
 	for _, m := range st.Members() {
 		if m.Role == fsm.Voter {

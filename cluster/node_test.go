@@ -33,6 +33,8 @@ type fakeFollower struct {
 	caughtUp   uint64
 	takeovers  []uint64
 	runs       int
+	// failTakeover makes every Takeover fail (a broken store).
+	failTakeover bool
 }
 
 func (f *fakeFollower) Run(ctx context.Context) error {
@@ -65,6 +67,9 @@ func (f *fakeFollower) Takeover(cut uint64) (sequencer.Takeover, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.takeovers = append(f.takeovers, cut)
+	if f.failTakeover {
+		return sequencer.Takeover{}, errors.New("broken store")
+	}
 	return sequencer.Takeover{State: sequencer.NewState(f.maxSenders, cut+1)}, nil
 }
 
@@ -424,4 +429,40 @@ func TestNode_FailoverTimeLAN(t *testing.T) {
 	p := c.primary()
 	started := time.Unix(0, p.node.Status().StartedAt)
 	t.Logf("primary stopped -> first record of epoch %d: %.1f ms (%+v)", p.node.State().Epoch(), float64(started.Sub(stopped).Microseconds())/1000, *p.node.LastChange())
+}
+
+// TestNode_LeaderThatCannotTakeOverStepsAside: a leader whose standby
+// cannot take over (every Takeover fails) hands the Raft leadership to
+// another member after a few attempts, and that one becomes primary:
+// the group is not left without one.
+func TestNode_LeaderThatCannotTakeOverStepsAside(t *testing.T) {
+	c := newTestCluster(t, 3)
+	old := c.primary()
+	var bad *member
+	for _, m := range c.members {
+		m.fol.set(old.node.Status().Published)
+		if m != old {
+			bad = m
+		}
+	}
+	bad.fol.mu.Lock()
+	bad.fol.failTakeover = true
+	bad.fol.mu.Unlock()
+	h, err := old.node.TransferPrimary(context.Background(), bad.cfg.ID)
+	if err != nil {
+		for _, m := range c.members {
+			t.Logf("member %d: %+v", m.cfg.ID, m.node.Status())
+		}
+		t.Fatal(err)
+	}
+	p := c.primary()
+	if p == bad || h.To == bad.cfg.ID || p.node.State().Epoch() < 2 {
+		t.Fatalf("primary %d in epoch %d (handover %+v); member %d cannot take over", p.cfg.ID, p.node.State().Epoch(), h, bad.cfg.ID)
+	}
+	bad.fol.mu.Lock()
+	tries := len(bad.fol.takeovers)
+	bad.fol.mu.Unlock()
+	if tries < maxLeadFailures {
+		t.Fatalf("the bad member tried %d takeovers, want %d before stepping aside", tries, maxLeadFailures)
+	}
 }

@@ -120,11 +120,13 @@ func runClusterDemo(ctx context.Context, nodes, count, rate int, timeouts string
 		go func() { m.done <- dp.run(mctx) }()
 		ms = append(ms, m)
 	}
-	primary := func(minEpoch uint64, deadline time.Duration) (*demoMember, uint64, error) {
+	// primary waits for a live member sequencing an epoch >= minEpoch
+	// that it began after the wall time after (ns).
+	primary := func(minEpoch uint64, after int64, deadline time.Duration) (*demoMember, uint64, error) {
 		until := time.Now().Add(deadline)
 		for time.Now().Before(until) {
 			for _, m := range ms {
-				if !m.dead && m.node.Role() == cluster.RolePrimary && m.node.State().Epoch() >= minEpoch {
+				if !m.dead && m.node.Role() == cluster.RolePrimary && m.node.State().Epoch() >= minEpoch && m.node.Status().StartedAt > after {
 					return m, m.node.State().Epoch(), nil
 				}
 			}
@@ -132,7 +134,7 @@ func runClusterDemo(ctx context.Context, nodes, count, rate int, timeouts string
 		}
 		return nil, 0, fmt.Errorf("demo: no primary of epoch >= %d after %v", minEpoch, deadline)
 	}
-	p, e, err := primary(1, 30*time.Second)
+	p, e, err := primary(1, 0, 30*time.Second)
 	if err != nil {
 		return err
 	}
@@ -214,10 +216,14 @@ func runClusterDemo(ctx context.Context, nodes, count, rate int, timeouts string
 		if failovers == 0 && demoAcked(ds) >= nodes*count/3 {
 			// Kill the primary as a crash would: its raft and standby
 			// stop, the others hear nothing more from it.
+			// The primary now (a loaded machine may have changed it).
+			if p, e, err = primary(1, 0, 30*time.Second); err != nil {
+				return err
+			}
 			killed := time.Now()
 			p.dead = true
 			p.stop()
-			q, e2, err := primary(e+1, 30*time.Second)
+			q, e2, err := primary(e+1, killed.UnixNano(), 30*time.Second)
 			if err != nil {
 				return err
 			}
@@ -235,6 +241,11 @@ func runClusterDemo(ctx context.Context, nodes, count, rate int, timeouts string
 	until := time.Now().Add(10 * time.Second)
 	for !demoSameLast(ds) && time.Now().Before(until) {
 		time.Sleep(5 * time.Millisecond)
+	}
+	// The primary at the end (a loaded machine may have changed it since
+	// the kill; every change is an epoch).
+	if p, _, err = primary(1, 0, 10*time.Second); err != nil {
+		return err
 	}
 	sequenced := p.node.Status().Published
 	var lost, dup, diverged uint64
