@@ -124,6 +124,15 @@ func (s *RewindServer) Serve(l net.Listener) error {
 			c.Close()
 			return nil
 		}
+		if len(s.conns) >= 2*s.cfg.MaxRewinds {
+			// Connections that have not asked yet are bounded too (each
+			// waits at most RequestTimeout): beyond twice the rewinds
+			// allowed, a new one is closed at once, and counted.
+			s.mu.Unlock()
+			c.Close()
+			s.refused.Add(1)
+			continue
+		}
 		s.conns[c] = struct{}{}
 		s.wg.Add(1)
 		s.mu.Unlock()

@@ -143,3 +143,59 @@ func TestRewindServer_FollowsTheGrowingStore(t *testing.T) {
 		t.Fatalf("other session: status %d", rep.Status)
 	}
 }
+
+// TestRewindServer_BoundsConnections: beyond MaxRewinds streaming, a
+// request is answered RewindUnavailable; beyond twice that many open
+// connections, a new one is closed at once.
+func TestRewindServer_BoundsConnections(t *testing.T) {
+	st := mixed(200)
+	s, _ := mustOpen(t, t.TempDir(), testConfig())
+	defer s.Close()
+	appendAll(t, s, st.pkts)
+	s.Tick(1)
+	cfg := DefaultRewindConfig()
+	cfg.MaxRewinds = 2
+	srv, err := NewRewindServer(s.Tip(), cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	go srv.Serve(l)
+	defer srv.Close()
+	addr := l.Addr().String()
+	for i := 0; i < 2; i++ {
+		c, _, rep := rewindClient(t, addr, 0, 1, wire.RewindFollow)
+		defer c.Close()
+		if rep.Status != wire.RewindOK {
+			t.Fatalf("rewind %d: status %d", i, rep.Status)
+		}
+	}
+	c, _, rep := rewindClient(t, addr, 0, 1, wire.RewindFollow)
+	c.Close()
+	if rep.Status != wire.RewindUnavailable {
+		t.Fatalf("third rewind: status %d, want RewindUnavailable", rep.Status)
+	}
+	// Two idle connections fill the table (2 streaming + 2 idle = 4).
+	for i := 0; i < 2; i++ {
+		c, err := net.Dial("tcp", addr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer c.Close()
+	}
+	c, err = net.Dial("tcp", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	// Without the bound it would wait for its request (RequestTimeout,
+	// 5 s): the deadline is below that.
+	c.SetReadDeadline(time.Now().Add(2 * time.Second))
+	var b [1]byte
+	if _, err := c.Read(b[:]); err != io.EOF {
+		t.Fatalf("connection beyond the bound: read %v, want EOF (closed at once)", err)
+	}
+}
