@@ -112,6 +112,7 @@ type StandbyStats struct {
 	Durable      uint64 // highest seq fsynced
 	Acked        uint64 // last seq acked
 	ReceiverErrs uint64 // malformed frames counted by the receiver
+	Healed       uint64 // divergences recovered: records past a cut dropped (see healLocked)
 }
 
 // Standby follows the stream as a standby sequencer (see the package
@@ -219,9 +220,9 @@ func NewStandby(cfg StandbyConfig, client transport.Client) (*Standby, error) {
 
 // Run follows the stream until ctx ends (it returns ctx.Err()), Takeover
 // (nil), or a fatal error: the transport closed, the store failed, the
-// receiver stopped (receiver.ErrDiverged when a new epoch cut records this
-// standby holds: it was not in the sealing quorum and must be rebuilt),
-// the stash overflowed. The store stays open after Run (Takeover hands it
+// receiver stopped (ErrUnrecoverable: what it lacks is gone from every
+// source; a new epoch that cuts records this standby holds is healed, see
+// healLocked), the stash overflowed. The store stays open after Run (Takeover hands it
 // over; Close closes it).
 func (s *Standby) Run(ctx context.Context) error {
 	s.mu.Lock()
@@ -371,10 +372,58 @@ func (s *Standby) frame(f []byte, _ transport.Peer) {
 			if s.r.Step(now, f, receiver.Sequencer) != nil && s.r.Err() == nil {
 				s.stats.ReceiverErrs++
 			}
-			s.handleReadyLocked(now)
+			if err := s.r.Err(); err == nil || !errors.Is(err, receiver.ErrDiverged) || !s.healLocked(now, f) {
+				s.handleReadyLocked(now)
+			}
 		}
 	}
 	s.mu.Unlock()
+}
+
+// healLocked recovers from a divergence: frame f begins an epoch at a seq
+// this standby already holds and applied (it was not in the sealing
+// quorum, or it restarted on a store that holds the deposed primary's
+// records past the cut). Those records were never stable (the cut keeps
+// every stable seq), so the standby drops them: the State is rebuilt at
+// the cut from a snapshot and the store, a new receiver repairs from the
+// epoch start, and the store restarts there with the new epoch's first
+// packet (replayer.Store keeps the cut frames and never serves them).
+// It reports false, and the divergence stays fatal, when the standby
+// cannot rebuild (it lacks the records up to the cut).
+func (s *Standby) healLocked(now int64, f []byte) bool {
+	if wire.DecodePacket(f, &s.pkt) != nil || s.pkt.Epoch < s.r.Epoch() {
+		return false
+	}
+	start := s.pkt.EpochStart
+	if start == 0 || start-1 > s.store.Contiguous() || s.state.LastSeq() < start && s.store.Contiguous() < start {
+		return false // nothing held past the start: not this divergence
+	}
+	st := s.state
+	if st.LastSeq() > start-1 {
+		i := len(s.snaps) - 1
+		for s.snaps[i].seq > start-1 {
+			i--
+		}
+		st = sequencer.NewState(s.cfg.MaxSenders, 1)
+		if st.Restore(s.snaps[i].snap) != nil {
+			return false
+		}
+		s.snaps = s.snaps[:i+1]
+	}
+	if s.applyStoreLocked(st, start-1) != nil || st.LastSeq() != start-1 {
+		return false
+	}
+	rc := s.rcfg
+	rc.Rewind, rc.RewindFrom = true, start
+	r, err := receiver.New(rc)
+	if err != nil {
+		return false
+	}
+	s.state, s.r = st, r
+	s.stats.Healed++
+	_ = s.r.Step(now, f, receiver.Sequencer)
+	s.handleReadyLocked(now)
+	return true
 }
 
 // sealedFrame reports whether f is a stream packet of a sealed epoch that

@@ -10,7 +10,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/seqd/seqd/receiver"
 	"github.com/seqd/seqd/sequencer"
 	"github.com/seqd/seqd/transport"
 	"github.com/seqd/seqd/wire"
@@ -652,13 +651,22 @@ func TestStandby_RepairStraddlingTheCutIsTrimmed(t *testing.T) {
 	}
 }
 
-// TestStandby_BeyondTheCutDiverges: a standby that held records of the
-// old epoch above the cut (it was not in the sealing quorum) stops with
-// receiver.ErrDiverged when the new epoch begins, never silently.
-func TestStandby_BeyondTheCutDiverges(t *testing.T) {
+// TestStandby_BeyondTheCutHeals: a standby that held records of the old
+// epoch above the cut (it was not in the sealing quorum) drops them when
+// the new epoch begins: its State is rebuilt at the cut, its store
+// restarts at the epoch start, and it follows and acks the new epoch
+// with the new primary's State. The same holds after a restart on that
+// store.
+func TestStandby_BeyondTheCutHeals(t *testing.T) {
 	src := newStream(t)
 	pkts := src.commands(t, 10)
-	s := newStandby(t, standbyConfig(t, 2), &fakeClient{})
+	fc := &fakeClient{keep: true}
+	cfg := standbyConfig(t, 2)
+	cfg.SnapshotEveryRecords = 4
+	s, err := NewStandby(cfg, fc)
+	if err != nil {
+		t.Fatal(err)
+	}
 	for _, b := range pkts {
 		s.frame(b, 0)
 	}
@@ -669,12 +677,49 @@ func TestStandby_BeyondTheCutDiverges(t *testing.T) {
 		t.Fatal(err)
 	}
 	next.core = c2
-	s.frame(next.commands(t, 1)[0], 0)
-	if err := s.Err(); !errors.Is(err, receiver.ErrDiverged) {
-		t.Fatalf("Err = %v, want receiver.ErrDiverged", err)
+	for _, b := range next.commands(t, 4) {
+		s.frame(b, 0)
 	}
-	if _, err := s.Seal(2); err == nil {
-		t.Fatal("a diverged standby sealed")
+	if err := s.Err(); err != nil {
+		t.Fatalf("Err = %v, want the divergence healed", err)
+	}
+	if st := s.Stats(); st.Healed != 1 || s.Contiguous() != c2.Published() {
+		t.Fatalf("healed %d (want 1), holds %d (want %d)", st.Healed, s.Contiguous(), c2.Published())
+	}
+	if _, snap := s.Snapshot(); !bytes.Equal(snap, c2.State().Snapshot()) {
+		t.Fatal("healed standby's State differs from the new primary's")
+	}
+	syncAndAck(t, s)
+	acks := fc.acks(t)
+	if a := acks[len(acks)-1]; a.Epoch != 2 || a.Contiguous != c2.Published() {
+		t.Fatalf("last ack %+v, want epoch 2 at %d", a, c2.Published())
+	}
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+
+	// A standby reopened on a store that holds the deposed primary's
+	// records past the cut (the restart came before the new epoch).
+	stale := standbyConfig(t, 3)
+	s3, err := NewStandby(stale, &fakeClient{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, b := range pkts {
+		s3.frame(b, 0)
+	}
+	if err := s3.Close(); err != nil {
+		t.Fatal(err)
+	}
+	s3 = newStandby(t, stale, &fakeClient{})
+	for _, b := range next.pkts {
+		s3.frame(b, 0)
+	}
+	if err := s3.Err(); err != nil || s3.Contiguous() != c2.Published() {
+		t.Fatalf("reopened standby: %v, holds %d (want %d)", err, s3.Contiguous(), c2.Published())
+	}
+	if _, snap := s3.Snapshot(); !bytes.Equal(snap, c2.State().Snapshot()) {
+		t.Fatal("reopened standby's State differs from the new primary's")
 	}
 }
 
