@@ -51,6 +51,7 @@ soak:
 bench: build
 	$(GO) test -run '^$$' -bench . -benchmem ./wire ./sequencer ./receiver ./node ./replayer ./transport/... ./multicast ./fsm
 	$(BIN) bench --transport mem --size 256 --nodes 3 --count 3000000
+	$(BIN) bench --mode rewind --size 256 --count 2000000
 
 ## fuzz: every decoder of network bytes, FUZZTIME each.
 fuzz:

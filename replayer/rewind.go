@@ -24,18 +24,22 @@ type RewindConfig struct {
 	// backpressure at a standstill) is dropped, so a stuck client never
 	// holds a rewind forever.
 	WriteTimeout time.Duration
-	// TipPoll: how often a rewind at the store's tip looks for new
-	// frames.
-	TipPoll time.Duration
+	// TipPoll: how soon a rewind that reached the store's tip looks for
+	// new frames; the wait doubles while nothing comes, up to
+	// TipPollMax, so that followers of an idle store (tier-2 replayers
+	// follow forever) cost little, and resets when frames come.
+	TipPoll    time.Duration
+	TipPollMax time.Duration
 	// BufferBytes is each rewind's read buffer (one write per buffer).
 	BufferBytes int
 }
 
 // DefaultRewindConfig: 64 rewinds, 5 s to ask, 30 s of standstill, the
-// tip looked at every 200 µs, 1 MiB reads.
+// tip looked at again after 200 µs, backing off to 5 ms while idle, 1 MiB
+// reads.
 func DefaultRewindConfig() RewindConfig {
 	return RewindConfig{MaxRewinds: 64, RequestTimeout: 5 * time.Second, WriteTimeout: 30 * time.Second,
-		TipPoll: 200 * time.Microsecond, BufferBytes: ReaderBufferBytes}
+		TipPoll: 200 * time.Microsecond, TipPollMax: 5 * time.Millisecond, BufferBytes: ReaderBufferBytes}
 }
 
 // Validate names the first field out of range.
@@ -49,6 +53,8 @@ func (c RewindConfig) Validate() error {
 		return fmt.Errorf("%w: WriteTimeout = %v, want > 0", ErrConfig, c.WriteTimeout)
 	case c.TipPoll <= 0 || c.TipPoll > time.Second:
 		return fmt.Errorf("%w: TipPoll = %v, want (0, 1s]", ErrConfig, c.TipPoll)
+	case c.TipPollMax < c.TipPoll || c.TipPollMax > time.Second:
+		return fmt.Errorf("%w: TipPollMax = %v, want TipPoll (%v) .. 1s", ErrConfig, c.TipPollMax, c.TipPoll)
 	case c.BufferBytes < 64<<10 || c.BufferBytes > 1<<30:
 		return fmt.Errorf("%w: BufferBytes = %d, want 64 KiB..1 GiB", ErrConfig, c.BufferBytes)
 	}
@@ -225,8 +231,10 @@ func (s *RewindServer) serve(c net.Conn) {
 	poll := time.NewTimer(time.Hour)
 	poll.Stop()
 	defer poll.Stop()
+	wait := s.cfg.TipPoll
 	for {
 		if len(run) > 0 {
+			wait = s.cfg.TipPoll
 			if !s.write(c, run) {
 				return
 			}
@@ -247,7 +255,8 @@ func (s *RewindServer) serve(c net.Conn) {
 				s.write(c, wire.AppendRewindEnd(end[:0], reason, r.NextSeq()))
 				return
 			}
-			poll.Reset(s.cfg.TipPoll)
+			poll.Reset(wait)
+			wait = min(2*wait, s.cfg.TipPollMax)
 			select {
 			case <-gone:
 				return
