@@ -70,6 +70,7 @@ func newApp() *cli.App {
 			benchCommand(),
 			benchPeerCommand(),
 			adminCommand(),
+			drillCommand(),
 		},
 		// main prints errors; the library must not print them too.
 		ExitErrHandler: func(*cli.Context, error) {},

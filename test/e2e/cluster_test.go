@@ -341,3 +341,18 @@ func TestCluster_AdminStatusAndTransfer(t *testing.T) {
 	}
 	fmt.Printf("cluster handover: pause_ms=%s epoch=%d->%d\n", m[5], e0, e0+1)
 }
+
+var drillLine = regexp.MustCompile(`(?m)^drill failover rounds=2 p50_ms=[0-9.]+ p99_ms=[0-9.]+ max_ms=[0-9.]+ epochs=\d+ lost=0 dup=0 diverged=[0-2]$`)
+
+// TestCLI_DrillFailover: `seqd drill failover` runs its rounds and ends
+// with its summary line, exit status 0.
+func TestCLI_DrillFailover(t *testing.T) {
+	bin := seqd(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	out, err := exec.CommandContext(ctx, bin, "drill", "failover", "--rounds", "2", "--count", "4000").CombinedOutput()
+	if err != nil || !drillLine.Match(out) {
+		t.Fatalf("drill: %v\n%s", err, tailOf(string(out), 4000))
+	}
+	t.Logf("%s", out)
+}
