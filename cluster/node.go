@@ -525,21 +525,8 @@ func (n *Node) raftErr(op string, err error) error {
 // from a quorum within the leader lease), when ctx ends or when a handover
 // begins. It reads the clock once per batch, like sequencer.Agent.
 func (n *Node) sequence(ctx context.Context, core *sequencer.Core, srv transport.Server, acks Acks, ch *Change, t0 time.Time) error {
-	var (
-		now   sequencer.Time
-		fresh bool
-	)
-	read := func() sequencer.Time {
-		if !fresh {
-			now, fresh = n.deps.Clock(), true
-		}
-		return now
-	}
-	onFrame := func(frame []byte, from transport.Peer) {
-		acks.Observe(frame, from)
-		_ = core.Step(read(), frame, from) // malformed frames are counted by the core
-	}
-	core.Flush(read())
+	sh := newPrimaryShell(n, core, srv, acks)
+	core.Flush(sh.read())
 	if err := srv.Flush(); errors.Is(err, transport.ErrClosed) {
 		return err
 	}
@@ -555,12 +542,8 @@ func (n *Node) sequence(ctx context.Context, core *sequencer.Core, srv transport
 		n.log.Info("primary stopped", "epoch", ch.Epoch, "published", core.Published(), "stable", core.Stable())
 	}()
 
-	ackBuf := make([]sequencer.StandbyAck, 0, 64)
 	ckpt := newCheckpointer(n, ch.Epoch)
 	defer ckpt.stop()
-	// Poll at most a millisecond at a time, so that a lost leadership
-	// stops sequencing within a millisecond of raft noticing it.
-	const maxWait = time.Millisecond
 	for {
 		if ctx.Err() != nil || n.handover.Load() {
 			return ctx.Err()
@@ -568,27 +551,77 @@ func (n *Node) sequence(ctx context.Context, core *sequencer.Core, srv transport
 		if n.raft.State() != raft.Leader {
 			return errNotLeader
 		}
-		fresh = false
-		if _, err := srv.Poll(onFrame, maxWait); err != nil {
+		t, err := sh.turn()
+		if err != nil {
 			return err
 		}
-		if core.PendingStandbyAcks() {
-			// Acks reached the tracker through Observe; the Core's own
-			// queue (for sequencer.Agent's shell) is dropped here.
-			ackBuf = core.TakeStandbyAcks(ackBuf[:0])
-		}
-		t := read()
-		core.SetStable(acks.Stable(core.Published()))
-		core.Flush(t)
-		core.Tick(t)
-		if err := srv.Flush(); errors.Is(err, transport.ErrClosed) {
-			return err
-		}
-		n.stable.Store(core.Stable())
-		n.published.Store(core.Published())
-		n.lastStamp.Store(core.LastTime())
 		ckpt.maybe(t.Mono)
 	}
+}
+
+// primaryShell is one turn of the primary's loop, apart so that a test can
+// drive it: poll the stream transport (frames to the ack tracker, then to
+// the core), move stable to the quorum's, flush, tick, and publish the
+// positions for Status and the checkpointer. A turn allocates nothing.
+type primaryShell struct {
+	n       *Node
+	core    *sequencer.Core
+	srv     transport.Server
+	acks    Acks
+	clock   func() sequencer.Time
+	now     sequencer.Time
+	fresh   bool // now was read in this turn
+	onFrame transport.Handler
+	ackBuf  []sequencer.StandbyAck
+}
+
+// maxPrimaryWait bounds a turn's Poll, so that a lost leadership stops
+// sequencing within a millisecond of raft noticing it.
+const maxPrimaryWait = time.Millisecond
+
+func newPrimaryShell(n *Node, core *sequencer.Core, srv transport.Server, acks Acks) *primaryShell {
+	sh := &primaryShell{n: n, core: core, srv: srv, acks: acks, clock: n.deps.Clock, ackBuf: make([]sequencer.StandbyAck, 0, 64)}
+	sh.onFrame = sh.frame
+	return sh
+}
+
+// read returns this turn's clock reading, taking it on first use.
+func (sh *primaryShell) read() sequencer.Time {
+	if !sh.fresh {
+		sh.now, sh.fresh = sh.clock(), true
+	}
+	return sh.now
+}
+
+func (sh *primaryShell) frame(frame []byte, from transport.Peer) {
+	sh.acks.Observe(frame, from)
+	_ = sh.core.Step(sh.read(), frame, from) // malformed frames are counted by the core
+}
+
+// turn runs one iteration and returns its clock reading; only a failed
+// Poll or a closed transport is an error.
+func (sh *primaryShell) turn() (sequencer.Time, error) {
+	sh.fresh = false
+	core := sh.core
+	if _, err := sh.srv.Poll(sh.onFrame, maxPrimaryWait); err != nil {
+		return sh.now, err
+	}
+	if core.PendingStandbyAcks() {
+		// Acks reached the tracker through Observe; the Core's own queue
+		// (for sequencer.Agent's shell) is dropped here.
+		sh.ackBuf = core.TakeStandbyAcks(sh.ackBuf[:0])
+	}
+	t := sh.read()
+	core.SetStable(sh.acks.Stable(core.Published()))
+	core.Flush(t)
+	core.Tick(t)
+	if err := sh.srv.Flush(); errors.Is(err, transport.ErrClosed) {
+		return t, err
+	}
+	sh.n.stable.Store(core.Stable())
+	sh.n.published.Store(core.Published())
+	sh.n.lastStamp.Store(core.LastTime())
+	return t, nil
 }
 
 // checkpointer proposes AddCheckpoint{epoch, stable, stamp} every
