@@ -352,6 +352,11 @@ func (n *Node) lead(ctx context.Context) {
 	}
 }
 
+// catchUpTimeoutFactor bounds a new primary's catch-up, in seal timeouts
+// (10 s with the LAN profile): room for fetching a lagging standby's
+// backlog, not for waiting forever on peers that do not have it.
+const catchUpTimeoutFactor = 20
+
 // maxLeadFailures is how many failed epoch changes in a row make a leader
 // hand the leadership to another member.
 const maxLeadFailures = 3
@@ -422,7 +427,12 @@ func (n *Node) leadOnce(ctx context.Context, barrier bool) error {
 			if f == nil {
 				return errNotFollowing
 			}
-			if err := f.CatchUp(ctx, cut, peers); err != nil {
+			// Bounded: a leader that cannot fetch the cut retries, and
+			// after a few failures lets another member try.
+			cctx, cancel := context.WithTimeout(ctx, catchUpTimeoutFactor*n.cfg.Timeouts.Seal)
+			err := f.CatchUp(cctx, cut, peers)
+			cancel()
+			if err != nil {
 				return fmt.Errorf("cluster: catch up to %d: %w", cut, err)
 			}
 		}

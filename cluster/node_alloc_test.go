@@ -28,7 +28,10 @@ func TestPrimaryShell_TurnAllocatesNothing(t *testing.T) {
 		t.Fatal(err)
 	}
 	var mono int64
-	n := &Node{deps: Deps{Clock: func() sequencer.Time { mono += 1000; return sequencer.Time{Mono: mono, Wall: 1_700_000_000_000_000_000 + mono} }}}
+	n := &Node{deps: Deps{Clock: func() sequencer.Time {
+		mono += 1000
+		return sequencer.Time{Mono: mono, Wall: 1_700_000_000_000_000_000 + mono}
+	}}}
 	acks := NewQuorumAcks(Epoch{Session: 7, Epoch: 1, FirstSeq: 1, Self: 1, Members: []fsm.Member{{ID: 1}, {ID: 2}, {ID: 3}}})
 	sh := newPrimaryShell(n, core, srv, acks)
 
