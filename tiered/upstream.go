@@ -212,7 +212,12 @@ func (u *Upstream) Poll(h transport.Handler, wait time.Duration) (int, error) {
 	b := ch.b[:ch.n]
 	for len(b) > 0 {
 		k := int(le32(b[4:])) + wire.RewindFrameHeaderBytes
-		h(b[wire.RewindFrameHeaderBytes:k], transport.NoPeer)
+		pkt := b[wire.RewindFrameHeaderBytes:k]
+		// A stored packet keeps the retransmit flag of the repair that
+		// brought it to the upstream; here it is the stream itself (a
+		// receiver starts only on a packet that is not a repair).
+		wire.SetPacketFlags(pkt, le16(pkt[6:])&^wire.PacketRetransmit)
+		h(pkt, transport.NoPeer)
 		b = b[k:]
 		n++
 	}
@@ -475,6 +480,8 @@ func (u *Upstream) push(buf *[]byte, w, have int, pkts uint64) bool {
 	u.mu.Unlock()
 	return true
 }
+
+func le16(b []byte) uint16 { return uint16(b[0]) | uint16(b[1])<<8 }
 
 func le32(b []byte) uint32 {
 	return uint32(b[0]) | uint32(b[1])<<8 | uint32(b[2])<<16 | uint32(b[3])<<24

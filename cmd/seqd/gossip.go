@@ -28,7 +28,10 @@ func gossipFlags(withTier bool) []cli.Flag {
 		durFlag("gossip.wait", 5*time.Second, "seqd tail and node: how long to wait for gossip to show a replayer that holds --from (seq 1 for a node)"),
 	}
 	if withTier {
-		fl = append(fl, intFlag("gossip.tier", 1, "tier this replayer announces: 1 follows the stream itself, 2 follows a tier-1 replayer (lower tiers are chosen first)"))
+		fl = append(fl, altsrc.NewIntFlag(&cli.IntFlag{Name: "gossip.tier", Aliases: []string{"tier"}, Value: 1, EnvVars: []string{envName("gossip.tier")},
+			Usage: "this replayer's tier: 1 follows the stream itself; 2 (or more) follows a lower-tier replayer's store over TCP (--upstream, or one gossip selects) and serves late joiners' rewinds so they leave tier 1 alone"}),
+			strFlag("upstream", "", "with --tier 2: the rewind addresses (host:port, comma-separated) of tier-1 replayers to follow, in turn when one dies (with --gossip: used when gossip shows none)"),
+			durFlag("upstream.failover-wait", tiered.DefaultUpstreamConfig().FailoverWait, "with --tier 2: stop with an error once no upstream replayer served the next seq for this long"))
 	}
 	return fl
 }
@@ -118,9 +121,6 @@ func startReplayerGossip(c *cli.Context, ctx context.Context, log *slog.Logger, 
 		return nil, nil
 	}
 	tier := c.Int("gossip.tier")
-	if tier < 1 || tier > 255 {
-		return nil, keyError("gossip.tier", strconv.Itoa(tier), "1..255")
-	}
 	rm := &replayerMeta{svc: svc, nak: nak, rewind: rewind, tier: uint8(tier), ctx: ctx}
 	return startGossip(c, log, rm.meta)
 }

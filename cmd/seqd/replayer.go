@@ -1,12 +1,14 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
 	"log/slog"
 	"os"
 	"runtime"
+	"strconv"
 
 	"github.com/urfave/cli/v2"
 	"github.com/urfave/cli/v2/altsrc"
@@ -14,6 +16,7 @@ import (
 	"github.com/seqd/seqd/cmd/seqd/internal/stopsignal"
 	"github.com/seqd/seqd/multicast"
 	"github.com/seqd/seqd/replayer"
+	"github.com/seqd/seqd/tiered"
 	"github.com/seqd/seqd/transport"
 	"github.com/seqd/seqd/transport/fault"
 	"github.com/seqd/seqd/transport/tcp"
@@ -121,9 +124,26 @@ func runReplayer(c *cli.Context) error {
 		fmt.Println("replayer: stopped contiguous=0 durable=0")
 		return nil
 	}
-	follow, err := openClient(c, log, "replayer")
-	if err != nil {
-		return err
+	tier := c.Int("gossip.tier")
+	if tier < 1 || tier > 255 {
+		return keyError("tier", strconv.Itoa(tier), "1..255")
+	}
+	var follow transport.Client
+	var up *tiered.Upstream
+	if tier >= 2 {
+		// Tier 2 follows a tier-1 replayer's store over TCP, not the stream.
+		if up, err = newUpstream(c, log, cfg.Store.Session); err != nil {
+			return err
+		}
+		cfg.Upstream = true
+		follow = up
+	} else {
+		if c.String("upstream") != "" {
+			return keyError("upstream", fmt.Sprintf("%q", c.String("upstream")), "empty with --tier 1 (a tier-1 replayer follows the stream; --tier 2 follows an upstream)")
+		}
+		if follow, err = openClient(c, log, "replayer"); err != nil {
+			return err
+		}
 	}
 	defer follow.Close()
 	srv, err := openNakServer(c, nakAddr)
@@ -144,6 +164,14 @@ func runReplayer(c *cli.Context) error {
 	if agent != nil {
 		defer agent.Close()
 	}
+	upstreamField := ""
+	if up != nil {
+		if agent != nil {
+			up.SetSource(agent.RewindSource(tiered.Query{Session: cfg.Store.Session, MaxTier: uint8(tier - 1)}))
+		}
+		up.Start(svc.Contiguous() + 1)
+		upstreamField = fmt.Sprintf(" tier=%d upstream=%s", tier, cmp.Or(c.String("upstream"), "gossip"))
+	}
 	rewindErr := make(chan error, 1)
 	if addr := c.String("rewind-addr"); addr != "" {
 		go func() {
@@ -155,8 +183,8 @@ func runReplayer(c *cli.Context) error {
 		}()
 	}
 	go watchStream(runCtx, log, follow, listenAddress(c), c.Duration("stream-warn-after"))
-	fmt.Printf("replayer: ready transport=%s nak=%s dir=%s session=%d contiguous=%d%s\n",
-		kind, nakAddr, cfg.Dir, svc.Store().Session(), svc.Contiguous(), gossipField(agent))
+	fmt.Printf("replayer: ready transport=%s nak=%s dir=%s session=%d contiguous=%d%s%s\n",
+		kind, nakAddr, cfg.Dir, svc.Store().Session(), svc.Contiguous(), upstreamField, gossipField(agent))
 	log.Info("replayer serving", "dir", cfg.Dir, "nak_addr", nakAddr, "transport", kind, "pid", os.Getpid())
 	from := svc.Contiguous()
 	var ms0, ms1 runtime.MemStats
@@ -167,6 +195,10 @@ func runReplayer(c *cli.Context) error {
 	allocs := 0.0
 	if st.Contiguous > from {
 		allocs = float64(ms1.Mallocs-ms0.Mallocs) / float64(st.Contiguous-from)
+	}
+	if up != nil {
+		us := up.Stats()
+		log.Info("tier 2: upstream", "connects", us.Connects, "failovers", us.Failovers, "packets", us.Packets, "next", us.Next)
 	}
 	fmt.Printf("replayer: stopped contiguous=%d durable=%d appended=%d naks=%d retransmitted=%d gones=%d not_held=%d allocs_per_msg=%.4f\n",
 		st.Contiguous, st.Durable, st.Persist.Appended, st.Naks.Naks, st.Naks.Retransmitted, st.Naks.Gones, st.Naks.NotHeld, allocs)
@@ -180,6 +212,32 @@ func runReplayer(c *cli.Context) error {
 		return nil
 	}
 	return err
+}
+
+// newUpstream is the follow client of `seqd replayer --tier 2`: the
+// --upstream addresses, and gossip's choice once the Agent runs.
+func newUpstream(c *cli.Context, log *slog.Logger, session uint64) (*tiered.Upstream, error) {
+	cfg := tiered.DefaultUpstreamConfig()
+	cfg.Addrs = rewindAddrs(c.String("upstream"))
+	if len(cfg.Addrs) == 0 && !gossipOn(c) {
+		return nil, keyError("upstream", `""`, "with --tier 2: a tier-1 replayer's rewind address (its --rewind-addr), or --gossip to find one")
+	}
+	if len(c.StringSlice("replayer")) > 0 {
+		return nil, keyError("replayer", fmt.Sprint(c.StringSlice("replayer")), "empty with --tier 2 (the upstream's TCP stream has no gaps to repair)")
+	}
+	cfg.Session = session
+	cfg.FromOldest = c.Bool("from-live")
+	cfg.FailoverWait = c.Duration("upstream.failover-wait")
+	cfg.Logger = log
+	if len(cfg.Addrs) == 0 {
+		// Gossip names the upstream (SetSource after the Agent starts).
+		cfg.Source = func(uint64, string) string { return "" }
+	}
+	up, err := tiered.NewUpstream(cfg)
+	if err != nil {
+		return nil, keyError("upstream.failover-wait", c.Duration("upstream.failover-wait").String(), err.Error())
+	}
+	return up, nil
 }
 
 // openNakServer opens the replayer's NAK endpoint: a UDP socket bound to

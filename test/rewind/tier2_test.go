@@ -66,6 +66,11 @@ func streamPackets(t testing.TB, n int) [][]byte {
 		}
 	}
 	flush()
+	// The first packets came to the tier-1 replayer as repairs (it
+	// fetched the session from seq 1 by NAK): stored with the flag.
+	for _, p := range out[:3] {
+		wire.SetPacketFlags(p, wire.PacketRetransmit)
+	}
 	return out
 }
 
@@ -174,7 +179,7 @@ func samePacketsAs(t *testing.T, dir string, pkts [][]byte) {
 	defer s.Close()
 	i := 0
 	s.Range(1, 1<<62, func(pkt []byte, _ sequencer.PacketInfo) bool {
-		if i >= len(pkts) || !bytes.Equal(pkt, pkts[i]) {
+		if i >= len(pkts) || !bytes.Equal(pkt[8:], pkts[i][8:]) || !bytes.Equal(pkt[:6], pkts[i][:6]) {
 			t.Fatalf("tier 2's packet %d differs from the stream's", i)
 		}
 		i++
