@@ -6,6 +6,8 @@ import (
 	"log/slog"
 	"time"
 
+	"github.com/hashicorp/raft"
+
 	"github.com/seqd/seqd/config"
 	"github.com/seqd/seqd/fsm"
 	"github.com/seqd/seqd/sequencer"
@@ -140,6 +142,10 @@ type Config struct {
 	// RaftLog gets hashicorp/raft's warnings and errors (os.Stderr when
 	// nil; io.Discard silences them).
 	RaftLog io.Writer
+	// RaftStream, when set, carries Raft's RPCs instead of a TCP transport
+	// of its own on RaftAddr (which must still name it to the peers): the
+	// drill's fault injection (PartitionLayer) goes in here.
+	RaftStream raft.StreamLayer
 }
 
 // DefaultConfig returns the defaults: LAN timeouts, admin on loopback.

@@ -30,4 +30,7 @@ var (
 	ErrFetchRange = errors.New("cluster: bad fetch range")
 	// ErrFetchRefused: the fetch server answered with an error.
 	ErrFetchRefused = errors.New("cluster: fetch refused")
+	// ErrPartitioned: a PartitionLayer refused a Raft dial while a drill
+	// has the member cut off.
+	ErrPartitioned = errors.New("cluster: partitioned by fault injection")
 )

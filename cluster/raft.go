@@ -90,7 +90,9 @@ func openRaft(cfg Config, f *fsm.FSM) (*raft.Raft, *raftStores, error) {
 	}
 	// The transport's timeout bounds one RPC's I/O; 10 pooled connections
 	// per peer keep a pipelined append stream and votes apart.
-	if st.trans, err = raft.NewTCPTransport(cfg.RaftAddr, nil, 10, 2*time.Second, io.Discard); err != nil {
+	if cfg.RaftStream != nil {
+		st.trans = raft.NewNetworkTransport(cfg.RaftStream, 10, 2*time.Second, io.Discard)
+	} else if st.trans, err = raft.NewTCPTransport(cfg.RaftAddr, nil, 10, 2*time.Second, io.Discard); err != nil {
 		st.close()
 		return nil, nil, fmt.Errorf("cluster: raft transport on %s: %w", cfg.RaftAddr, err)
 	}

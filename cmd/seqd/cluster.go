@@ -18,7 +18,7 @@ import (
 
 // clusterFlags are the keys of `seqd sequencer --cluster`.
 func clusterFlags() []cli.Flag {
-	return []cli.Flag{
+	return append([]cli.Flag{
 		boolFlag("cluster", false, "run as a member of a Raft sequencer group (primary while Raft leader, standby otherwise) instead of alone"),
 		uintFlag("id", 0, "cluster: this member's id (>= 1)"),
 		strFlag("dir", "", "cluster: directory of the raft log (raft.db), raft snapshots and the standby's stream store"),
@@ -28,7 +28,7 @@ func clusterFlags() []cli.Flag {
 		strFlag("peers", "", "cluster: every member, this one included: ID@RAFT_ADDR@ADMIN_ADDR@FETCH_ADDR,... (used to bootstrap a new cluster)"),
 		strFlag("timeouts", "lan", "cluster: timing profile: lan (50 ms heartbeat, election and leader lease) | wan (1 s, lease 500 ms) | test (300 ms, for loaded machines)"),
 		boolFlag("join", false, "cluster: join a running cluster instead of bootstrapping (then: seqd admin add-member on the primary)"),
-	}
+	}, faultFlags()...)
 }
 
 // clusterConfig reads the cluster keys into a cluster.Config; seq is the
@@ -114,16 +114,35 @@ func runClusterSequencer(c *cli.Context, seq sequencer.Config, log *slog.Logger)
 		// have to follow the primary from member to member.
 		return keyError("transport", fmt.Sprintf("%q", c.String("transport")), `"udp" with --cluster (tcp and hybrid clusters are not built yet)`)
 	}
+	// --fault-addr (drills): Raft and the stream sockets go through
+	// switchable fault injection (drill_fault.go).
+	flt, err := startFaults(c, &cfg, log)
+	if err != nil {
+		return err
+	}
+	defer flt.close()
 	dp, err := openDataPath(cfg.ID, filepath.Join(cfg.Dir, "stream"), fetchAddr(c, cfg), seq.MaxSenders,
-		func() (transport.Client, error) { return openClient(c, log, "standby") }, log)
+		func() (transport.Client, error) {
+			cl, err := openClient(c, log, "standby")
+			if err != nil {
+				return nil, err
+			}
+			return flt.client(cl)
+		}, log)
 	if err != nil {
 		return err
 	}
 	defer dp.close()
 	deps := cluster.Deps{
 		NewFollower: dp.newFollower,
-		Stream:      func() (transport.Server, error) { return openServer(c, log) },
-		Acks:        newAcks,
+		Stream: func() (transport.Server, error) {
+			s, err := openServer(c, log)
+			if err != nil {
+				return nil, err
+			}
+			return flt.server(s)
+		},
+		Acks: newAcks,
 	}
 	n, err := cluster.New(cfg, deps)
 	if err != nil {
