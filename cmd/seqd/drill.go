@@ -5,7 +5,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"math/rand/v2"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -28,51 +30,85 @@ func drillCommand() *cli.Command {
 		Usage: "failover drills against real processes",
 		Subcommands: []*cli.Command{{
 			Name:  "failover",
-			Usage: "SIGKILL the primary of a three-sequencer cluster under load, round after round, and time each failover",
-			Description: `Starts three seqd sequencer --cluster processes (UDP multicast on
-loopback, groups of their own, directories in a temporary directory). Each
-round starts a sending node (seqd node --count C --rate R, safe mode)
-and a fast-mode reader,
-SIGKILLs the primary once the node is under way, times the kill to the
-first record of the next epoch (the new primary's started_ns), waits for
-the node to have every command acknowledged once (it verifies its stream:
-dense, each sender once and in order) and the fast reader to get the same
-stream or stop with ErrDiverged (counted in diverged=), restarts the killed member on its
-directory and waits until it caught up as a standby. At the end a
-read-only node rewinds the whole stream from seq 1 across every epoch.
-Ends with
-  drill failover rounds=N p50_ms=A p99_ms=B max_ms=C epochs=E lost=0 dup=0 diverged=0
-and exits 1 if any check failed or any child died on its own.`,
+			Usage: "fault the primary of a three-sequencer cluster under load, round after round, and time each failover",
+			Description: `Starts, from this binary, separate processes on loopback UDP multicast
+(groups of their own, directories in a temporary directory): three
+seqd sequencer --cluster members (with --fault-addr), a seqd replayer,
+three sending nodes in safe mode (--rate commands/s each), a checking
+read-only node and a fast-mode read-only node (seqd drill node: each
+reads the stream from seq 1 and counts gaps, repeats and lost or
+repeated commands, and digests the stream).
+
+Each round, under load: SIGKILL of the primary; every third round instead
+a partition (the primary's own Raft stream layer and stream sockets drop
+everything, switched on through its fault endpoint); every fifth round a
+standby of the new primary is SIGKILLed too. The faulted member is
+restarted on its directory (or healed) and the drill waits until it has
+caught up as a standby. A round's time runs from the fault to the first
+message of the new epoch delivered to every node (the slowest node).
+The schedule (groups, pauses, which standby) follows --seed.
+
+At the end the senders stop and wait for their acks; every node must have
+delivered the same stream (same last seq, same digest), each sender's
+acked commands exactly once; the fast node may instead have stopped with
+ErrDiverged (it is then restarted from seq 1 and checked again). Prints a
+line per round and ends with
+  drill failover rounds=N p50_ms=A p99_ms=B max_ms=C lost=0 dup=0 diverged=0
+exiting 1 on any violation or when any child dies on its own.`,
 			Flags: []cli.Flag{
 				&cli.IntFlag{Name: "rounds", Value: 20, Usage: "failovers"},
-				&cli.IntFlag{Name: "count", Value: 8000, Usage: "commands of each round's node"},
-				&cli.IntFlag{Name: "rate", Value: 4000, Usage: "commands per second of each round's node"},
+				&cli.IntFlag{Name: "rate", Value: 1000, Usage: "commands per second of each of the three sending nodes"},
+				&cli.DurationFlag{Name: "pause", Value: 500 * time.Millisecond, Usage: "load before each fault (plus a seeded extra of up to as much again)"},
+				&cli.Uint64Flag{Name: "seed", Usage: "seed of the schedule and the multicast groups (0: from the clock; printed)"},
 				&cli.StringFlag{Name: "timeouts", Value: "lan", Usage: "the raft timing profile of the sequencers (lan, wan, test)"},
 				&cli.BoolFlag{Name: "keep", Usage: "keep the directories and logs (printed at the end)"},
 			},
 			Action: runDrillFailover,
-		}},
+		}, drillNodeCommand()},
 	}
 }
 
-// drillMember is one sequencer child process.
-type drillMember struct {
-	id     int
+// drillProc is one child process and what it printed.
+type drillProc struct {
+	name   string
+	id     int    // members: 1..3
+	admin  string // members: control endpoint
+	fault  string // members: fault endpoint
 	args   []string
-	admin  string
 	cmd    *exec.Cmd
+	stdin  io.WriteCloser
 	exited chan struct{}
 	mu     sync.Mutex
 	lines  []string
 	killed bool // the drill killed it: its exit is no failure
+	err    error
+}
+
+func (p *drillProc) snapshot() []string {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.lines
+}
+
+func (p *drillProc) alive() bool {
+	select {
+	case <-p.exited:
+		return false
+	default:
+		return true
+	}
+}
+
+func (p *drillProc) send(line string) {
+	if p.stdin != nil {
+		_, _ = io.WriteString(p.stdin, line+"\n")
+	}
 }
 
 var drillPrimaryLine = regexp.MustCompile(`^sequencer: primary id=(\d+) epoch=(\d+) first_seq=(\d+) started_ns=(\d+)`)
 
-func (m *drillMember) primaryEpochs() (epoch uint64, startedNS int64) {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	for _, l := range m.lines {
+func (p *drillProc) primaryEpoch() (epoch uint64, startedNS int64) {
+	for _, l := range p.snapshot() {
 		if s := drillPrimaryLine.FindStringSubmatch(l); s != nil {
 			e, _ := strconv.ParseUint(s[2], 10, 64)
 			ns, _ := strconv.ParseInt(s[4], 10, 64)
@@ -84,122 +120,317 @@ func (m *drillMember) primaryEpochs() (epoch uint64, startedNS int64) {
 	return epoch, startedNS
 }
 
+var drillEpochLine = regexp.MustCompile(`^drillnode: epoch=(\d+) seq=(\d+) ns=(\d+)`)
+
+// newEpochAt is when the node delivered the first message of the first
+// epoch above e0 at or after wall time after (ns); 0 if it has not.
+func (p *drillProc) newEpochAt(e0 uint64, after int64) int64 {
+	for _, l := range p.snapshot() {
+		if s := drillEpochLine.FindStringSubmatch(l); s != nil {
+			e, _ := strconv.ParseUint(s[1], 10, 64)
+			ns, _ := strconv.ParseInt(s[3], 10, 64)
+			if e > e0 && ns >= after {
+				return ns
+			}
+		}
+	}
+	return 0
+}
+
 type drill struct {
 	exe     string
 	dir     string
 	net     []string
-	members []*drillMember
+	members []*drillProc
+	nodes   []*drillProc // senders, then the checker, then the fast node
+	all     []*drillProc
 	died    chan error // a child that exited on its own
+	// fastStops counts the fast node's stops with ErrDiverged.
+	fastStops int
 }
 
-func (d *drill) start(ctx context.Context, m *drillMember) error {
-	logf, err := os.OpenFile(filepath.Join(d.dir, fmt.Sprintf("member-%d.log", m.id)), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+func (d *drill) start(ctx context.Context, p *drillProc) error {
+	logf, err := os.OpenFile(filepath.Join(d.dir, p.name+".log"), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
 	if err != nil {
 		return err
 	}
-	m.cmd = exec.CommandContext(ctx, d.exe, m.args...)
-	m.cmd.Stderr = logf
-	out, err := m.cmd.StdoutPipe()
+	p.cmd = exec.CommandContext(ctx, d.exe, p.args...)
+	p.cmd.Stderr = logf
+	out, err := p.cmd.StdoutPipe()
 	if err != nil {
 		logf.Close()
 		return err
 	}
-	if err := m.cmd.Start(); err != nil {
+	if p.stdin, err = p.cmd.StdinPipe(); err != nil {
 		logf.Close()
 		return err
 	}
-	m.exited = make(chan struct{})
-	m.killed = false
-	m.mu.Lock()
-	m.lines = nil
-	m.mu.Unlock()
+	if err := p.cmd.Start(); err != nil {
+		logf.Close()
+		return err
+	}
+	p.exited = make(chan struct{})
+	p.mu.Lock()
+	p.killed, p.lines, p.err = false, nil, nil
+	p.mu.Unlock()
 	go func() {
 		sc := bufio.NewScanner(out)
 		for sc.Scan() {
 			fmt.Fprintln(logf, sc.Text())
-			m.mu.Lock()
-			m.lines = append(m.lines, sc.Text())
-			m.mu.Unlock()
+			p.mu.Lock()
+			p.lines = append(p.lines, sc.Text())
+			p.mu.Unlock()
 		}
-		err := m.cmd.Wait()
+		err := p.cmd.Wait()
 		logf.Close()
-		m.mu.Lock()
-		killed := m.killed
-		m.mu.Unlock()
-		if !killed && ctx.Err() == nil {
-			d.died <- fmt.Errorf("sequencer %d exited on its own (%v); its log: %s", m.id, err, logf.Name())
+		p.mu.Lock()
+		killed := p.killed
+		p.err = err
+		p.mu.Unlock()
+		var ee *exec.ExitError
+		switch {
+		case killed || ctx.Err() != nil:
+		case errors.As(err, &ee) && ee.ExitCode() == exitDiverged:
+			// A fast node stopped by ErrDiverged: the contract of fast
+			// mode; the drill restarts it between rounds.
+		default:
+			d.died <- fmt.Errorf("%s exited on its own (%v); its log: %s", p.name, err, logf.Name())
 		}
-		close(m.exited)
+		close(p.exited)
 	}()
 	return nil
 }
 
-func (d *drill) kill(m *drillMember) {
-	m.mu.Lock()
-	m.killed = true
-	m.mu.Unlock()
-	_ = m.cmd.Process.Signal(syscall.SIGKILL)
-	<-m.exited
+func (d *drill) kill(p *drillProc) {
+	p.mu.Lock()
+	p.killed = true
+	p.mu.Unlock()
+	_ = p.cmd.Process.Signal(syscall.SIGKILL)
+	<-p.exited
+}
+
+// sleep waits for dt, failing early when a child dies.
+func (d *drill) sleep(ctx context.Context, dt time.Duration) error {
+	select {
+	case err := <-d.died:
+		return err
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-time.After(dt):
+		return nil
+	}
 }
 
 // primary waits for the live member that began the highest epoch >= min
 // after the wall time after (ns).
-func (d *drill) primary(ctx context.Context, min uint64, after int64) (*drillMember, uint64, int64, error) {
-	for {
-		var best *drillMember
+func (d *drill) primary(ctx context.Context, min uint64, after int64) (*drillProc, uint64, int64, error) {
+	deadline := time.Now().Add(30 * time.Second)
+	for time.Now().Before(deadline) {
+		var best *drillProc
 		var be uint64
 		var bns int64
 		for _, m := range d.members {
-			select {
-			case <-m.exited:
+			if !m.alive() {
 				continue
-			default:
 			}
-			if e, ns := m.primaryEpochs(); e >= min && e > be && ns > after {
+			if e, ns := m.primaryEpoch(); e >= min && e > be && ns > after {
 				best, be, bns = m, e, ns
 			}
 		}
 		if best != nil {
 			return best, be, bns, nil
 		}
-		select {
-		case err := <-d.died:
+		if err := d.sleep(ctx, time.Millisecond); err != nil {
 			return nil, 0, 0, err
-		case <-ctx.Done():
-			return nil, 0, 0, fmt.Errorf("no primary of epoch >= %d: %w", min, ctx.Err())
-		case <-time.After(time.Millisecond):
 		}
 	}
+	return nil, 0, 0, fmt.Errorf("no primary of epoch >= %d within 30s", min)
 }
 
-// node runs a seqd node child to its end and returns its output.
-func (d *drill) node(ctx context.Context, args ...string) (string, error) {
-	out, err := exec.CommandContext(ctx, d.exe, append(append([]string{"node"}, args...), d.net...)...).CombinedOutput()
-	return string(out), err
+// delivered waits until every live node delivered the first message of an
+// epoch above e0 at or after after (ns), and returns the latest of those
+// times (ns).
+func (d *drill) delivered(ctx context.Context, e0 uint64, after int64) (int64, error) {
+	deadline := time.Now().Add(30 * time.Second)
+	for time.Now().Before(deadline) {
+		var latest int64
+		all := true
+		for _, n := range d.nodes {
+			if !n.alive() {
+				continue
+			}
+			ns := n.newEpochAt(e0, after)
+			if ns == 0 {
+				all = false
+				break
+			}
+			latest = max(latest, ns)
+		}
+		if all {
+			return latest, nil
+		}
+		if err := d.sleep(ctx, 2*time.Millisecond); err != nil {
+			return 0, err
+		}
+	}
+	var missing []string
+	for _, n := range d.nodes {
+		if n.alive() && n.newEpochAt(e0, after) == 0 {
+			missing = append(missing, n.name)
+		}
+	}
+	return 0, fmt.Errorf("no message of an epoch above %d delivered to %s within 30s", e0, strings.Join(missing, ", "))
 }
 
-func freeAddrs(n int) ([]string, error) {
-	var out []string
-	for range n {
-		a, err := freeLoopbackAddr()
-		if err != nil {
+// partition switches member m's fault-injected partition on or off.
+func (d *drill) partition(ctx context.Context, m *drillProc, on bool) error {
+	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, "http://"+m.fault+"/v1/fault?partition="+strconv.FormatBool(on), nil)
+	if err != nil {
+		return err
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return fmt.Errorf("fault endpoint of member %d: %w", m.id, err)
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		b, _ := io.ReadAll(resp.Body)
+		return fmt.Errorf("fault endpoint of member %d: %s: %s", m.id, resp.Status, b)
+	}
+	return nil
+}
+
+// caughtUp waits until member m is a standby holding what the primary
+// (whichever member it is) published when the wait began.
+func (d *drill) caughtUp(ctx context.Context, m *drillProc) error {
+	deadline := time.Now().Add(time.Minute)
+	var want, epoch uint64
+	for time.Now().Before(deadline) {
+		if err := d.sleep(ctx, 10*time.Millisecond); err != nil {
+			return err
+		}
+		qctx, cancel := context.WithTimeout(ctx, time.Second)
+		for _, o := range d.members {
+			if want == 0 && o != m && o.alive() {
+				if st, err := cluster.FetchStatus(qctx, o.admin); err == nil && st.Role == cluster.RolePrimary.String() {
+					want, epoch = st.Published, st.Epoch
+				}
+			}
+		}
+		ms, err := cluster.FetchStatus(qctx, m.admin)
+		cancel()
+		// In the primary's epoch too: a member healed from a partition
+		// may hold records past the cut in its store.
+		if err == nil && want > 0 && ms.Role == cluster.RoleStandby.String() && ms.Epoch >= epoch && ms.Contiguous >= want {
+			return nil
+		}
+	}
+	return fmt.Errorf("member %d did not catch up to %d as a standby within a minute", m.id, want)
+}
+
+// report is one `drillnode: report` line.
+type drillReport struct {
+	last, lost, dup, sent, acked uint64
+	digest, self                 string
+	senders                      map[string]uint64
+}
+
+var drillReportLine = regexp.MustCompile(`^drillnode: report last=(\d+) digest=([0-9a-f]+) lost=(\d+) dup=(\d+) sent=(\d+) acked=(\d+) senders=(\S+) self=(\S+)`)
+
+// reports asks every live node for a report and returns them by name.
+func (d *drill) reports(ctx context.Context) (map[string]drillReport, error) {
+	seen := map[*drillProc]int{}
+	for _, n := range d.nodes {
+		if n.alive() {
+			seen[n] = len(n.snapshot())
+			n.send("report")
+		}
+	}
+	out := map[string]drillReport{}
+	deadline := time.Now().Add(10 * time.Second)
+	for len(out) < len(seen) {
+		if time.Now().After(deadline) {
+			return nil, errors.New("nodes did not report within 10s")
+		}
+		for n, from := range seen {
+			if _, ok := out[n.name]; ok {
+				continue
+			}
+			lines := n.snapshot()
+			for _, l := range lines[min(from, len(lines)):] {
+				s := drillReportLine.FindStringSubmatch(l)
+				if s == nil {
+					continue
+				}
+				var r drillReport
+				r.last, _ = strconv.ParseUint(s[1], 10, 64)
+				r.digest, r.self = s[2], s[8]
+				r.lost, _ = strconv.ParseUint(s[3], 10, 64)
+				r.dup, _ = strconv.ParseUint(s[4], 10, 64)
+				r.sent, _ = strconv.ParseUint(s[5], 10, 64)
+				r.acked, _ = strconv.ParseUint(s[6], 10, 64)
+				r.senders = map[string]uint64{}
+				for _, kv := range strings.Split(s[7], ",") {
+					if i := strings.LastIndexByte(kv, ':'); i > 0 {
+						r.senders[kv[:i]], _ = strconv.ParseUint(kv[i+1:], 10, 64)
+					}
+				}
+				out[n.name] = r
+				break
+			}
+		}
+		if err := d.sleep(ctx, 5*time.Millisecond); err != nil {
 			return nil, err
 		}
-		out = append(out, a)
 	}
 	return out, nil
+}
+
+// restartFast restarts the fast node after it stopped with ErrDiverged
+// and waits until it delivered what the checker had.
+func (d *drill) restartFast(ctx context.Context) error {
+	fast := d.nodes[len(d.nodes)-1]
+	if fast.alive() {
+		return nil
+	}
+	d.fastStops++
+	fmt.Printf("drill: fast node stopped with ErrDiverged (%s); restarted from seq 1\n", lastLines(strings.Join(fast.snapshot(), "\n"), 1))
+	if err := d.start(ctx, fast); err != nil {
+		return err
+	}
+	rs, err := d.reports(ctx)
+	if err != nil {
+		return err
+	}
+	want := rs["check"].last
+	for deadline := time.Now().Add(time.Minute); time.Now().Before(deadline); {
+		rs, err := d.reports(ctx)
+		if err != nil {
+			return err
+		}
+		if rs[fast.name].last >= want {
+			return nil
+		}
+	}
+	return fmt.Errorf("restarted fast node did not reach seq %d within a minute", want)
 }
 
 func runDrillFailover(c *cli.Context) error {
 	if c.NArg() > 0 {
 		return strayArguments("drill failover", c.Args().Slice())
 	}
-	rounds, count, rate := c.Int("rounds"), c.Int("count"), c.Int("rate")
-	if rounds < 1 || count < 1 || rate < 1 {
-		return errors.New("drill failover: --rounds, --count and --rate must be >= 1")
+	rounds, rate, pause := c.Int("rounds"), c.Int("rate"), c.Duration("pause")
+	if rounds < 1 || rate < 1 {
+		return errors.New("drill failover: --rounds and --rate must be >= 1")
 	}
 	if _, ok := cluster.Profiles[c.String("timeouts")]; !ok {
 		return oneOf("timeouts", c.String("timeouts"), "lan", "wan", "test")
+	}
+	seed := c.Uint64("seed")
+	if seed == 0 {
+		seed = uint64(time.Now().UnixNano())
 	}
 	exe, err := os.Executable()
 	if err != nil {
@@ -216,153 +447,248 @@ func runDrillFailover(c *cli.Context) error {
 	}
 	ctx, cancel := context.WithCancel(c.Context)
 	defer cancel()
-	r := rand.New(rand.NewPCG(uint64(time.Now().UnixNano()), uint64(os.Getpid())))
+	r := rand.New(rand.NewPCG(seed, 0x5eed))
 	port := 20000 + r.IntN(30000)
 	a, b := 1+r.IntN(250), 1+r.IntN(250)
-	d := &drill{exe: exe, dir: dir, died: make(chan error, 8),
+	d := &drill{exe: exe, dir: dir, died: make(chan error, 16),
 		net: []string{"--transport", "udp", "--udp.stream-group", fmt.Sprintf("239.83.%d.%d:%d", a, b, port), "--udp.command-group", fmt.Sprintf("239.84.%d.%d:%d", a, b, port+1)}}
-	addrs, err := freeAddrs(9)
+	defer func() {
+		cancel()
+		for _, p := range d.all {
+			if p.exited != nil {
+				<-p.exited
+			}
+		}
+	}()
+	addrs, err := freeAddrs(13)
 	if err != nil {
 		return err
 	}
 	var peers []string
 	for i := range 3 {
-		peers = append(peers, fmt.Sprintf("%d@%s@%s@%s", i+1, addrs[3*i], addrs[3*i+1], addrs[3*i+2]))
+		peers = append(peers, fmt.Sprintf("%d@%s@%s@%s", i+1, addrs[4*i], addrs[4*i+1], addrs[4*i+2]))
 	}
 	for i := range 3 {
-		m := &drillMember{id: i + 1, admin: addrs[3*i+1]}
+		m := &drillProc{name: fmt.Sprintf("sequencer-%d", i+1), id: i + 1, admin: addrs[4*i+1], fault: addrs[4*i+3]}
 		m.args = append([]string{"sequencer", "--cluster", "--id", fmt.Sprint(m.id), "--dir", filepath.Join(dir, fmt.Sprint(m.id)),
-			"--peers", strings.Join(peers, ","), "--timeouts", c.String("timeouts")}, d.net...)
+			"--peers", strings.Join(peers, ","), "--timeouts", c.String("timeouts"),
+			"--fault-addr", m.fault, "--fault-seed", fmt.Sprint(seed)}, d.net...)
 		if err := d.start(ctx, m); err != nil {
 			return err
 		}
 		d.members = append(d.members, m)
+		d.all = append(d.all, m)
 	}
-	defer func() {
-		cancel()
-		for _, m := range d.members {
-			<-m.exited
+	fmt.Printf("drill failover: seed=%d, 3 sequencers (%s timeouts), a replayer, 3 safe senders at %d cmd/s each, a checker and a fast node; %d rounds; logs in %s\n",
+		seed, c.String("timeouts"), rate, rounds, dir)
+	_, epoch, _, err := d.primary(ctx, 1, 0)
+	if err != nil {
+		return err
+	}
+	nak := addrs[12]
+	rep := &drillProc{name: "replayer", args: append([]string{"replayer", "--dir", filepath.Join(dir, "replayer"), "--nak-addr", nak}, d.net...)}
+	if err := d.start(ctx, rep); err != nil {
+		return err
+	}
+	d.all = append(d.all, rep)
+	nodeArgs := func(extra ...string) []string {
+		return append(append([]string{"drill", "node", "--replayer", nak}, extra...), d.net...)
+	}
+	for i := 1; i <= 3; i++ {
+		d.nodes = append(d.nodes, &drillProc{name: fmt.Sprintf("sender-%d", i), args: nodeArgs("--account", fmt.Sprintf("DRILL%d", i), "--rate", fmt.Sprint(rate))})
+	}
+	d.nodes = append(d.nodes, &drillProc{name: "check", args: nodeArgs()}, &drillProc{name: "fast", args: nodeArgs("--node.mode", "fast")})
+	for _, n := range d.nodes {
+		if err := d.start(ctx, n); err != nil {
+			return err
 		}
-	}()
-	fmt.Printf("drill failover: 3 sequencers (%s timeouts), %d rounds, a node of %d commands at %d/s each round, logs in %s\n",
-		c.String("timeouts"), rounds, count, rate, dir)
+		d.all = append(d.all, n)
+	}
+	// Every node under way: it delivered a message of the current epoch.
+	if _, err := d.delivered(ctx, epoch-1, 0); err != nil {
+		return err
+	}
 
 	var times []float64
-	var epoch uint64 = 1
-	diverged := 0 // fast nodes stopped with ErrDiverged: allowed, counted
 	for round := 1; round <= rounds; round++ {
+		if err := d.restartFast(ctx); err != nil {
+			return err
+		}
+		if err := d.sleep(ctx, pause+time.Duration(r.Int64N(int64(pause)+1))); err != nil {
+			return err
+		}
+		// The primary now (a loaded machine may have changed it).
 		old, e0, _, err := d.primary(ctx, epoch, 0)
 		if err != nil {
 			return err
 		}
-		account := fmt.Sprintf("DRILL%d", round)
-		type result struct {
-			out string
-			err error
+		kind := "kill"
+		if round%3 == 0 {
+			kind = "partition"
 		}
-		nodeDone, fastDone := make(chan result, 1), make(chan result, 1)
-		go func() {
-			out, err := d.node(ctx, "--account", account, "--count", fmt.Sprint(count), "--rate", fmt.Sprint(rate), "--size", "64", "--timeout", "2m")
-			nodeDone <- result{out, err}
-		}()
-		// A fast-mode reader across the failover: it delivers on arrival,
-		// so it either sees what the safe node sees or stops with
-		// ErrDiverged when the cut drops a message it delivered.
-		go func() {
-			out, err := d.node(ctx, "--read-only", "--node.mode", "fast", "--expect", fmt.Sprint(round*count), "--timeout", "2m")
-			fastDone <- result{out, err}
-		}()
-		// Under way: a quarter of the node's commands, at its rate.
-		time.Sleep(time.Duration(count/4) * time.Second / time.Duration(rate))
-		// The primary now (a loaded machine may have changed it).
-		if old, e0, _, err = d.primary(ctx, epoch, 0); err != nil {
+		t0 := time.Now()
+		if kind == "kill" {
+			d.kill(old)
+		} else if err := d.partition(ctx, old, true); err != nil {
 			return err
 		}
-		killed := time.Now()
-		d.kill(old)
-		p, e1, startedNS, err := d.primary(ctx, e0+1, killed.UnixNano())
+		p, e1, startedNS, err := d.primary(ctx, e0+1, t0.UnixNano())
 		if err != nil {
-			return err
+			return fmt.Errorf("drill failover: round %d: %w", round, err)
 		}
-		ms := float64(startedNS-killed.UnixNano()) / 1e6
+		at, err := d.delivered(ctx, e0, t0.UnixNano())
+		if err != nil {
+			return fmt.Errorf("drill failover: round %d: %w", round, err)
+		}
+		ms := float64(at-t0.UnixNano()) / 1e6
 		times = append(times, ms)
 		epoch = e1
-		var res result
-		select {
-		case res = <-nodeDone:
-		case err := <-d.died:
-			return err
+		// Every fifth round a standby of the new primary dies too (the
+		// faulted member is not back yet: the primary keeps its quorum
+		// with the one that returns first).
+		var standby *drillProc
+		if round%5 == 0 {
+			for _, m := range d.members {
+				if m != old && m != p && m.alive() {
+					standby = m
+				}
+			}
+			if standby != nil {
+				d.kill(standby)
+				kind += "+standby"
+			}
 		}
-		if res.err != nil || !strings.Contains(res.out, fmt.Sprintf("node: ok account=%s sent=%d acked=%d ", account, count, count)) {
-			return fmt.Errorf("drill failover: round %d: node %s: %v\n%s", round, account, res.err, lastLines(res.out, 10))
-		}
-		select {
-		case res = <-fastDone:
-		case err := <-d.died:
-			return err
-		}
-		fast := "identical"
-		switch {
-		case res.err == nil && strings.Contains(res.out, fmt.Sprintf("others=%d ", round*count)):
-		case res.err != nil && strings.Contains(res.out, "diverged"):
-			fast = "stopped with ErrDiverged"
-			diverged++
-		default:
-			return fmt.Errorf("drill failover: round %d: fast node: %v\n%s", round, res.err, lastLines(res.out, 10))
-		}
-		fmt.Printf("drill: round %d: killed primary %d (epoch %d); %d is primary of epoch %d after %.1f ms; node acked %d/%d; fast node %s\n",
-			round, old.id, e0, p.id, e1, ms, count, count, fast)
-		// The killed member comes back on its directory and catches up.
-		if err := d.start(ctx, old); err != nil {
+		t1 := time.Now()
+		if kind == "kill" || strings.HasPrefix(kind, "kill+") {
+			if err := d.start(ctx, old); err != nil {
+				return err
+			}
+		} else if err := d.partition(ctx, old, false); err != nil {
 			return err
 		}
 		if err := d.caughtUp(ctx, old); err != nil {
 			return fmt.Errorf("drill failover: round %d: %w", round, err)
 		}
+		if standby != nil {
+			if err := d.start(ctx, standby); err != nil {
+				return err
+			}
+			if err := d.caughtUp(ctx, standby); err != nil {
+				return fmt.Errorf("drill failover: round %d: %w", round, err)
+			}
+		}
+		extra := ""
+		if standby != nil {
+			extra = fmt.Sprintf(" standby_killed=%d", standby.id)
+		}
+		fmt.Printf("drill: round %d fault=%s old=%d epoch=%d->%d new=%d primary_ms=%.1f failover_ms=%.1f caught_up_ms=%.0f%s\n",
+			round, kind, old.id, e0, e1, p.id, float64(startedNS-t0.UnixNano())/1e6, ms, float64(time.Since(t1).Microseconds())/1000, extra)
 	}
-	total := rounds * count
-	out, err := d.node(ctx, "--read-only", "--expect", fmt.Sprint(total), "--timeout", "2m")
-	if err != nil || !strings.Contains(out, fmt.Sprintf("others=%d ", total)) {
-		return fmt.Errorf("drill failover: a reader from seq 1 did not get the %d commands: %v\n%s", total, err, lastLines(out, 10))
+	if err := d.restartFast(ctx); err != nil {
+		return err
+	}
+	return d.finish(ctx, rounds, times, nak)
+}
+
+// finish stops the senders, waits until every node delivered the same
+// stream, checks it and prints the final line.
+func (d *drill) finish(ctx context.Context, rounds int, times []float64, nak string) error {
+	senders := d.nodes[:3]
+	for _, s := range senders {
+		s.send("stop")
+	}
+	var lost, dup, diverged uint64
+	for _, s := range senders {
+		ok := false
+		for deadline := time.Now().Add(time.Minute); time.Now().Before(deadline) && !ok; {
+			for _, l := range s.snapshot() {
+				if strings.HasPrefix(l, "drillnode: stopped ") {
+					ok = true
+				}
+			}
+			if err := d.sleep(ctx, 10*time.Millisecond); err != nil {
+				return err
+			}
+		}
+		if !ok {
+			fmt.Printf("drill: %s: commands still not acked a minute after it stopped sending\n", s.name)
+		}
+	}
+	// Quiet now: wait until every node delivered the same last seq.
+	var rs map[string]drillReport
+	for deadline := time.Now().Add(30 * time.Second); ; {
+		var err error
+		if rs, err = d.reports(ctx); err != nil {
+			return err
+		}
+		same := true
+		for _, r := range rs {
+			same = same && r.last == rs["check"].last && r.last > 0
+		}
+		if same && len(rs) == len(d.nodes) || time.Now().After(deadline) {
+			break
+		}
+		if err := d.sleep(ctx, 50*time.Millisecond); err != nil {
+			return err
+		}
+	}
+	ref := rs["check"]
+	var total uint64
+	for _, s := range senders {
+		r := rs[s.name]
+		// Every command the sender saw acked is in the checker's stream
+		// once (the checker counts repeats and gaps as dup and lost).
+		if got := ref.senders[r.self]; got < r.acked {
+			lost += r.acked - got
+		}
+		if r.sent > r.acked {
+			lost += r.sent - r.acked
+		}
+		total += r.acked
+	}
+	for _, n := range d.nodes {
+		r, ok := rs[n.name]
+		if !ok {
+			fmt.Printf("drill: %s is not running\n", n.name)
+			diverged++
+			continue
+		}
+		lost += r.lost
+		dup += r.dup
+		if r.last != ref.last || r.digest != ref.digest {
+			fmt.Printf("drill: %s delivered last=%d digest=%s, the checker last=%d digest=%s\n", n.name, r.last, r.digest, ref.last, ref.digest)
+			diverged++
+		}
+	}
+	// A fresh reader rewinds the whole stream from seq 1 through the
+	// replayer, across every epoch.
+	out, err := exec.CommandContext(ctx, d.exe, append([]string{"node", "--read-only", "--expect", fmt.Sprint(total), "--replayer", nak, "--timeout", "2m"}, d.net...)...).CombinedOutput()
+	if err != nil || !strings.Contains(string(out), fmt.Sprintf("others=%d ", total)) {
+		fmt.Printf("drill: a reader from seq 1 did not get the %d commands: %v\n%s\n", total, err, lastLines(string(out), 5))
+		lost++
 	}
 	sort.Float64s(times)
 	pct := func(q float64) float64 { return times[min(len(times)-1, int(q*float64(len(times))))] }
-	// lost and dup are 0 once every node passed its checks; diverged
-	// counts the fast nodes that stopped with ErrDiverged (the contract
-	// of fast mode), never a node that went on with a different stream.
-	fmt.Printf("drill failover rounds=%d p50_ms=%.1f p99_ms=%.1f max_ms=%.1f epochs=%d lost=0 dup=0 diverged=%d\n",
-		rounds, pct(0.5), pct(0.99), times[len(times)-1], epoch, diverged)
+	_, epoch, _, _ := d.primary(ctx, 1, 0)
+	fmt.Printf("drill: commands=%d last_seq=%d epochs=%d fast_diverged_stops=%d\n", total, ref.last, epoch, d.fastStops)
+	fmt.Printf("drill failover rounds=%d p50_ms=%.1f p99_ms=%.1f max_ms=%.1f lost=%d dup=%d diverged=%d\n",
+		rounds, pct(0.5), pct(0.99), times[len(times)-1], lost, dup, diverged)
+	if lost != 0 || dup != 0 || diverged != 0 {
+		return errors.New("drill failover: the streams broke the contract (see above)")
+	}
 	return nil
 }
 
-// caughtUp waits until member m is a standby holding what the primary
-// (whichever member it is) published when the wait began.
-func (d *drill) caughtUp(ctx context.Context, m *drillMember) error {
-	deadline := time.Now().Add(time.Minute)
-	var want uint64
-	for time.Now().Before(deadline) {
-		select {
-		case err := <-d.died:
-			return err
-		case <-ctx.Done():
-			return ctx.Err()
-		case <-time.After(10 * time.Millisecond):
+func freeAddrs(n int) ([]string, error) {
+	var out []string
+	for range n {
+		a, err := freeLoopbackAddr()
+		if err != nil {
+			return nil, err
 		}
-		qctx, cancel := context.WithTimeout(ctx, time.Second)
-		for _, o := range d.members {
-			if want == 0 && o != m {
-				if st, err := cluster.FetchStatus(qctx, o.admin); err == nil && st.Role == cluster.RolePrimary.String() {
-					want = st.Published
-				}
-			}
-		}
-		ms, err := cluster.FetchStatus(qctx, m.admin)
-		cancel()
-		if err == nil && want > 0 && ms.Role == cluster.RoleStandby.String() && ms.Contiguous >= want {
-			return nil
-		}
+		out = append(out, a)
 	}
-	return fmt.Errorf("restarted member %d did not catch up to %d within a minute", m.id, want)
+	return out, nil
 }
 
 func lastLines(s string, n int) string {
