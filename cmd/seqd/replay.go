@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"net"
 	"os"
 	"strconv"
 	"strings"
@@ -31,13 +32,18 @@ func replayCommand() *cli.Command {
 	})
 	return &cli.Command{
 		Name:      "replay",
-		Usage:     "run a session archive through a read-only node, offline, at full speed",
-		ArgsUsage: "DIR",
+		Usage:     "run a session archive (a directory, or a remote replayer) through a read-only node, offline, at full speed",
+		ArgsUsage: "DIR|HOST:PORT",
 		Description: `Replays the session archive in DIR (the segment files a replayer wrote, a
 finished session or one still being written: nothing in DIR is changed)
 through the node library's receiving code, exactly as a live read-only node
 delivered it: every message once, in order, fragments reassembled, records
 a deposed primary published above its epoch's cut left out.
+
+HOST:PORT (not a directory) names a remote replayer's rewind server (its
+--rewind-addr): the stream it holds is replayed the same way over TCP,
+from --from (0: the oldest seq it holds) to --to, or to its newest seq
+when asked (it is not followed further).
 
 Messages are printed as seqd tail prints them; --quiet prints none. The
 summary line
@@ -83,7 +89,7 @@ func (p *archivePrinter) done() bool { return p.count > 0 && p.printed >= p.coun
 
 func runReplay(cc *cli.Context) error {
 	if cc.NArg() != 1 {
-		return fmt.Errorf("seqd replay takes one archive directory (seqd replay DIR --from N --to M), got %d arguments", cc.NArg())
+		return fmt.Errorf("seqd replay takes one archive directory or replayer rewind address (seqd replay DIR|HOST:PORT --from N --to M), got %d arguments", cc.NArg())
 	}
 	format := cc.String("format")
 	if err := oneOf("format", format, "text", "json"); err != nil {
@@ -106,7 +112,93 @@ func runReplay(cc *cli.Context) error {
 		summary = out
 	}
 	bar := cc.Bool("progress") && isTerminal(os.Stderr) && (quiet || !isTerminal(os.Stdout))
-	return replayArchive(cc, newLogger(cc), cc.Args().First(), cc.Uint64("from"), cc.Uint64("to"), p, opts, bar, summary)
+	src := cc.Args().First()
+	if isReplayerAddr(src) {
+		return replayRemote(cc, src, cc.Uint64("from"), cc.Uint64("to"), p, opts, bar, summary)
+	}
+	return replayArchive(cc, newLogger(cc), src, cc.Uint64("from"), cc.Uint64("to"), p, opts, bar, summary)
+}
+
+// isReplayerAddr reports whether src names a replayer's rewind address
+// (host:port) rather than an archive directory: it is not a directory
+// and splits into a host and a numeric port.
+func isReplayerAddr(src string) bool {
+	if fi, err := os.Stat(src); err == nil && fi.IsDir() {
+		return false
+	}
+	_, port, err := net.SplitHostPort(src)
+	if err != nil {
+		return false
+	}
+	_, err = strconv.ParseUint(port, 10, 16)
+	return err == nil
+}
+
+// replayRemote is `seqd replay HOST:PORT`: the stream a remote replayer
+// holds (its rewind server) from --from to --to or its tip, through p.
+func replayRemote(cc *cli.Context, addr string, from, to uint64, p *archivePrinter, opts []node.ReplayOption, bar bool, summary io.Writer) error {
+	var pb *progressbar.ProgressBar
+	if bar {
+		total := int64(-1) // the replayer's tip is known once it answers
+		if to != 0 && to >= from {
+			total = int64(to - max(from, 1) + 1)
+		}
+		pb = progressbar.NewOptions64(total,
+			progressbar.OptionSetWriter(os.Stderr),
+			progressbar.OptionSetDescription("replay "+addr),
+			progressbar.OptionShowCount(),
+			progressbar.OptionShowIts(),
+			progressbar.OptionSetItsString("msg"),
+			progressbar.OptionThrottle(100*time.Millisecond),
+			progressbar.OptionSetRenderBlankState(true),
+			progressbar.OptionClearOnFinish())
+		first := uint64(0)
+		opts = append(opts, node.ReplayProgress(1<<16, func(seq uint64) {
+			if first == 0 {
+				first = seq
+			}
+			pb.Set64(int64(seq - first + 1))
+		}))
+	}
+	stop := cc.Context.Done()
+	opts = append(opts, node.ReplayUntil(func() bool {
+		if p.done() {
+			return true
+		}
+		select {
+		case <-stop:
+			return true
+		default:
+			return false
+		}
+	}))
+	start := time.Now()
+	st, err := node.ReplayRemote(addr, from, to, p, opts...)
+	el := time.Since(start)
+	if pb != nil {
+		pb.Finish()
+	}
+	if flushErr := p.w.Flush(); flushErr != nil && err == nil {
+		err = flushErr
+	}
+	writeReplaySummary(summary, st, el)
+	return err
+}
+
+// writeReplaySummary writes the summary line of a replay (nil: none).
+func writeReplaySummary(summary io.Writer, st node.ReplayStats, el time.Duration) {
+	if summary == nil {
+		return
+	}
+	rate := 0.0
+	if el > 0 {
+		rate = float64(st.Messages) / el.Seconds()
+	}
+	fmt.Fprintf(summary, "replay msgs=%d first=%d last=%d packets=%d elapsed=%s rate=%.0f msg/s\n",
+		st.Messages, st.First, st.Last, st.Packets, el.Round(time.Microsecond), rate)
+	if f, ok := summary.(*bufio.Writer); ok {
+		f.Flush()
+	}
 }
 
 // replayArchive replays dir through p, with a progress bar on stderr
@@ -175,17 +267,7 @@ func replayArchive(cc *cli.Context, log *slog.Logger, dir string, from, to uint6
 	if flushErr := p.w.Flush(); flushErr != nil && err == nil {
 		err = flushErr
 	}
-	if summary != nil {
-		rate := 0.0
-		if el > 0 {
-			rate = float64(st.Messages) / el.Seconds()
-		}
-		fmt.Fprintf(summary, "replay msgs=%d first=%d last=%d packets=%d elapsed=%s rate=%.0f msg/s\n",
-			st.Messages, st.First, st.Last, st.Packets, el.Round(time.Microsecond), rate)
-		if f, ok := summary.(*bufio.Writer); ok {
-			f.Flush()
-		}
-	}
+	writeReplaySummary(summary, st, el)
 	return err
 }
 

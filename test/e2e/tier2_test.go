@@ -288,6 +288,40 @@ func TestCLI_Tier2RewindsSurviveReplayerKills(t *testing.T) {
 	}
 	t.Logf("%d tails printed seqs 1..%d equal to the live tail's; %d rewind failovers", tails, last, failovers)
 
+	// seqd replay HOST:PORT replays the surviving tier-2 replayer's
+	// stream as the live tail printed it, all of it or a range.
+	survivor := t2["t2a"]
+	if victim == "t2a" {
+		survivor = t2["t2b"]
+	}
+	for _, r := range []struct{ from, to uint64 }{{0, 0}, {1000, 2000}} {
+		args := []string{"replay", "--format", "json", rewindOf[survivor]}
+		if r.to != 0 {
+			args = append(args, "--from", fmt.Sprint(r.from), "--to", fmt.Sprint(r.to))
+		}
+		cmd := exec.CommandContext(ctx, bin, args...)
+		var stderr syncBuffer
+		cmd.Stderr = &stderr
+		out, err := cmd.Output()
+		if err != nil {
+			t.Fatalf("seqd %v: %v\n%s", args, err, stderr.String())
+		}
+		lines := strings.Split(strings.TrimSpace(string(out)), "\n")
+		exp := want
+		if r.to != 0 {
+			exp = want[r.from-1 : r.to]
+		}
+		if len(lines) != len(exp) {
+			t.Fatalf("seqd %v printed %d lines, want %d\n%s", args, len(lines), len(exp), stderr.String())
+		}
+		for i := range exp {
+			if lines[i] != exp[i] {
+				t.Fatalf("seqd %v line %d:\n got %s\nwant %s", args, i+1, lines[i], exp[i])
+			}
+		}
+		t.Logf("seqd %v: %s", args, strings.TrimSpace(stderr.String()))
+	}
+
 	// The surviving replayers hold the whole stream; the tier-2 one
 	// through the death of the tier-1 one it may have followed.
 	for name, p := range map[string]*replayerProc{"t2a": t2["t2a"], "t2b": t2["t2b"], "r1a": r1a, "r1b": r1b} {
