@@ -179,7 +179,11 @@
 // segment (anywhere else it is corruption). Readers never serve a record
 // of a packet of epoch h whose seq is at or above the start of the
 // oldest epoch newer than h (the cut), as a live receiver drops it;
-// Range skips the packets that hold only such records. So the order rule
+// Range skips the packets that hold only such records, and so does a
+// Reader (it reads the epoch table the Store publishes with its Tip, and
+// takes the new epoch's first packet going back as the restart it is; a
+// Reader that already served the deposed primary's packets before the
+// new epoch arrived serves the restart next, as the live stream did). So the order rule
 // above holds for the records served.
 //
 // Index. The index by seq is not a file: Open rebuilds it while checking

@@ -11,9 +11,21 @@
 //     its versioned compact encoding (meta.go documents the bytes); the
 //     decoder takes untrusted bytes and is fuzzed.
 //   - Select is the pure choice among candidates: a replayer that holds
-//     the seq wanted (and announces the address needed), then the lowest
-//     tier, then the least loaded, then the one holding the most, then
-//     the smallest name, so members that see the same cluster agree.
+//     the seq wanted (and announces the address needed; Follow: or is
+//     just below it, for one who follows the tip; MaxTier; not the Avoid
+//     address that just failed, unless it is the only one), then the
+//     lowest tier (the highest with HighTierFirst: late joiners' rewinds
+//     go to tier 2 so that they leave tier 1 alone), then the least
+//     loaded, then the one holding the most, then the smallest name, so
+//     members that see the same cluster agree. Agent.RewindSource wraps
+//     it for a rewind that resumes after its replayer failed.
+//   - Upstream is how a tier-2 replayer follows a tier-1 one: a
+//     transport.Client over a rewind with follow (handed to a
+//     replayer.Service with ServiceConfig.Upstream), resuming on another
+//     tier-1 replayer (its Source, or the next address) after the last
+//     whole record read when one dies (docs/protocol.md, "Tier-2
+//     replayers"). One goroutine reads the connection into chunks; Poll
+//     allocates nothing per packet.
 //   - Agent is the thin shell around memberlist: it binds on loopback by
 //     default (gossip reaches beyond the host only when told to), joins
 //     seeds from its Config or SEQD_GOSSIP_SEEDS (as consul's and serf's
