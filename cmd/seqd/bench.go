@@ -29,16 +29,20 @@ func benchCommand() *cli.Command {
 			&cli.BoolFlag{Name: "batch", Usage: "let nodes put several commands in one frame (the sequencer always batches)"},
 			&cli.DurationFlag{Name: "spin", Usage: "processes poll without blocking this long after each frame (sequencer.idle-spin, node.idle-spin)"},
 			&cli.StringFlag{Name: "out", Usage: "write latency histograms (CSV and PNG) into this directory"},
+			&cli.IntFlag{Name: "sequencers", Value: 1, Usage: "1 | 3: with 3, the bench runs with one sequencer, then with a Raft group of three seqd sequencer --cluster processes (udp only), and gives the group's figure as a ratio of the single one's"},
+			&cli.StringFlag{Name: "delivery", Value: "safe", Usage: "safe | fast: the nodes' delivery mode (node.mode)"},
 		},
 		Action: func(c *cli.Context) error {
 			opt := benchOptions{
-				transport: c.String("transport"),
-				mode:      c.String("mode"),
-				size:      c.Int("size"),
-				nodes:     c.Int("nodes"),
-				count:     c.Int("count"),
-				batch:     c.Bool("batch"),
-				spin:      c.Duration("spin"),
+				transport:  c.String("transport"),
+				mode:       c.String("mode"),
+				size:       c.Int("size"),
+				nodes:      c.Int("nodes"),
+				count:      c.Int("count"),
+				batch:      c.Bool("batch"),
+				spin:       c.Duration("spin"),
+				sequencers: c.Int("sequencers"),
+				delivery:   c.String("delivery"),
 			}
 			if opt.mode == "rewind" && !c.IsSet("transport") {
 				opt.transport = "tcp"
@@ -75,6 +79,8 @@ type benchOptions struct {
 	count           int
 	batch           bool
 	spin            time.Duration
+	sequencers      int    // 1, or 3: a Raft group compared with 1
+	delivery        string // the nodes' node.mode: safe | fast
 }
 
 func (o benchOptions) validate() error {
@@ -90,6 +96,14 @@ func (o benchOptions) validate() error {
 	case "tput", "rtt", "baseline", "rewind":
 	default:
 		return fmt.Errorf("bench: --mode %q (want tput, rtt, baseline or rewind)", o.mode)
+	}
+	switch {
+	case o.sequencers != 1 && o.sequencers != 3:
+		return fmt.Errorf("bench: --sequencers %d (want 1 or 3)", o.sequencers)
+	case o.delivery != "safe" && o.delivery != "fast":
+		return fmt.Errorf("bench: --delivery %q (want safe or fast)", o.delivery)
+	case o.sequencers == 3 && (o.transport != "udp" || (o.mode != "tput" && o.mode != "rtt")):
+		return fmt.Errorf("bench: --sequencers 3 runs with --transport udp and --mode tput or rtt (a cluster's stream is udp multicast)")
 	}
 	return nil
 }

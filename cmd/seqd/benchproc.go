@@ -211,11 +211,27 @@ func benchNet(transportName string) ([]string, error) {
 }
 
 // benchProcesses runs `seqd bench --transport udp|tcp`: the sequencer and
-// every node are separate processes on loopback.
+// every node are separate processes on loopback. With --sequencers 3 it
+// runs twice, with one sequencer and then with a Raft group of three, and
+// gives the second figure as a ratio of the first (benchcluster.go).
 func benchProcesses(ctx context.Context, o benchOptions, outDir string) error {
-	netArgs, err := benchNet(o.transport)
+	if o.sequencers == 3 {
+		return benchCompareCluster(ctx, o, outDir)
+	}
+	line, err := benchRun(ctx, o, outDir)
 	if err != nil {
 		return err
+	}
+	fmt.Println(line)
+	return nil
+}
+
+// benchRun runs one bench and returns its result line: with
+// o.sequencers == 3 against three `seqd sequencer --cluster` members.
+func benchRun(ctx context.Context, o benchOptions, outDir string) (string, error) {
+	netArgs, err := benchNet(o.transport)
+	if err != nil {
+		return "", err
 	}
 	ctx, cancel := context.WithTimeout(ctx, 10*time.Minute)
 	defer cancel()
@@ -229,27 +245,36 @@ func benchProcesses(ctx context.Context, o benchOptions, outDir string) error {
 		dir := outDir
 		if dir == "" {
 			if dir, err = os.MkdirTemp("", "seqd-bench-"); err != nil {
-				return err
+				return "", err
 			}
 			defer os.RemoveAll(dir)
 		} else if err := os.MkdirAll(dir, 0o755); err != nil {
-			return err
+			return "", err
 		}
 		publishTimes, stamps = filepath.Join(dir, "rtt_publish_times_ns.txt"), filepath.Join(dir, "rtt_stamps_ns.txt")
 		seqArgs = append(seqArgs, "--publish-times", publishTimes)
 	}
 	set := newProcSet()
-	seq, err := set.start(ctx, "sequencer", true, seqArgs...)
-	if err != nil {
-		return err
-	}
-	defer seq.stop()
-	if _, err := seq.waitLine("sequencer: ready", 10*time.Second); err != nil {
-		return err
+	var seq *proc
+	if o.sequencers == 3 {
+		var stopAll func()
+		seq, stopAll, err = startBenchCluster(ctx, set, netArgs, o.spin)
+		if err != nil {
+			return "", err
+		}
+		defer stopAll()
+	} else {
+		if seq, err = set.start(ctx, "sequencer", true, seqArgs...); err != nil {
+			return "", err
+		}
+		defer seq.stop()
+		if _, err := seq.waitLine("sequencer: ready", 10*time.Second); err != nil {
+			return "", err
+		}
 	}
 	nodeArgs := func(extra ...string) []string {
 		a := append([]string{"node"}, netArgs...)
-		a = append(a, "--size", strconv.Itoa(o.size), "--node.window", "4096", "--node.idle-spin", o.spin.String())
+		a = append(a, "--size", strconv.Itoa(o.size), "--node.window", "4096", "--node.idle-spin", o.spin.String(), "--node.mode", o.delivery)
 		if one := wire.CommandHeaderBytes + wire.CommandRecordBytes + o.size; !o.batch && one <= 65507 {
 			// One command per frame: the frame limit fits exactly one.
 			// (A larger command is fragmented over several frames anyway.)
@@ -261,7 +286,7 @@ func benchProcesses(ctx context.Context, o benchOptions, outDir string) error {
 		return append(a, extra...)
 	}
 	if o.mode == "rewind" {
-		return benchRewind(ctx, o, set, netArgs, nodeArgs)
+		return "", benchRewind(ctx, o, set, netArgs, nodeArgs)
 	}
 	var procs []*proc
 	defer func() {
@@ -273,7 +298,7 @@ func benchProcesses(ctx context.Context, o benchOptions, outDir string) error {
 		samples := ""
 		if outDir != "" {
 			if err := os.MkdirAll(outDir, 0o755); err != nil {
-				return err
+				return "", err
 			}
 			samples = filepath.Join(outDir, "rtt_samples_ns.txt")
 		}
@@ -283,35 +308,40 @@ func benchProcesses(ctx context.Context, o benchOptions, outDir string) error {
 		}
 		p, err := set.start(ctx, "rtt-node", false, args...)
 		if err != nil {
-			return err
+			return "", err
 		}
 		procs = append(procs, p)
 		line, err := p.waitLine("node: ok", 10*time.Minute)
 		if err != nil {
-			return err
+			return "", err
 		}
 		spin := ""
 		if o.spin > 0 {
 			spin = fmt.Sprintf(" spin_us=%d", o.spin.Microseconds())
 		}
+		if o.sequencers == 3 {
+			// No per-hop breakdown: a cluster member does not note its
+			// publish times.
+			return fmt.Sprintf("bench transport=%s mode=rtt size=%d msgs=%d %s%s", o.transport, o.size, o.count, latencyFields(line), spin), nil
+		}
 		hops, err := rttHops(seq, publishTimes, stamps)
 		if err != nil {
-			return err
+			return "", err
 		}
-		fmt.Printf("bench transport=%s mode=rtt size=%d msgs=%d %s%s %s\n", o.transport, o.size, o.count, latencyFields(line), spin, hops.fields())
+		result := fmt.Sprintf("bench transport=%s mode=rtt size=%d msgs=%d %s%s %s", o.transport, o.size, o.count, latencyFields(line), spin, hops.fields())
 		if outDir != "" {
 			path, err := hops.writeCSV(outDir, o.transport)
 			if err != nil {
-				return err
+				return "", err
 			}
 			fmt.Fprintf(os.Stderr, "bench: hops %s\n", path)
 		}
 		if samples != "" {
 			if err := histogramFromFile(outDir, o.transport, samples); err != nil {
-				return err
+				return "", err
 			}
 		}
-		return nil
+		return result, nil
 	}
 
 	// As in the seeds' throughput table, the senders are the readers: each
@@ -325,7 +355,7 @@ func benchProcesses(ctx context.Context, o benchOptions, outDir string) error {
 		p, err := set.start(ctx, fmt.Sprintf("sender%d", i), false, nodeArgs("--account", fmt.Sprintf("B%d", i),
 			"--count", strconv.Itoa(per), "--expect", strconv.Itoa(total-per))...)
 		if err != nil {
-			return err
+			return "", err
 		}
 		procs = append(procs, p)
 		senders = append(senders, p)
@@ -334,11 +364,11 @@ func benchProcesses(ctx context.Context, o benchOptions, outDir string) error {
 	for i, s := range senders {
 		l, err := s.waitLine("node: ok", 10*time.Minute)
 		if err != nil {
-			return err
+			return "", err
 		}
 		r, err := field(l, "rate")
 		if err != nil {
-			return err
+			return "", err
 		}
 		if i == 0 || r < rate {
 			rate = r
@@ -361,9 +391,8 @@ func benchProcesses(ctx context.Context, o benchOptions, outDir string) error {
 	}
 	// resends: commands the nodes sent again; duplicates: copies the
 	// sequencer dropped (resends that were not needed, and repeats).
-	fmt.Printf("bench transport=%s mode=tput size=%d nodes=%d msgs=%d rate=%.0f msg/s allocs_per_msg=%.4f resends=%.0f duplicates=%.0f\n",
-		o.transport, o.size, o.nodes, total, rate, worst, resends, dups)
-	return nil
+	return fmt.Sprintf("bench transport=%s mode=tput size=%d nodes=%d msgs=%d rate=%.0f msg/s allocs_per_msg=%.4f resends=%.0f duplicates=%.0f",
+		o.transport, o.size, o.nodes, total, rate, worst, resends, dups), nil
 }
 
 // rttHops stops the sequencer, so that it writes when it published each

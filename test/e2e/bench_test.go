@@ -110,3 +110,29 @@ func TestCLI_BenchRTTBreakdown(t *testing.T) {
 		})
 	}
 }
+
+// TestCLI_BenchThreeSequencers: `seqd bench --sequencers 3` runs the
+// bench with one sequencer and with a Raft group of three member
+// processes, and gives the group's figure as a ratio of the single one's,
+// for tput and for rtt in both delivery modes; the nodes verify each
+// stream.
+func TestCLI_BenchThreeSequencers(t *testing.T) {
+	bin := seqd(t)
+	for _, c := range []struct{ mode, delivery, count, ratio string }{
+		{"tput", "safe", "60000", "rate_ratio="},
+		{"rtt", "safe", "500", "p50_ratio="},
+		{"rtt", "fast", "500", "p50_ratio="},
+	} {
+		t.Run(c.mode+"/"+c.delivery, func(t *testing.T) {
+			ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+			defer cancel()
+			out, err := exec.CommandContext(ctx, bin, "bench", "--transport", "udp", "--sequencers", "3", "--mode", c.mode, "--delivery", c.delivery, "--count", c.count).CombinedOutput()
+			s := string(out)
+			if err != nil || !strings.Contains(s, "sequencers=1 delivery="+c.delivery+"\n") || !strings.Contains(s, "sequencers=3 delivery="+c.delivery+"\n") ||
+				!strings.Contains(s, "sequencers=3 delivery="+c.delivery+" vs_1_sequencer "+c.ratio) {
+				t.Fatalf("bench --sequencers 3: %v\n%s", err, tailOf(s, 4000))
+			}
+			t.Logf("%s", s[strings.Index(s, "bench transport="):])
+		})
+	}
+}
