@@ -3,6 +3,7 @@ package main
 import (
 	"bufio"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -282,24 +283,31 @@ func (d *drill) delivered(ctx context.Context, e0 uint64, after int64) (int64, e
 	return 0, fmt.Errorf("no message of an epoch above %d delivered to %s within 30s", e0, strings.Join(missing, ", "))
 }
 
-// partition switches member m's fault-injected partition on or off.
-func (d *drill) partition(ctx context.Context, m *drillProc, on bool) error {
+// partition switches member m's fault-injected partition on or off and
+// returns how many stream datagrams its fault injection dropped so far.
+func (d *drill) partition(ctx context.Context, m *drillProc, on bool) (uint64, error) {
 	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 	defer cancel()
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, "http://"+m.fault+"/v1/fault?partition="+strconv.FormatBool(on), nil)
 	if err != nil {
-		return err
+		return 0, err
 	}
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
-		return fmt.Errorf("fault endpoint of member %d: %w", m.id, err)
+		return 0, fmt.Errorf("fault endpoint of member %d: %w", m.id, err)
 	}
 	defer resp.Body.Close()
 	if resp.StatusCode != http.StatusOK {
 		b, _ := io.ReadAll(resp.Body)
-		return fmt.Errorf("fault endpoint of member %d: %s: %s", m.id, resp.Status, b)
+		return 0, fmt.Errorf("fault endpoint of member %d: %s: %s", m.id, resp.Status, b)
 	}
-	return nil
+	var st struct {
+		Dropped uint64 `json:"dropped"`
+	}
+	if err := json.NewDecoder(resp.Body).Decode(&st); err != nil {
+		return 0, fmt.Errorf("fault endpoint of member %d: %w", m.id, err)
+	}
+	return st.Dropped, nil
 }
 
 // caughtUp waits until member m is a standby holding what the primary
@@ -529,7 +537,7 @@ func runDrillFailover(c *cli.Context) error {
 		t0 := time.Now()
 		if kind == "kill" {
 			d.kill(old)
-		} else if err := d.partition(ctx, old, true); err != nil {
+		} else if _, err := d.partition(ctx, old, true); err != nil {
 			return err
 		}
 		p, e1, startedNS, err := d.primary(ctx, e0+1, t0.UnixNano())
@@ -559,12 +567,19 @@ func runDrillFailover(c *cli.Context) error {
 			}
 		}
 		t1 := time.Now()
+		extra := ""
 		if kind == "kill" || strings.HasPrefix(kind, "kill+") {
 			if err := d.start(ctx, old); err != nil {
 				return err
 			}
-		} else if err := d.partition(ctx, old, false); err != nil {
-			return err
+		} else {
+			// How many stream datagrams the partition dropped: proof
+			// that it cut something.
+			dropped, err := d.partition(ctx, old, false)
+			if err != nil {
+				return err
+			}
+			extra += fmt.Sprintf(" partition_dropped=%d", dropped)
 		}
 		if err := d.caughtUp(ctx, old); err != nil {
 			return fmt.Errorf("drill failover: round %d: %w", round, err)
@@ -577,9 +592,8 @@ func runDrillFailover(c *cli.Context) error {
 				return fmt.Errorf("drill failover: round %d: %w", round, err)
 			}
 		}
-		extra := ""
 		if standby != nil {
-			extra = fmt.Sprintf(" standby_killed=%d", standby.id)
+			extra += fmt.Sprintf(" standby_killed=%d", standby.id)
 		}
 		fmt.Printf("drill: round %d fault=%s old=%d epoch=%d->%d new=%d primary_ms=%.1f failover_ms=%.1f caught_up_ms=%.0f%s\n",
 			round, kind, old.id, e0, e1, p.id, float64(startedNS-t0.UnixNano())/1e6, ms, float64(time.Since(t1).Microseconds())/1000, extra)
