@@ -110,17 +110,16 @@ func (n *Node) openRewindAt(addr string, delay time.Duration) {
 	n.rw = rw
 	n.rewindOpen.Store(true)
 	n.core.SetRewindOpen(true)
-	from := max(1, n.cfg.RewindFrom, n.core.Delivered()+1)
+	from := max(1, n.cfg.RewindFrom, n.core.ResumeFrom())
 	req := wire.RewindRequest{Session: n.core.Session(), FromSeq: from, Flags: wire.RewindFollow}
 	go rw.run(req)
 }
 
 // retryRewind replaces a failed rewind by one from the next address,
-// resuming at the next seq to deliver (the receiver drops what it holds
-// already), or returns err when the rewinds keep failing with no
-// progress.
+// resuming after the highest seq the node holds whole (Core.ResumeFrom),
+// or returns err when the rewinds keep failing with no progress.
 func (n *Node) retryRewind(err error) error {
-	next := n.core.Delivered() + 1
+	next := n.core.ResumeFrom()
 	now := time.Now()
 	if next > n.rewindProgress || n.rewindSince.IsZero() {
 		n.rewindProgress, n.rewindFails, n.rewindSince = next, 0, now

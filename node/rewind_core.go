@@ -36,6 +36,18 @@ func (c *Core) RewindCaughtUp() bool {
 	return r.Started() && r.Next() > r.FirstLive() && r.Contiguous() >= r.Tail()
 }
 
+// ResumeFrom is where a rewind that failed resumes: the seq after the
+// highest one the receiver holds whole with everything before it
+// (delivered, or held until stable), so nothing is fetched twice that
+// is held and nothing is skipped; the next seq to deliver before a live
+// packet started the receiver.
+func (c *Core) ResumeFrom() uint64 {
+	if !c.r.Started() {
+		return c.Delivered() + 1
+	}
+	return max(c.r.Contiguous(), c.Delivered()) + 1
+}
+
 // Commit prepares a restart from the application's own snapshot, which
 // holds every message up to seq: the node rewinds from seq+1 (and
 // Rewinding is true until it reaches the live stream). Commit(0) rewinds
