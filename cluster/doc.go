@@ -49,6 +49,10 @@
 // primary once its standbys hold what it published, then transfers the
 // Raft leadership; the pause is measured) and /v1/members.
 //
+// For failover drills, Config.RaftStream takes a PartitionLayer: a TCP
+// stream layer that a drill cuts off (held connections closed, dials
+// refused, accepts closed) and heals (`seqd sequencer --fault-addr`).
+//
 // # Concurrency
 //
 // Quorum is not safe for concurrent use. Standby runs on the goroutine of
