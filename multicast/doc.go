@@ -28,12 +28,14 @@
 //
 // # Batched I/O, buffers and threads
 //
-// Sends are queued by copying into an arena allocated once and handed to
-// the kernel with sendmmsg, called directly on preallocated headers, on
+// Sends are queued by copying into an arena allocated once (or, for
+// Server.PublishRetained, as references to the caller's bytes, at most
+// MaxRetainedBytes of them) and handed to the kernel with sendmmsg, called directly on preallocated headers, on
 // Flush, when a batch of BatchSize fills, or when Poll starts. Reads use
 // recvmmsg directly (not ipv4.PacketConn.ReadBatch, which allocates a
 // source address per datagram) into BatchSize slots allocated once per
-// socket; the handler's frame is a view of a slot, valid only during the
+// socket, at most 512 KiB of slots per call so that what one call copies
+// is still cached when it is decoded; the handler's frame is a view of a slot, valid only during the
 // call. Nothing is allocated per datagram.
 //
 // # Segmentation offload (GSO, GRO)

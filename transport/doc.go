@@ -8,7 +8,8 @@
 // transport and a reliable stream transport look the same from above.
 //
 // Buffers: Publish, SendTo and Send copy the frame before they return, so
-// the caller may reuse its buffer at once. A frame passed to a Handler is
+// the caller may reuse its buffer at once (a Retainer's PublishRetained
+// does not: its caller leaves the frame alone until the next flush). A frame passed to a Handler is
 // valid only during that call and is read-only (a transport may show the
 // same bytes to several receivers); a handler that keeps bytes must copy
 // them.
@@ -20,7 +21,9 @@
 // Optional abilities are small interfaces of their own: Stats (counters),
 // Waker (wake a blocked Poll from another goroutine; wakes coalesce), and
 // Sourcer (a client addresses repair sources other than the sequencer: a
-// replayer, a standby, so that a receiver chooses where to NAK).
+// replayer, a standby, so that a receiver chooses where to NAK), and
+// Retainer (a server publishes a frame by reference: the sequencer's
+// packets go out straight from its retransmit ring).
 //
 // Failure policy: a send the network refuses (a datagram the kernel will
 // not take, a connection whose write fails) is loss, counted in

@@ -56,7 +56,9 @@
 // decisions for the same sequence of received frames.
 //
 // Buffers and concurrency: as package transport says. Publish, SendTo and
-// Send copy the frame; a frame passed to a Handler is a view into the inbox
+// Send copy the frame; Publish copies it once for all connections (into
+// the server's batch, which Flush writes to each idle socket directly and
+// copies only for connections whose writer is busy); a frame passed to a Handler is a view into the inbox
 // valid only during the call. An endpoint is used by one goroutine at a
 // time; Close, Counters, Drops, Clients, Reconnects and Connected may be
 // called from any goroutine. Steady-state sending and receiving allocate
