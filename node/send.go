@@ -42,10 +42,6 @@ type cmdSlot struct {
 // commands in flight.
 const maxArenaBytes = 16 << 20
 
-// arenaWarmBytes: the arena starts again at its front once its head is
-// past this offset and the front is free (see reserve).
-const arenaWarmBytes = 256 << 10
-
 // sumSeed seeds the command checksums; they are compared only within this
 // process, so a per-process seed is enough.
 var sumSeed = maphash.MakeSeed()
@@ -222,12 +218,8 @@ func (c *Core) reserve(n int) (b []byte, end uint64, ok bool) {
 	}
 	head := c.arenaHead
 	off := head % size
-	if off+uint64(n) > size || off >= arenaWarmBytes && head-c.arenaTail+uint64(n) <= off {
-		// Skip the end of the ring; or start again at its front as
-		// soon as the bytes in use end before off-n: then the ring's
-		// memory that is written over and over stays about twice
-		// what is in flight (cached), not the whole arena.
-		head += size - off
+	if off+uint64(n) > size {
+		head += size - off // skip the end of the ring
 		off = 0
 	}
 	if head+uint64(n)-c.arenaTail > size {

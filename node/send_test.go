@@ -7,7 +7,6 @@ import (
 	"strings"
 	"testing"
 	"time"
-	"unsafe"
 
 	"github.com/seqd/seqd/config"
 	"github.com/seqd/seqd/wire"
@@ -723,45 +722,5 @@ func TestCore_ArenaRingKeepsPayloadsAcrossWraps(t *testing.T) {
 		if !bytes.Equal(sc.payload, sent[sc.cmdSeq]) {
 			t.Fatalf("command %d sent as %v, want %v", sc.cmdSeq, sc.payload, sent[sc.cmdSeq])
 		}
-	}
-}
-
-// TestCore_ArenaStartsAgainAtItsFront: with a few commands in flight the
-// arena's head goes back to its front once past arenaWarmBytes, so the
-// memory written over and over stays small (cached) however large the
-// arena is.
-func TestCore_ArenaStartsAgainAtItsFront(t *testing.T) {
-	cfg := testConfig()
-	cfg.Window = 1024
-	c, _, _ := newTestCore(t, cfg)
-	if len(c.arena) < 4*arenaWarmBytes {
-		t.Fatalf("arena of %d B: the test needs one well above %d", len(c.arena), arenaWarmBytes)
-	}
-	payload := make([]byte, 300)
-	base := uintptr(unsafe.Pointer(unsafe.SliceData(c.arena)))
-	highest := uintptr(0)
-	for q := uint64(1); q <= 20000; q++ {
-		if c.InFlight() == 64 {
-			c.ack(c.acked + 16)
-		}
-		for i := range payload {
-			payload[i] = byte(q) + byte(i)
-		}
-		if _, err := c.Send(0, payload); err != nil {
-			t.Fatal(err)
-		}
-		s := c.slot(q)
-		if s.arenaEnd == 0 {
-			t.Fatalf("command %d not kept in the arena", q)
-		}
-		for r := c.acked + 1; r <= q; r++ {
-			if p := c.slot(r).payload; p[0] != byte(r) || p[len(p)-1] != byte(r)+byte(len(p)-1) {
-				t.Fatalf("after command %d: command %d in flight keeps %x...%x", q, r, p[0], p[len(p)-1])
-			}
-		}
-		highest = max(highest, uintptr(unsafe.Pointer(unsafe.SliceData(s.payload)))-base+uintptr(len(s.payload)))
-	}
-	if limit := uintptr(arenaWarmBytes + 2*64*len(payload)); highest > limit {
-		t.Fatalf("payloads written up to offset %d of the arena, want at most %d", highest, limit)
 	}
 }
