@@ -724,3 +724,25 @@ func TestCore_ArenaRingKeepsPayloadsAcrossWraps(t *testing.T) {
 		}
 	}
 }
+
+// TestCore_ArenaKeepsEveryPayloadUnderBurstyAcks: a full window of small
+// commands, acked in bursts of changing sizes, for many laps of the arena:
+// every payload is kept in the arena (none falls back to its own buffer,
+// an allocation per command), as the seqd bench's nodes run.
+func TestCore_ArenaKeepsEveryPayloadUnderBurstyAcks(t *testing.T) {
+	cfg := testConfig()
+	cfg.Window = 4096
+	c, _, _ := newTestCore(t, cfg)
+	payload := make([]byte, 256)
+	for q := uint64(1); q <= 300000; q++ {
+		if c.InFlight() == cfg.Window {
+			c.ack(c.acked + 1 + q%1500)
+		}
+		if _, err := c.Send(0, payload); err != nil {
+			t.Fatal(err)
+		}
+		if c.slot(q).arenaEnd == 0 {
+			t.Fatalf("command %d (%d in flight, %d B) not kept in the %d B arena", q, c.InFlight(), c.inflightB, len(c.arena))
+		}
+	}
+}
