@@ -589,7 +589,11 @@ func (r *Receiver) duplicate(rec *wire.Record) {
 	if rec.Flags&wire.FlagInternal == 0 || wire.DecodeInternal(rec.Payload, &r.ix) != nil {
 		return
 	}
-	if r.ix.Type == wire.InternalEpochStart && r.ix.Epoch > r.deliveredEpoch {
+	// Only what this receiver delivered can diverge: one that started
+	// at RewindFrom and delivered nothing yet knows no epoch below it
+	// (the shell holds those seqs), and an old epoch's start repaired to
+	// others says nothing about them.
+	if r.ix.Type == wire.InternalEpochStart && r.deliveredAny && r.ix.Epoch > r.deliveredEpoch {
 		r.fail(fmt.Errorf("%w: epoch %d starts at seq %d but seqs up to %d were delivered in epoch %d",
 			ErrDiverged, r.ix.Epoch, rec.Seq, r.next-1, r.deliveredEpoch))
 	}
