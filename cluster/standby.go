@@ -235,16 +235,10 @@ func (s *Standby) Run(ctx context.Context) error {
 		return err
 	}
 	s.running = true
-	if !s.r.Started() && s.rcfg.RewindFrom != s.store.Contiguous()+1 {
-		// CatchUp filled the store before Run: repair from its new end.
-		s.rcfg.RewindFrom = s.store.Contiguous() + 1
-		r, err := receiver.New(s.rcfg)
-		if err != nil {
-			s.running = false
-			s.mu.Unlock()
-			return err
-		}
-		s.r = r
+	if err := s.restartReceiverLocked(); err != nil {
+		s.running = false
+		s.mu.Unlock()
+		return err
 	}
 	s.mu.Unlock()
 
@@ -369,6 +363,10 @@ func (s *Standby) frame(f []byte, _ transport.Peer) {
 	if s.err == nil && !s.taken {
 		now := s.clock()
 		if s.sealed == 0 || !s.sealedFrame(f) {
+			if !s.r.Started() && s.staleTailLocked(f) && s.healLocked(now, f) {
+				s.mu.Unlock()
+				return
+			}
 			if s.r.Step(now, f, receiver.Sequencer) != nil && s.r.Err() == nil {
 				s.stats.ReceiverErrs++
 			}
@@ -424,6 +422,24 @@ func (s *Standby) healLocked(now int64, f []byte) bool {
 	_ = s.r.Step(now, f, receiver.Sequencer)
 	s.handleReadyLocked(now)
 	return true
+}
+
+// staleTailLocked reports whether f, the first stream frame since the
+// standby opened, belongs to an epoch newer than every record the store
+// holds and starts at or below the store's end: the store holds records
+// past that epoch's cut (it was not in the sealing quorum, or it was the
+// deposed primary), which must be healed before anything is appended.
+// The receiver cannot tell: it starts after the store's end and knows
+// nothing of the epochs below it.
+func (s *Standby) staleTailLocked(f []byte) bool {
+	if k, err := wire.PeekKind(f); err != nil || k != wire.KindData && k != wire.KindHeartbeat {
+		return false
+	}
+	if wire.DecodePacket(f, &s.pkt) != nil || s.pkt.EpochStart == 0 || s.pkt.EpochStart > s.store.Contiguous() {
+		return false
+	}
+	e, ok := s.store.EpochOf(s.store.Contiguous())
+	return ok && e < s.pkt.Epoch
 }
 
 // sealedFrame reports whether f is a stream packet of a sealed epoch that

@@ -721,6 +721,43 @@ func TestStandby_BeyondTheCutHeals(t *testing.T) {
 	if _, snap := s3.Snapshot(); !bytes.Equal(snap, c2.State().Snapshot()) {
 		t.Fatal("reopened standby's State differs from the new primary's")
 	}
+
+	// The same when the first frame it sees is a later packet of the new
+	// epoch (the epoch's start record comes only as a repair): it stayed
+	// on its stale tail, appending the new epoch after it (found by the
+	// simulator's cluster scenario).
+	late := standbyConfig(t, 4)
+	s4, err := NewStandby(late, &fakeClient{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, b := range pkts {
+		s4.frame(b, 0)
+	}
+	if err := s4.Close(); err != nil {
+		t.Fatal(err)
+	}
+	s4 = newStandby(t, late, &fakeClient{})
+	hb, err := wire.AppendHeartbeat(make([]byte, wire.PacketHeaderBytes), 2, testSession, c2.Published()+1, c2.Published(), next.now, cut+1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s4.frame(hb, 0)
+	rep := bytes.Clone(next.pkts[0])
+	wire.SetPacketFlags(rep, wire.PacketRetransmit)
+	s4.frame(rep, 0)
+	if err := s4.Err(); err != nil || s4.Contiguous() != c2.Published() || s4.Stats().Healed != 1 {
+		t.Fatalf("reopened standby, new epoch seen late: %v, holds %d (want %d, cut %d), %+v", err, s4.Contiguous(), c2.Published(), cut, s4.Stats())
+	}
+	if _, snap := s4.Snapshot(); !bytes.Equal(snap, c2.State().Snapshot()) {
+		t.Fatal("reopened standby's State differs from the new primary's (new epoch seen late)")
+	}
+	s4.mu.Lock()
+	e, _ := s4.store.EpochOf(cut + 1)
+	s4.mu.Unlock()
+	if e != 2 {
+		t.Fatalf("seq %d is of epoch %d in the store, want 2", cut+1, e)
+	}
 }
 
 // TestStandby_CatchUpDropsStashAboveTheCut: packets of the sealed epoch
