@@ -566,6 +566,14 @@ func (s *Standby) appendLocked(p []byte) error {
 		// starts at seq 1, where its State starts.
 		return replayer.ErrGap
 	}
+	if held := s.store.Contiguous(); s.pkt.EpochStart <= held && s.pkt.FirstSeq != s.pkt.EpochStart {
+		// The store's tail past this epoch's start is a cut one (being
+		// healed): nothing of the epoch goes after it; the epoch's first
+		// packet restarts the store at its start, and this one waits.
+		if e, ok := s.store.EpochOf(held); ok && e < s.pkt.Epoch {
+			return replayer.ErrGap
+		}
+	}
 	if limit, ok := s.epochs.startAfter(s.pkt.Epoch); ok && s.pkt.LastSeq() >= limit {
 		if s.pkt.FirstSeq >= limit {
 			return errCut

@@ -721,6 +721,15 @@ func TestStandby_BeyondTheCutHeals(t *testing.T) {
 	if _, snap := s3.Snapshot(); !bytes.Equal(snap, c2.State().Snapshot()) {
 		t.Fatal("reopened standby's State differs from the new primary's")
 	}
+	// Reopened once more, on the healed store (cut frames, then the new
+	// epoch): the State is rebuilt through the new epoch.
+	if err := s3.Close(); err != nil {
+		t.Fatal(err)
+	}
+	s3 = newStandby(t, stale, &fakeClient{})
+	if seq, snap := s3.Snapshot(); seq != c2.Published() || !bytes.Equal(snap, c2.State().Snapshot()) {
+		t.Fatalf("standby reopened on a healed store: State at %d, want the new primary's at %d", seq, c2.Published())
+	}
 
 	// The same when the first frame it sees is a later packet of the new
 	// epoch (the epoch's start record comes only as a repair): it stayed
@@ -738,11 +747,17 @@ func TestStandby_BeyondTheCutHeals(t *testing.T) {
 		t.Fatal(err)
 	}
 	s4 = newStandby(t, late, &fakeClient{})
-	hb, err := wire.AppendHeartbeat(make([]byte, wire.PacketHeaderBytes), 2, testSession, c2.Published()+1, c2.Published(), next.now, cut+1)
-	if err != nil {
-		t.Fatal(err)
+	// More of the new epoch, numbered on from alice's last command
+	// before the cut; the standby sees them before the epoch's first
+	// packet (a repair, last).
+	next.cmdSeq = lastCmdOf(t, pkts, acctA, cut)
+	later := next.commands(t, 6)
+	if len(later) == 0 || c2.Published() < cut+6 {
+		t.Fatalf("the new epoch published up to %d, want commands past %d", c2.Published(), cut+1)
 	}
-	s4.frame(hb, 0)
+	for _, b := range later {
+		s4.frame(b, 0)
+	}
 	rep := bytes.Clone(next.pkts[0])
 	wire.SetPacketFlags(rep, wire.PacketRetransmit)
 	s4.frame(rep, 0)
@@ -758,6 +773,33 @@ func TestStandby_BeyondTheCutHeals(t *testing.T) {
 	if e != 2 {
 		t.Fatalf("seq %d is of epoch %d in the store, want 2", cut+1, e)
 	}
+	if err := s4.Close(); err != nil {
+		t.Fatal(err)
+	}
+	s4 = newStandby(t, late, &fakeClient{})
+	if seq, snap := s4.Snapshot(); seq != c2.Published() || !bytes.Equal(snap, c2.State().Snapshot()) {
+		t.Fatalf("reopened on the store healed late: State at %d, want the new primary's at %d", seq, c2.Published())
+	}
+}
+
+// lastCmdOf is the command seq of acct's last record at or below seq
+// last in pkts.
+func lastCmdOf(t testing.TB, pkts [][]byte, acct wire.Account, last uint64) uint64 {
+	t.Helper()
+	var p wire.Packet
+	var r wire.Record
+	var cmd uint64
+	for _, b := range pkts {
+		if err := wire.DecodePacket(b, &p); err != nil {
+			t.Fatal(err)
+		}
+		for p.Next(&r) {
+			if r.Seq <= last && r.Account == acct && r.Flags&wire.FlagInternal == 0 {
+				cmd = r.CmdSeq
+			}
+		}
+	}
+	return cmd
 }
 
 // TestStandby_CatchUpDropsStashAboveTheCut: packets of the sealed epoch
