@@ -113,6 +113,9 @@ func (w *world) keep(pkt []byte) {
 		info.Fragment, info.FragFrom, info.FragTo = true, r.Offset, r.Offset+uint32(len(r.Payload))
 	}
 	w.hist.Put(pkt, info)
+	if w.cl != nil {
+		w.cl.persist(pkt, info)
+	}
 }
 
 // failover replaces the primary, now and then, at most three times a run.

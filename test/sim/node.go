@@ -96,7 +96,7 @@ func newSimNode(w *world, i int, readOnly bool) (*simNode, error) {
 	}
 	n.account = wire.MustAccount(n.name)
 	n.client = w.net.Client()
-	n.peer = transport.Peer(i + 1) // mem numbers clients from 1 in creation order
+	n.peer = n.client.(interface{ Peer() transport.Peer }).Peer()
 	n.onFrame = n.frame
 	return n, n.start()
 }

@@ -55,6 +55,20 @@ type Config struct {
 	// takes over at a cut between stable and the last seq published
 	// (epoch.go).
 	EpochChanges bool
+	// Cluster runs a group of three sequencer members (cluster.go): two
+	// real cluster.Standby followers whose acks make stable through a
+	// cluster.QuorumAcks, and epoch changes by a simulated election with
+	// seal, catch-up and takeover, instead of SafeLag's simulated group
+	// and EpochChanges' simulated cut (EpochChanges then turns the
+	// primary's failures on).
+	Cluster bool
+	// PrimaryStore (with Cluster): the primary appends what it publishes
+	// to its own store before counting itself in the quorum. Without it
+	// (as cluster.Node does today) the primary counts what it published
+	// but never wrote: after it crashes, a stable seq may be held by one
+	// member only, and a second failure loses it (simrun -seed 20
+	// -commands 2000 -without idlehours,primarystore).
+	PrimaryStore bool
 }
 
 // DefaultConfig is what `make sim` runs: 5% loss, 1% duplication and
@@ -80,6 +94,8 @@ func DefaultConfig() Config {
 		IdleHours:  true,
 
 		EpochChanges: true,
+		Cluster:      true,
+		PrimaryStore: true,
 	}
 }
 
@@ -98,7 +114,10 @@ type Result struct {
 	// stopped with ErrDiverged because of them (and were restarted).
 	EpochChanges int
 	Divergences  int
-	Err          error
+	// The sequencer group (Cluster): members killed, members restarted
+	// (as standbys), standby faults (kills, partitions, lag spells).
+	Kills, Restarts, StandbyFaults int
+	Err                            error
 }
 
 // Replay is the one command that reruns this seed exactly.
@@ -115,14 +134,14 @@ func (c *Config) scenarios() map[string]*bool {
 	return map[string]*bool{
 		"partitions": &c.Partitions, "safelag": &c.SafeLag, "restarts": &c.Restarts, "timers": &c.Timers,
 		"latejoiner": &c.LateJoiner, "clocksteps": &c.ClockSteps, "idlehours": &c.IdleHours,
-		"epochs": &c.EpochChanges,
+		"epochs": &c.EpochChanges, "cluster": &c.Cluster, "primarystore": &c.PrimaryStore,
 	}
 }
 
 // Scenarios lists the names Without takes.
 func Scenarios() []string {
 	var c Config
-	names := make([]string, 0, 8)
+	names := make([]string, 0, 10)
 	for k := range c.scenarios() {
 		names = append(names, k)
 	}
@@ -227,6 +246,8 @@ type world struct {
 	late        bool // LateJoiner: the late node joined
 
 	onServerFrame transport.Handler
+
+	cl *simCluster // Config.Cluster: the sequencer group
 }
 
 // Run simulates cfg and returns the outcome; it never panics on a
@@ -251,7 +272,13 @@ func Run(cfg Config) (res Result) {
 		res.Err = err
 		return res
 	}
+	if w.cl != nil {
+		defer w.cl.close()
+	}
 	res.Steps, res.Err = w.run()
+	if w.cl != nil {
+		res.Kills, res.Restarts, res.StandbyFaults = w.cl.kills, w.cl.restarts, w.cl.standbyFs
+	}
 	res.Virtual = time.Duration(w.now)
 	res.Sequenced = uint64(len(w.log))
 	res.Sequencer = w.seq.Stats()
@@ -287,7 +314,7 @@ func newWorld(cfg Config) (*world, error) {
 	// Exercise repair pacing: about what 5% loss needs on average, so
 	// bursts (after a partition) are throttled and must still converge.
 	sc.RetransmitBytesPerSecond = 2 << 20
-	if cfg.SafeLag {
+	if cfg.SafeLag || cfg.Cluster {
 		sc.Standalone = false
 		w.stableLag = time.Duration(w.rng.IntN(int(3 * time.Millisecond)))
 	}
@@ -303,6 +330,11 @@ func newWorld(cfg Config) (*world, error) {
 			return nil, err
 		}
 		w.nodes = append(w.nodes, n)
+	}
+	if cfg.Cluster {
+		if w.cl, err = newSimCluster(w); err != nil {
+			return nil, err
+		}
 	}
 	return w, nil
 }
@@ -329,6 +361,10 @@ type ack struct {
 // standbys plays the standby group: a seq published at t is acked by a
 // quorum at t+stableLag, and only then becomes stable.
 func (w *world) standbys() {
+	if w.cl != nil {
+		w.seq.SetStable(w.cl.stable())
+		return
+	}
 	if !w.cfg.SafeLag {
 		return
 	}
@@ -432,6 +468,9 @@ func (w *world) fail(format string, args ...any) {
 }
 
 func (w *world) serverFrame(frame []byte, from transport.Peer) {
+	if w.cl != nil && (w.cl.primary < 0 || !w.cl.observe(frame, from)) {
+		return // no primary (frames to it are lost), or an ack lost on the way
+	}
 	// Malformed frames are the sequencer's to count; the simulator never
 	// sends any, so an error here is a bug.
 	if err := w.seq.Step(w.seqClock(), frame, from); err != nil {
@@ -481,7 +520,11 @@ func (w *world) run() (int, error) {
 		}
 		w.idle()
 		w.lateJoin()
-		w.failover()
+		if w.cl != nil {
+			w.cl.faults()
+		} else {
+			w.failover()
+		}
 
 		if w.cfg.Partitions {
 			switch {
@@ -501,10 +544,15 @@ func (w *world) run() (int, error) {
 		if _, err := w.srv.Poll(w.onServerFrame, 0); err != nil {
 			return step, err
 		}
-		w.seq.Flush(w.seqClock())
-		w.standbys()
-		w.seq.Tick(w.seqClock())
-		w.checkStandby()
+		if w.cl == nil || w.cl.primary >= 0 {
+			w.seq.Flush(w.seqClock())
+			w.standbys()
+			w.seq.Tick(w.seqClock())
+			w.checkStandby()
+		}
+		if w.cl != nil {
+			w.cl.work()
+		}
 		for _, n := range w.nodes {
 			n.receive()
 		}
@@ -554,6 +602,9 @@ func (w *world) lateJoin() {
 }
 
 func (w *world) done() bool {
+	if w.cl != nil && !w.cl.done() {
+		return false
+	}
 	last := uint64(len(w.log))
 	for _, n := range w.nodes {
 		if n.lost != nil {
@@ -576,6 +627,12 @@ func (w *world) done() bool {
 			return false
 		}
 	}
+	if w.cl != nil {
+		if err := w.cl.check(); err != nil {
+			w.fail("%v", err)
+			return false
+		}
+	}
 	return true
 }
 
@@ -583,6 +640,9 @@ func (w *world) progress() string {
 	s := fmt.Sprintf("sequenced=%d", len(w.log))
 	for _, n := range w.nodes {
 		s += fmt.Sprintf(" %s{sent=%d/%d inflight=%d delivered=%d err=%v}", n.name, n.sent, n.target, n.core.InFlight(), n.core.Delivered(), n.core.Err())
+	}
+	if w.cl != nil {
+		s += " " + w.cl.progress()
 	}
 	return s
 }
