@@ -1,6 +1,10 @@
 # seqd — see README.md. Every target works from a clean clone with only Go.
 GO      ?= go
-SEEDS   ?= 200
+SEEDS   ?= 300
+# SIM_COMMANDS: commands per simulator seed (each seed runs the sequencer
+# group with its faults and hours of idle; 300 seeds take about
+# a minute on two cores).
+SIM_COMMANDS ?= 3000
 BIN     := bin/seqd
 PKGS    := ./...
 FUZZTIME ?= 10s
@@ -41,7 +45,7 @@ integration:
 
 ## sim: deterministic simulator over seeds 1..SEEDS; ends "sim seeds=N failed=F".
 sim:
-	$(GO) run ./test/sim/cmd/simrun -seeds $(SEEDS)
+	$(GO) run ./test/sim/cmd/simrun -seeds $(SEEDS) -commands $(SIM_COMMANDS)
 
 ## soak: a long simulator run (about ten minutes on two cores).
 soak:

@@ -22,6 +22,16 @@
 // the surviving stream's State and history (epoch.go), fast nodes that ran
 // past a cut required to stop with ErrDiverged.
 //
+// With Cluster (on by default) the sequencer is a group of three members
+// (cluster.go): the standbys are real cluster.Standby followers (driven
+// by Step and Work, stores on real files) whose acks make the primary's
+// stable through cluster.QuorumAcks, and epoch changes run through a
+// seeded election beside the real hashicorp/raft one: seal a quorum, cut
+// at the highest contiguous seq reported, catch the leader up, Takeover,
+// sequencer.NewPrimary. Primaries are killed or cut off from their
+// standbys, standbys killed, cut off or slowed; the leader's State at the
+// cut, and every member's store and State at the end, are checked.
+//
 // Everything random comes from the seed, so a failure replays exactly with
 // the command that Result.Replay prints.
 package sim

@@ -186,7 +186,7 @@ var ErrInvariant = errors.New("sim: invariant violated")
 
 const (
 	tick     = 100 * time.Microsecond
-	idleTick = 100 * time.Millisecond
+	idleTick = time.Second
 )
 
 // heartbeat is the sequencer's HeartbeatInterval.
