@@ -117,6 +117,16 @@ func runSequencer(c *cli.Context) error {
 	if err := validateTransport(c, c.String("transport")); err != nil {
 		return err
 	}
+	if c.Bool("dry-run") && c.Bool("cluster") {
+		cc, err := clusterConfig(c, cfg, log)
+		if err != nil {
+			return err
+		}
+		fmt.Printf("sequencer: config cluster id=%d dir=%s raft=%s admin=%s fetch=%s members=%d timeouts=%s heartbeat=%v election=%v leader_lease=%v join=%v transport=%s udp.stream-group=%s udp.command-group=%s\n",
+			cc.ID, cc.Dir, cc.RaftAddr, cc.AdminAddr, fetchAddr(c, cc), len(cc.Members), c.String("timeouts"), cc.Timeouts.Heartbeat, cc.Timeouts.Election, cc.Timeouts.LeaderLease, cc.Join,
+			c.String("transport"), c.String("udp.stream-group"), c.String("udp.command-group"))
+		return nil
+	}
 	if c.Bool("dry-run") {
 		fmt.Printf("sequencer: config transport=%s session=%d max_packet_bytes=%d heartbeat_interval=%v ring_bytes=%d nak_answer_bytes=%d max_message_bytes=%d udp.stream-group=%s udp.command-group=%s udp.interface=%s tcp.addr=%s\n",
 			c.String("transport"), cfg.Session, cfg.MaxPacketBytes, cfg.HeartbeatInterval, cfg.RingBytes, cfg.NakAnswerBytes, cfg.MaxMessageBytes,
