@@ -183,6 +183,10 @@ func (n *Node) sealQuorum(ctx context.Context, st *fsm.State) (uint64, []string,
 		return 0, nil, fmt.Errorf("%w: no voters in the failover state", ErrNoQuorum)
 	}
 	quorum := len(voters)/2 + 1
+	if _, isVoter := st.Member(st.Primary()); isVoter && len(voters)-1 < quorum {
+		// A group of one (or two): no quorum without the primary.
+		quorum = len(voters) - 1
+	}
 	type answer struct {
 		m   fsm.Member
 		c   uint64
@@ -208,6 +212,13 @@ func (n *Node) sealQuorum(ctx context.Context, st *fsm.State) (uint64, []string,
 	}
 	var ok []got
 	var errs []error
+	// counted are the answers that count toward the quorum: not the
+	// sealed epoch's own primary's. Its stable counted what it published,
+	// but its store holds only what it followed before its primacy (a
+	// primary does not persist its own stream): its answer understates
+	// what it counted, so a quorum with it need not intersect the quorum
+	// that made a seq stable. Its answer still raises the cut.
+	counted := 0
 	// Once a quorum answered, the others get a short grace (the commit
 	// timeout): a higher cut drops fewer messages, and a live member
 	// left out of the quorum could hold records above the cut, which it
@@ -223,7 +234,7 @@ collect:
 		case <-grace:
 			break collect
 		case <-ctx.Done():
-			if len(ok) >= quorum {
+			if counted >= quorum {
 				break collect
 			}
 			return 0, nil, fmt.Errorf("%w: epoch %d: %d of %d answered, need %d: %v", ErrNoQuorum, epoch, len(ok), len(voters), quorum, errors.Join(errs...))
@@ -233,11 +244,14 @@ collect:
 			continue
 		}
 		ok = append(ok, got{a.c, a.m.StreamAddr})
-		if len(ok) == quorum {
-			grace = time.After(n.cfg.Timeouts.Commit)
+		if a.m.ID != st.Primary() {
+			counted++
+			if counted == quorum {
+				grace = time.After(n.cfg.Timeouts.Commit)
+			}
 		}
 	}
-	if len(ok) < quorum {
+	if counted < quorum {
 		return 0, nil, fmt.Errorf("%w: epoch %d: %d of %d answered, need %d: %v", ErrNoQuorum, epoch, len(ok), len(voters), quorum, errors.Join(errs...))
 	}
 	slices.SortFunc(ok, func(a, b got) int {

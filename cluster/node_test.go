@@ -35,6 +35,8 @@ type fakeFollower struct {
 	runs       int
 	// failTakeover makes every Takeover fail (a broken store).
 	failTakeover bool
+	// sealDelay delays Seal's answer (a member restarting).
+	sealDelay time.Duration
 }
 
 func (f *fakeFollower) Run(ctx context.Context) error {
@@ -46,6 +48,10 @@ func (f *fakeFollower) Run(ctx context.Context) error {
 }
 
 func (f *fakeFollower) Seal(epoch uint32) (uint64, error) {
+	f.mu.Lock()
+	delay := f.sealDelay
+	f.mu.Unlock()
+	time.Sleep(delay)
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if epoch < f.sealed {
@@ -464,5 +470,52 @@ func TestNode_LeaderThatCannotTakeOverStepsAside(t *testing.T) {
 	bad.fol.mu.Unlock()
 	if tries < maxLeadFailures {
 		t.Fatalf("the bad member tried %d takeovers, want %d before stepping aside", tries, maxLeadFailures)
+	}
+}
+
+// TestSeal_PrimaryOfTheSealedEpochDoesNotCount: the sealed epoch's primary
+// counted what it published toward stable, but its store lacks its own
+// epoch, so its answer must not complete the seal's quorum: the seal waits
+// for the standby that held what became stable, even when it answers
+// late, instead of cutting below stable with the primary and lagging
+// standbys (found by seqd drill failover: a primary that lost its quorum
+// while a standby was down; the next epoch cut 423 stable seqs).
+func TestSeal_PrimaryOfTheSealedEpochDoesNotCount(t *testing.T) {
+	c := newTestCluster(t, 5)
+	p := c.primary() // sequencing: its own seal answer is an error
+	var others []*member
+	for _, m := range c.members {
+		if m != p {
+			others = append(others, m)
+		}
+	}
+	old, lag1, lag2, holder := others[0], others[1], others[2], others[3]
+	old.fol.set(50)     // the sealed epoch's primary, a standby again: only what it followed before
+	lag1.fol.set(100)   // lagging standbys
+	lag2.fol.set(100)   //
+	holder.fol.set(900) // held what became stable, with the primary
+	holder.fol.mu.Lock()
+	holder.fol.sealDelay = 300 * time.Millisecond // restarting: answers late
+	holder.fol.mu.Unlock()
+	// The failover state of an epoch 1 whose primary was old.
+	st := fsm.Initial()
+	var err error
+	apply := func(cmd fsm.Command) {
+		t.Helper()
+		if st, err = st.Apply(st.AppliedIndex()+1, cmd); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, m := range p.node.State().Members() {
+		apply(fsm.AddMember{Member: m})
+	}
+	apply(fsm.NewSession{Prev: 0})
+	apply(fsm.BeginEpoch{Epoch: 1, Primary: old.cfg.ID, PrevCut: 0})
+	cut, _, err := lag1.node.sealQuorum(context.Background(), st)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cut != 900 {
+		t.Fatalf("cut %d: the seal was completed without the member holding 900", cut)
 	}
 }
