@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"math/rand/v2"
 	"net"
 	"os"
 	"sync"
@@ -113,14 +114,22 @@ type testCluster struct {
 	members  []*member
 }
 
+// freeAddr returns a loopback address that was free a moment ago, with a
+// port below the kernel's ephemeral range (32768 and up), so that the
+// outgoing connections of everything else on a busy machine do not take
+// it between now and the member's bind.
 func freeAddr(t *testing.T) string {
 	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
+	for range 100 {
+		l, err := net.Listen("tcp", fmt.Sprintf("127.0.0.1:%d", 10000+rand.IntN(22000)))
+		if err != nil {
+			continue
+		}
+		defer l.Close()
+		return l.Addr().String()
 	}
-	defer l.Close()
-	return l.Addr().String()
+	t.Fatal("no free port below 32000")
+	return ""
 }
 
 func memberList(t *testing.T, k int) []fsm.Member {
@@ -133,7 +142,16 @@ func memberList(t *testing.T, k int) []fsm.Member {
 
 func newTestCluster(t *testing.T, k int) *testCluster {
 	t.Helper()
-	return newTestClusterWith(t, k, TestTimeouts())
+	return newTestClusterWith(t, k, unitTimeouts())
+}
+
+// unitTimeouts is TestTimeouts with longer raft timeouts still: these
+// tests assert which epoch a change makes, and a machine loaded by other
+// jobs (load 10 on two cores) deposed 300 ms leaders now and then.
+func unitTimeouts() Timeouts {
+	t := TestTimeouts()
+	t.Heartbeat, t.Election, t.LeaderLease = time.Second, time.Second, time.Second
+	return t
 }
 
 func newTestClusterWith(t *testing.T, k int, timeouts Timeouts) *testCluster {
