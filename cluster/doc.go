@@ -32,17 +32,26 @@
 // profiles: LANTimeouts (50 ms heartbeat, election and leader lease, the
 // default), WANTimeouts and TestTimeouts.
 //
-// The Raft leader is the primary. On becoming leader a Node reads every
-// committed entry (Barrier), records the bootstrap members and a session
-// if there are none, seals the current epoch on every voter through
-// their control endpoints (HTTP, POST /v1/seal: Standby.Seal), takes the
-// highest contiguous seq a quorum reports as the cut, catches its standby
-// up to it, commits BeginEpoch{e+1, itself, cut}, stops its standby and
-// sequences from cut+1 with sequencer.NewPrimary on the standby's State
-// and store (Takeover). It stops sequencing at once when raft reports it
-// is no longer leader (raft steps down by itself when a quorum is silent
-// for the leader lease), and runs a new standby on the same store. While
-// primary it records (stable, time) checkpoints through Raft.
+// The Raft leader is the primary. On becoming leader a Node records the
+// bootstrap members and a session if there are none, seals the current
+// epoch on every voter through their control endpoints (HTTP, POST
+// /v1/seal: Standby.Seal), takes the highest contiguous seq reported as
+// the cut once a quorum answered (plus a commit timeout of grace for the
+// rest), catches its standby up to it, stops its standby and builds the
+// primary's Core with sequencer.NewPrimary on the standby's State and
+// store (Takeover), and only then commits BeginEpoch{e+1, itself, cut}
+// and sequences from cut+1. The sealed epoch's own primary does not count
+// toward the seal's quorum: its stable counted what it published, which
+// its store does not hold (a primary does not persist its own stream), so
+// only the others' answers make a quorum that intersects every quorum
+// that made a seq stable. The first attempt reads the state without a
+// Barrier (every proposal is a compare-and-set the FSM checks, and a
+// rejected one is retried through a Barrier); a leader that fails three
+// epoch changes hands the leadership to another member. A primary stops
+// sequencing at once when raft reports it is no longer leader (raft steps
+// down by itself when a quorum is silent for the leader lease), and runs
+// a new standby on the same store. While primary it records (stable,
+// time) checkpoints through Raft.
 //
 // The control endpoint also serves `seqd admin`: GET /v1/status,
 // POST /v1/transfer (TransferPrimary: a planned handover that stops the
