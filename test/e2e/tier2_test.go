@@ -99,11 +99,12 @@ func (p *tailProc) drain(want []string) error {
 // one over TCP. Twenty tails rewind from seq 1 at once from the tier-2
 // replayer gossip selects (`seqd tail --from 1 --gossip`, no address),
 // held mid-rewind by their unread output while the stream goes on. The
-// tier-1 replayer the tier-2 ones follow is SIGKILLed while it serves
-// them (they move to the other tier 1 and resume with no gap), then the
-// tier-2 replayer serving the tails is SIGKILLed (they move to the other
-// tier 2 by gossip). Every tail prints the whole stream, line for line
-// equal to what a live tail printed.
+// tier-1 replayer the other tier-2 one follows is SIGKILLed while it
+// serves it (it moves to the other tier 1 and resumes with no gap), then
+// the tier-2 replayer serving the tails is SIGKILLed (they move to the
+// other tier 2 by gossip). Every tail prints the whole stream, line for
+// line equal to what a live tail printed, and so does seqd replay of the
+// surviving tier-2 replayer.
 func TestCLI_Tier2RewindsSurviveReplayerKills(t *testing.T) {
 	bin := seqd(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 120*time.Second)
@@ -219,12 +220,17 @@ func TestCLI_Tier2RewindsSurviveReplayerKills(t *testing.T) {
 	}
 	t.Logf("tails chose %v; %s dies", chosen, victim)
 
-	// The stream goes on; the tier-1 replayer the victim follows dies
-	// while it serves the tier-2 ones.
+	survivor := t2["t2a"]
+	if victim == "t2a" {
+		survivor = t2["t2b"]
+	}
+
+	// The stream goes on; the tier-1 replayer the surviving tier-2 one
+	// follows dies while it serves it (and maybe the victim).
 	loadDone := make(chan uint64, 1)
 	go func() { loadDone <- load(5_000) }()
 	time.Sleep(300 * time.Millisecond)
-	logs := t2[victim].stderr.String()
+	logs := survivor.stderr.String()
 	const following = `msg="tier 2: following upstream replayer" upstream=`
 	i := strings.LastIndex(logs, following)
 	if i < 0 {
@@ -290,10 +296,6 @@ func TestCLI_Tier2RewindsSurviveReplayerKills(t *testing.T) {
 
 	// seqd replay HOST:PORT replays the surviving tier-2 replayer's
 	// stream as the live tail printed it, all of it or a range.
-	survivor := t2["t2a"]
-	if victim == "t2a" {
-		survivor = t2["t2b"]
-	}
 	for _, r := range []struct{ from, to uint64 }{{0, 0}, {1000, 2000}} {
 		args := []string{"replay", "--format", "json", rewindOf[survivor]}
 		if r.to != 0 {
@@ -320,6 +322,13 @@ func TestCLI_Tier2RewindsSurviveReplayerKills(t *testing.T) {
 			}
 		}
 		t.Logf("seqd %v: %s", args, strings.TrimSpace(stderr.String()))
+	}
+
+	// The surviving tier-2 replayer lost its upstream too if it followed
+	// the tier-1 one that died: it moved to the other.
+	if logs := survivor.stderr.String(); !strings.Contains(logs, "upstream replayer failed; following another") ||
+		strings.LastIndex(logs, following+rewindOf[dead1]) > strings.LastIndex(logs, following) {
+		t.Errorf("the surviving tier-2 replayer did not move from the dead tier-1 one:\n%s", logs)
 	}
 
 	// The surviving replayers hold the whole stream; the tier-2 one
