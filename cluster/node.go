@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -554,6 +555,15 @@ func (n *Node) sequence(ctx context.Context, core *sequencer.Core, srv transport
 
 	ckpt := newCheckpointer(n, ch.Epoch)
 	defer ckpt.stop()
+	// A member added or removed during the epoch changes whose acks
+	// count (the tracker keeps what was stable).
+	setVoters := func([]uint64) error { return nil }
+	if v, ok := acks.(interface{ SetVoters([]uint64) error }); ok {
+		setVoters = v.SetVoters
+	} else if q, ok := acks.(interface{ Quorum() *Quorum }); ok {
+		setVoters = q.Quorum().SetVoters
+	}
+	members := n.fsm.State()
 	for {
 		if ctx.Err() != nil || n.handover.Load() {
 			return ctx.Err()
@@ -566,6 +576,20 @@ func (n *Node) sequence(ctx context.Context, core *sequencer.Core, srv transport
 			return err
 		}
 		ckpt.maybe(t.Mono)
+		if st := n.fsm.State(); st != members {
+			if !slices.Equal(st.Members(), members.Members()) {
+				var ids []uint64
+				for _, m := range st.Members() {
+					if m.Role == fsm.Voter {
+						ids = append(ids, m.ID)
+					}
+				}
+				if err := setVoters(ids); err != nil {
+					n.log.Warn("quorum voters", "err", err)
+				}
+			}
+			members = st
+		}
 	}
 }
 

@@ -8,6 +8,7 @@ import (
 	"math/rand/v2"
 	"net"
 	"os"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -99,6 +100,26 @@ type allAcks struct{}
 func (allAcks) Observe([]byte, transport.Peer) {}
 func (allAcks) Stable(published uint64) uint64 { return published }
 
+// trackedAcks is allAcks that records the voters the Node gives it.
+type trackedAcks struct {
+	allAcks
+	mu  sync.Mutex
+	ids []uint64
+}
+
+func (a *trackedAcks) SetVoters(ids []uint64) error {
+	a.mu.Lock()
+	a.ids = slices.Clone(ids)
+	a.mu.Unlock()
+	return nil
+}
+
+func (a *trackedAcks) voters() []uint64 {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return slices.Clone(a.ids)
+}
+
 type member struct {
 	cfg    Config
 	fol    *fakeFollower
@@ -106,6 +127,7 @@ type member struct {
 	cancel context.CancelFunc
 	done   chan error
 	epochs atomic.Int32 // epochs this member began as primary
+	acks   atomic.Pointer[trackedAcks]
 }
 
 type testCluster struct {
@@ -199,7 +221,15 @@ func (c *testCluster) startWith(self fsm.Member, ms []fsm.Member, join bool, dir
 			}
 			return net.Server(), nil
 		},
-		Acks: func(Epoch) Acks { m.epochs.Add(1); return allAcks{} },
+		Acks: func(e Epoch) Acks {
+			m.epochs.Add(1)
+			a := &trackedAcks{}
+			for _, v := range e.Members {
+				a.ids = append(a.ids, v.ID)
+			}
+			m.acks.Store(a)
+			return a
+		},
 	}
 	n, err := New(cfg, deps)
 	if err != nil {
@@ -366,6 +396,13 @@ func TestNode_AddAndRemoveMemberLive(t *testing.T) {
 		}
 		time.Sleep(5 * time.Millisecond)
 	}
+	// The primary counts the new voter's acks from now on.
+	for !slices.Contains(p.acks.Load().voters(), 4) {
+		if time.Now().After(deadline) {
+			t.Fatalf("the primary's quorum voters %v lack the new member", p.acks.Load().voters())
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
 	if err := p.node.RemoveMember(p.cfg.ID); !errors.Is(err, fsm.ErrRemovePrimary) {
 		t.Fatalf("removing the primary: %v, want fsm.ErrRemovePrimary", err)
 	}
@@ -378,6 +415,12 @@ func TestNode_AddAndRemoveMemberLive(t *testing.T) {
 	}
 	if n := len(cf.Configuration().Servers); n != 3 || len(p.node.State().Members()) != 3 {
 		t.Fatalf("after removal: %d raft servers, state %v", n, p.node.State())
+	}
+	for slices.Contains(p.acks.Load().voters(), 4) {
+		if time.Now().After(deadline) {
+			t.Fatalf("the primary's quorum voters %v still count the removed member", p.acks.Load().voters())
+		}
+		time.Sleep(5 * time.Millisecond)
 	}
 }
 

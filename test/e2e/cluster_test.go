@@ -54,6 +54,7 @@ type clusterRun struct {
 	net   []string
 	procs []*clusterProc
 	admin []string // admin address of member i+1
+	peers []string // ID@RAFT@ADMIN@FETCH of each member
 }
 
 // startCluster starts three cluster members on loopback (UDP multicast
@@ -67,6 +68,7 @@ func startCluster(t *testing.T, ctx context.Context, bin string, net []string, t
 		r.admin = append(r.admin, admin)
 		peers = append(peers, fmt.Sprintf("%d@%s@%s@%s", id, freeTCPAddr(t), admin, freeTCPAddr(t)))
 	}
+	r.peers = peers
 	for id := 1; id <= 3; id++ {
 		args := append([]string{"sequencer", "--cluster", "--id", fmt.Sprint(id), "--dir", t.TempDir(),
 			"--peers", strings.Join(peers, ","), "--timeouts", timeouts}, net...)
@@ -361,4 +363,55 @@ func TestCLI_DrillFailover(t *testing.T) {
 		t.Fatalf("no partition round:\n%s", out)
 	}
 	t.Logf("%s", out)
+}
+
+// TestCluster_AddAndRemoveMemberLive: a fourth `seqd sequencer --cluster
+// --join` (the full member list, itself included) joins when `seqd admin
+// add-member` asks the primary, follows the stream as a standby and
+// catches up; `seqd admin remove-member` takes it out again; a node's
+// commands are acked meanwhile.
+func TestCluster_AddAndRemoveMemberLive(t *testing.T) {
+	bin := seqd(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	mc := groups(4242)
+	net := []string{"--transport", "udp", "--udp.stream-group", mc.StreamGroup, "--udp.command-group", mc.CommandGroup}
+	r := startCluster(t, ctx, bin, net, "test")
+	r.primary(ctx, 1)
+	admin4 := freeTCPAddr(t)
+	four := fmt.Sprintf("4@%s@%s@%s", freeTCPAddr(t), admin4, freeTCPAddr(t))
+	r.admin = append(r.admin, admin4)
+	args := append([]string{"sequencer", "--cluster", "--join", "--id", "4", "--dir", t.TempDir(),
+		"--peers", strings.Join(append(r.peers, four), ","), "--timeouts", "test"}, net...)
+	r.procs = append(r.procs, r.start(ctx, 4, args))
+
+	out, err := exec.CommandContext(ctx, bin, "admin", "add-member", "--addr", r.admin[0], four).CombinedOutput()
+	if err != nil || !strings.Contains(string(out), "admin: added member 4") {
+		t.Fatalf("add-member: %v\n%s", err, out)
+	}
+	if out, err := exec.CommandContext(ctx, bin, append([]string{"node", "--account", "GROW", "--count", "3000", "--timeout", "60s"}, net...)...).CombinedOutput(); err != nil || !strings.Contains(string(out), "acked=3000 ") {
+		t.Fatalf("node: %v\n%s", err, tailOf(string(out), 2000))
+	}
+	for ctx.Err() == nil {
+		if st := r.status(ctx, 4); st != nil && st.Role == "standby" && st.Contiguous >= 3000 {
+			break
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	if ctx.Err() != nil {
+		t.Fatal("member 4 did not catch up as a standby")
+	}
+	status, err := exec.CommandContext(ctx, bin, "admin", "status", "--addr", admin4).CombinedOutput()
+	if err != nil || !strings.Contains(string(status), "members=4") {
+		t.Fatalf("status after add: %v\n%s", err, status)
+	}
+	t.Logf("%s", status)
+	out, err = exec.CommandContext(ctx, bin, "admin", "remove-member", "--addr", r.admin[1], "4").CombinedOutput()
+	if err != nil || !strings.Contains(string(out), "admin: removed member 4") {
+		t.Fatalf("remove-member: %v\n%s", err, out)
+	}
+	status, err = exec.CommandContext(ctx, bin, "admin", "status", "--addr", r.admin[0]).CombinedOutput()
+	if err != nil || !strings.Contains(string(status), "members=3") {
+		t.Fatalf("status after remove: %v\n%s", err, status)
+	}
 }
