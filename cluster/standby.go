@@ -418,6 +418,8 @@ func (s *Standby) healLocked(now int64, f []byte) bool {
 		return false
 	}
 	s.state, s.r = st, r
+	s.epochs.add(s.pkt.Epoch, start)
+	s.contiguous.Store(s.heldLocked())
 	s.stats.Healed++
 	_ = s.r.Step(now, f, receiver.Sequencer)
 	s.handleReadyLocked(now)
@@ -440,6 +442,21 @@ func (s *Standby) staleTailLocked(f []byte) bool {
 	}
 	e, ok := s.store.EpochOf(s.store.Contiguous())
 	return ok && e < s.pkt.Epoch
+}
+
+// heldLocked is the highest seq the store holds with no gap that belongs
+// to the stream: its contiguous seq, but not past the start of an epoch
+// newer than the newest record's (while a heal waits for the new epoch's
+// first packet, the store's tail is cut records). Acks, seals, fetches
+// and the Takeover count only this.
+func (s *Standby) heldLocked() uint64 {
+	c := s.store.Contiguous()
+	if e, ok := s.store.EpochOf(c); ok {
+		if next, ok := s.epochs.startAfter(e); ok && next <= c {
+			return next - 1
+		}
+	}
+	return c
 }
 
 // sealedFrame reports whether f is a stream packet of a sealed epoch that
@@ -589,7 +606,7 @@ func (s *Standby) appendLocked(p []byte) error {
 	}
 	s.stats.Appended++
 	s.dirty = s.cfg.Store.Sync == replayer.SyncInterval
-	s.contiguous.Store(s.store.Contiguous())
+	s.contiguous.Store(s.heldLocked())
 	return nil
 }
 
@@ -643,12 +660,13 @@ func (s *Standby) ackLocked(now int64) {
 	if ep <= s.sealed {
 		return
 	}
-	v := s.store.Durable()
+	held := s.heldLocked()
+	v := min(s.store.Durable(), held)
 	if s.cfg.AckWritten {
-		v = s.store.Contiguous()
+		v = held
 	}
 	s.stats.Durable = s.store.Durable()
-	s.stats.Contiguous = s.store.Contiguous()
+	s.stats.Contiguous = held
 	if s.ackAny && v == s.acked && ep == s.ackEpoch && now-s.ackAt < int64(s.cfg.AckKeepalive) {
 		return
 	}
@@ -689,7 +707,19 @@ func (s *Standby) Seal(epoch uint32) (uint64, error) {
 		return 0, s.err
 	}
 	s.sealed = epoch
-	return s.store.Contiguous(), nil
+	return s.heldLocked(), nil
+}
+
+// HeldEpoch is the epoch of the newest record held (Seal's seq), 0 for
+// none. A leader that seals epoch e must not count records of an older
+// epoch e' past e''s cut (the start of e'+1, which it knows from the
+// failover state): a standby that missed every epoch after e' (down or cut
+// off during those changes) cannot tell them from the stream.
+func (s *Standby) HeldEpoch() uint32 {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	e, _ := s.store.EpochOf(s.heldLocked())
+	return e
 }
 
 // Contiguous is the highest seq the store holds with no gap.
@@ -700,7 +730,7 @@ func (s *Standby) Stats() StandbyStats {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	st := s.stats
-	st.Contiguous, st.Durable = s.store.Contiguous(), s.store.Durable()
+	st.Contiguous, st.Durable = s.heldLocked(), s.store.Durable()
 	return st
 }
 
@@ -770,7 +800,7 @@ func (s *Standby) fetched(p []byte, cut uint64) error {
 	case err == nil:
 		s.stats.Fetched++
 		s.dirty = s.cfg.Store.Sync == replayer.SyncInterval
-		s.contiguous.Store(s.store.Contiguous())
+		s.contiguous.Store(s.heldLocked())
 		s.drainStashTo(cut)
 	case errors.Is(err, replayer.ErrDuplicate):
 	default:
@@ -795,8 +825,8 @@ func (s *Standby) Takeover(cut uint64) (sequencer.Takeover, error) {
 	switch {
 	case s.taken:
 		return sequencer.Takeover{}, ErrTakenOver
-	case s.store.Contiguous() < cut:
-		return sequencer.Takeover{}, fmt.Errorf("%w: holds up to %d, cut %d", ErrBehindCut, s.store.Contiguous(), cut)
+	case s.heldLocked() < cut:
+		return sequencer.Takeover{}, fmt.Errorf("%w: holds up to %d, cut %d", ErrBehindCut, s.heldLocked(), cut)
 	}
 	st := s.state
 	if st.LastSeq() > cut {
@@ -855,7 +885,7 @@ func (s *Standby) Close() error {
 func (s *Standby) FetchRange(dst []byte, from, to uint64, maxBytes int) ([]byte, uint64, bool, uint64, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	held := s.store.Contiguous()
+	held := s.heldLocked()
 	if s.taken {
 		// Records above the cut, if the store holds any, belong to no
 		// stream: the new epoch replaced them.

@@ -758,6 +758,14 @@ func TestStandby_BeyondTheCutHeals(t *testing.T) {
 	for _, b := range later {
 		s4.frame(b, 0)
 	}
+	// Healing, before the epoch's first packet: the stale tail past the
+	// cut is not held (not acked, not reported to a seal).
+	if got := s4.Contiguous(); got > cut {
+		t.Fatalf("while healing, Contiguous = %d, above the cut %d (the tail past it is cut records)", got, cut)
+	}
+	if got, err := s4.Seal(1); err != nil || got > cut {
+		t.Fatalf("while healing, Seal(1) = %d, %v: want at most the cut %d", got, err, cut)
+	}
 	rep := bytes.Clone(next.pkts[0])
 	wire.SetPacketFlags(rep, wire.PacketRetransmit)
 	s4.frame(rep, 0)
