@@ -712,7 +712,7 @@ func (s *Standby) Seal(epoch uint32) (uint64, error) {
 
 // HeldEpoch is the epoch of the newest record held (Seal's seq), 0 for
 // none. A leader that seals epoch e must not count records of an older
-// epoch e' past e”s cut (the start of e'+1, which it knows from the
+// epoch e' past the cut of e' (the start of e'+1, known from the
 // failover state): a standby that missed every epoch after e' (down or cut
 // off during those changes) cannot tell them from the stream.
 func (s *Standby) HeldEpoch() uint32 {
