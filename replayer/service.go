@@ -52,6 +52,9 @@ type ServiceConfig struct {
 	PollWait time.Duration
 	// Logger gets the recovery report and the stop. nil: slog.Default().
 	Logger *slog.Logger
+	// Clock is the monotonic clock in ns (NAK pacing, receiver timers);
+	// nil: the process's. The simulator drives a Service on its own.
+	Clock func() int64
 }
 
 // DefaultServiceConfig is the store's defaults with the fsync interval
@@ -117,6 +120,8 @@ type Service struct {
 	start   time.Time
 	err     error // fatal, sticky
 	checked bool  // the stream's session was checked against the store's
+
+	lastSnap int64 // mono time of the last stats snapshot
 
 	onStream transport.Handler
 	onNak    transport.Handler
@@ -283,7 +288,12 @@ func (s *Service) Do(ctx context.Context, f func(*Store)) error {
 	}
 }
 
-func (s *Service) mono() int64 { return int64(time.Since(s.start)) }
+func (s *Service) mono() int64 {
+	if s.cfg.Clock != nil {
+		return s.cfg.Clock()
+	}
+	return int64(time.Since(s.start))
+}
 
 // Run serves until ctx is done (it returns ctx's error) or a fatal error:
 // the receiver stopped (ErrUnrecoverable: the stream lost what no source
@@ -292,7 +302,6 @@ func (s *Service) mono() int64 { return int64(time.Since(s.start)) }
 func (s *Service) Run(ctx context.Context) (err error) {
 	defer func() { err = s.shutdown(err) }()
 	got := 0
-	lastSnap := int64(0)
 	for {
 		if err := ctx.Err(); err != nil {
 			return err
@@ -301,39 +310,65 @@ func (s *Service) Run(ctx context.Context) (err error) {
 		if got == 0 {
 			wait = s.cfg.PollWait
 		}
-		n, err := s.follow.Poll(s.onStream, wait)
-		if err != nil {
-			return fmt.Errorf("replayer: follow the stream: %w", err)
-		}
-		if s.err != nil {
-			return s.err
-		}
-		now := s.mono()
-		s.r.Tick(now)
-		s.handleReady()
-		m, err := s.srv.Poll(s.onNak, 0)
-		if err != nil {
-			return fmt.Errorf("replayer: nak endpoint: %w", err)
-		}
-		got = n + m
-		s.tickStore(now)
-		if s.err != nil {
-			return s.err
-		}
-		// Only a closed transport is fatal: anything else a Flush reports
-		// is loss, which the transport counts and the protocol repairs.
-		if err := s.follow.Flush(); errors.Is(err, transport.ErrClosed) {
-			return fmt.Errorf("replayer: follow the stream: %w", err)
-		}
-		if err := s.srv.Flush(); errors.Is(err, transport.ErrClosed) {
-			return fmt.Errorf("replayer: nak endpoint: %w", err)
-		}
-		s.runDos()
-		if now-lastSnap >= int64(10*time.Millisecond) {
-			lastSnap = now
-			s.snapshot()
+		if got, err = s.turn(wait); err != nil {
+			return err
 		}
 	}
+}
+
+// Work runs one turn of Run's loop without waiting, for a shell that owns
+// the clock and the transports (the simulator: ServiceConfig.Clock, mem
+// transports, and the Store's fsyncs inline, without SyncInShell). It
+// returns the error that stops the service; Close ends it. Work and Run
+// must not be mixed.
+func (s *Service) Work() error {
+	if s.err != nil {
+		return s.err
+	}
+	_, err := s.turn(0)
+	return err
+}
+
+// Close ends a Service driven by Work as Run ends: it finishes the fsync
+// under way and closes the store.
+func (s *Service) Close() error { return s.shutdown(nil) }
+
+// turn is one iteration of Run: the stream (waiting up to wait), the
+// receiver's timers, the NAK endpoint, the store's fsync policy, the
+// flushes, the Do requests, and the stats snapshot every 10 ms.
+func (s *Service) turn(wait time.Duration) (int, error) {
+	n, err := s.follow.Poll(s.onStream, wait)
+	if err != nil {
+		return 0, fmt.Errorf("replayer: follow the stream: %w", err)
+	}
+	if s.err != nil {
+		return 0, s.err
+	}
+	now := s.mono()
+	s.r.Tick(now)
+	s.handleReady()
+	m, err := s.srv.Poll(s.onNak, 0)
+	if err != nil {
+		return 0, fmt.Errorf("replayer: nak endpoint: %w", err)
+	}
+	s.tickStore(now)
+	if s.err != nil {
+		return 0, s.err
+	}
+	// Only a closed transport is fatal: anything else a Flush reports
+	// is loss, which the transport counts and the protocol repairs.
+	if err := s.follow.Flush(); errors.Is(err, transport.ErrClosed) {
+		return 0, fmt.Errorf("replayer: follow the stream: %w", err)
+	}
+	if err := s.srv.Flush(); errors.Is(err, transport.ErrClosed) {
+		return 0, fmt.Errorf("replayer: nak endpoint: %w", err)
+	}
+	s.runDos()
+	if now-s.lastSnap >= int64(10*time.Millisecond) {
+		s.lastSnap = now
+		s.snapshot()
+	}
+	return n + m, nil
 }
 
 // stream is the follow transport's handler.
