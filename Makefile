@@ -2,9 +2,9 @@
 GO      ?= go
 SEEDS   ?= 300
 # SIM_COMMANDS: commands per simulator seed (each seed runs the sequencer
-# group with its faults and hours of idle; 300 seeds take about
-# a minute on two cores).
-SIM_COMMANDS ?= 3000
+# group with its faults, a replayer and hours of idle; 300 seeds take about
+# two minutes on two cores).
+SIM_COMMANDS ?= 2000
 BIN     := bin/seqd
 PKGS    := ./...
 FUZZTIME ?= 10s

@@ -338,25 +338,42 @@ func (c *simCluster) election() {
 		c.electAt = w.now + int64(time.Millisecond)
 		return
 	}
-	leader, ok := c.elect.elect(cands)
-	if !ok {
-		return
-	}
 	// Seal epoch e on every reachable member: the cut is the highest
 	// contiguous seq a quorum reports (quorums intersect: it holds every
 	// stable seq).
 	var cut uint64
-	var srcs []cluster.FetchSource
+	var fresh []int // members whose newest record is of the current epoch's stream
 	for _, i := range cands {
 		got, err := c.m[i].sb.Seal(w.epoch)
 		if err != nil {
 			w.fail("seal of member %d at epoch %d: %v", c.m[i].id, w.epoch, err)
 			return
 		}
+		// A member that missed the epoch changes after its newest
+		// record's epoch holds cut records past that epoch's cut: the
+		// leader counts it only to the cut (it knows every epoch's cut),
+		// and neither elects it nor fetches from it.
+		stale := false
+		if e := c.m[i].sb.HeldEpoch(); e < w.epoch {
+			if last, ok := w.cutOf(e); ok && got > last {
+				got, stale = last, true
+			}
+		}
+		if !stale {
+			fresh = append(fresh, i)
+		}
 		cut = max(cut, got)
 		if debug {
-			fmt.Printf("t=%v seal m%d epoch %d: %d (stable %d)\n", time.Duration(w.now), c.m[i].id, w.epoch, got, w.seq.Stable())
+			fmt.Printf("t=%v seal m%d epoch %d: %d stale=%v (stable %d)\n", time.Duration(w.now), c.m[i].id, w.epoch, got, stale, w.seq.Stable())
 		}
+	}
+	leader, ok := c.elect.elect(fresh)
+	if !ok {
+		w.fail("no sealed member can lead: every one holds records past an old cut (%v)", cands)
+		return
+	}
+	var srcs []cluster.FetchSource
+	for _, i := range fresh {
 		if i != leader {
 			srcs = append(srcs, c.m[i].sb)
 		}
@@ -507,7 +524,7 @@ func (w *world) startEpoch(seq *sequencer.Core, epoch uint32, cut uint64) {
 }
 
 func (c *simCluster) progress() string {
-	s := fmt.Sprintf("primary=%d isolated=%v", c.primary+1, c.isolated)
+	s := fmt.Sprintf("primary=%d isolated=%v stable=%d published=%d", c.primary+1, c.isolated, c.w.seq.Stable(), c.w.seq.Published())
 	for _, m := range c.m {
 		switch {
 		case m.dead:

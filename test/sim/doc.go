@@ -32,6 +32,13 @@
 // standbys, standbys killed, cut off or slowed; the leader's State at the
 // cut, and every member's store and State at the end, are checked.
 //
+// With Replayer (on by default) a replayer.Service (driven by Work, store
+// on real files) follows the stream and answers NAKs on a network of its
+// own; the sequencer's ring is small (512 KiB), so restarted nodes and a
+// late joiner that rewind from seq 1 while the stream runs are repaired
+// through it once the ring evicted. It crashes and restarts; at the end
+// its store must hold the stream, record by record, with each epoch.
+//
 // Everything random comes from the seed, so a failure replays exactly with
 // the command that Result.Replay prints.
 package sim

@@ -52,6 +52,9 @@ type simNode struct {
 	gone      map[uint64]bool // cancels seen in the stream
 
 	onFrame transport.Handler
+	// rclient reaches the replayer's NAK endpoint (Config.Replayer).
+	rclient  transport.Client
+	onRepair transport.Handler
 
 	// tamper, for the checker's self-tests only, corrupts this node's
 	// deliveries at seq tamperAt: a checker that cannot fail is no checker.
@@ -98,6 +101,10 @@ func newSimNode(w *world, i int, readOnly bool) (*simNode, error) {
 	n.client = w.net.Client()
 	n.peer = n.client.(interface{ Peer() transport.Peer }).Peer()
 	n.onFrame = n.frame
+	if w.rep != nil {
+		n.rclient = w.rep.net.Client()
+		n.onRepair = n.repairFrame
+	}
 	return n, n.start()
 }
 
@@ -119,6 +126,9 @@ func (n *simNode) start() error {
 	cfg.Window = 64 + 64*(n.idx%3)
 	cfg.ResendInterval = 5 * time.Millisecond
 	cfg.MinResendInterval = time.Millisecond
+	if w.rep != nil {
+		cfg.Replayers = []string{"replayer"} // source 1: rclient
+	}
 	if n.idx%2 == 1 {
 		cfg.Mode = node.Fast
 		n.fast = true
@@ -160,10 +170,14 @@ func (n *simNode) Send(frame []byte) {
 func (n *simNode) frame(frame []byte, _ transport.Peer) {
 	// The network carries only frames the sequencer built: a node that
 	// rejects one has a bug (or the sequencer does).
-	if err := n.core.Step(n.w.now, frame); err != nil && !(n.mustDiverge && errors.Is(err, node.ErrDiverged)) &&
-		!(n.mayLose && errors.Is(err, node.ErrUnrecoverable)) {
+	if err := n.core.Step(n.w.now, frame); err != nil && !n.tolerated(err) {
 		n.w.fail("%s rejected a frame: %v", n.name, err)
 	}
+}
+
+// tolerated: the node stopped as it had to (see mustDiverge, mayLose).
+func (n *simNode) tolerated(err error) bool {
+	return n.mustDiverge && errors.Is(err, node.ErrDiverged) || n.mayLose && errors.Is(err, node.ErrUnrecoverable)
 }
 
 // work issues commands while the window has room, and now and then sets
@@ -256,6 +270,11 @@ func (n *simNode) receive() {
 	}
 	if _, err := n.client.Poll(n.onFrame, 0); err != nil {
 		n.w.fail("%s poll: %v", n.name, err)
+	}
+	if n.rclient != nil {
+		if _, err := n.rclient.Poll(n.onRepair, 0); err != nil {
+			n.w.fail("%s poll (replayer): %v", n.name, err)
+		}
 	}
 	n.core.Tick(n.w.now)
 	if err := n.core.Err(); err != nil && n.mayLose && errors.Is(err, node.ErrUnrecoverable) {

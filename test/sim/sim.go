@@ -69,6 +69,11 @@ type Config struct {
 	// member only, and a second failure loses it (simrun -seed 20
 	// -commands 2000 -without idlehours,primarystore).
 	PrimaryStore bool
+	// Replayer runs a replayer member (replayer.go) with a small
+	// sequencer ring: restarted nodes and a late joiner rewind from seq 1
+	// through it, nodes repair from it once the ring evicted, and it
+	// crashes and restarts on its store now and then.
+	Replayer bool
 }
 
 // DefaultConfig is what `make sim` runs: 5% loss, 1% duplication and
@@ -96,6 +101,7 @@ func DefaultConfig() Config {
 		EpochChanges: true,
 		Cluster:      true,
 		PrimaryStore: true,
+		Replayer:     true,
 	}
 }
 
@@ -117,7 +123,10 @@ type Result struct {
 	// The sequencer group (Cluster): members killed, members restarted
 	// (as standbys), standby faults (kills, partitions, lag spells).
 	Kills, Restarts, StandbyFaults int
-	Err                            error
+	// The replayer (Replayer): records it retransmitted, its crashes.
+	ReplayerRepairs uint64
+	ReplayerCrashes int
+	Err             error
 }
 
 // Replay is the one command that reruns this seed exactly.
@@ -134,14 +143,14 @@ func (c *Config) scenarios() map[string]*bool {
 	return map[string]*bool{
 		"partitions": &c.Partitions, "safelag": &c.SafeLag, "restarts": &c.Restarts, "timers": &c.Timers,
 		"latejoiner": &c.LateJoiner, "clocksteps": &c.ClockSteps, "idlehours": &c.IdleHours,
-		"epochs": &c.EpochChanges, "cluster": &c.Cluster, "primarystore": &c.PrimaryStore,
+		"epochs": &c.EpochChanges, "cluster": &c.Cluster, "primarystore": &c.PrimaryStore, "replayer": &c.Replayer,
 	}
 }
 
 // Scenarios lists the names Without takes.
 func Scenarios() []string {
 	var c Config
-	names := make([]string, 0, 10)
+	names := make([]string, 0, 11)
 	for k := range c.scenarios() {
 		names = append(names, k)
 	}
@@ -247,7 +256,9 @@ type world struct {
 
 	onServerFrame transport.Handler
 
-	cl *simCluster // Config.Cluster: the sequencer group
+	cl           *simCluster  // Config.Cluster: the sequencer group
+	rep          *simReplayer // Config.Replayer
+	rewindJoined bool         // the rewinding late joiner joined
 }
 
 // Run simulates cfg and returns the outcome; it never panics on a
@@ -274,6 +285,12 @@ func Run(cfg Config) (res Result) {
 	}
 	if w.cl != nil {
 		defer w.cl.close()
+	}
+	if w.rep != nil {
+		defer func() {
+			w.rep.close()
+			res.ReplayerRepairs, res.ReplayerCrashes = w.rep.repairs, w.rep.crashes
+		}()
 	}
 	res.Steps, res.Err = w.run()
 	if w.cl != nil {
@@ -317,6 +334,15 @@ func newWorld(cfg Config) (*world, error) {
 	if cfg.SafeLag || cfg.Cluster {
 		sc.Standalone = false
 		w.stableLag = time.Duration(w.rng.IntN(int(3 * time.Millisecond)))
+	}
+	if cfg.Replayer {
+		if cfg.RingBytes == 0 {
+			sc.RingBytes = ringBytesWithReplayer
+		}
+		w.sc = sc
+		if w.rep, err = newSimReplayer(w); err != nil {
+			return nil, err
+		}
 	}
 	w.seq, err = sequencer.New(sc, w)
 	if err != nil {
@@ -498,8 +524,16 @@ func (w *world) run() (int, error) {
 		if at, ok := w.net.NextDelivery(); ok && at > w.now && at < next {
 			next = at
 		}
+		if w.rep != nil {
+			if at, ok := w.rep.net.NextDelivery(); ok && at > w.now && at < next {
+				next = at
+			}
+		}
 		w.now = next
 		w.net.SetNow(w.now)
+		if w.rep != nil {
+			w.rep.net.SetNow(w.now)
+		}
 
 		// The sequencer's wall clock wanders and sometimes steps back; now
 		// and then it steps minutes back or an hour forward. Its timeouts
@@ -553,6 +587,9 @@ func (w *world) run() (int, error) {
 		if w.cl != nil {
 			w.cl.work()
 		}
+		if w.rep != nil {
+			w.rep.work()
+		}
 		for _, n := range w.nodes {
 			n.receive()
 		}
@@ -561,6 +598,9 @@ func (w *world) run() (int, error) {
 		}
 		if cut == nil && w.done() {
 			return step, nil
+		}
+		if debug && step%100000 == 0 {
+			fmt.Printf("t=%v %s\n", time.Duration(w.now), w.progress())
 		}
 		if w.now-w.idleTotal > limit {
 			return step, fmt.Errorf("%w: no convergence after %v of virtual time: %s", ErrInvariant, time.Duration(w.now), w.progress())
@@ -586,8 +626,19 @@ func (w *world) activeTimers() int {
 	return k
 }
 
-// lateJoin adds a read-only node that starts from the live tail, once.
+// lateJoin adds a read-only node that starts from the live tail, once,
+// and with a replayer a read-only node that rewinds from seq 1 while the
+// stream runs (the ring evicted its start: the replayer serves it).
 func (w *world) lateJoin() {
+	if w.rep != nil && !w.rewindJoined && len(w.log) >= 2000 && w.rng.IntN(3000) == 0 {
+		w.rewindJoined = true
+		n, err := newSimNode(w, len(w.nodes), true)
+		if err != nil {
+			w.fail("rewinding late joiner: %v", err)
+			return
+		}
+		w.nodes = append(w.nodes, n)
+	}
 	if !w.cfg.LateJoiner || w.late || len(w.log) < 1000 || w.rng.IntN(5000) != 0 {
 		return
 	}
@@ -602,7 +653,7 @@ func (w *world) lateJoin() {
 }
 
 func (w *world) done() bool {
-	if w.cl != nil && !w.cl.done() {
+	if w.cl != nil && !w.cl.done() || w.rep != nil && !w.rep.done() {
 		return false
 	}
 	last := uint64(len(w.log))
@@ -629,6 +680,12 @@ func (w *world) done() bool {
 	}
 	if w.cl != nil {
 		if err := w.cl.check(); err != nil {
+			w.fail("%v", err)
+			return false
+		}
+	}
+	if w.rep != nil {
+		if err := w.rep.check(); err != nil {
 			w.fail("%v", err)
 			return false
 		}

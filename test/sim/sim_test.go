@@ -113,7 +113,7 @@ func TestSim_ReadOnlyNodeBehindTheRingGetsGone(t *testing.T) {
 	cfg.Seed = 11
 	cfg.Commands = 6000
 	cfg.RingBytes = 1 << 20 // a few thousand messages
-	cfg.Partitions, cfg.Restarts, cfg.LateJoiner, cfg.IdleHours, cfg.EpochChanges, cfg.Cluster = false, false, false, false, false, false
+	cfg.Partitions, cfg.Restarts, cfg.LateJoiner, cfg.IdleHours, cfg.EpochChanges, cfg.Cluster, cfg.Replayer = false, false, false, false, false, false, false
 	w, err := newWorld(cfg)
 	if err != nil {
 		t.Fatal(err)

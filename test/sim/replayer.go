@@ -1,0 +1,208 @@
+package sim
+
+import (
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"time"
+
+	"github.com/seqd/seqd/receiver"
+	"github.com/seqd/seqd/replayer"
+	"github.com/seqd/seqd/transport"
+	"github.com/seqd/seqd/transport/fault"
+	"github.com/seqd/seqd/transport/mem"
+	"github.com/seqd/seqd/wire"
+)
+
+// The replayer member (Config.Replayer): a real replayer.Service driven
+// turn by turn (Work) on the simulator's clock. It follows the stream over
+// its own mem client, persists it in a replayer.Store on real files, and
+// answers NAKs on its own mem network (rnet), where every node has a
+// client: the nodes' Replayers source 1. The sequencer's ring is small
+// (RingBytes), so a node that restarts and rewinds from seq 1, the late
+// rewinding joiner, and a node cut off for long enough are answered Gone
+// by the sequencer and repaired by the replayer. The replayer crashes now
+// and then (its store closed, the process gone; the NAKs sent to it
+// meanwhile are lost) and restarts on its directory.
+
+// ringBytesWithReplayer is the sequencer's retransmit ring when a
+// replayer runs: 512 KiB, less than most runs publish.
+const ringBytesWithReplayer = 512 << 10
+
+type simReplayer struct {
+	w       *world
+	dir     string
+	net     *mem.Network // the NAK endpoint's network
+	srv     transport.Server
+	follow  transport.Client
+	svc     *replayer.Service
+	upAt    int64 // down until then (crashed)
+	crashes int
+	drop    transport.Handler
+	// repairs counts the records the replayer retransmitted (all its
+	// incarnations).
+	repairs uint64
+}
+
+func newSimReplayer(w *world) (*simReplayer, error) {
+	rn, err := mem.NewNetwork(mem.Config{
+		Faults:   fault.Config{Loss: w.cfg.Loss, Dup: w.cfg.Dup, Reorder: w.cfg.Reorder, Seed: w.cfg.Seed ^ 0x7e9},
+		MaxDelay: w.cfg.MaxDelay,
+	})
+	if err != nil {
+		return nil, err
+	}
+	base := simDir()
+	dir, err := os.MkdirTemp(base, fmt.Sprintf("seqd-sim-r-%d-", w.cfg.Seed))
+	if err != nil {
+		return nil, err
+	}
+	r := &simReplayer{w: w, dir: dir, net: rn, srv: rn.Server(), drop: func([]byte, transport.Peer) {}}
+	if err := r.start(); err != nil {
+		_ = os.RemoveAll(dir)
+		return nil, err
+	}
+	return r, nil
+}
+
+// simDir is where the simulator's stores live: SEQD_SIM_DIR, else
+// /dev/shm when present (real files, in memory), else the default.
+func simDir() string {
+	if d := os.Getenv("SEQD_SIM_DIR"); d != "" {
+		return d
+	}
+	if st, err := os.Stat("/dev/shm"); err == nil && st.IsDir() {
+		return "/dev/shm"
+	}
+	return ""
+}
+
+var discard = slog.New(slog.NewTextHandler(io.Discard, nil))
+
+// start opens the service on the store's directory with a new follow
+// client: a new process.
+func (r *simReplayer) start() error {
+	w := r.w
+	cfg := replayer.DefaultServiceConfig()
+	cfg.Dir = filepath.Join(r.dir, "store")
+	cfg.Store.SyncInShell = false
+	cfg.Store.Sync = replayer.SyncNone
+	cfg.Store.SegmentBytes = 1 << 20
+	cfg.Store.WriteBufferBytes = 128 << 10
+	cfg.Store.ReadBufferBytes = 128 << 10
+	cfg.Store.Session = 1
+	cfg.Receiver.Seed = w.cfg.Seed*13 + uint64(r.crashes)
+	cfg.Receiver.ReadOnly = true // flow control does not wait for it
+	cfg.Repair.RetransmitBytesPerSecond = w.sc.RetransmitBytesPerSecond * 4
+	cfg.Logger = discard
+	cfg.Clock = func() int64 { return w.now }
+	r.follow = w.net.Client()
+	svc, err := replayer.NewService(cfg, r.follow, r.srv)
+	if err != nil {
+		return fmt.Errorf("replayer: %w", err)
+	}
+	r.svc = svc
+	return nil
+}
+
+// crash kills the replayer for downFor.
+func (r *simReplayer) crash(downFor int64) {
+	if r.svc != nil {
+		r.repairs += r.svc.Stats().Naks.Retransmitted
+		if err := r.svc.Close(); err != nil {
+			r.w.fail("replayer close: %v", err)
+		}
+		r.svc = nil
+	}
+	_ = r.follow.Close()
+	r.upAt = r.w.now + downFor
+	r.crashes++
+}
+
+// work runs one turn of the replayer (or restarts it).
+func (r *simReplayer) work() {
+	w := r.w
+	if r.svc == nil {
+		// Down: what reaches its NAK endpoint is lost.
+		_, _ = r.srv.Poll(r.drop, 0)
+		if w.now >= r.upAt {
+			if err := r.start(); err != nil {
+				w.fail("%v", err)
+			}
+		}
+		return
+	}
+	if w.now >= w.idleUntil && w.rng.IntN(100000) == 0 {
+		r.crash(int64(time.Millisecond) * int64(1+w.rng.IntN(10)))
+		return
+	}
+	if err := r.svc.Work(); err != nil {
+		w.fail("replayer stopped: %v", err)
+	}
+}
+
+// done: the replayer holds the whole stream.
+func (r *simReplayer) done() bool {
+	return r.svc != nil && r.svc.Store().Contiguous() >= uint64(len(r.w.log))
+}
+
+// check compares what the store holds with the stream, record by record
+// (a fragmented message at its first fragment).
+func (r *simReplayer) check() error {
+	w := r.w
+	st := r.svc.Store()
+	var err error
+	next := uint64(1)
+	st.Records(1, uint64(len(w.log)), func(rec *wire.Record, epoch uint32) bool {
+		if rec.Seq != next {
+			if rec.Seq == next-1 && rec.Fragment() && rec.Offset > 0 {
+				return true
+			}
+			err = fmt.Errorf("%w: the replayer's store holds seq %d after %d", ErrInvariant, rec.Seq, next-1)
+			return false
+		}
+		e := &w.log[rec.Seq-1]
+		if e.account != rec.Account || e.cmdSeq != rec.CmdSeq || e.time != rec.Time || e.epoch != epoch {
+			err = fmt.Errorf("%w: the replayer's store differs from the stream at seq %d (epoch %d, want %d)", ErrInvariant, rec.Seq, epoch, e.epoch)
+			return false
+		}
+		next++
+		return true
+	})
+	if err == nil && next != uint64(len(w.log))+1 {
+		err = fmt.Errorf("%w: the replayer's store serves up to %d, the stream is at %d", ErrInvariant, next-1, len(w.log))
+	}
+	if err == nil {
+		err = st.Err()
+	}
+	return err
+}
+
+func (r *simReplayer) close() {
+	if r.svc != nil {
+		r.repairs += r.svc.Stats().Naks.Retransmitted
+		_ = r.svc.Close()
+		r.svc = nil
+	}
+	if os.Getenv("SEQD_SIM_KEEP") == "" {
+		_ = os.RemoveAll(r.dir)
+	}
+}
+
+// SendTo is the node's output to its repair sources: source 1 is the
+// replayer's NAK endpoint.
+func (n *simNode) SendTo(src receiver.Source, frame []byte) {
+	if n.rclient != nil && src == 1 {
+		_ = n.rclient.Send(frame)
+	}
+}
+
+// repairFrame is the handler of a node's client on the replayer's
+// network.
+func (n *simNode) repairFrame(frame []byte, _ transport.Peer) {
+	if err := n.core.StepFrom(n.w.now, frame, 1); err != nil && !n.tolerated(err) {
+		n.w.fail("%s rejected a replayer frame: %v", n.name, err)
+	}
+}
