@@ -1,6 +1,7 @@
 package tcp
 
 import (
+	"errors"
 	"fmt"
 	"math/rand/v2"
 	"net"
@@ -11,13 +12,18 @@ import (
 	"github.com/seqd/seqd/transport"
 )
 
-// Client is a node's end over TCP. It keeps one connection to cfg.Addr and
-// reconnects on its own, with backoff, when it drops. Frames flushed while
-// disconnected are dropped (counted): the node resends unacked commands and
-// repairs the stream gap by NAK, so the transport does not resume itself.
+// Client is a node's end over TCP. It keeps one connection to a server
+// (cfg.Addr, or one of cfg.Addrs) and reconnects on its own, with
+// backoff, when it drops: to the next of cfg.Addrs first, so that it
+// follows a cluster's primary from member to member. Frames flushed while
+// disconnected are dropped (counted): the node resends unacked commands
+// and repairs the stream gap by NAK, so the transport does not resume
+// itself.
 type Client struct {
-	cfg Config
-	ep  endpoint
+	cfg   Config
+	ep    endpoint
+	addrs []string     // the servers, tried in turn
+	at    atomic.Int32 // index in addrs of the current (or last) server
 
 	out       []byte // owned by the endpoint goroutine: frames Sent since the last Flush
 	outFrames int
@@ -44,42 +50,79 @@ var (
 	_ transport.Sourcer = (*Client)(nil)
 )
 
-// Dial validates cfg and connects to cfg.Addr. The first connection is made
-// before Dial returns, so a wrong address fails here; later ones are made
-// in the background.
+func newClient(cfg Config, peer transport.Peer, stream uint64, name string) *Client {
+	c := &Client{cfg: cfg, out: make([]byte, 0, cfg.WriteBufferBytes), addrs: cfg.serverAddrs(), peer: peer}
+	c.ep.init(cfg, stream, name)
+	return c
+}
+
+// Dial validates cfg and connects to the first of its addresses that
+// accepts (cfg.Addr, or cfg.Addrs in order). The first connection is
+// made before Dial returns, so wrong addresses fail here (the error names
+// each); later ones are made in the background.
 func Dial(cfg Config) (*Client, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
-	nc, err := net.DialTimeout("tcp", cfg.Addr, cfg.DialTimeout)
-	if err != nil {
-		return nil, fmt.Errorf("tcp: dial %s: %w", cfg.Addr, err)
+	var errs []error
+	for i, a := range cfg.serverAddrs() {
+		nc, err := net.DialTimeout("tcp", a, cfg.DialTimeout)
+		if err != nil {
+			errs = append(errs, fmt.Errorf("tcp: dial %s: %w", a, err))
+			continue
+		}
+		c := newClient(cfg, transport.NoPeer, 1, "client")
+		c.at.Store(int32(i))
+		// The first connection is installed before Dial returns, so
+		// that frames sent right away are not dropped.
+		cn := newConn(nc, c.peer, cfg, &c.ep)
+		c.cur.Store(cn)
+		c.wg.Add(1)
+		go c.run(cn)
+		return c, nil
 	}
-	c := &Client{cfg: cfg, out: make([]byte, 0, cfg.WriteBufferBytes)}
-	c.ep.init(cfg, 1, "client")
-	// The first connection is installed before Dial returns, so that
-	// frames sent right away are not dropped.
-	cn := newConn(nc, c.peer, cfg, &c.ep)
-	c.cur.Store(cn)
+	return nil, errors.Join(errs...)
+}
+
+// Open validates cfg and returns a Client that connects in the
+// background, as it reconnects: for a process that starts before any
+// server accepts (a cluster's standby before the first primary is
+// elected). Frames flushed before it connects are dropped (counted).
+func Open(cfg Config) (*Client, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	c := newClient(cfg, transport.NoPeer, 1, "client")
+	c.at.Store(int32(len(c.addrs) - 1)) // the first round starts at the first address
 	c.wg.Add(1)
-	go c.run(cn)
+	go c.run(nil)
 	return c, nil
 }
 
-// run owns the connection: it serves one until it dies, then dials again
-// with backoff until it succeeds or the client closes.
+// run owns the connection: it serves one until it dies, then dials the
+// addresses in turn, from the one after the server that went away, with
+// backoff between rounds, until one accepts or the client closes.
 func (c *Client) run(cn *conn) {
 	defer c.wg.Done()
 	fr := newFrameReader(c.cfg.ReadBufferBytes, c.cfg.MaxFrameBytes)
-	// A source added before it was reachable starts with no connection
-	// and dials at once.
+	// A client or source started before its server was reachable has no
+	// connection and dials at once.
 	first := cn == nil
+	connected := cn != nil
+	backoff := c.cfg.ReconnectMin
 	for {
 		if cn != nil {
+			t0 := time.Now()
 			c.serve(cn, fr)
+			// A connection that served a while ended the usual way
+			// (its server went away): start again from the shortest
+			// backoff. One that ends at once (a server that accepts
+			// and closes) keeps backing off.
+			if time.Since(t0) >= c.cfg.ReconnectMax {
+				backoff = c.cfg.ReconnectMin
+			}
 		}
 		cn = nil
-		backoff := c.cfg.ReconnectMin
 		for cn == nil {
 			// Jitter spreads the reconnects of many nodes after a restart.
 			sleep := backoff/2 + rand.N(backoff/2+1)
@@ -91,23 +134,51 @@ func (c *Client) run(cn *conn) {
 				return
 			case <-time.After(sleep):
 			}
-			nc, err := net.DialTimeout("tcp", c.cfg.Addr, c.cfg.DialTimeout)
-			if err != nil {
+			if cn = c.dialRound(); cn == nil {
 				backoff = min(2*backoff, c.cfg.ReconnectMax)
-				continue
 			}
-			cn = newConn(nc, c.peer, c.cfg, &c.ep)
-			c.mu.Lock()
 			if c.closed.Load() {
-				c.mu.Unlock()
-				_ = nc.Close()
 				return
 			}
-			c.cur.Store(cn)
-			c.mu.Unlock()
 		}
-		c.reconnects.Add(1)
+		if connected {
+			c.reconnects.Add(1)
+		}
+		connected = true
 	}
+}
+
+// dialRound tries every address once, from the one after the last
+// server, and installs the first connection made (nil if none, or if the
+// client closed meanwhile).
+func (c *Client) dialRound() *conn {
+	at := int(c.at.Load())
+	for k := 1; k <= len(c.addrs); k++ {
+		i := (at + k) % len(c.addrs)
+		nc, err := net.DialTimeout("tcp", c.addrs[i], c.cfg.DialTimeout)
+		if err != nil {
+			continue
+		}
+		cn := newConn(nc, c.peer, c.cfg, &c.ep)
+		c.mu.Lock()
+		if c.closed.Load() {
+			c.mu.Unlock()
+			_ = nc.Close()
+			return nil
+		}
+		c.at.Store(int32(i))
+		c.cur.Store(cn)
+		c.mu.Unlock()
+		return cn
+	}
+	return nil
+}
+
+// ServerAddr is the address of the server the client is connected to,
+// or was last (the first address before any connection). Safe from any
+// goroutine.
+func (c *Client) ServerAddr() string {
+	return c.addrs[int(c.at.Load())%len(c.addrs)]
 }
 
 // serve runs the current connection until it dies.
@@ -254,7 +325,7 @@ func (c *Client) AddSource(addr string) (transport.Peer, error) {
 		return transport.NoPeer, fmt.Errorf("%w: %q: %v", ErrBadSource, addr, err)
 	}
 	for i, src := range c.sources {
-		if src.cfg.Addr == addr {
+		if src.addrs[0] == addr {
 			return transport.Peer(i + 1), nil
 		}
 	}
@@ -262,9 +333,9 @@ func (c *Client) AddSource(addr string) (transport.Peer, error) {
 		return transport.NoPeer, fmt.Errorf("%w: %q: already %d sources", ErrBadSource, addr, maxSources)
 	}
 	cfg := c.cfg
-	cfg.Addr = addr
-	src := &Client{cfg: cfg, out: make([]byte, 0, cfg.WriteBufferBytes), peer: transport.Peer(len(c.sources) + 1)}
-	src.ep.init(cfg, 2, "source")
+	cfg.Addr, cfg.Addrs = addr, nil
+	src := newClient(cfg, transport.Peer(len(c.sources)+1), 2, "source")
+	src.at.Store(0)
 	src.ep.inbox = c.ep.inbox // frames land in this client's inbox, labelled src.peer
 	c.sources = append(c.sources, src)
 	src.wg.Add(1)

@@ -16,6 +16,13 @@ type Config struct {
 	// Addr is where the Server listens (port 0 picks a free port, see
 	// Server.Addr) and where the Client connects.
 	Addr string
+	// Addrs, when set, are the servers a Client connects to, in turn,
+	// instead of Addr: the stream addresses of a sequencer cluster's
+	// members, of which only the primary accepts (a standby refuses, a
+	// deposed primary closes). A Client whose connection ends, or which
+	// is refused, tries the next one, so it follows the primary from
+	// member to member with no configuration change. Client only.
+	Addrs []string
 	// MaxFrameBytes is the largest frame accepted in either direction. A
 	// peer announcing a longer frame is disconnected (counted in
 	// Drops.OversizedFrames); Publish, SendTo and Send refuse longer frames
@@ -88,6 +95,7 @@ const (
 	DefaultReconnectMax      = 2 * time.Second
 
 	maxMaxFrameBytes   = 1 << 30
+	maxAddrs           = 64
 	minBufferBytes     = 4 << 10
 	maxBufferBytes     = 1 << 30
 	maxInboxBytes      = 1 << 34
@@ -116,6 +124,14 @@ func DefaultConfig() Config {
 	}
 }
 
+// serverAddrs are the addresses a Client tries, in turn.
+func (c Config) serverAddrs() []string {
+	if len(c.Addrs) > 0 {
+		return c.Addrs
+	}
+	return []string{c.Addr}
+}
+
 // minInboxBytes is the smallest inbox that holds one maximal frame.
 func (c Config) minInboxBytes() int { return recordBytes(c.MaxFrameBytes) }
 
@@ -123,6 +139,14 @@ func (c Config) minInboxBytes() int { return recordBytes(c.MaxFrameBytes) }
 func (c Config) Validate() error {
 	if _, _, err := net.SplitHostPort(c.Addr); err != nil {
 		return config.New(ErrConfig, "Addr", c.Addr, fmt.Sprintf("host:port: %v", err))
+	}
+	for i, a := range c.Addrs {
+		if _, _, err := net.SplitHostPort(a); err != nil {
+			return config.New(ErrConfig, fmt.Sprintf("Addrs[%d]", i), a, fmt.Sprintf("host:port: %v", err))
+		}
+	}
+	if len(c.Addrs) > maxAddrs {
+		return config.New(ErrConfig, "Addrs", len(c.Addrs), fmt.Sprintf("at most %d addresses", maxAddrs))
 	}
 	if c.MaxFrameBytes < MinMaxFrameBytes || c.MaxFrameBytes > maxMaxFrameBytes {
 		return config.New(ErrConfig, "MaxFrameBytes", c.MaxFrameBytes, fmt.Sprintf("%d..%d", MinMaxFrameBytes, maxMaxFrameBytes))

@@ -43,6 +43,13 @@
 //
 // Reconnection: a Client whose connection drops dials again with
 // exponential backoff (ReconnectMin..ReconnectMax, jittered) until Close.
+// Given several addresses (Config.Addrs: a sequencer cluster's members),
+// each round tries them all once, from the one after the server that went
+// away: only the primary accepts (a standby listens on no stream address,
+// a deposed primary closes its server), so the Client finds the new
+// primary with no configuration change. Dial connects to the first that
+// accepts; Open connects in the background (a standby started before the
+// first primary).
 // Frames flushed while it is disconnected are dropped and counted: the
 // protocol resends commands and repairs the stream, so the transport does
 // not resume by itself. Reconnects counts the reconnections.

@@ -471,3 +471,145 @@ func tcpEcho(t *testing.T) string {
 	}()
 	return s.Addr().String()
 }
+
+// freeAddr is a loopback address nothing listens on (yet).
+func freeAddr(t *testing.T) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	a := ln.Addr().String()
+	ln.Close()
+	return a
+}
+
+// Dial with several addresses connects to the first that accepts: a
+// cluster's standbys refuse, its primary accepts.
+func TestDial_SkipsRefusingAddresses(t *testing.T) {
+	cfg, _ := testConfig(t)
+	s := newServer(t, cfg)
+	cfg.Addrs = []string{freeAddr(t), freeAddr(t), s.Addr().String()}
+	c, err := Dial(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	waitClients(t, s, 1)
+	if got := c.ServerAddr(); got != s.Addr().String() {
+		t.Fatalf("ServerAddr = %q, want %q", got, s.Addr())
+	}
+	cfg.Addrs = []string{freeAddr(t), freeAddr(t)}
+	if _, err := Dial(cfg); err == nil || !strings.Contains(err.Error(), cfg.Addrs[1]) {
+		t.Fatalf("Dial to no server: err = %v, want one naming every address", err)
+	}
+}
+
+// The primary a client follows goes away and another member starts
+// serving: the client finds it among its addresses, with no change of
+// configuration, and frames flow both ways again.
+func TestClient_MovesToTheAddressThatAccepts(t *testing.T) {
+	cfg, _ := testConfig(t)
+	a, b, cAddr := freeAddr(t), freeAddr(t), freeAddr(t)
+	scfg := cfg
+	scfg.Addr = b
+	s1 := newServer(t, scfg)
+	cfg.Addrs = []string{a, b, cAddr}
+	c, err := Dial(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	waitClients(t, s1, 1)
+	for round, next := range []string{cAddr, a, b} {
+		prev := c.ServerAddr()
+		s1.Close()
+		scfg.Addr = next
+		s2 := newServer(t, scfg)
+		eventually(t, fmt.Sprintf("round %d: client on %s", round, next), c, ignore, func() bool { return c.Connected() && c.ServerAddr() == next })
+		waitClients(t, s2, 1)
+		if c.Reconnects() != uint64(round+1) {
+			t.Fatalf("round %d: Reconnects = %d, want %d (moved from %s)", round, c.Reconnects(), round+1, prev)
+		}
+		c.Send([]byte("to the new primary"))
+		c.Flush()
+		var r recorder
+		eventually(t, "command after the move", s2, r.handle, func() bool { return len(r.frames) > 0 })
+		s2.Publish([]byte("from the new primary"))
+		s2.Flush()
+		var rc recorder
+		eventually(t, "stream after the move", c, rc.handle, func() bool { return len(rc.frames) > 0 })
+		if string(r.frames[0]) != "to the new primary" || string(rc.frames[0]) != "from the new primary" {
+			t.Fatalf("round %d: got %q and %q", round, r.frames[0], rc.frames[0])
+		}
+		s1 = s2
+	}
+}
+
+// Open starts with no server up (a standby before the first primary is
+// elected) and connects once one accepts.
+func TestOpen_ConnectsWhenAServerComesUp(t *testing.T) {
+	cfg, _ := testConfig(t)
+	a, b := freeAddr(t), freeAddr(t)
+	cfg.Addrs = []string{a, b}
+	c, err := Open(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	if c.Connected() {
+		t.Fatal("connected with no server")
+	}
+	if err := c.Send([]byte("lost")); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	scfg := cfg
+	scfg.Addr = b
+	s := newServer(t, scfg)
+	eventually(t, "client connected", c, ignore, func() bool { return c.Connected() })
+	waitClients(t, s, 1)
+	if c.ServerAddr() != b {
+		t.Fatalf("ServerAddr = %q, want %q", c.ServerAddr(), b)
+	}
+}
+
+func TestConfig_AddrsValidated(t *testing.T) {
+	cfg := DefaultConfig()
+	cfg.Addrs = []string{"127.0.0.1:1", "nope"}
+	err := cfg.Validate()
+	if !errors.Is(err, ErrConfig) || !strings.Contains(err.Error(), "Addrs") {
+		t.Fatalf("Validate = %v, want ErrConfig naming Addrs", err)
+	}
+}
+
+// Conformance holds for a client given several addresses of which one
+// serves.
+func TestConformance_SeveralAddrs(t *testing.T) {
+	transporttest.Run(t, func(t *testing.T, n int) (transport.Server, []transport.Client, func()) {
+		cfg, _ := testConfig(t)
+		s, err := NewServer(cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		cfg.Addrs = []string{freeAddr(t), s.Addr().String()}
+		cls := make([]transport.Client, n)
+		closers := []func() error{s.Close}
+		for i := range cls {
+			c, err := Dial(cfg)
+			if err != nil {
+				t.Fatal(err)
+			}
+			cls[i] = c
+			closers = append(closers, c.Close)
+		}
+		waitClients(t, s, n)
+		return s, cls, func() {
+			for _, c := range closers {
+				c()
+			}
+		}
+	})
+}
