@@ -109,10 +109,15 @@ func runClusterSequencer(c *cli.Context, seq sequencer.Config, log *slog.Logger)
 	if err := os.MkdirAll(cfg.Dir, 0o755); err != nil {
 		return err
 	}
-	if c.String("transport") != "udp" {
-		// A standby follows the stream as a node does; over TCP it would
-		// have to follow the primary from member to member.
-		return keyError("transport", fmt.Sprintf("%q", c.String("transport")), `"udp" with --cluster (tcp and hybrid clusters are not built yet)`)
+	switch c.String("transport") {
+	case "udp":
+	case "tcp":
+		if err := clusterTCPListen(c, cfg); err != nil {
+			return err
+		}
+	default:
+		// A standby follows the stream as a node does, over one transport.
+		return keyError("transport", fmt.Sprintf("%q", c.String("transport")), `"udp" or "tcp" with --cluster (hybrid clusters are not built yet)`)
 	}
 	// --fault-addr (drills): Raft and the stream sockets go through
 	// switchable fault injection (drill_fault.go).
@@ -191,4 +196,28 @@ func runClusterSequencer(c *cli.Context, seq sequencer.Config, log *slog.Logger)
 		}
 	}
 	return nil
+}
+
+// clusterTCPListen sets --tcp.listen, unless given, to this member's
+// entry in --tcp.addr (the members' stream addresses, in the order of
+// --peers): the member serves the stream there while it is primary, and
+// its standby follows the primary among the others.
+func clusterTCPListen(c *cli.Context, cfg cluster.Config) error {
+	if c.IsSet("tcp.listen") {
+		return nil
+	}
+	addrs := tcpAddrs(c)
+	if len(addrs) == 1 {
+		return c.Set("tcp.listen", addrs[0]) // one address: members on different hosts
+	}
+	for i, m := range cfg.Members {
+		if m.ID != cfg.ID {
+			continue
+		}
+		if i >= len(addrs) {
+			return keyError("tcp.addr", fmt.Sprintf("%q", c.String("tcp.addr")), fmt.Sprintf("one stream address per member of --peers (member %d is number %d), or --tcp.listen", cfg.ID, i+1))
+		}
+		return c.Set("tcp.listen", addrs[i])
+	}
+	return keyError("tcp.listen", `""`, fmt.Sprintf("this member's stream address (member %d is not in --peers)", cfg.ID))
 }

@@ -42,6 +42,15 @@ func (h *standbyHandle) Wake() {
 	}
 }
 
+// Run follows the stream, then closes the stream client: a member that
+// takes over keeps the standby's store for its primacy, but a TCP client
+// left reconnecting would find its own member's new stream server.
+func (h *standbyHandle) Run(ctx context.Context) error {
+	err := h.Standby.Run(ctx)
+	h.client.Close()
+	return err
+}
+
 func (h *standbyHandle) Close() error {
 	err := h.Standby.Close()
 	h.client.Close()

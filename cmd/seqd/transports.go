@@ -5,6 +5,7 @@ import (
 	"log/slog"
 	"net"
 	"os"
+	"strings"
 	"time"
 
 	"github.com/urfave/cli/v2"
@@ -35,7 +36,7 @@ func transportFlags(server bool) []cli.Flag {
 	// A process that is descheduled for a few milliseconds at a million
 	// messages a second needs deep socket buffers not to drop.
 	mc.ReadBufferBytes = cliReadBufferBytes
-	return []cli.Flag{
+	flags := []cli.Flag{
 		transportFlag(server),
 		strFlag("udp.interface", mc.Interface, "network interface for multicast"),
 		strFlag("udp.stream-group", mc.StreamGroup, "multicast group:port of the event stream"),
@@ -45,9 +46,32 @@ func transportFlags(server bool) []cli.Flag {
 		intFlag("udp.write-buffer-bytes", mc.WriteBufferBytes, "SO_SNDBUF to ask the kernel for"),
 		boolFlag("udp.gso", mc.GSO, "UDP segmentation offload on send (falls back by itself where the kernel refuses)"),
 		boolFlag("udp.gro", mc.GRO, "UDP receive offload (falls back by itself where the kernel refuses)"),
-		strFlag("tcp.addr", tcp.DefaultAddr, "address the sequencer listens on and nodes connect to"),
+		strFlag("tcp.addr", tcp.DefaultAddr, "address the sequencer listens on and nodes connect to; a cluster's: every member's stream address, comma-separated (nodes and standbys follow the primary among them)"),
 		boolFlag("verbose", false, "debug logging"),
 	}
+	if server {
+		flags = append(flags, strFlag("tcp.listen", "", "address the sequencer listens on when --tcp.addr lists a cluster's members (default: the entry of --tcp.addr at this member's place in --peers)"))
+	}
+	return flags
+}
+
+// clusterReconnectMax is the longest wait between two rounds of dials of a
+// client given several sequencer addresses.
+const clusterReconnectMax = 50 * time.Millisecond
+
+// tcpAddrs is the list --tcp.addr holds (one address, or a cluster's
+// members).
+func tcpAddrs(c *cli.Context) []string {
+	var out []string
+	for _, a := range strings.Split(c.String("tcp.addr"), ",") {
+		if a = strings.TrimSpace(a); a != "" {
+			out = append(out, a)
+		}
+	}
+	if len(out) == 0 {
+		return []string{c.String("tcp.addr")}
+	}
+	return out
 }
 
 func transportFlag(server bool) cli.Flag {
@@ -74,6 +98,18 @@ func multicastConfig(c *cli.Context, faults fault.Config) multicast.Config {
 func tcpConfig(c *cli.Context, faults fault.Config, log *slog.Logger) tcp.Config {
 	tc := tcp.DefaultConfig()
 	tc.Addr = c.String("tcp.addr")
+	if addrs := tcpAddrs(c); len(addrs) > 1 {
+		// A cluster's members: a client tries them in turn, and the
+		// sequencer listens on its own (tcpListen).
+		tc.Addr, tc.Addrs = addrs[0], addrs
+		// Only the primary accepts, and a refused dial on a LAN costs a
+		// round trip: look for the new one often, so that a failover
+		// is not followed by a long backoff.
+		tc.ReconnectMax = clusterReconnectMax
+	}
+	if a := c.String("tcp.listen"); a != "" && c.IsSet("tcp.listen") {
+		tc.Addr = a
+	}
 	tc.Faults = faults
 	tc.Logger = log
 	return tc
@@ -201,6 +237,13 @@ func openClient(c *cli.Context, log *slog.Logger, role string) (transport.Client
 		return cl, nil
 	}
 	tc := tcpConfig(c, faults, log)
+	if role == "standby" {
+		// A cluster member starts before any primary is elected, and
+		// follows whichever member is primary (its own address
+		// refuses while it is a standby).
+		tc.DialTimeout = time.Second
+		return tcp.Open(tc)
+	}
 	tc.DialTimeout = 5 * time.Second
 	cl, err := tcp.Dial(tc)
 	if err != nil {
