@@ -118,8 +118,13 @@ func (n *Node) controlHandler() http.Handler {
 	return mux
 }
 
+// minVoters is the fewest voters RemoveMember leaves.
+const minVoters = 3
+
 func httpStatus(err error) int {
 	switch {
+	case errors.Is(err, ErrTooFewVoters):
+		return http.StatusPreconditionFailed
 	case errors.Is(err, ErrNotPrimary):
 		return http.StatusMisdirectedRequest
 	case errors.Is(err, ErrUnknownMember):
@@ -313,6 +318,8 @@ func call(ctx context.Context, c *http.Client, method, addr, path string, body a
 			return fmt.Errorf("%w: %s", ErrUnknownMember, msg)
 		case http.StatusConflict:
 			return fmt.Errorf("%w: %s", ErrSealRefused, msg)
+		case http.StatusPreconditionFailed:
+			return fmt.Errorf("%w: %s", ErrTooFewVoters, msg)
 		}
 		return fmt.Errorf("%s %s: %s: %s", method, path, resp.Status, msg)
 	}
@@ -431,13 +438,27 @@ func (n *Node) AddMember(m fsm.Member) error {
 
 // RemoveMember removes member id, live: the failover state first (which
 // refuses to remove the primary: transfer the role first), then raft's
-// configuration.
+// configuration. It refuses to leave fewer than minVoters voters: to
+// replace a member, add the new one first, then remove the old.
 func (n *Node) RemoveMember(id uint64) error {
 	if !n.IsLeader() {
 		return n.notPrimary()
 	}
-	if _, ok := n.fsm.State().Member(id); !ok {
+	st := n.fsm.State()
+	m, ok := st.Member(id)
+	if !ok {
 		return fmt.Errorf("%w: %d", ErrUnknownMember, id)
+	}
+	voters := 0
+	for _, o := range st.Members() {
+		if o.Role == fsm.Voter {
+			voters++
+		}
+	}
+	if m.Role == fsm.Voter && voters-1 < minVoters {
+		// With two voters left, a seal counts only the one standby: seqs
+		// made stable by the primary and the removed member could be cut.
+		return fmt.Errorf("%w: removing member %d leaves %d voters", ErrTooFewVoters, id, voters-1)
 	}
 	if _, err := n.apply(fsm.RemoveMember{ID: id}); err != nil {
 		return err

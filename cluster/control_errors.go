@@ -18,6 +18,9 @@ var (
 	ErrSealRefused = errors.New("cluster: seal refused")
 	// ErrUnknownMember: a transfer or removal names no member.
 	ErrUnknownMember = errors.New("cluster: unknown member")
+	// ErrTooFewVoters: a removal would leave fewer than three voters
+	// (add the replacement first).
+	ErrTooFewVoters = errors.New("cluster: too few voters")
 	// ErrStopped: the node was shut down.
 	ErrStopped = errors.New("cluster: node stopped")
 	// ErrTransfer: a planned handover did not complete (no new epoch

@@ -409,6 +409,18 @@ func TestNode_AddAndRemoveMemberLive(t *testing.T) {
 	if err := p.node.RemoveMember(4); err != nil {
 		t.Fatal(err)
 	}
+	// Three voters left: one more removal is refused (add first).
+	for _, m := range c.members {
+		if m != p && m != m4 {
+			if err := p.node.RemoveMember(m.cfg.ID); !errors.Is(err, ErrTooFewVoters) {
+				t.Fatalf("removing member %d of three: %v, want ErrTooFewVoters", m.cfg.ID, err)
+			}
+			if err := RequestRemoveMember(context.Background(), p.cfg.AdminAddr, m.cfg.ID); !errors.Is(err, ErrTooFewVoters) {
+				t.Fatalf("removing member %d of three over HTTP: %v, want ErrTooFewVoters", m.cfg.ID, err)
+			}
+			break
+		}
+	}
 	cf := p.node.raft.GetConfiguration()
 	if err := cf.Error(); err != nil {
 		t.Fatal(err)

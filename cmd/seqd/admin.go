@@ -52,7 +52,7 @@ first record).`,
 			},
 			{
 				Name:      "remove-member",
-				Usage:     "remove a member, live (not the primary: transfer the role first)",
+				Usage:     "remove a member, live (not the primary: transfer the role first; never below three voters: add the replacement first)",
 				Flags:     []cli.Flag{addr, timeout},
 				ArgsUsage: "ID",
 				Action:    runAdminRemoveMember,
