@@ -4,7 +4,9 @@ import (
 	"bufio"
 	"context"
 	"fmt"
+	"os"
 	"os/exec"
+	"path/filepath"
 	"regexp"
 	"sort"
 	"strconv"
@@ -413,5 +415,32 @@ func TestCluster_AddAndRemoveMemberLive(t *testing.T) {
 	status, err = exec.CommandContext(ctx, bin, "admin", "status", "--addr", r.admin[0]).CombinedOutput()
 	if err != nil || !strings.Contains(string(status), "members=3") {
 		t.Fatalf("status after remove: %v\n%s", err, status)
+	}
+}
+
+// TestCLI_ClusterConfigFile: the cluster keys come from a TOML file like
+// every other key; --dry-run prints what a member would run with, and a
+// peers list without this member is refused naming the key.
+func TestCLI_ClusterConfigFile(t *testing.T) {
+	bin := seqd(t)
+	dir := t.TempDir()
+	path := filepath.Join(dir, "member.toml")
+	conf := `cluster = true
+id = 2
+dir = "` + filepath.Join(dir, "data") + `"
+peers = "1@127.0.0.1:7301@127.0.0.1:7401@127.0.0.1:7501,2@127.0.0.1:7302@127.0.0.1:7402@127.0.0.1:7502,3@127.0.0.1:7303@127.0.0.1:7403@127.0.0.1:7503"
+timeouts = "wan"
+`
+	if err := os.WriteFile(path, []byte(conf), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	out, err := exec.Command(bin, "sequencer", "--config", path, "--dry-run").CombinedOutput()
+	want := "sequencer: config cluster id=2 dir=" + filepath.Join(dir, "data") + " raft=127.0.0.1:7302 admin=127.0.0.1:7402 fetch=127.0.0.1:7502 members=3 timeouts=wan heartbeat=1s election=1s leader_lease=500ms join=false"
+	if err != nil || !strings.HasPrefix(string(out), want) {
+		t.Fatalf("dry-run: %v\n%s\nwant prefix %s", err, out, want)
+	}
+	out, err = exec.Command(bin, "sequencer", "--config", path, "--id", "4", "--raft-addr", "127.0.0.1:7304", "--admin-addr", "127.0.0.1:7404", "--dry-run").CombinedOutput()
+	if err == nil || !strings.Contains(string(out), "peers") || !strings.Contains(string(out), "includes this member (id 4)") {
+		t.Fatalf("a member missing from peers: %v\n%s", err, out)
 	}
 }
