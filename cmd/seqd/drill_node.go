@@ -26,7 +26,7 @@ import (
 //
 //	stdout: drillnode: ready account=A mode=M
 //	        drillnode: epoch=E seq=S ns=T     the first message of epoch E, delivered at wall time T
-//	        drillnode: report last=L digest=D lost=N dup=N sent=N acked=N senders=ACC/I:n,... self=ACC/I
+//	        drillnode: report last=L digest=D lost=N dup=N sent=N acked=N senders=ACC/I:n,... self=ACC/I resends=N
 //	        drillnode: stopped sent=N acked=N  (after "stop": every command sent is acked)
 //	        drillnode: diverged err=...        (fast mode: ErrDiverged; exit status 3)
 //	stdin:  report | stop
@@ -133,8 +133,12 @@ func (d *drillNode) report() {
 		ss = append(ss, fmt.Sprintf("%s/%d:%d", k.account, k.instance, n))
 	}
 	sort.Strings(ss)
-	fmt.Printf("drillnode: report last=%d digest=%016x lost=%d dup=%d sent=%d acked=%d senders=%s self=%s/%d\n",
-		d.last, d.digest, d.lost, d.dup, d.sent, d.acked, orDash(strings.Join(ss, ",")), d.self, d.instance)
+	resends := uint64(0)
+	if d.n != nil {
+		resends = d.n.Stats().Resends
+	}
+	fmt.Printf("drillnode: report last=%d digest=%016x lost=%d dup=%d sent=%d acked=%d senders=%s self=%s/%d resends=%d\n",
+		d.last, d.digest, d.lost, d.dup, d.sent, d.acked, orDash(strings.Join(ss, ",")), d.self, d.instance, resends)
 }
 
 func runDrillNode(cc *cli.Context) error {

@@ -57,7 +57,7 @@ func transportFlags(server bool) []cli.Flag {
 
 // clusterReconnectMax is the longest wait between two rounds of dials of a
 // client given several sequencer addresses.
-const clusterReconnectMax = 50 * time.Millisecond
+const clusterReconnectMax = 20 * time.Millisecond
 
 // tcpAddrs is the list --tcp.addr holds (one address, or a cluster's
 // members).
@@ -245,9 +245,27 @@ func openClient(c *cli.Context, log *slog.Logger, role string) (transport.Client
 		return tcp.Open(tc)
 	}
 	tc.DialTimeout = 5 * time.Second
-	cl, err := tcp.Dial(tc)
+	cl, err := dialTCP(tc)
 	if err != nil {
 		return nil, err // "tcp: dial ...": the package names itself
 	}
 	return cl, nil
+}
+
+// clusterDialWait is how long a node given a cluster's members waits for
+// one to accept: none does during an election.
+const clusterDialWait = 5 * time.Second
+
+// dialTCP connects a node: to the one sequencer at once, or, given a
+// cluster's members, to whichever is primary within clusterDialWait
+// (every address refusing all that time fails with each one's error).
+func dialTCP(tc tcp.Config) (*tcp.Client, error) {
+	deadline := time.Now().Add(clusterDialWait)
+	for {
+		cl, err := tcp.Dial(tc)
+		if err == nil || len(tc.Addrs) < 2 || time.Now().After(deadline) {
+			return cl, err
+		}
+		time.Sleep(tc.ReconnectMin)
+	}
 }
