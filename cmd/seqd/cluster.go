@@ -111,13 +111,13 @@ func runClusterSequencer(c *cli.Context, seq sequencer.Config, log *slog.Logger)
 	}
 	switch c.String("transport") {
 	case "udp":
-	case "tcp":
+	case "tcp", "hybrid":
+		// hybrid: the primary serves both; standbys follow over UDP.
 		if err := clusterTCPListen(c, cfg); err != nil {
 			return err
 		}
 	default:
-		// A standby follows the stream as a node does, over one transport.
-		return keyError("transport", fmt.Sprintf("%q", c.String("transport")), `"udp" or "tcp" with --cluster (hybrid clusters are not built yet)`)
+		return oneOf("transport", c.String("transport"), serverTransports...)
 	}
 	// --fault-addr (drills): Raft and the stream sockets go through
 	// switchable fault injection (drill_fault.go).

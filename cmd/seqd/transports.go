@@ -215,6 +215,11 @@ func openServer(c *cli.Context, log *slog.Logger) (transport.Server, error) {
 // openClient opens a node's end of the configured transport.
 func openClient(c *cli.Context, log *slog.Logger, role string) (transport.Client, error) {
 	kind := c.String("transport")
+	if kind == "hybrid" && role == "standby" {
+		// A hybrid cluster's standbys follow over multicast, as nodes
+		// near the sequencers do; remote nodes over TCP.
+		kind = "udp"
+	}
 	if err := oneOf("transport", kind, clientTransports...); err != nil {
 		return nil, err
 	}

@@ -124,22 +124,43 @@ var (
 // and the fast node either agrees or stopped with ErrDiverged. Reports the
 // time from the kill to the new epoch's first message on every node.
 func TestCluster_TCPKillPrimaryUnderLoad(t *testing.T) {
+	addrs := strings.Join([]string{freeTCPAddr(t), freeTCPAddr(t), freeTCPAddr(t)}, ",")
+	tcpNet := []string{"--transport", "tcp", "--tcp.addr", addrs}
+	killPrimaryUnderLoad(t, "tcp", tcpNet, tcpNet, tcpNet)
+}
+
+// TestCluster_HybridKillPrimaryUnderLoad is the same over a hybrid
+// cluster: the primary serves UDP multicast and TCP, the standbys follow
+// over multicast; node A and the fast node over TCP (finding the new
+// primary among the members' addresses), node B and the reader over UDP.
+func TestCluster_HybridKillPrimaryUnderLoad(t *testing.T) {
+	mc := groups(809)
+	addrs := strings.Join([]string{freeTCPAddr(t), freeTCPAddr(t), freeTCPAddr(t)}, ",")
+	udp := []string{"--udp.stream-group", mc.StreamGroup, "--udp.command-group", mc.CommandGroup}
+	seqNet := append([]string{"--transport", "hybrid", "--tcp.addr", addrs}, udp...)
+	killPrimaryUnderLoad(t, "hybrid", seqNet, []string{"--transport", "tcp", "--tcp.addr", addrs}, append([]string{"--transport", "udp"}, udp...))
+}
+
+// killPrimaryUnderLoad runs the members on seqNet, nodes A and F on
+// netAF and nodes B and R on netBR.
+func killPrimaryUnderLoad(t *testing.T, name string, seqNet, netAF, netBR []string) {
 	bin := seqd(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
-	addrs := []string{freeTCPAddr(t), freeTCPAddr(t), freeTCPAddr(t)}
-	net := []string{"--transport", "tcp", "--tcp.addr", strings.Join(addrs, ",")}
 	// The test profile (300 ms): with lan's 50 ms, a machine as loaded as
 	// CI's changes leaders by itself before and after the kill.
-	r := startCluster(t, ctx, bin, net, "test")
+	r := startCluster(t, ctx, bin, seqNet, "test")
 	old, e0, _ := r.primary(ctx, 1)
 
 	const rate = 1500
-	type nodeSpec struct{ name, account, mode string }
-	specs := []nodeSpec{{"A", "TCPA", "safe"}, {"B", "TCPB", "safe"}, {"F", "TCPF", "fast"}, {"R", "", "safe"}}
+	type nodeSpec struct {
+		name, account, mode string
+		net                 []string
+	}
+	specs := []nodeSpec{{"A", "TCPA", "safe", netAF}, {"B", "TCPB", "safe", netBR}, {"F", "TCPF", "fast", netAF}, {"R", "", "safe", netBR}}
 	var nodes []*drillNodeProc
 	for _, s := range specs {
-		args := append([]string{"--account", s.account, "--node.mode", s.mode, "--rate", fmt.Sprint(rate)}, net...)
+		args := append([]string{"--account", s.account, "--node.mode", s.mode, "--rate", fmt.Sprint(rate)}, s.net...)
 		p := startDrillNode(t, ctx, bin, s.name, args)
 		p.await(t, ctx, drillReady, 0, "ready line")
 		nodes = append(nodes, p)
@@ -251,5 +272,5 @@ func TestCluster_TCPKillPrimaryUnderLoad(t *testing.T) {
 	if resends == 0 {
 		t.Fatal("no command was resent: the kill did not catch commands in flight")
 	}
-	fmt.Printf("cluster tcp failover: kill_to_new_epoch_on_every_node_ms=%.1f epoch=%d last=%s resends=%d diverged=%d lost=0 dup=0\n", slowest, e1, reports[0][1], resends, len(diverged))
+	fmt.Printf("cluster %s failover: kill_to_new_epoch_on_every_node_ms=%.1f epoch=%d last=%s resends=%d diverged=%d lost=0 dup=0\n", name, slowest, e1, reports[0][1], resends, len(diverged))
 }
