@@ -393,6 +393,11 @@ func (s *Standby) healLocked(now int64, f []byte) bool {
 		return false
 	}
 	start := s.pkt.EpochStart
+	if e, ok := s.store.EpochOf(s.store.Contiguous()); ok && e < s.pkt.Epoch {
+		if next, ok := s.epochs.startAfter(e); ok && next < start {
+			start = next // the tail was cut by an epoch before f's
+		}
+	}
 	if start == 0 || start-1 > s.store.Contiguous() || s.state.LastSeq() < start && s.store.Contiguous() < start {
 		return false // nothing held past the start: not this divergence
 	}
@@ -418,7 +423,7 @@ func (s *Standby) healLocked(now int64, f []byte) bool {
 		return false
 	}
 	s.state, s.r = st, r
-	s.epochs.add(s.pkt.Epoch, start)
+	s.epochs.add(s.pkt.Epoch, s.pkt.EpochStart)
 	s.contiguous.Store(s.heldLocked())
 	s.stats.Healed++
 	_ = s.r.Step(now, f, receiver.Sequencer)
@@ -437,11 +442,31 @@ func (s *Standby) staleTailLocked(f []byte) bool {
 	if k, err := wire.PeekKind(f); err != nil || k != wire.KindData && k != wire.KindHeartbeat {
 		return false
 	}
-	if wire.DecodePacket(f, &s.pkt) != nil || s.pkt.EpochStart == 0 || s.pkt.EpochStart > s.store.Contiguous() {
+	if wire.DecodePacket(f, &s.pkt) != nil || s.pkt.EpochStart == 0 {
 		return false
 	}
-	e, ok := s.store.EpochOf(s.store.Contiguous())
-	return ok && e < s.pkt.Epoch
+	c := s.store.Contiguous()
+	e, ok := s.store.EpochOf(c)
+	if !ok || e >= s.pkt.Epoch {
+		return false
+	}
+	if s.pkt.EpochStart <= c {
+		return true
+	}
+	// Epochs it missed between its newest record's and f's (KnowEpoch).
+	next, ok := s.epochs.startAfter(e)
+	return ok && next <= c
+}
+
+// KnowEpoch tells the standby that epoch started at seq start (from the
+// failover state, e.g. when it opens): a standby that missed several
+// epoch changes cannot tell from the stream's newest epoch where its own
+// newest epoch was cut, and would keep the cut records of its tail.
+func (s *Standby) KnowEpoch(epoch uint32, start uint64) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.epochs.add(epoch, start)
+	s.contiguous.Store(s.heldLocked())
 }
 
 // heldLocked is the highest seq the store holds with no gap that belongs

@@ -1026,3 +1026,65 @@ func TestStandby_CutInsideAFragmentedMessage(t *testing.T) {
 		t.Fatal("standby state differs from the new primary's")
 	}
 }
+
+// TestStandby_MissedTwoEpochsHealsWithKnowEpoch: a standby reopened on a
+// store whose tail lies past epoch 1's cut, after epochs 2 and 3 began,
+// sees epoch 3 first: from the stream alone its tail looks whole (epoch
+// 3 starts above it). Told where epoch 2 began (KnowEpoch, from the
+// failover state), it does not count the tail, heals, and follows both
+// epochs to the new primary's State (found by the simulator, seed 56).
+func TestStandby_MissedTwoEpochsHealsWithKnowEpoch(t *testing.T) {
+	src := newStream(t)
+	pkts := src.commands(t, 10)
+	cut := src.core.Published() - 3
+	e2 := &stream{now: src.now}
+	c2, err := sequencer.NewPrimary(seqConfig(2, cut+1), e2, sequencer.Takeover{State: referenceState(t, pkts, cut)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	e2.core = c2
+	e2.cmdSeq = lastCmdOf(t, pkts, acctA, cut)
+	e2.commands(t, 2)
+	cut2 := c2.Published()
+	e3 := &stream{now: e2.now, cmdSeq: e2.cmdSeq}
+	c3, err := sequencer.NewPrimary(seqConfig(3, cut2+1), e3, sequencer.Takeover{State: c2.State()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	e3.core = c3
+	e3.commands(t, 5)
+	if cut2+1 <= src.core.Published() {
+		t.Fatalf("epoch 3 starts at %d, within the stale tail (to %d): the test needs it above", cut2+1, src.core.Published())
+	}
+
+	cfg := standbyConfig(t, 2)
+	s, err := NewStandby(cfg, &fakeClient{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, b := range pkts {
+		s.frame(b, 0)
+	}
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	s = newStandby(t, cfg, &fakeClient{})
+	s.KnowEpoch(2, cut+1)
+	if got := s.Contiguous(); got != cut {
+		t.Fatalf("told epoch 2 began at %d, Contiguous = %d, want %d", cut+1, got, cut)
+	}
+	for _, b := range e3.pkts {
+		s.frame(b, 0)
+	}
+	for _, b := range e2.pkts {
+		rep := bytes.Clone(b)
+		wire.SetPacketFlags(rep, wire.PacketRetransmit)
+		s.frame(rep, 0)
+	}
+	if err := s.Err(); err != nil || s.Contiguous() != c3.Published() {
+		t.Fatalf("after two missed epochs: %v, holds %d (want %d), %+v", err, s.Contiguous(), c3.Published(), s.Stats())
+	}
+	if _, snap := s.Snapshot(); !bytes.Equal(snap, c3.State().Snapshot()) {
+		t.Fatal("State differs from the epoch 3 primary's")
+	}
+}
