@@ -180,6 +180,11 @@ func (c *simCluster) startStandby(m *member) error {
 	if err != nil {
 		return fmt.Errorf("member %d: %w", m.id, err)
 	}
+	// The failover state tells a member where every epoch began (the
+	// Node reads it from Raft).
+	for _, c := range w.cuts {
+		sb.KnowEpoch(c.epoch+1, c.last+1)
+	}
 	m.sb, m.dead = sb, false
 	m.onFrame = sb.Step
 	return nil

@@ -12,14 +12,14 @@ import (
 // TestSim_Seeds runs a few seeds under the race detector; `make sim` runs
 // hundreds without it.
 func TestSim_Seeds(t *testing.T) {
-	n := 4
+	n := 3
 	if testing.Short() {
 		n = 1
 	}
 	for s := 1; s <= n; s++ {
 		cfg := DefaultConfig()
 		cfg.Seed = uint64(s)
-		cfg.Commands = 3000
+		cfg.Commands = 2000
 		r := Run(cfg)
 		if r.Err != nil {
 			t.Fatalf("seed %d: %v\nreplay: %s", s, r.Err, r.Replay())
