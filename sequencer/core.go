@@ -21,10 +21,10 @@ type Sink interface {
 // RetainingSink is a Sink that can also publish a packet by reference
 // (transport.Retainer): PublishRetained's pkt stays valid and unchanged
 // until the sink's transport flushes it, which it does before it holds
-// more than MaxRetainedBytes (0: it cannot retain). The Core publishes
-// the packets it builds in its ring this way when the ring holds that
-// much and a few packets more, so that it overwrites none still queued:
-// the transport sends straight from the ring, with no copy.
+// more than MaxRetainedBytes (0: it cannot retain). A standalone Core
+// publishes the packets it builds in its ring this way when the ring
+// holds that much and a few packets more, so that it overwrites none
+// still queued: the transport sends straight from the ring, with no copy.
 type RetainingSink interface {
 	Sink
 	PublishRetained(pkt []byte)
@@ -225,7 +225,10 @@ func build(cfg Config, sink Sink, t Takeover) (*Core, error) {
 	// The bucket holds 50ms of the rate, and at least one packet so that a
 	// tiny rate still makes progress.
 	c.repairer = NewRepairer(cfg.RepairConfig(), sink)
-	if r, ok := sink.(RetainingSink); ok {
+	// Only a standalone sequencer for now: with it on, a cluster's
+	// failover drill (test/e2e TestCLI_DrillFailover, round 2) delivered
+	// nothing of the new epoch, for a reason not yet found.
+	if r, ok := sink.(RetainingSink); ok && cfg.Standalone {
 		if m := r.MaxRetainedBytes(); m > 0 && cfg.RingBytes >= m+retainMarginPackets*cfg.MaxPacketBytes {
 			c.retain = r
 			// A repair patches the headers of the packets it sends: on

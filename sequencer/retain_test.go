@@ -138,3 +138,18 @@ func TestCore_NoRetainWithARingTooSmall(t *testing.T) {
 		t.Fatal("retaining with a ring smaller than MaxRetainedBytes + the margin")
 	}
 }
+
+// TestCore_NoRetainInACluster: a Core with standbys (not Standalone)
+// publishes by copy (see build).
+func TestCore_NoRetainInACluster(t *testing.T) {
+	cfg := testConfig()
+	cfg.Standalone = false
+	sink := &retainingSink{max: 8 * cfg.MaxPacketBytes, t: t}
+	c, err := New(cfg, sink)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.retain != nil {
+		t.Fatal("a clustered Core retains its packets in the sink")
+	}
+}
