@@ -67,7 +67,8 @@ type Config struct {
 	// (as cluster.Node does today) the primary counts what it published
 	// but never wrote: after it crashes, a stable seq may be held by one
 	// member only, and a second failure loses it (simrun -seed 20
-	// -commands 2000 -without idlehours,primarystore).
+	// -commands 2000 -without idlehours,primarystore,replayer: "the
+	// sealed quorum holds up to 1304, below stable 1319").
 	PrimaryStore bool
 	// Replayer runs a replayer member (replayer.go) with a small
 	// sequencer ring: restarted nodes and a late joiner rewind from seq 1
