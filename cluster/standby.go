@@ -466,7 +466,28 @@ func (s *Standby) KnowEpoch(epoch uint32, start uint64) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.epochs.add(epoch, start)
-	s.contiguous.Store(s.heldLocked())
+	held := s.heldLocked()
+	s.contiguous.Store(held)
+	if s.state.LastSeq() <= held {
+		return
+	}
+	// The State applied the cut records of the tail: rebuild it at held
+	// from the newest snapshot at or below it.
+	i := len(s.snaps) - 1
+	for s.snaps[i].seq > held {
+		i--
+	}
+	st := sequencer.NewState(s.cfg.MaxSenders, 1)
+	if err := st.Restore(s.snaps[i].snap); err != nil {
+		s.failLocked(fmt.Errorf("cluster: standby %d: restore the snapshot at %d: %w", s.cfg.Member, s.snaps[i].seq, err))
+		return
+	}
+	s.snaps = s.snaps[:i+1]
+	if err := s.applyStoreLocked(st, held); err != nil {
+		s.failLocked(fmt.Errorf("cluster: standby %d: rebuild the state at %d: %w", s.cfg.Member, held, err))
+		return
+	}
+	s.state = st
 }
 
 // heldLocked is the highest seq the store holds with no gap that belongs

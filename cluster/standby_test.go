@@ -1073,6 +1073,9 @@ func TestStandby_MissedTwoEpochsHealsWithKnowEpoch(t *testing.T) {
 	if got := s.Contiguous(); got != cut {
 		t.Fatalf("told epoch 2 began at %d, Contiguous = %d, want %d", cut+1, got, cut)
 	}
+	if seq, snap := s.Snapshot(); seq != cut || !bytes.Equal(snap, referenceState(t, pkts, cut).Snapshot()) {
+		t.Fatalf("told epoch 2 began at %d, the State is at %d: want the stream's at %d (a Takeover at the cut took the cut records)", cut+1, seq, cut)
+	}
 	for _, b := range e3.pkts {
 		s.frame(b, 0)
 	}
