@@ -313,6 +313,9 @@ func (c *simCluster) faults() {
 	// Raft notices after an election timeout.
 	c.electAt = w.now + int64(time.Millisecond)*int64(1+w.rng.IntN(5))
 	if w.rng.IntN(3) == 0 {
+		if debug {
+			fmt.Printf("t=%v isolate primary m%d stable=%d published=%d\n", time.Duration(w.now), c.m[c.primary].id, w.seq.Stable(), w.seq.Published())
+		}
 		c.isolated = true
 		for i, m := range c.m {
 			if i != c.primary && !m.dead && !m.cutOff {
@@ -373,6 +376,9 @@ func (c *simCluster) election() {
 		}
 	}
 	leader, ok := c.elect.elect(fresh)
+	if debug && ok {
+		fmt.Printf("t=%v elect m%d cut=%d epoch %d\n", time.Duration(w.now), c.m[leader].id, cut, w.epoch+1)
+	}
 	if !ok {
 		w.fail("no sealed member can lead: every one holds records past an old cut (%v)", cands)
 		return
