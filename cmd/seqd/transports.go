@@ -100,7 +100,7 @@ func tcpConfig(c *cli.Context, faults fault.Config, log *slog.Logger) tcp.Config
 	tc.Addr = c.String("tcp.addr")
 	if addrs := tcpAddrs(c); len(addrs) > 1 {
 		// A cluster's members: a client tries them in turn, and the
-		// sequencer listens on its own (tcpListen).
+		// sequencer listens on its own (--tcp.listen, clusterTCPListen).
 		tc.Addr, tc.Addrs = addrs[0], addrs
 		// Only the primary accepts, and a refused dial on a LAN costs a
 		// round trip: look for the new one often, so that a failover
