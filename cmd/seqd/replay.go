@@ -334,5 +334,71 @@ func runTailArchive(cc *cli.Context, dir string) error {
 	out := bufio.NewWriterSize(os.Stdout, 1<<16)
 	defer out.Flush()
 	p := &archivePrinter{w: out, json: format == "json", internal: cc.Bool("internal"), count: uint64(max(cc.Int("count"), 0))}
+	if cc.Bool("follow") {
+		return followArchive(cc, dir, from, cc.Duration("follow-poll"), p)
+	}
 	return replayArchive(cc, newLogger(cc), dir, from, 0, p, nil, false, nil)
+}
+
+// followArchive is `seqd tail --archive DIR --follow`: it prints the
+// archive from from (0: its first seq) to its end, then looks again every
+// poll for the records its replayer appended since, until the printer has
+// its count or a signal stops it. Each look opens the directory afresh
+// (read-only, as replayArchive does), so segments that rolled meanwhile and
+// epochs that began are seen; a torn tail there is a frame still being
+// written, read at a later look. Only whole messages are printed, each once:
+// the next look starts after the last seq delivered.
+func followArchive(cc *cli.Context, dir string, from uint64, poll time.Duration, p *archivePrinter) error {
+	if poll <= 0 {
+		return keyError("follow-poll", poll.String(), "a duration > 0")
+	}
+	stop := cc.Context.Done()
+	until := node.ReplayUntil(func() bool {
+		if p.done() {
+			return true
+		}
+		select {
+		case <-stop:
+			return true
+		default:
+			return false
+		}
+	})
+	next := from
+	for {
+		a, err := node.OpenArchive(dir)
+		if err != nil {
+			return fmt.Errorf("archive %s: %w", dir, err)
+		}
+		if rec := a.Recovery(); rec.Corrupt != nil {
+			a.Close()
+			return fmt.Errorf("archive %s: corrupt at seq %d (%s, offset %d): %s", dir, rec.Corrupt.Seq, rec.Corrupt.File, rec.Corrupt.Offset, rec.Corrupt.Reason)
+		}
+		first, last := a.Seqs()
+		if next == 0 {
+			next = max(first, 1)
+		}
+		if last >= next {
+			st, err := a.Replay(next, 0, p, until)
+			if err != nil {
+				a.Close()
+				return err
+			}
+			if st.Last >= next {
+				next = st.Last + 1
+			}
+		}
+		a.Close()
+		if err := p.w.Flush(); err != nil {
+			return err
+		}
+		if p.done() {
+			return nil
+		}
+		select {
+		case <-stop:
+			return nil
+		case <-time.After(poll):
+		}
+	}
 }

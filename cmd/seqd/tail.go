@@ -28,6 +28,8 @@ func tailCommand() *cli.Command {
 		strFlag("node.mode", "safe", "safe | fast"),
 		replayerFlag(),
 		strFlag("archive", "", "read this session archive directory (a replayer's segment files) instead of the live stream: prints from --from (live: the archive's first seq) to its end, or --count messages"),
+		boolFlag("follow", false, "with --archive: at the archive's end, keep printing what its replayer goes on writing (as tail -f does), until --count or a signal"),
+		durFlag("follow-poll", 100*time.Millisecond, "with --follow: how often to look for new records at the archive's end"),
 		rewindFlag(),
 		streamWarnFlag(),
 	), gossipFlags(false)...))

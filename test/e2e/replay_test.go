@@ -12,6 +12,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/seqd/seqd/node"
 	"github.com/seqd/seqd/replayer"
@@ -74,7 +75,27 @@ func (noOutput) Send([]byte) {}
 // a live node of alice delivered.
 func writeSessionArchive(t *testing.T, n int) (string, []tailLine) {
 	t.Helper()
-	dir := filepath.Join(t.TempDir(), "session")
+	w := newArchiveWriter(t, filepath.Join(t.TempDir(), "session"))
+	w.add(n)
+	w.close()
+	return w.dir, w.liveLines()
+}
+
+// archiveWriter is a sequencer Core writing into a Store, command by
+// command, so that a test can grow an archive while a reader follows it.
+type archiveWriter struct {
+	t       *testing.T
+	dir     string
+	s       *replayer.Store
+	k       *storeSink
+	c       *sequencer.Core
+	clock   int64
+	cmdSeqs map[wire.Account]uint64
+	n       int
+}
+
+func newArchiveWriter(t *testing.T, dir string) *archiveWriter {
+	t.Helper()
 	scfg := replayer.DefaultConfig()
 	scfg.Sync = replayer.SyncNone
 	scfg.SegmentBytes = 128 << 10
@@ -89,39 +110,63 @@ func writeSessionArchive(t *testing.T, n int) (string, []tailLine) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	clock := int64(1_750_000_000_000_000_000)
-	cmdSeqs := map[wire.Account]uint64{}
-	for i := 1; i <= n; i++ {
+	return &archiveWriter{t: t, dir: dir, s: s, k: k, c: c, clock: 1_750_000_000_000_000_000, cmdSeqs: map[wire.Account]uint64{}}
+}
+
+// add sequences n more commands (some fragmented) and hands every packet
+// to the OS (Sync), so a reader of the directory sees them.
+func (a *archiveWriter) add(n int) {
+	t := a.t
+	t.Helper()
+	for range n {
+		a.n++
+		i := a.n
 		acct, inst := wire.MustAccount("alice"), uint8(0)
 		if i%3 == 0 {
 			acct, inst = wire.MustAccount("bob"), 2
 		}
-		cmdSeqs[acct]++
+		a.cmdSeqs[acct]++
 		size := 20 + i%200
 		if i%101 == 0 {
 			size = 4000 // fragmented in the stream
 		}
 		var w wire.CommandWriter
-		if err := w.Reset(make([]byte, 8<<10), acct, inst, 1, cfg.Session); err != nil {
+		if err := w.Reset(make([]byte, 8<<10), acct, inst, 1, 4242); err != nil {
 			t.Fatal(err)
 		}
 		p := bytes.Repeat([]byte{byte(i)}, size)
-		if err := w.Append(&wire.Command{CmdSeq: cmdSeqs[acct], Payload: p}); err != nil {
+		if err := w.Append(&wire.Command{CmdSeq: a.cmdSeqs[acct], Payload: p}); err != nil {
 			t.Fatal(err)
 		}
-		clock += 1500
-		now := sequencer.Time{Mono: clock, Wall: clock}
-		if err := c.Step(now, w.Bytes(), 1); err != nil {
+		a.clock += 1500
+		now := sequencer.Time{Mono: a.clock, Wall: a.clock}
+		if err := a.c.Step(now, w.Bytes(), 1); err != nil {
 			t.Fatal(err)
 		}
 		if i%4 == 0 {
-			c.Flush(now)
+			a.c.Flush(now)
 		}
 	}
-	c.Flush(sequencer.Time{Mono: clock, Wall: clock})
-	if err := s.Close(); err != nil {
+	a.c.Flush(sequencer.Time{Mono: a.clock, Wall: a.clock})
+	if err := a.s.Sync(); err != nil {
 		t.Fatal(err)
 	}
+	if got := a.c.Stats().Commands; got != uint64(a.n) {
+		t.Fatalf("the sequencer sequenced %d of %d commands", got, a.n)
+	}
+}
+
+func (a *archiveWriter) close() {
+	if err := a.s.Close(); err != nil {
+		a.t.Fatal(err)
+	}
+}
+
+// liveLines is what a live read-only node of alice delivered of
+// everything written so far.
+func (a *archiveWriter) liveLines() []tailLine {
+	t := a.t
+	t.Helper()
 	ncfg := node.DefaultConfig()
 	ncfg.ReadOnly, ncfg.Rewind, ncfg.Account = true, true, "alice"
 	live := &liveLines{}
@@ -129,15 +174,12 @@ func writeSessionArchive(t *testing.T, n int) (string, []tailLine) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for i, f := range k.live {
+	for i, f := range a.k.live {
 		if err := core.Step(int64(i), f); err != nil {
 			t.Fatal(err)
 		}
 	}
-	if got := c.Stats().Commands; got != uint64(n) {
-		t.Fatalf("the sequencer sequenced %d of %d commands", got, n)
-	}
-	return dir, live.lines
+	return live.lines
 }
 
 func parseLines(t *testing.T, out []byte) []tailLine {
@@ -272,4 +314,53 @@ func TestCLI_Replay(t *testing.T) {
 	}
 	sameLines(t, "replay up to the corruption", got, live[:len(got)])
 	t.Logf("%s", errOut)
+}
+
+// TestCLI_TailArchiveFollow: `seqd tail --archive DIR --follow` prints an
+// archive that is still being written up to its end, then what is
+// appended after it (segments rolling, fragmented messages), each message
+// once and in order, as a live node delivered them, and stops at --count.
+func TestCLI_TailArchiveFollow(t *testing.T) {
+	bin := seqd(t)
+	w := newArchiveWriter(t, filepath.Join(t.TempDir(), "session"))
+	defer w.close()
+	w.add(500)
+	const from, count = 10, 1400
+	var out, errOut bytes.Buffer
+	cmd := exec.Command(bin, "tail", "--archive", w.dir, "--follow", "--follow-poll", "20ms",
+		"--from", fmt.Sprint(from), "--count", fmt.Sprint(count), "--format", "json")
+	cmd.Stdout, cmd.Stderr = &out, &errOut
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- cmd.Wait() }()
+	for range 3 {
+		time.Sleep(100 * time.Millisecond) // let it reach the end and wait there
+		select {
+		case err := <-done:
+			t.Fatalf("seqd tail --follow ended before the archive had %d messages: %v\n%s", count, err, errOut.Bytes())
+		default:
+		}
+		w.add(400)
+	}
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatalf("seqd tail --follow: %v\n%s", err, errOut.Bytes())
+		}
+	case <-time.After(60 * time.Second):
+		cmd.Process.Kill()
+		t.Fatalf("seqd tail --follow did not stop at --count %d; stderr:\n%s", count, errOut.Bytes())
+	}
+	got := parseLines(t, out.Bytes())
+	for i := range got {
+		got[i].Mine = false
+	}
+	live := w.liveLines()
+	want := append([]tailLine(nil), live[from-1:from-1+count]...)
+	for i := range want {
+		want[i].Mine = false
+	}
+	sameLines(t, "seqd tail --archive --follow", got, want)
 }
