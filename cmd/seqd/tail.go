@@ -166,6 +166,9 @@ func runTail(cc *cli.Context) error {
 	if dir := cc.String("archive"); dir != "" {
 		return runTailArchive(cc, dir)
 	}
+	if cc.Bool("follow") {
+		return keyError("follow", "true", "only with --archive DIR (a tail of the live stream always follows it)")
+	}
 	log := newLogger(cc)
 	format := cc.String("format")
 	if err := oneOf("format", format, "text", "json"); err != nil {
