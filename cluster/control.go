@@ -32,6 +32,9 @@ import (
 type SealReply struct {
 	ID         uint64 `json:"id"`
 	Contiguous uint64 `json:"contiguous"`
+	// HoldsOwn: the member was the sealed epoch's primary and its store
+	// holds everything it published then (it did not restart since).
+	HoldsOwn bool `json:"holds_own,omitempty"`
 }
 
 // MemberStatus is one member's view, for `seqd admin status`.
@@ -77,7 +80,7 @@ func (n *Node) controlHandler() http.Handler {
 			http.Error(w, err.Error(), http.StatusConflict)
 			return
 		}
-		writeJSON(w, SealReply{ID: n.cfg.ID, Contiguous: c})
+		writeJSON(w, SealReply{ID: n.cfg.ID, Contiguous: c, HoldsOwn: n.holdsOwn(e, c)})
 	})
 	mux.HandleFunc("GET /v1/status", func(w http.ResponseWriter, r *http.Request) {
 		writeJSON(w, n.Status())
@@ -195,6 +198,7 @@ func (n *Node) sealQuorum(ctx context.Context, st *fsm.State) (uint64, []string,
 	type answer struct {
 		m   fsm.Member
 		c   uint64
+		own bool // holds its own epoch (as that epoch's primary)
 		err error
 	}
 	ctx, cancel := context.WithTimeout(ctx, n.cfg.Timeouts.Seal)
@@ -204,11 +208,11 @@ func (n *Node) sealQuorum(ctx context.Context, st *fsm.State) (uint64, []string,
 		go func() {
 			if m.ID == n.cfg.ID {
 				c, err := n.fr.seal(uint32(epoch))
-				answers <- answer{m, c, err}
+				answers <- answer{m, c, err == nil && n.holdsOwn(epoch, c), err}
 				return
 			}
-			c, err := n.sealRemote(ctx, m, epoch)
-			answers <- answer{m, c, err}
+			r, err := n.sealRemote(ctx, m, epoch)
+			answers <- answer{m, r.Contiguous, r.HoldsOwn, err}
 		}()
 	}
 	type got struct {
@@ -218,11 +222,13 @@ func (n *Node) sealQuorum(ctx context.Context, st *fsm.State) (uint64, []string,
 	var ok []got
 	var errs []error
 	// counted are the answers that count toward the quorum: not the
-	// sealed epoch's own primary's. Its stable counted what it published,
-	// but its store holds only what it followed before its primacy (a
-	// primary does not persist its own stream): its answer understates
-	// what it counted, so a quorum with it need not intersect the quorum
-	// that made a seq stable. Its answer still raises the cut.
+	// sealed epoch's own primary's, unless it says it holds everything it
+	// published (HoldsOwn: its primacy ended with the process alive, and
+	// its store took every packet). Its stable counted what it published;
+	// after a restart its store may lack the tail it had not written, and
+	// its answer would understate what it counted, so a quorum with it
+	// need not intersect the quorum that made a seq stable. Its answer
+	// still raises the cut.
 	counted := 0
 	// Once a quorum answered, the others get a short grace (the commit
 	// timeout): a higher cut drops fewer messages, and a live member
@@ -249,7 +255,7 @@ collect:
 			continue
 		}
 		ok = append(ok, got{a.c, a.m.StreamAddr})
-		if a.m.ID != st.Primary() {
+		if a.m.ID != st.Primary() || a.own {
 			counted++
 			if counted == quorum {
 				grace = time.After(n.cfg.Timeouts.Commit)
@@ -277,12 +283,10 @@ collect:
 	return ok[0].c, peers, nil
 }
 
-func (n *Node) sealRemote(ctx context.Context, m fsm.Member, epoch uint64) (uint64, error) {
+func (n *Node) sealRemote(ctx context.Context, m fsm.Member, epoch uint64) (SealReply, error) {
 	var r SealReply
-	if err := call(ctx, n.client, http.MethodPost, m.AdminAddr, "/v1/seal?epoch="+strconv.FormatUint(epoch, 10), nil, &r); err != nil {
-		return 0, err
-	}
-	return r.Contiguous, nil
+	err := call(ctx, n.client, http.MethodPost, m.AdminAddr, "/v1/seal?epoch="+strconv.FormatUint(epoch, 10), nil, &r)
+	return r, err
 }
 
 // call does one request to a control endpoint and decodes the JSON answer

@@ -18,6 +18,7 @@ import (
 	"github.com/seqd/seqd/fsm"
 	"github.com/seqd/seqd/sequencer"
 	"github.com/seqd/seqd/transport"
+	"github.com/seqd/seqd/wire"
 )
 
 // Follower is the data path of a member, as the control path uses it: the
@@ -162,6 +163,10 @@ type Node struct {
 	startedAt  atomic.Int64 // wall ns of the first record of the current epoch
 	stoppedAt  atomic.Int64 // wall ns the last primary loop of this member ended
 	lastChange atomic.Pointer[Change]
+	// own is the last epoch this process sequenced and what it published
+	// (nil after a restart: a crash may have lost what the store had not
+	// written yet).
+	own atomic.Pointer[ownEpoch]
 
 	closeOnce sync.Once
 }
@@ -459,14 +464,20 @@ func (n *Node) leadOnce(ctx context.Context, barrier bool) error {
 		// Its store is the primary's history until the primacy ends.
 		defer c.Close()
 	}
-	var (
-		t   sequencer.Takeover
-		err error
-	)
-	if cut > 0 {
-		if t, err = f.Takeover(cut); err != nil {
-			return fmt.Errorf("cluster: take over at %d: %w", cut, err)
-		}
+	// The standby's store becomes the primary's history, and the primary
+	// writes what it publishes into it too (teeSink): when its primacy
+	// ends with the process alive, the store it reopens holds its own
+	// epoch, and its seal answer can count (see ownEpoch). At cut 0 the
+	// State is not needed (a fresh session), the store is.
+	t, err := f.Takeover(cut)
+	switch {
+	case err != nil && cut > 0:
+		return fmt.Errorf("cluster: take over at %d: %w", cut, err)
+	case err != nil:
+		// A fresh session needs nothing from the standby; without its
+		// store the primary's seal answer will not count, that is all.
+		n.log.Warn("no store to write the new session to", "err", err)
+		t = sequencer.Takeover{}
 	}
 	ch.TakeoverUS = time.Since(t0).Microseconds()
 	srv, err := n.deps.Stream()
@@ -474,11 +485,12 @@ func (n *Node) leadOnce(ctx context.Context, barrier bool) error {
 		return fmt.Errorf("cluster: open the stream: %w", err)
 	}
 	defer srv.Close()
+	sink := teeSink{srv: srv, store: t.History}
 	var core *sequencer.Core
 	if cut == 0 {
-		core, err = sequencer.New(cfg, sequencer.ServerSink{Server: srv})
+		core, err = sequencer.New(cfg, sink)
 	} else {
-		core, err = sequencer.NewPrimary(cfg, sequencer.ServerSink{Server: srv}, t)
+		core, err = sequencer.NewPrimary(cfg, sink, t)
 	}
 	if err != nil {
 		return fmt.Errorf("cluster: primary of epoch %d at %d: %w", next, cut+1, err)
@@ -550,6 +562,7 @@ func (n *Node) sequence(ctx context.Context, core *sequencer.Core, srv transport
 		"commit_us", ch.CommitUS, "takeover_us", ch.TakeoverUS, "open_us", ch.OpenUS, "started_us", ch.StartedUS)
 	defer func() {
 		n.stoppedAt.Store(time.Now().UnixNano())
+		n.own.Store(&ownEpoch{epoch: ch.Epoch, published: core.Published()})
 		n.log.Info("primary stopped", "epoch", ch.Epoch, "published", core.Published(), "stable", core.Stable())
 	}()
 
@@ -707,3 +720,38 @@ func (c *checkpointer) stop() {
 	c.stopped.Store(true)
 	c.wg.Wait()
 }
+
+// ownEpoch is an epoch this process sequenced, as it ended.
+type ownEpoch struct {
+	epoch     uint64
+	published uint64
+}
+
+// holdsOwn says whether this member, sealed for epoch with contiguous
+// held, holds everything it published as that epoch's primary: only then
+// does its answer count toward the seal's quorum (sealQuorum).
+func (n *Node) holdsOwn(epoch, contiguous uint64) bool {
+	o := n.own.Load()
+	return o != nil && o.epoch == epoch && contiguous >= o.published
+}
+
+// teeSink publishes the primary's packets and writes its data packets into
+// its store (the taken-over standby's, nil when there is none), so that
+// the store holds the primary's own epoch when the primacy ends. Store
+// errors are the store's to keep (Put); a packet it refused leaves the
+// store short, and the member's seal answer then does not count.
+type teeSink struct {
+	srv   transport.Server
+	store sequencer.RetransmitStore
+}
+
+func (s teeSink) Publish(pkt []byte) {
+	_ = s.srv.Publish(pkt) // loss is the transport's to count
+	if s.store != nil {
+		if k, err := wire.PeekKind(pkt); err == nil && k == wire.KindData {
+			s.store.Put(pkt, sequencer.PacketInfo{})
+		}
+	}
+}
+
+func (s teeSink) SendTo(to transport.Peer, pkt []byte) { _ = s.srv.SendTo(to, pkt) }

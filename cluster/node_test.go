@@ -294,9 +294,10 @@ func TestNode_ElectionBeginsEpochOne(t *testing.T) {
 			t.Fatalf("member %d: state %v, want session 1 epoch 1 primary %d start 1, 3 members", m.cfg.ID, st, p.cfg.ID)
 		}
 	}
-	// A fresh session starts at seq 1 with nothing to take over.
-	if len(p.fol.takeovers) != 0 {
-		t.Fatalf("takeovers %v at bootstrap", p.fol.takeovers)
+	// A fresh session starts at seq 1: the standby is taken over at 0,
+	// for its store.
+	if len(p.fol.takeovers) != 1 || p.fol.takeovers[0] != 0 {
+		t.Fatalf("takeovers %v at bootstrap, want [0]", p.fol.takeovers)
 	}
 	deadline := time.Now().Add(wait)
 	for p.node.Status().Published < 2 { // session start, epoch start
@@ -590,5 +591,51 @@ func TestSeal_PrimaryOfTheSealedEpochDoesNotCount(t *testing.T) {
 	}
 	if cut != 900 {
 		t.Fatalf("cut %d: the seal was completed without the member holding 900", cut)
+	}
+}
+
+// TestSeal_PrimaryThatHoldsItsEpochCounts: an ex-primary whose primacy
+// ended with the process alive holds its whole epoch in its store (the
+// primary writes what it publishes there), says so, and its answer counts:
+// the seal completes without a standby that does not answer (the group
+// stays available when a deposed primary lives and one standby is down).
+func TestSeal_PrimaryThatHoldsItsEpochCounts(t *testing.T) {
+	c := newTestCluster(t, 5)
+	p := c.primary()
+	var others []*member
+	for _, m := range c.members {
+		if m != p {
+			others = append(others, m)
+		}
+	}
+	old, lag1, lag2, gone := others[0], others[1], others[2], others[3]
+	old.fol.set(900) // reopened store: its own epoch, written by the tee
+	old.node.own.Store(&ownEpoch{epoch: 1, published: 900})
+	lag1.fol.set(100)
+	lag2.fol.set(100)
+	gone.fol.mu.Lock()
+	gone.fol.sealDelay = time.Hour // never answers in time
+	gone.fol.mu.Unlock()
+	st := fsm.Initial()
+	var err error
+	apply := func(cmd fsm.Command) {
+		t.Helper()
+		if st, err = st.Apply(st.AppliedIndex()+1, cmd); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, m := range p.node.State().Members() {
+		apply(fsm.AddMember{Member: m})
+	}
+	apply(fsm.NewSession{Prev: 0})
+	apply(fsm.BeginEpoch{Epoch: 1, Primary: old.cfg.ID, PrevCut: 0})
+	cut, _, err := lag1.node.sealQuorum(context.Background(), st)
+	if err != nil || cut != 900 {
+		t.Fatalf("seal: cut %d, %v; want 900 from the ex-primary that holds its epoch", cut, err)
+	}
+	// After a restart (nothing known of its own epoch) it does not count.
+	old.node.own.Store(nil)
+	if _, _, err := lag1.node.sealQuorum(context.Background(), st); !errors.Is(err, ErrNoQuorum) {
+		t.Fatalf("seal with a restarted ex-primary and a silent standby: %v, want ErrNoQuorum", err)
 	}
 }

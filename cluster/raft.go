@@ -60,6 +60,12 @@ func raftConfig(cfg Config) *raft.Config {
 	rc.SnapshotThreshold = 1024
 	rc.TrailingLogs = 1024
 	rc.SnapshotInterval = 30 * time.Second
+	// Pre-vote is off: with it (raft v1.7.3) two survivors of a killed
+	// leader were seen rejecting each other's pre-votes "since we have a
+	// leader" (the dead one) for minutes, under load
+	// (TestCluster_KillPrimaryUnderLoad); a real vote from a candidate of
+	// a higher term is what a dead leader's followers must accept.
+	rc.PreVoteDisabled = true
 	out := cfg.RaftLog
 	if out == nil {
 		out = os.Stderr
