@@ -614,7 +614,7 @@ func TestSeal_PrimaryThatHoldsItsEpochCounts(t *testing.T) {
 	lag1.fol.set(100)
 	lag2.fol.set(100)
 	gone.fol.mu.Lock()
-	gone.fol.sealDelay = time.Hour // never answers in time
+	gone.fol.sealDelay = 5 * time.Second // answers after the seal timeout
 	gone.fol.mu.Unlock()
 	st := fsm.Initial()
 	var err error
