@@ -27,6 +27,7 @@ func clusterFlags() []cli.Flag {
 		strFlag("fetch-addr", "", "cluster: host:port this member serves its stored stream on, for a new primary catching up (default: its entry in --peers)"),
 		strFlag("peers", "", "cluster: every member, this one included: ID@RAFT_ADDR@ADMIN_ADDR@FETCH_ADDR,... (used to bootstrap a new cluster)"),
 		strFlag("timeouts", "lan", "cluster: timing profile: lan (50 ms heartbeat, election and leader lease) | wan (1 s, lease 500 ms) | test (300 ms, for loaded machines)"),
+		strFlag("standby.ack", "written", "cluster: what a standby acks, so what stable means: written (the record is in its store's file: it survives the process, and a quorum of processes on separate machines is the durability, as in Aeron Cluster and Kafka) | durable (fsynced first: survives a power loss of the whole group, and costs one fsync in every safe-mode round trip, about 1-4 ms)"),
 		boolFlag("join", false, "cluster: join a running cluster instead of bootstrapping (then: seqd admin add-member on the primary)"),
 	}, faultFlags()...)
 }
@@ -138,6 +139,12 @@ func runClusterSequencer(c *cli.Context, seq sequencer.Config, log *slog.Logger)
 		return err
 	}
 	defer dp.close()
+	switch ack := c.String("standby.ack"); ack {
+	case "written", "durable":
+		dp.ackWritten = ack == "written"
+	default:
+		return oneOf("standby.ack", ack, "written", "durable")
+	}
 	deps := cluster.Deps{
 		NewFollower: dp.newFollower,
 		Stream: func() (transport.Server, error) {

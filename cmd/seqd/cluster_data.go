@@ -23,6 +23,9 @@ type dataPath struct {
 	maxSenders int
 	openClient func() (transport.Client, error)
 	log        *slog.Logger
+	// ackWritten: standbys ack what they wrote to their store (it
+	// survives the process) rather than what they fsynced (--standby.ack).
+	ackWritten bool
 	cur        atomic.Pointer[standbyHandle]
 	fetch      *cluster.FetchServer
 }
@@ -84,6 +87,7 @@ func (d *dataPath) newFollower() (cluster.Follower, error) {
 	}
 	sc := cluster.DefaultStandbyConfig()
 	sc.Member, sc.Dir, sc.MaxSenders = d.member, d.dir, d.maxSenders
+	sc.AckWritten = d.ackWritten
 	s, err := cluster.NewStandby(sc, cl)
 	if err != nil {
 		cl.Close()

@@ -99,6 +99,7 @@ func runClusterDemo(ctx context.Context, nodes, count, rate int, timeouts string
 		if err != nil {
 			return err
 		}
+		dp.ackWritten = true // seqd sequencer --cluster's default (--standby.ack written)
 		deps := cluster.Deps{
 			NewFollower: dp.newFollower,
 			Stream: func() (transport.Server, error) {
