@@ -20,11 +20,14 @@ import (
 func demoCommand() *cli.Command {
 	return &cli.Command{
 		Name:  "demo",
-		Usage: "run three sequencers in a Raft group and nodes in one process over UDP multicast on loopback, kill the primary midway, and check what the nodes delivered",
+		Usage: "run three sequencers in a Raft group, a replayer and nodes in one process over UDP multicast on loopback, kill the primary midway, and check what the nodes delivered",
 		Description: `With --sequencers 3 (the default): a Raft group of three sequencers, each
-with its standby and fetch server, and --nodes sending nodes, over real
-sockets on loopback; once a third of the commands are acknowledged the
-primary is killed; a standby takes over in the next epoch. Ends with
+with its standby and fetch server, a replayer (the nodes' repair source
+once the ring evicted) and --nodes sending nodes, over real sockets on
+loopback; once a third of the commands are acknowledged the primary is
+killed; a standby takes over in the next epoch. At the end the replayer's
+directory is replayed as an archive and compared with the nodes' stream.
+Ends with
   demo: ok sequenced=N delivered=N nodes=K failovers=1 lost=0 dup=0 diverged=0
 With --sequencers 1: one sequencer over a lossy in-memory network (--loss).`,
 		Flags: []cli.Flag{

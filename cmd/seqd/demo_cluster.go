@@ -17,6 +17,7 @@ import (
 	"github.com/seqd/seqd/fsm"
 	"github.com/seqd/seqd/multicast"
 	"github.com/seqd/seqd/node"
+	"github.com/seqd/seqd/replayer"
 	"github.com/seqd/seqd/transport"
 	"github.com/seqd/seqd/wire"
 )
@@ -140,6 +141,12 @@ func runClusterDemo(ctx context.Context, nodes, count, rate int, timeouts string
 		return err
 	}
 	fmt.Printf("demo: sequencer %d is primary of epoch %d\n", p.id, e)
+	rp, err := startDemoReplayer(ctx, filepath.Join(dir, "replayer"), mc, log)
+	if err != nil {
+		return err
+	}
+	defer rp.stop()
+	fmt.Printf("demo: replayer stores the stream in %s and answers NAKs on %s\n", rp.dir, rp.nakAddr)
 
 	ds := make([]*demoNode, nodes)
 	var wg sync.WaitGroup
@@ -150,6 +157,7 @@ func runClusterDemo(ctx context.Context, nodes, count, rate int, timeouts string
 		ncfg.Account = d.name
 		ncfg.Rewind = true
 		ncfg.BlockWhenFull = true
+		ncfg.Replayers = []string{rp.nakAddr}
 		mcc := mc
 		mcc.FaultStream = uint64(100 + i)
 		cl, err := multicast.NewClient(mcc)
@@ -260,12 +268,20 @@ func runClusterDemo(ctx context.Context, nodes, count, rate int, timeouts string
 		d.mu.Unlock()
 	}
 	fmt.Printf("demo: %d commands in %v, epochs=%d\n", nodes*count, elapsed.Round(time.Millisecond), p.node.State().Epoch())
+	ds[0].mu.Lock()
+	want, wantDigest := ds[0].last, ds[0].digest
+	ds[0].mu.Unlock()
+	archived, err := rp.replayAll(want, ds[0].digest)
+	if err != nil {
+		return err
+	}
+	fmt.Printf("demo: the replayer's archive replays to the nodes' stream: %d messages, same digest\n", archived)
 	status := "ok"
-	if lost != 0 || dup != 0 || diverged != 0 || failovers != 1 || ds[0].last != sequenced {
+	if lost != 0 || dup != 0 || diverged != 0 || failovers != 1 || want != sequenced || archived != want || wantDigest != ds[0].digest {
 		status = "FAILED"
 	}
-	fmt.Printf("demo: %s sequenced=%d delivered=%d nodes=%d failovers=%d lost=%d dup=%d diverged=%d failover_ms=%.1f\n",
-		status, sequenced, ds[0].last, nodes, failovers, lost, dup, diverged, failoverMS)
+	fmt.Printf("demo: %s sequenced=%d delivered=%d nodes=%d failovers=%d lost=%d dup=%d diverged=%d failover_ms=%.1f archived=%d\n",
+		status, sequenced, want, nodes, failovers, lost, dup, diverged, failoverMS, archived)
 	if status != "ok" {
 		return errors.New("demo: streams differ or the failover did not happen")
 	}
@@ -303,4 +319,83 @@ func demoSameLast(ds []*demoNode) bool {
 		}
 	}
 	return true
+}
+
+// demoReplayer is the demo's replayer: a replayer.Service in this process
+// following the stream, persisting it and answering the nodes' NAKs.
+type demoReplayer struct {
+	dir, nakAddr string
+	svc          *replayer.Service
+	cancel       context.CancelFunc
+	done         chan error
+	follow       transport.Client
+	srv          transport.Server
+}
+
+func startDemoReplayer(ctx context.Context, dir string, mc multicast.Config, log *slog.Logger) (*demoReplayer, error) {
+	nakAddr, err := freeLoopbackAddr()
+	if err != nil {
+		return nil, err
+	}
+	cfg := replayer.DefaultServiceConfig()
+	cfg.Dir = dir
+	cfg.Logger = log
+	mcc := mc
+	mcc.FaultStream = 200
+	follow, err := multicast.NewClient(mcc)
+	if err != nil {
+		return nil, err
+	}
+	srv, err := multicast.NewRepairServer(mc, nakAddr)
+	if err != nil {
+		follow.Close()
+		return nil, err
+	}
+	svc, err := replayer.NewService(cfg, follow, srv)
+	if err != nil {
+		follow.Close()
+		srv.Close()
+		return nil, err
+	}
+	rctx, cancel := context.WithCancel(ctx)
+	r := &demoReplayer{dir: dir, nakAddr: nakAddr, svc: svc, cancel: cancel, done: make(chan error, 1), follow: follow, srv: srv}
+	go func() { r.done <- svc.Run(rctx) }()
+	return r, nil
+}
+
+// stop ends the service (its store fsynced and closed) and its sockets.
+func (r *demoReplayer) stop() error {
+	if r.cancel == nil {
+		return nil
+	}
+	r.cancel()
+	r.cancel = nil
+	err := <-r.done
+	r.follow.Close()
+	r.srv.Close()
+	if errors.Is(err, context.Canceled) {
+		err = nil
+	}
+	return err
+}
+
+// replayAll waits until the replayer holds the stream up to last, stops
+// it, and replays its directory as an archive (node.Replay, as `seqd
+// replay` does), checking the messages and digest against a node's.
+func (r *demoReplayer) replayAll(last, digest uint64) (uint64, error) {
+	until := time.Now().Add(10 * time.Second)
+	for r.svc.Contiguous() < last && time.Now().Before(until) {
+		time.Sleep(5 * time.Millisecond)
+	}
+	if err := r.stop(); err != nil {
+		return 0, fmt.Errorf("demo: replayer: %w", err)
+	}
+	h := &demoNode{lastCmd: map[wire.Account]uint64{}}
+	if err := node.Replay(r.dir, 1, last, h); err != nil {
+		return 0, fmt.Errorf("demo: replaying the replayer's archive: %w", err)
+	}
+	if h.lost != 0 || h.dup != 0 || h.digest != digest {
+		return 0, fmt.Errorf("demo: the replayer's archive differs from the nodes' stream (last %d of %d, lost %d, dup %d)", h.last, last, h.lost, h.dup)
+	}
+	return h.last, nil
 }
