@@ -35,6 +35,10 @@ type SealReply struct {
 	// HoldsOwn: the member was the sealed epoch's primary and its store
 	// holds everything it published then (it did not restart since).
 	HoldsOwn bool `json:"holds_own,omitempty"`
+	// HeldEpoch is the epoch of the newest record Contiguous counts (0:
+	// none, or a member that cannot tell). The leader caps an answer of
+	// an older epoch than the sealed one at that epoch's cut (capStale).
+	HeldEpoch uint32 `json:"held_epoch,omitempty"`
 }
 
 // MemberStatus is one member's view, for `seqd admin status`.
@@ -75,12 +79,12 @@ func (n *Node) controlHandler() http.Handler {
 			http.Error(w, "epoch: "+err.Error(), http.StatusBadRequest)
 			return
 		}
-		c, err := n.fr.seal(uint32(e))
+		c, held, err := n.fr.seal(uint32(e))
 		if err != nil {
 			http.Error(w, err.Error(), http.StatusConflict)
 			return
 		}
-		writeJSON(w, SealReply{ID: n.cfg.ID, Contiguous: c, HoldsOwn: n.holdsOwn(e, c)})
+		writeJSON(w, SealReply{ID: n.cfg.ID, Contiguous: c, HoldsOwn: n.holdsOwn(e, c), HeldEpoch: held})
 	})
 	mux.HandleFunc("GET /v1/status", func(w http.ResponseWriter, r *http.Request) {
 		writeJSON(w, n.Status())
@@ -196,10 +200,11 @@ func (n *Node) sealQuorum(ctx context.Context, st *fsm.State) (uint64, []string,
 		quorum = len(voters) - 1
 	}
 	type answer struct {
-		m   fsm.Member
-		c   uint64
-		own bool // holds its own epoch (as that epoch's primary)
-		err error
+		m    fsm.Member
+		c    uint64
+		own  bool   // holds its own epoch (as that epoch's primary)
+		held uint32 // epoch of its newest held record (0: unknown)
+		err  error
 	}
 	ctx, cancel := context.WithTimeout(ctx, n.cfg.Timeouts.Seal)
 	defer cancel()
@@ -207,12 +212,12 @@ func (n *Node) sealQuorum(ctx context.Context, st *fsm.State) (uint64, []string,
 	for _, m := range voters {
 		go func() {
 			if m.ID == n.cfg.ID {
-				c, err := n.fr.seal(uint32(epoch))
-				answers <- answer{m, c, err == nil && n.holdsOwn(epoch, c), err}
+				c, held, err := n.fr.seal(uint32(epoch))
+				answers <- answer{m, c, err == nil && n.holdsOwn(epoch, c), held, err}
 				return
 			}
 			r, err := n.sealRemote(ctx, m, epoch)
-			answers <- answer{m, r.Contiguous, r.HoldsOwn, err}
+			answers <- answer{m, r.Contiguous, r.HoldsOwn, r.HeldEpoch, err}
 		}()
 	}
 	type got struct {
@@ -254,7 +259,13 @@ collect:
 			errs = append(errs, fmt.Errorf("member %d: %w", a.m.ID, a.err))
 			continue
 		}
-		ok = append(ok, got{a.c, a.m.StreamAddr})
+		c, stale := capStale(st, a.c, a.held)
+		addr := a.m.StreamAddr
+		if stale {
+			// Its store holds cut records past c: no fetch source.
+			addr = ""
+		}
+		ok = append(ok, got{c, addr})
 		if a.m.ID != st.Primary() || a.own {
 			counted++
 			if counted == quorum {
@@ -281,6 +292,25 @@ collect:
 		}
 	}
 	return ok[0].c, peers, nil
+}
+
+// capStale caps a seal answer c whose newest held record is of epoch held,
+// older than st's (sealed) epoch, at the cut of held, and says whether it
+// did. A member that missed the epoch changes after held (down or cut off
+// meanwhile) cannot tell from the stream where held was cut and reports
+// the cut records of its tail: counted, they would raise the cut past
+// seqs the next epochs gave to other messages. Such a member is no fetch
+// source either. An answer without held (0) or whose cut is no longer
+// recorded is taken as it is.
+func capStale(st *fsm.State, c uint64, held uint32) (uint64, bool) {
+	if held == 0 || uint64(held) >= st.Epoch() {
+		return c, false
+	}
+	cut, ok := st.Cut(uint64(held))
+	if !ok || cut.Session != st.Session() || c <= cut.Last {
+		return c, false
+	}
+	return cut.Last, true
 }
 
 func (n *Node) sealRemote(ctx context.Context, m fsm.Member, epoch uint64) (SealReply, error) {

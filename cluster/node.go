@@ -46,6 +46,25 @@ type Follower interface {
 	Takeover(cut uint64) (sequencer.Takeover, error)
 }
 
+// EpochKnower is optional for a Follower (cluster.Standby has it): the
+// Node tells a follower it opens where every epoch of the session began,
+// from the failover state. A standby that missed two or more epoch
+// changes (down or cut off meanwhile) cannot tell from the stream where
+// its own newest epoch was cut, and would keep and report the cut records
+// of its tail; told, it drops them and heals from the missed epoch's
+// start.
+type EpochKnower interface {
+	KnowEpoch(epoch uint32, start uint64)
+}
+
+// HeldEpocher is optional for a Follower (cluster.Standby has it): the
+// epoch of the newest record its seal answer counts (0: none or unknown).
+// The sealing leader caps an answer whose epoch is older than the sealed
+// one at that epoch's cut (capStale).
+type HeldEpocher interface {
+	HeldEpoch() uint32
+}
+
 // Contiguouser is optional for a Follower: the highest contiguous seq it
 // holds, for `seqd admin status` (the lag).
 type Contiguouser interface {

@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"sync"
+
+	"github.com/seqd/seqd/fsm"
 )
 
 // followers runs the member's standby, one at a time: from start until a
@@ -42,6 +44,9 @@ func (fr *followers) start(ctx context.Context) error {
 	f, err := fr.n.deps.NewFollower()
 	if err != nil {
 		return fmt.Errorf("cluster: open the standby: %w", err)
+	}
+	if k, ok := f.(EpochKnower); ok {
+		knowEpochs(k, fr.n.fsm.State())
 	}
 	fctx, cancel := context.WithCancel(ctx)
 	done := make(chan struct{})
@@ -81,11 +86,44 @@ func (fr *followers) stop() Follower {
 // primary, or between roles).
 var errNotFollowing = errors.New("cluster: this member runs no standby now (it is primary)")
 
-// seal seals this member's standby.
-func (fr *followers) seal(epoch uint32) (uint64, error) {
+// seal seals this member's standby and returns what it holds and the
+// epoch of its newest held record (0 when the follower cannot tell).
+func (fr *followers) seal(epoch uint32) (uint64, uint32, error) {
 	f := fr.get()
 	if f == nil {
-		return 0, errNotFollowing
+		return 0, 0, errNotFollowing
 	}
-	return f.Seal(epoch)
+	c, err := f.Seal(epoch)
+	if err != nil {
+		return 0, 0, err
+	}
+	var held uint32
+	if h, ok := f.(HeldEpocher); ok {
+		held = h.HeldEpoch()
+	}
+	return c, held, nil
 }
+
+// knowEpochs tells k where every epoch of st's session began: epoch e+1
+// at the cut of e plus one, and the current epoch at its start (1 when
+// the session began inside it). Cuts of older sessions number another
+// sequence and are left out.
+func knowEpochs(k EpochKnower, st *fsm.State) {
+	if st.Session() == 0 {
+		return
+	}
+	for _, c := range st.Cuts() {
+		if c.Session == st.Session() && c.Epoch < uint64(^uint32(0)) {
+			k.KnowEpoch(uint32(c.Epoch+1), c.Last+1)
+		}
+	}
+	if e := st.Epoch(); e != 0 && e <= uint64(^uint32(0)) {
+		k.KnowEpoch(uint32(e), st.EpochStart())
+	}
+}
+
+// The standby the Node runs heals its stale tail and reports its epoch.
+var (
+	_ EpochKnower = (*Standby)(nil)
+	_ HeldEpocher = (*Standby)(nil)
+)

@@ -39,6 +39,22 @@ type fakeFollower struct {
 	failTakeover bool
 	// sealDelay delays Seal's answer (a member restarting).
 	sealDelay time.Duration
+	// held is the epoch of its newest record (HeldEpoch).
+	held uint32
+	// known records KnowEpoch's calls, in order.
+	known []epochStart
+}
+
+func (f *fakeFollower) HeldEpoch() uint32 {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.held
+}
+
+func (f *fakeFollower) KnowEpoch(epoch uint32, start uint64) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.known = append(f.known, epochStart{epoch, start})
 }
 
 func (f *fakeFollower) Run(ctx context.Context) error {
@@ -637,5 +653,127 @@ func TestSeal_PrimaryThatHoldsItsEpochCounts(t *testing.T) {
 	old.node.own.Store(nil)
 	if _, _, err := lag1.node.sealQuorum(context.Background(), st); !errors.Is(err, ErrNoQuorum) {
 		t.Fatalf("seal with a restarted ex-primary and a silent standby: %v, want ErrNoQuorum", err)
+	}
+}
+
+// TestSeal_StaleTailCountsOnlyToItsEpochsCut: a member that missed the
+// changes to epochs 2 and 3 holds records of epoch 1 past epoch 1's cut
+// (cut records, never stable) and cannot tell; it answers the seal over
+// HTTP with the epoch of its newest record, and the leader counts it only
+// up to that epoch's cut and fetches nothing from it. Counted as it came,
+// the cut would rise past seqs epochs 2 and 3 gave to other messages
+// (found by the simulator).
+func TestSeal_StaleTailCountsOnlyToItsEpochsCut(t *testing.T) {
+	c := newTestCluster(t, 5)
+	p := c.primary() // sequencing: its own seal answer is an error
+	var others []*member
+	for _, m := range c.members {
+		if m != p {
+			others = append(others, m)
+		}
+	}
+	stale, x, y, z := others[0], others[1], others[2], others[3]
+	stale.fol.mu.Lock()
+	stale.fol.contiguous, stale.fol.held = 1000, 1 // epoch 1 past its cut 500
+	stale.fol.mu.Unlock()
+	for _, m := range []*member{x, y, z} {
+		m.fol.mu.Lock()
+		m.fol.contiguous, m.fol.held = 850, 3
+		m.fol.mu.Unlock()
+	}
+	st := fsm.Initial()
+	var err error
+	apply := func(cmd fsm.Command) {
+		t.Helper()
+		if st, err = st.Apply(st.AppliedIndex()+1, cmd); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, m := range p.node.State().Members() {
+		apply(fsm.AddMember{Member: m})
+	}
+	apply(fsm.NewSession{Prev: 0})
+	apply(fsm.BeginEpoch{Epoch: 1, Primary: x.cfg.ID, PrevCut: 0})
+	apply(fsm.BeginEpoch{Epoch: 2, Primary: y.cfg.ID, PrevCut: 500})
+	apply(fsm.BeginEpoch{Epoch: 3, Primary: p.cfg.ID, PrevCut: 800})
+	cut, peers, err := x.node.sealQuorum(context.Background(), st)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cut != 850 {
+		t.Fatalf("cut %d, want 850: the stale member's epoch 1 tail past its cut 500 was counted", cut)
+	}
+	if slices.Contains(peers, fmt.Sprintf("fetch-%d", stale.cfg.ID)) {
+		t.Fatalf("peers %v include the stale member %d", peers, stale.cfg.ID)
+	}
+	if len(peers) != 3 {
+		t.Fatalf("peers %v, want the three members of epoch 3", peers)
+	}
+}
+
+// TestNode_OpenedFollowerKnowsEveryEpochStart: a standby the Node opens
+// is told where every epoch of the session began (from the failover
+// state), oldest first, so that one that missed several epoch changes
+// drops the cut records of its tail and heals from the first epoch it
+// missed (the simulator's members are told the same on every open).
+func TestNode_OpenedFollowerKnowsEveryEpochStart(t *testing.T) {
+	c := newTestCluster(t, 3)
+	a := c.primary() // epoch 1
+	var b, s *member
+	for _, m := range c.members {
+		switch {
+		case m == a:
+		case b == nil:
+			b = m
+		default:
+			s = m
+		}
+	}
+	// Every member holds what the primary published, before each transfer.
+	for _, m := range c.members {
+		m.fol.set(a.node.Status().Published)
+	}
+	if _, err := a.node.TransferPrimary(context.Background(), b.cfg.ID); err != nil {
+		t.Fatal(err)
+	}
+	if got := c.primary(); got != b {
+		t.Fatalf("primary %d after the transfer, want %d", got.cfg.ID, b.cfg.ID)
+	}
+	for _, m := range c.members {
+		m.fol.set(b.node.Status().Published)
+	}
+	if _, err := b.node.TransferPrimary(context.Background(), a.cfg.ID); err != nil {
+		t.Fatal(err)
+	}
+	if got := c.primary(); got != a {
+		t.Fatalf("primary %d after the transfer back, want %d", got.cfg.ID, a.cfg.ID)
+	}
+	st := s.node.State() // epoch 3, applied by s (c.primary waits for it)
+	if st.Epoch() != 3 {
+		t.Fatalf("epoch %d, want 3", st.Epoch())
+	}
+	// s reopens its standby (as after a primacy, or a restart).
+	s.node.fr.stop()
+	s.fol.mu.Lock()
+	s.fol.known = nil
+	s.fol.mu.Unlock()
+	if err := s.node.fr.start(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	want := []epochStart{{1, 1}}
+	for e := uint64(1); e < 3; e++ {
+		cut, ok := st.Cut(e)
+		if !ok {
+			t.Fatalf("no cut of epoch %d in %v", e, st)
+		}
+		want = append(want, epochStart{uint32(e + 1), cut.Last + 1})
+	}
+	s.fol.mu.Lock()
+	got := slices.Clone(s.fol.known)
+	s.fol.mu.Unlock()
+	// The current epoch may be told twice (its cut and its start).
+	got = slices.Compact(got)
+	if !slices.Equal(got, want) {
+		t.Fatalf("the opened follower was told %v, want %v", got, want)
 	}
 }
