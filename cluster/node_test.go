@@ -706,8 +706,17 @@ func TestSeal_StaleTailCountsOnlyToItsEpochsCut(t *testing.T) {
 	if slices.Contains(peers, fmt.Sprintf("fetch-%d", stale.cfg.ID)) {
 		t.Fatalf("peers %v include the stale member %d", peers, stale.cfg.ID)
 	}
-	if len(peers) != 3 {
-		t.Fatalf("peers %v, want the three members of epoch 3", peers)
+	// Once a quorum answered, the rest get only a short grace, so on a
+	// loaded machine one of the three may be missing; every peer offered
+	// must be one of them.
+	want := []string{fmt.Sprintf("fetch-%d", x.cfg.ID), fmt.Sprintf("fetch-%d", y.cfg.ID), fmt.Sprintf("fetch-%d", z.cfg.ID)}
+	if len(peers) < 2 {
+		t.Fatalf("peers %v, want at least two of %v (a quorum of five with the stale member)", peers, want)
+	}
+	for _, q := range peers {
+		if !slices.Contains(want, q) {
+			t.Fatalf("peers %v: %s is not one of the members that hold epoch 3 (%v)", peers, q, want)
+		}
 	}
 }
 
