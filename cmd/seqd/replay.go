@@ -143,15 +143,7 @@ func replayRemote(cc *cli.Context, addr string, from, to uint64, p *archivePrint
 		if to != 0 && to >= from {
 			total = int64(to - max(from, 1) + 1)
 		}
-		pb = progressbar.NewOptions64(total,
-			progressbar.OptionSetWriter(os.Stderr),
-			progressbar.OptionSetDescription("replay "+addr),
-			progressbar.OptionShowCount(),
-			progressbar.OptionShowIts(),
-			progressbar.OptionSetItsString("msg"),
-			progressbar.OptionThrottle(100*time.Millisecond),
-			progressbar.OptionSetRenderBlankState(true),
-			progressbar.OptionClearOnFinish())
+		pb = newReplayBar(total, "replay "+addr)
 		first := uint64(0)
 		opts = append(opts, node.ReplayProgress(1<<16, func(seq uint64) {
 			if first == 0 {
@@ -160,18 +152,7 @@ func replayRemote(cc *cli.Context, addr string, from, to uint64, p *archivePrint
 			pb.Set64(int64(seq - first + 1))
 		}))
 	}
-	stop := cc.Context.Done()
-	opts = append(opts, node.ReplayUntil(func() bool {
-		if p.done() {
-			return true
-		}
-		select {
-		case <-stop:
-			return true
-		default:
-			return false
-		}
-	}))
+	opts = append(opts, replayUntil(cc, p))
 	start := time.Now()
 	st, err := node.ReplayRemote(addr, from, to, p, opts...)
 	el := time.Since(start)
@@ -230,33 +211,14 @@ func replayArchive(cc *cli.Context, log *slog.Logger, dir string, from, to uint6
 	}
 	var pb *progressbar.ProgressBar
 	if bar && end >= from {
-		pb = progressbar.NewOptions64(int64(end-from+1),
-			progressbar.OptionSetWriter(os.Stderr),
-			progressbar.OptionSetDescription("replay"),
-			progressbar.OptionShowCount(),
-			progressbar.OptionShowIts(),
-			progressbar.OptionSetItsString("msg"),
-			progressbar.OptionThrottle(100*time.Millisecond),
-			progressbar.OptionSetRenderBlankState(true),
-			progressbar.OptionClearOnFinish())
+		pb = newReplayBar(int64(end-from+1), "replay")
 		opts = append(opts, node.ReplayProgress(1<<16, func(seq uint64) {
 			if seq >= from {
 				pb.Set64(int64(seq - from + 1))
 			}
 		}))
 	}
-	stop := cc.Context.Done()
-	opts = append(opts, node.ReplayUntil(func() bool {
-		if p.done() {
-			return true
-		}
-		select {
-		case <-stop:
-			return true
-		default:
-			return false
-		}
-	}))
+	opts = append(opts, replayUntil(cc, p))
 	log.Debug("replaying", "dir", dir, "session", a.Session(), "seqs", fmt.Sprintf("%d..%d", first, last), "from", from, "to", to)
 	start := time.Now()
 	st, err := a.Replay(from, to, p, opts...)
@@ -353,17 +315,7 @@ func followArchive(cc *cli.Context, dir string, from uint64, poll time.Duration,
 		return keyError("follow-poll", poll.String(), "a duration > 0")
 	}
 	stop := cc.Context.Done()
-	until := node.ReplayUntil(func() bool {
-		if p.done() {
-			return true
-		}
-		select {
-		case <-stop:
-			return true
-		default:
-			return false
-		}
-	})
+	until := replayUntil(cc, p)
 	next := from
 	for {
 		a, err := node.OpenArchive(dir)
@@ -401,4 +353,35 @@ func followArchive(cc *cli.Context, dir string, from uint64, poll time.Duration,
 		case <-time.After(poll):
 		}
 	}
+}
+
+// newReplayBar is the progress bar of a replay on stderr: total messages
+// (-1 while unknown), counted and timed, cleared when done.
+func newReplayBar(total int64, desc string) *progressbar.ProgressBar {
+	return progressbar.NewOptions64(total,
+		progressbar.OptionSetWriter(os.Stderr),
+		progressbar.OptionSetDescription(desc),
+		progressbar.OptionShowCount(),
+		progressbar.OptionShowIts(),
+		progressbar.OptionSetItsString("msg"),
+		progressbar.OptionThrottle(100*time.Millisecond),
+		progressbar.OptionSetRenderBlankState(true),
+		progressbar.OptionClearOnFinish())
+}
+
+// replayUntil ends a replay once the printer has its --count or a signal
+// cancelled the command's context.
+func replayUntil(cc *cli.Context, p *archivePrinter) node.ReplayOption {
+	stop := cc.Context.Done()
+	return node.ReplayUntil(func() bool {
+		if p.done() {
+			return true
+		}
+		select {
+		case <-stop:
+			return true
+		default:
+			return false
+		}
+	})
 }
