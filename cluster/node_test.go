@@ -5,8 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"math/rand/v2"
-	"net"
 	"os"
 	"slices"
 	"sync"
@@ -15,6 +13,7 @@ import (
 	"time"
 
 	"github.com/seqd/seqd/fsm"
+	"github.com/seqd/seqd/internal/freeport"
 	"github.com/seqd/seqd/sequencer"
 	"github.com/seqd/seqd/transport"
 	"github.com/seqd/seqd/transport/mem"
@@ -152,22 +151,11 @@ type testCluster struct {
 	members  []*member
 }
 
-// freeAddr returns a loopback address that was free a moment ago, with a
-// port below the kernel's ephemeral range (32768 and up), so that the
-// outgoing connections of everything else on a busy machine do not take
-// it between now and the member's bind.
+// freeAddr returns a loopback address for a member to bind (see freeport
+// for why not port 0).
 func freeAddr(t *testing.T) string {
 	t.Helper()
-	for range 100 {
-		l, err := net.Listen("tcp", fmt.Sprintf("127.0.0.1:%d", 10000+rand.IntN(22000)))
-		if err != nil {
-			continue
-		}
-		defer l.Close()
-		return l.Addr().String()
-	}
-	t.Fatal("no free port below 32000")
-	return ""
+	return freeport.MustAddr(t)
 }
 
 func memberList(t *testing.T, k int) []fsm.Member {

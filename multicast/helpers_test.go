@@ -4,11 +4,11 @@ import (
 	"encoding/binary"
 	"fmt"
 	"math/rand/v2"
-	"net"
 	"sync/atomic"
 	"testing"
 	"time"
 
+	"github.com/seqd/seqd/internal/freeport"
 	"github.com/seqd/seqd/transport"
 )
 
@@ -31,12 +31,11 @@ func testConfig(t testing.TB) Config {
 
 func freePort(t testing.TB) int {
 	t.Helper()
-	c, err := net.ListenUDP("udp4", &net.UDPAddr{IP: net.IPv4zero})
+	p, err := freeport.Port()
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer c.Close()
-	return c.LocalAddr().(*net.UDPAddr).Port
+	return p
 }
 
 // session opens a server and n clients with cfg and closes them at the end.

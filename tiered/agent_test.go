@@ -9,6 +9,8 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/seqd/seqd/internal/freeport"
 )
 
 // replayerState is what a replayer's MetaFunc reads.
@@ -145,21 +147,11 @@ func TestAgent_RejoinsWhenTheSeedComesUp(t *testing.T) {
 // freePort returns a port free for both UDP and TCP on loopback now.
 func freePort(t *testing.T) int {
 	t.Helper()
-	for range 20 {
-		l, err := net.Listen("tcp", "127.0.0.1:0")
-		if err != nil {
-			t.Fatal(err)
-		}
-		port := l.Addr().(*net.TCPAddr).Port
-		u, err := net.ListenPacket("udp", l.Addr().String())
-		l.Close()
-		if err == nil {
-			u.Close()
-			return port
-		}
+	p, err := freeport.Port()
+	if err != nil {
+		t.Fatal(err)
 	}
-	t.Fatal("no free port")
-	return 0
+	return p
 }
 
 func TestSeeds(t *testing.T) {

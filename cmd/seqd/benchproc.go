@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"io"
 	"math/rand/v2"
-	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -17,6 +16,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/seqd/seqd/internal/freeport"
 	"github.com/seqd/seqd/wire"
 )
 
@@ -196,12 +196,10 @@ func benchNet(transportName string) ([]string, error) {
 	r := rand.New(rand.NewPCG(uint64(time.Now().UnixNano()), uint64(os.Getpid())))
 	port := 20000 + r.IntN(30000)
 	a, b := 1+r.IntN(250), 1+r.IntN(250)
-	l, err := net.Listen("tcp", "127.0.0.1:0")
+	tcpAddr, err := freeport.Addr()
 	if err != nil {
 		return nil, err
 	}
-	tcpAddr := l.Addr().String()
-	l.Close()
 	return []string{
 		"--transport", transportName,
 		"--udp.stream-group", fmt.Sprintf("239.77.%d.%d:%d", a, b, port),

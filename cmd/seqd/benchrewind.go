@@ -3,10 +3,11 @@ package main
 import (
 	"context"
 	"fmt"
-	"net"
 	"os"
 	"strconv"
 	"time"
+
+	"github.com/seqd/seqd/internal/freeport"
 )
 
 // benchRewind runs `seqd bench --mode rewind`: with the sequencer up, a
@@ -78,10 +79,5 @@ func benchRewind(ctx context.Context, o benchOptions, set *procSet, netArgs []st
 
 // freeTCP returns a loopback TCP address free a moment ago.
 func freeTCP() (string, error) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return "", err
-	}
-	defer l.Close()
-	return l.Addr().String(), nil
+	return freeport.Addr()
 }

@@ -7,7 +7,6 @@ import (
 	"io"
 	"log/slog"
 	"math/rand/v2"
-	"net"
 	"os"
 	"path/filepath"
 	"sync"
@@ -15,6 +14,7 @@ import (
 
 	"github.com/seqd/seqd/cluster"
 	"github.com/seqd/seqd/fsm"
+	"github.com/seqd/seqd/internal/freeport"
 	"github.com/seqd/seqd/multicast"
 	"github.com/seqd/seqd/node"
 	"github.com/seqd/seqd/replayer"
@@ -33,12 +33,7 @@ type demoMember struct {
 }
 
 func freeLoopbackAddr() (string, error) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return "", err
-	}
-	defer l.Close()
-	return l.Addr().String(), nil
+	return freeport.Addr()
 }
 
 // runClusterDemo runs three sequencers in a Raft group and nodes, all in

@@ -1,22 +1,16 @@
 package main
 
 import (
-	"net"
 	"testing"
 	"time"
 
+	"github.com/seqd/seqd/internal/freeport"
 	"github.com/seqd/seqd/transport/tcp"
 )
 
 func freeLoopback(t *testing.T) string {
 	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	a := ln.Addr().String()
-	ln.Close()
-	return a
+	return freeport.MustAddr(t)
 }
 
 // A node given a cluster's members starts during an election (no member

@@ -10,11 +10,11 @@ import (
 	"fmt"
 	"hash/crc32"
 	"math/rand/v2"
-	"net"
 	"sync"
 	"testing"
 	"time"
 
+	"github.com/seqd/seqd/internal/freeport"
 	"github.com/seqd/seqd/multicast"
 	"github.com/seqd/seqd/node"
 	"github.com/seqd/seqd/sequencer"
@@ -65,12 +65,7 @@ func (r *recorder) snapshot() (int, int, error) {
 
 func freeTCPAddr(t *testing.T) string {
 	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer l.Close()
-	return l.Addr().String()
+	return freeport.MustAddr(t)
 }
 
 // groups returns a multicast config on loopback with groups and a port no

@@ -18,6 +18,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/seqd/seqd/internal/freeport"
 	"github.com/seqd/seqd/multicast"
 	"github.com/seqd/seqd/node"
 	"github.com/seqd/seqd/replayer"
@@ -124,14 +125,7 @@ func groups() multicast.Config {
 	return c
 }
 
-func freeAddr(t *testing.T) string {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer l.Close()
-	return l.Addr().String()
-}
+func freeAddr(t *testing.T) string { return freeport.MustAddr(t) }
 
 // lateJoin runs the scenario: count messages before the late node
 // joins, as many again while it rewinds.

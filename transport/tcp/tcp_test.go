@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/seqd/seqd/config"
+	"github.com/seqd/seqd/internal/freeport"
 	"github.com/seqd/seqd/transport"
 	"github.com/seqd/seqd/transport/fault"
 	"github.com/seqd/seqd/transport/transporttest"
@@ -475,13 +476,7 @@ func tcpEcho(t *testing.T) string {
 // freeAddr is a loopback address nothing listens on (yet).
 func freeAddr(t *testing.T) string {
 	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	a := ln.Addr().String()
-	ln.Close()
-	return a
+	return freeport.MustAddr(t)
 }
 
 // Dial with several addresses connects to the first that accepts: a
