@@ -26,6 +26,12 @@ import (
 
 const wait = 20 * time.Second
 
+// epochStart is one KnowEpoch call a fakeFollower records.
+type epochStart struct {
+	epoch uint32
+	start uint64
+}
+
 type fakeFollower struct {
 	maxSenders int
 	mu         sync.Mutex

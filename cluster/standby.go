@@ -138,8 +138,8 @@ type Standby struct {
 	running  bool
 	err      error // sticky: why Run stopped for good
 	snaps    []stateSnap
-	stash    stash
-	epochs   epochStarts
+	stash    replayer.Reorder
+	epochs   replayer.EpochStarts
 	stats    StandbyStats
 	rec      wire.Record
 	pkt      wire.Packet
@@ -199,7 +199,7 @@ func NewStandby(cfg StandbyConfig, client transport.Client) (*Standby, error) {
 		return nil, fmt.Errorf("cluster: standby %d: rebuild the state from %s: %w", cfg.Member, cfg.Dir, err)
 	}
 	for _, e := range store.Epochs() {
-		s.epochs.add(e.Epoch, e.Start)
+		s.epochs.Add(e.Epoch, e.Start)
 	}
 	rc := cfg.Receiver
 	rc.Mode, rc.Persist, rc.StatusInterval, rc.Replayer = receiver.Fast, true, 0, true
@@ -211,7 +211,7 @@ func NewStandby(cfg StandbyConfig, client transport.Client) (*Standby, error) {
 		return nil, fmt.Errorf("cluster: standby %d: %w", cfg.Member, err)
 	}
 	s.trimBuf = make([]byte, 0, cfg.Store.MaxPacketBytes)
-	s.stash.init(cfg.MaxStashBytes)
+	s.stash.Init(cfg.MaxStashBytes)
 	s.contiguous.Store(store.Contiguous())
 	s.stats.Contiguous, s.stats.Durable = store.Contiguous(), store.Durable()
 	s.onFrame = s.frame
@@ -394,7 +394,7 @@ func (s *Standby) healLocked(now int64, f []byte) bool {
 	}
 	start := s.pkt.EpochStart
 	if e, ok := s.store.EpochOf(s.store.Contiguous()); ok && e < s.pkt.Epoch {
-		if next, ok := s.epochs.startAfter(e); ok && next < start {
+		if next, ok := s.epochs.After(e); ok && next < start {
 			start = next // the tail was cut by an epoch before f's
 		}
 	}
@@ -423,7 +423,7 @@ func (s *Standby) healLocked(now int64, f []byte) bool {
 		return false
 	}
 	s.state, s.r = st, r
-	s.epochs.add(s.pkt.Epoch, s.pkt.EpochStart)
+	s.epochs.Add(s.pkt.Epoch, s.pkt.EpochStart)
 	s.contiguous.Store(s.heldLocked())
 	s.stats.Healed++
 	_ = s.r.Step(now, f, receiver.Sequencer)
@@ -454,7 +454,7 @@ func (s *Standby) staleTailLocked(f []byte) bool {
 		return true
 	}
 	// Epochs it missed between its newest record's and f's (KnowEpoch).
-	next, ok := s.epochs.startAfter(e)
+	next, ok := s.epochs.After(e)
 	return ok && next <= c
 }
 
@@ -465,7 +465,7 @@ func (s *Standby) staleTailLocked(f []byte) bool {
 func (s *Standby) KnowEpoch(epoch uint32, start uint64) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	s.epochs.add(epoch, start)
+	s.epochs.Add(epoch, start)
 	held := s.heldLocked()
 	s.contiguous.Store(held)
 	if s.state.LastSeq() <= held {
@@ -498,7 +498,7 @@ func (s *Standby) KnowEpoch(epoch uint32, start uint64) {
 func (s *Standby) heldLocked() uint64 {
 	c := s.store.Contiguous()
 	if e, ok := s.store.EpochOf(c); ok {
-		if next, ok := s.epochs.startAfter(e); ok && next <= c {
+		if next, ok := s.epochs.After(e); ok && next <= c {
 			return next - 1
 		}
 	}
@@ -601,8 +601,11 @@ func (s *Standby) persistLocked(p []byte) {
 	case err == nil:
 		s.drainStashLocked()
 	case errors.Is(err, replayer.ErrGap):
-		if err := s.stash.put(p); err != nil {
-			s.failLocked(fmt.Errorf("cluster: standby %d: %w (%d bytes wait behind seq %d)", s.cfg.Member, err, s.stash.bytes, s.store.Contiguous()+1))
+		if _, err := s.stash.Put(p); err != nil {
+			if errors.Is(err, replayer.ErrPendingFull) {
+				err = ErrStashFull
+			}
+			s.failLocked(fmt.Errorf("cluster: standby %d: %w (%d bytes wait behind seq %d)", s.cfg.Member, err, s.stash.Bytes(), s.store.Contiguous()+1))
 			return
 		}
 		s.stats.Stashed++
@@ -623,7 +626,7 @@ func (s *Standby) appendLocked(p []byte) error {
 	if err := wire.DecodePacket(p, &s.pkt); err != nil {
 		return err
 	}
-	s.epochs.add(s.pkt.Epoch, s.pkt.EpochStart)
+	s.epochs.Add(s.pkt.Epoch, s.pkt.EpochStart)
 	if _, ok := s.store.Newest(); !ok && s.pkt.FirstSeq != 1 {
 		// An empty store would take any packet first; the standby's
 		// starts at seq 1, where its State starts.
@@ -637,7 +640,7 @@ func (s *Standby) appendLocked(p []byte) error {
 			return replayer.ErrGap
 		}
 	}
-	if limit, ok := s.epochs.startAfter(s.pkt.Epoch); ok && s.pkt.LastSeq() >= limit {
+	if limit, ok := s.epochs.After(s.pkt.Epoch); ok && s.pkt.LastSeq() >= limit {
 		if s.pkt.FirstSeq >= limit {
 			return errCut
 		}
@@ -664,10 +667,10 @@ func (s *Standby) drainStashLocked() { s.drainStashTo(^uint64(0)) }
 // of a gap and lie above the cut (never stable, and the next epoch
 // replaces them).
 func (s *Standby) drainStashTo(limit uint64) {
-	for s.stash.len() > 0 {
-		p := s.stash.first()
-		if s.stash.list[0].first > limit {
-			s.stash.drop()
+	for s.stash.Len() > 0 {
+		p := s.stash.First().Frame
+		if s.stash.First().FirstSeq > limit {
+			s.stash.Drop()
 			s.stats.Duplicates++
 			continue
 		}
@@ -676,7 +679,7 @@ func (s *Standby) drainStashTo(limit uint64) {
 				var err error
 				// Its own buffer: appendLocked may trim into trimBuf.
 				if p, err = trimPacket(s.cutBuf[:0], p, limit); err != nil {
-					s.stash.drop()
+					s.stash.Drop()
 					continue
 				}
 				s.cutBuf = p[:0]
@@ -686,7 +689,7 @@ func (s *Standby) drainStashTo(limit uint64) {
 		err := s.appendLocked(p)
 		switch {
 		case err == nil, errors.Is(err, replayer.ErrDuplicate), errors.Is(err, errCut):
-			s.stash.drop()
+			s.stash.Drop()
 		case errors.Is(err, replayer.ErrGap):
 			return
 		default:

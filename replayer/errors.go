@@ -35,9 +35,9 @@ var (
 	// ErrClosed: the store was closed.
 	ErrClosed = errors.New("replayer: store closed")
 
-	// ErrPendingFull: the replayer service holds back more than
-	// ServiceConfig.MaxPendingBytes of frames waiting for a hole before
-	// them to be repaired.
+	// ErrPendingFull: a Reorder would hold back more than its bound of
+	// frames waiting for a hole before them to be repaired (the replayer
+	// service's bound is ServiceConfig.MaxPendingBytes).
 	ErrPendingFull = errors.New("replayer: too many frames held back for a hole")
 	// ErrHole: a frame the receiver delivered cannot follow what the store
 	// holds, and what is missing will not come again.

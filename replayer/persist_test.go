@@ -144,7 +144,7 @@ func TestPersister_HoleThatNeverFillsIsAnError(t *testing.T) {
 func TestPersister_PendingBound(t *testing.T) {
 	pkts, _ := stableStream(2000)
 	g := newPersistRig(t)
-	g.p.maxBytes = 8 << 10
+	g.p.init(8 << 10)
 	var err error
 	for _, p := range pkts[1:] {
 		if err = g.step(p); err != nil {
