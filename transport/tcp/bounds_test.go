@@ -158,7 +158,14 @@ func TestServer_MaxConnsAndStalePeer(t *testing.T) {
 	a.Close()
 	eventually(t, "a gone", s, ignore, func() bool { return s.Clients() == 0 })
 	b := dial(t, cfg, s)
-	waitClients(t, s, 1)
+	// b may have been refused (see below): it finds out, and redials, in
+	// its Poll, which reads its socket.
+	eventually(t, "b connected", s, ignore, func() bool {
+		if _, err := b.Poll(ignore, 0); err != nil {
+			t.Fatal(err)
+		}
+		return s.Clients() == 1 && b.Connected()
+	})
 	pb := peerOf(b, "from b")
 	if pa == pb {
 		t.Fatalf("a closed connection and its successor share Peer %d", pa)
@@ -239,7 +246,10 @@ func TestServer_WriteFailureDropsOnlyThatConnection(t *testing.T) {
 		t.Fatal(err)
 	}
 	fl := &failListener{Listener: ln}
-	s := serveOn(cfg, fl)
+	s, err := serveOn(cfg, fl)
+	if err != nil {
+		t.Fatal(err)
+	}
 	t.Cleanup(func() { s.Close() })
 	cfg.Addr = ln.Addr().String()
 	bad := dial(t, cfg, s)

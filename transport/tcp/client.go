@@ -50,10 +50,37 @@ var (
 	_ transport.Sourcer = (*Client)(nil)
 )
 
-func newClient(cfg Config, peer transport.Peer, stream uint64, name string) *Client {
+// newClient makes a Client and its poller; a source (home set) shares
+// its owner's poller and inbox.
+func newClient(cfg Config, peer transport.Peer, stream uint64, name string, home *endpoint) (*Client, error) {
 	c := &Client{cfg: cfg, out: make([]byte, 0, cfg.WriteBufferBytes), addrs: cfg.serverAddrs(), peer: peer}
-	c.ep.init(cfg, stream, name)
-	return c
+	var p *poller
+	if home != nil {
+		p = home.poller
+	} else {
+		var err error
+		if p, err = newPoller(false); err != nil {
+			return nil, err
+		}
+	}
+	c.ep.init(cfg, stream, name, p)
+	c.ep.home, c.ep.shared = home, home != nil
+	c.ep.connOf = c.connOf
+	return c, nil
+}
+
+// connOf is the connection of an event's key: lo is the Peer of the
+// client (NoPeer) or source whose connection it is. A connection that
+// has died since is skipped by the reader, and a newer one's read finds
+// nothing or its own frames.
+func (c *Client) connOf(lo, _ int32) *conn {
+	if lo == 0 {
+		return c.cur.Load()
+	}
+	if i := int(lo) - 1; i < len(c.sources) {
+		return c.sources[i].cur.Load()
+	}
+	return nil
 }
 
 // Dial validates cfg and connects to the first of its addresses that
@@ -71,7 +98,11 @@ func Dial(cfg Config) (*Client, error) {
 			errs = append(errs, fmt.Errorf("tcp: dial %s: %w", a, err))
 			continue
 		}
-		c := newClient(cfg, transport.NoPeer, 1, "client")
+		c, err := newClient(cfg, transport.NoPeer, 1, "client", nil)
+		if err != nil {
+			_ = nc.Close()
+			return nil, err
+		}
 		c.at.Store(int32(i))
 		// The first connection is installed before Dial returns, so
 		// that frames sent right away are not dropped.
@@ -92,7 +123,10 @@ func Open(cfg Config) (*Client, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
-	c := newClient(cfg, transport.NoPeer, 1, "client")
+	c, err := newClient(cfg, transport.NoPeer, 1, "client", nil)
+	if err != nil {
+		return nil, err
+	}
 	c.at.Store(int32(len(c.addrs) - 1)) // the first round starts at the first address
 	c.wg.Add(1)
 	go c.run(nil)
@@ -104,7 +138,6 @@ func Open(cfg Config) (*Client, error) {
 // backoff between rounds, until one accepts or the client closes.
 func (c *Client) run(cn *conn) {
 	defer c.wg.Done()
-	fr := newFrameReader(c.cfg.ReadBufferBytes, c.cfg.MaxFrameBytes)
 	// A client or source started before its server was reachable has no
 	// connection and dials at once.
 	first := cn == nil
@@ -113,7 +146,7 @@ func (c *Client) run(cn *conn) {
 	for {
 		if cn != nil {
 			t0 := time.Now()
-			c.serve(cn, fr)
+			c.serve(cn)
 			// A connection that served a while ended the usual way
 			// (its server went away): start again from the shortest
 			// backoff. One that ends at once (a server that accepts
@@ -181,14 +214,23 @@ func (c *Client) ServerAddr() string {
 	return c.addrs[int(c.at.Load())%len(c.addrs)]
 }
 
-// serve runs the current connection until it dies.
-func (c *Client) serve(cn *conn, fr *frameReader) {
+// serve runs the current connection until it dies: the endpoint's Poll
+// reads it (see poller), so this goroutine only waits; a connection with
+// no file descriptor is read here into the inbox.
+func (c *Client) serve(cn *conn) {
 	var writer sync.WaitGroup
 	writer.Add(1)
 	go cn.writeLoop(&writer)
-	// A fresh connection starts at a frame boundary.
-	fr.start, fr.end = 0, 0
-	cn.readLoop(c.ep.inbox, fr)
+	if cn.polled {
+		if err := cn.register(int32(c.peer), 0); err != nil {
+			cn.kill(err)
+		}
+		// Poll reads the socket from now on (a wait in progress
+		// learns of it too); it notices the end too.
+		<-cn.done
+	} else {
+		cn.readLoop(c.ep.readerInbox(), newFrameReader(c.cfg.ReadBufferBytes, c.cfg.MaxFrameBytes))
+	}
 	writer.Wait()
 }
 
@@ -259,12 +301,7 @@ func (c *Client) Poll(h transport.Handler, wait time.Duration) (int, error) {
 
 // Wake makes a waiting Poll return early (transport.Waker); safe from any
 // goroutine.
-func (c *Client) Wake() {
-	select {
-	case c.ep.wake <- struct{}{}:
-	default:
-	}
-}
+func (c *Client) Wake() { c.ep.poller.wake() }
 
 // Reconnects counts the connections made after the first one.
 func (c *Client) Reconnects() uint64 { return c.reconnects.Load() }
@@ -291,7 +328,7 @@ func (c *Client) Close() error {
 		cn.kill(transport.ErrClosed)
 	}
 	c.mu.Unlock()
-	c.ep.inbox.close()
+	c.ep.close()
 	c.wg.Wait()
 	return nil
 }
@@ -334,9 +371,12 @@ func (c *Client) AddSource(addr string) (transport.Peer, error) {
 	}
 	cfg := c.cfg
 	cfg.Addr, cfg.Addrs = addr, nil
-	src := newClient(cfg, transport.Peer(len(c.sources)+1), 2, "source")
+	// Its frames reach this client's Poll, labelled src.peer.
+	src, err := newClient(cfg, transport.Peer(len(c.sources)+1), 2, "source", &c.ep)
+	if err != nil {
+		return transport.NoPeer, err
+	}
 	src.at.Store(0)
-	src.ep.inbox = c.ep.inbox // frames land in this client's inbox, labelled src.peer
 	c.sources = append(c.sources, src)
 	src.wg.Add(1)
 	go src.run(nil)

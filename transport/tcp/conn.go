@@ -13,9 +13,11 @@ import (
 	"github.com/seqd/seqd/transport"
 )
 
-// conn is one TCP connection of an endpoint: a reader goroutine copies its
-// frames into the endpoint's inbox, a writer goroutine writes what Flush
-// hands it, so a stalled peer blocks only its own writer.
+// conn is one TCP connection of an endpoint. The endpoint's Poll reads it
+// (see poller), or, for a connection with no file descriptor (a test's
+// wrapper), a reader goroutine copies its frames into the endpoint's
+// inbox; a writer goroutine writes what Flush hands it, so a stalled peer
+// blocks only its own writer.
 //
 // Direct writes: when the writer is idle (nothing queued or being
 // written), enqueue may first offer the frames to the socket from the
@@ -55,6 +57,16 @@ type conn struct {
 	wbuf      []byte
 	wn        int
 
+	// Polled reads, for a connection with a file descriptor (set by
+	// newConn; then endpoint goroutine only): fr splits what readNow
+	// reads (readOnce is its method value, built once) into frames; rn
+	// and rerr are the last read's result.
+	polled   bool
+	fr       *frameReader
+	readOnce func(fd uintptr) bool
+	rn       int
+	rerr     error
+
 	// written counts bytes the socket took (the writer's progress).
 	// stalling, stallSince and stallWritten belong to the endpoint
 	// goroutine: since when the connection holds more than
@@ -91,9 +103,85 @@ func newConn(nc net.Conn, peer transport.Peer, cfg Config, ep *endpoint) *conn {
 		if raw, err := sc.SyscallConn(); err == nil {
 			c.raw = raw
 			c.writeOnce = c.writeNow
+			c.polled = true
+			c.fr = newFrameReader(cfg.ReadBufferBytes, cfg.MaxFrameBytes)
+			c.readOnce = c.readNow
 		}
 	}
 	return c
+}
+
+// register adds c's socket to its endpoint's poller (and notifier, if
+// any) with key (lo, hi), for Poll to read. It is a no-op for a
+// connection with no file descriptor (a test's wrapper: a reader
+// goroutine reads it, see readLoop), and fails if c is closed.
+func (c *conn) register(lo, hi int32) error {
+	if !c.polled {
+		return nil
+	}
+	var err error
+	if cerr := c.raw.Control(func(fd uintptr) {
+		if err = c.ep.poller.add(int(fd), lo, hi); err == nil {
+			if n := c.ep.notifier.Load(); n != nil {
+				err = n.add(int(fd), lo, hi)
+			}
+		}
+	}); cerr != nil {
+		return cerr
+	}
+	return err
+}
+
+// readNow is readOnce: one read(2) into fr's free room, never waiting
+// (the socket is non-blocking; returning true tells the runtime not to
+// wait for it to be readable: the poller waits instead).
+func (c *conn) readNow(fd uintptr) bool {
+	c.rn, c.rerr = syscall.Read(int(fd), c.fr.room())
+	return true
+}
+
+// readOnceNow reads what the socket holds into fr, once, on the
+// endpoint's goroutine. It reports whether frames may have arrived, and
+// kills the connection on end of stream or an error. EAGAIN (a stale or
+// spurious event) is nothing read.
+func (c *conn) readOnceNow() bool {
+	if c.dead.Load() {
+		return false
+	}
+	c.rn, c.rerr = 0, nil
+	if err := c.raw.Read(c.readOnce); err != nil {
+		c.kill(err)
+		return false
+	}
+	switch {
+	case c.rerr == syscall.EAGAIN || c.rerr == syscall.EINTR:
+		return false
+	case c.rerr != nil:
+		c.kill(c.rerr)
+		return false
+	case c.rn <= 0:
+		c.kill(io.EOF)
+		return false
+	}
+	c.fr.end += c.rn
+	return true
+}
+
+// unpoll takes c out of the endpoint's pollers before its socket is
+// closed, so that no event of it is reported after (kill).
+func (c *conn) unpoll() {
+	if !c.polled {
+		return
+	}
+	p, n := c.ep.poller, c.ep.notifier.Load()
+	_ = c.raw.Control(func(fd uintptr) {
+		if p != nil {
+			p.del(int(fd))
+		}
+		if n != nil {
+			n.del(int(fd))
+		}
+	})
 }
 
 // writeNow is writeOnce: one write(2) of wbuf, never waiting (the socket
@@ -281,6 +369,7 @@ func (c *conn) kill(reason error) {
 		c.reason = reason
 		c.dead.Store(true)
 		close(c.done)
+		c.unpoll()
 		_ = c.nc.Close()
 		if !isOrdinaryEnd(reason) {
 			c.ep.closes.Note(1, fmt.Errorf("peer %d (%s): %w", uint32(c.peer), c.nc.RemoteAddr(), reason))

@@ -2,6 +2,7 @@ package tcp
 
 import (
 	"encoding/binary"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -9,16 +10,35 @@ import (
 	"github.com/seqd/seqd/transport/fault"
 )
 
-// endpoint is the receive half shared by Server and Client: the inbox the
-// reader goroutines fill, the fault injector and the counters. Its poll
-// runs on the endpoint's goroutine only.
+// endpoint is the receive half shared by Server and Client: the poller
+// whose sockets Poll reads, the inbox of connections read by goroutines
+// instead (no file descriptor), the fault injector and the counters. Its
+// poll runs on the endpoint's goroutine only.
 type endpoint struct {
-	inbox *inbox
-	// closing is closed by Close; it unblocks a waiting Poll.
+	// poller holds the endpoint's connections; a Client's sources share
+	// their owner's (shared: the owner closes it).
+	poller *poller
+	shared bool
+	// notifier, if set (Server.NotifyOnReceive), is an edge-triggered set
+	// of the same sockets watched by a goroutine that signals also.
+	notifier atomic.Pointer[poller]
+	also     atomic.Pointer[chan<- struct{}]
+	// connOf finds the live connection of an event's key (nil if it is
+	// gone); endpoint goroutine only.
+	connOf func(lo, hi int32) *conn
+	// pollMu is held by poll, so that close never releases the poller
+	// under a wait.
+	pollMu sync.Mutex
+
+	// inbox receives the frames of connections read by reader goroutines
+	// (made on the first such connection; a source uses its owner's).
+	inbox      atomic.Pointer[inbox]
+	inboxOnce  sync.Once
+	inboxBytes int
+	home       *endpoint // a source's owner, whose inbox and poller it uses
+
+	// closing is closed by Close.
 	closing chan struct{}
-	// wake (capacity 1) makes a waiting Poll return early (Client.Wake).
-	wake  chan struct{}
-	timer *time.Timer // reused by every waiting Poll
 
 	faults    *fault.Injector // nil when no fault is configured
 	passFrame func([]byte)    // e.deliverFaulted, built once
@@ -37,98 +57,187 @@ type endpoint struct {
 	closes transport.RateLog
 }
 
-func (e *endpoint) init(cfg Config, faultStream uint64, role string) {
+// maxReadsPerConn bounds the reads of one connection in one Poll (each
+// up to ReadBufferBytes), so that one busy peer does not hold the poll;
+// the rest is read by the next.
+const maxReadsPerConn = 4
+
+func (e *endpoint) init(cfg Config, faultStream uint64, role string, p *poller) {
 	e.closes = transport.RateLog{
 		Logger: cfg.logger(), Msg: "tcp: connections closed for cause or refused (reason of the last in last_err)",
 		Attrs: []any{"role", role, "addr", cfg.Addr},
 	}
-	e.inbox = newInbox(cfg.InboxBytes)
+	e.poller = p
+	e.inboxBytes = cfg.InboxBytes
 	e.closing = make(chan struct{})
-	e.wake = make(chan struct{}, 1)
-	e.timer = time.NewTimer(time.Hour)
-	e.timer.Stop()
 	if cfg.Faults.Enabled() {
 		e.faults = fault.New(cfg.Faults, faultStream)
 		e.passFrame = e.deliverFaulted
 	}
 }
 
-// poll hands every frame in the inbox to h, waiting up to wait for the
-// first one. The caller has flushed its output.
+// readerInbox is the inbox a reader goroutine fills, made on first use.
+func (e *endpoint) readerInbox() *inbox {
+	h := e
+	if e.home != nil {
+		h = e.home
+	}
+	h.inboxOnce.Do(func() {
+		q := newInbox(h.inboxBytes)
+		q.signal = h.signal
+		h.inbox.Store(q)
+	})
+	return h.inbox.Load()
+}
+
+// signal wakes the endpoint's Poll and the notified channel, if any: a
+// reader goroutine pushed frames.
+func (e *endpoint) signal() {
+	e.poller.wake()
+	if also := e.also.Load(); also != nil {
+		select {
+		case *also <- struct{}{}:
+		default:
+		}
+	}
+}
+
+func (e *endpoint) isClosing() bool {
+	select {
+	case <-e.closing:
+		return true
+	default:
+		return false
+	}
+}
+
+// poll hands h every frame that has arrived, waiting up to wait for the
+// first; a wake (Client.Wake) returns at once. The caller has flushed.
 func (e *endpoint) poll(h transport.Handler, wait time.Duration) (int, error) {
-	n, err := e.drain(h)
-	if n > 0 || err != nil || wait <= 0 {
-		return n, err
+	e.pollMu.Lock()
+	defer e.pollMu.Unlock()
+	if e.isClosing() {
+		return 0, transport.ErrClosed
+	}
+	// A fault injector may hold a frame back, released when the sockets
+	// are found empty: look at once. Otherwise the wait itself returns
+	// at once if a socket is ready, and says which.
+	if wait <= 0 || e.faults != nil {
+		n, woken, err := e.round(h, 0)
+		if n > 0 || err != nil || wait <= 0 || woken {
+			return n, err
+		}
 	}
 	deadline := time.Now().Add(wait)
 	for {
-		e.timer.Reset(wait)
-		select {
-		case <-e.inbox.ready:
-			e.timer.Stop()
-		case <-e.wake:
-			e.timer.Stop()
-			return e.drain(h)
-		case <-e.timer.C:
-			return e.drain(h)
-		case <-e.closing:
-			e.timer.Stop()
-			return 0, transport.ErrClosed
-		}
-		if n, err = e.drain(h); n > 0 || err != nil {
+		n, woken, err := e.round(h, wait)
+		if n > 0 || err != nil || woken {
 			return n, err
 		}
-		// A stale wake-up: wait for the rest of the time.
+		// Nothing (a timeout, a stale event, a frame dropped by faults):
+		// wait for the rest of the time.
 		if wait = time.Until(deadline); wait <= 0 {
 			return 0, nil
 		}
 	}
 }
 
-// drain delivers what the inbox holds now. When it holds nothing, a frame
-// the fault injector held back for reordering is delivered instead, so a
-// reordered frame is late, never lost.
-func (e *endpoint) drain(h transport.Handler) (int, error) {
-	head, tail, ok := e.inbox.pending()
-	if !ok {
-		return 0, transport.ErrClosed
+// round waits up to wait for ready sockets (0: only looks), reads them
+// and delivers their frames and the inbox's.
+func (e *endpoint) round(h transport.Handler, wait time.Duration) (n int, woken bool, err error) {
+	events, woken, err := e.poller.wait(wait)
+	if e.isClosing() {
+		return 0, false, transport.ErrClosed
 	}
-	n := 0
+	if err != nil {
+		return 0, false, err
+	}
+	e.h, e.delivered = h, 0
+	if q := e.inbox.Load(); q != nil {
+		if head, tail, ok := q.pending(); ok && head != tail {
+			for p := head; p < tail; {
+				var rec []byte
+				rec, p = q.record(p)
+				e.offer(rec)
+			}
+			q.release(tail)
+		}
+	}
+	for i := range events {
+		if c := e.connOf(eventKey(&events[i])); c != nil && c.polled {
+			e.readConn(c)
+		}
+	}
 	if e.faults != nil {
-		e.h, e.delivered = h, 0
-		if head == tail {
+		if e.delivered == 0 {
 			e.faults.Release(e.passFrame)
 		}
-		for p := head; p < tail; {
-			var rec []byte
-			rec, p = e.inbox.record(p)
-			e.faults.Pass(rec, e.passFrame)
-		}
 		e.faultDropped.Store(e.faults.Counters().Dropped)
-		e.h, n = nil, e.delivered
-	} else {
-		for p := head; p < tail; n++ {
-			var rec []byte
-			rec, p = e.inbox.record(p)
-			e.deliver(h, rec)
-		}
 	}
-	if head != tail {
-		e.inbox.release(tail)
-	}
-	return n, nil
+	n = e.delivered
+	e.h, e.delivered = nil, 0
+	return n, woken, nil
 }
 
-func (e *endpoint) deliver(h transport.Handler, peerAndFrame []byte) {
-	frame := peerAndFrame[4:]
-	e.framesReceived.Add(1)
-	e.bytesReceived.Add(uint64(len(frame)))
-	h(frame, transport.Peer(binary.LittleEndian.Uint32(peerAndFrame)))
+// readConn reads c (up to maxReadsPerConn times while reads fill the
+// buffer) and offers its frames, each with c's Peer in place of its
+// length prefix.
+func (e *endpoint) readConn(c *conn) {
+	for range maxReadsPerConn {
+		room := len(c.fr.room())
+		if !c.readOnceNow() {
+			return
+		}
+		for {
+			rec, err := c.fr.nextRecord()
+			if err != nil {
+				e.oversized.Add(1)
+				c.kill(err)
+				return
+			}
+			if rec == nil {
+				break
+			}
+			binary.LittleEndian.PutUint32(rec, uint32(c.peer))
+			e.offer(rec)
+		}
+		if c.rn < room || c.dead.Load() {
+			return
+		}
+	}
+}
+
+// offer delivers a record (the sender's Peer, then the frame) through the
+// fault injector, if any.
+func (e *endpoint) offer(peerAndFrame []byte) {
+	if e.faults != nil {
+		e.faults.Pass(peerAndFrame, e.passFrame)
+		return
+	}
+	e.deliverFaulted(peerAndFrame)
 }
 
 func (e *endpoint) deliverFaulted(peerAndFrame []byte) {
 	e.delivered++
-	e.deliver(e.h, peerAndFrame)
+	frame := peerAndFrame[4:]
+	e.framesReceived.Add(1)
+	e.bytesReceived.Add(uint64(len(frame)))
+	e.h(frame, transport.Peer(binary.LittleEndian.Uint32(peerAndFrame)))
+}
+
+// close releases the poller once no poll is running; a waiting poll
+// returns transport.ErrClosed (closing is closed first).
+func (e *endpoint) close() {
+	if q := e.inbox.Load(); q != nil {
+		q.close()
+	}
+	if e.shared {
+		return
+	}
+	e.poller.forceWake()
+	e.pollMu.Lock()
+	e.poller.close()
+	e.pollMu.Unlock()
 }
 
 func (e *endpoint) counters() transport.Counters {

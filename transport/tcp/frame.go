@@ -31,6 +31,17 @@ func newFrameReader(bufBytes, maxFrame int) *frameReader {
 // A length above maxFrame is ErrOversizedFrame: the stream cannot be
 // trusted past it, so the caller closes the connection.
 func (f *frameReader) next() ([]byte, error) {
+	rec, err := f.nextRecord()
+	if rec == nil {
+		return nil, err
+	}
+	return rec[lenPrefixBytes:], nil
+}
+
+// nextRecord is next with the frame's length prefix in front of it: the
+// caller may overwrite those 4 bytes (Poll puts the sender's Peer there
+// for a fault injector, as the inbox does).
+func (f *frameReader) nextRecord() ([]byte, error) {
 	avail := f.end - f.start
 	if avail < lenPrefixBytes {
 		return nil, nil
@@ -43,21 +54,29 @@ func (f *frameReader) next() ([]byte, error) {
 	if avail < total {
 		return nil, nil
 	}
-	frame := f.buf[f.start+lenPrefixBytes : f.start+total : f.start+total]
+	rec := f.buf[f.start : f.start+total : f.start+total]
 	f.start += total
-	return frame, nil
+	return rec, nil
 }
 
-// fill reads once from r. Call it only after next returned nil, nil: it
+// fill reads once from r. Call it only after next returned nil, nil.
+func (f *frameReader) fill(r io.Reader) (int, error) {
+	n, err := r.Read(f.room())
+	f.end += n
+	return n, err
+}
+
+// room returns the free end of the buffer for the next read, whose count
+// the caller adds to end. Call it only after next returned nil, nil: it
 // moves the partial frame left over to the front of the buffer (so reads
 // stay large) and grows the buffer once if that frame cannot fit.
-func (f *frameReader) fill(r io.Reader) (int, error) {
+func (f *frameReader) room() []byte {
 	if f.start > 0 {
 		f.end = copy(f.buf, f.buf[f.start:f.end])
 		f.start = 0
 	}
 	if f.end >= lenPrefixBytes {
-		// The header is validated by next before fill is called.
+		// The header is validated by next before room is called.
 		need := lenPrefixBytes + int(binary.LittleEndian.Uint32(f.buf))
 		if need > len(f.buf) && need <= lenPrefixBytes+f.maxFrame {
 			grown := make([]byte, need)
@@ -65,7 +84,5 @@ func (f *frameReader) fill(r io.Reader) (int, error) {
 			f.buf = grown
 		}
 	}
-	n, err := r.Read(f.buf[f.end:])
-	f.end += n
-	return n, err
+	return f.buf[f.end:]
 }

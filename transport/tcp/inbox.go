@@ -3,7 +3,6 @@ package tcp
 import (
 	"encoding/binary"
 	"sync"
-	"sync/atomic"
 
 	"github.com/seqd/seqd/transport"
 )
@@ -23,10 +22,11 @@ func recordBytes(frameLen int) int {
 	return recordHeaderBytes + (frameLen+recordAlign-1)&^(recordAlign-1)
 }
 
-// inbox is the endpoint's receive queue: a byte ring into which reader
-// goroutines (one per connection) copy frames and from which Poll, the only
-// consumer, hands them to its Handler without copying again. It allocates
-// nothing after construction.
+// inbox is the receive queue of connections with no file descriptor (a
+// test's wrapper), which the endpoint's Poll cannot read itself: a byte
+// ring into which their reader goroutines copy frames and from which Poll,
+// the only consumer, hands them to its Handler without copying again. It
+// allocates nothing after construction.
 //
 // Ownership: [head, tail) holds records the consumer has not released yet.
 // The consumer reads that range without the lock (producers never write
@@ -40,19 +40,14 @@ type inbox struct {
 	tail   int
 	closed bool
 
-	// ready wakes a waiting Poll; buffered so a push between Poll's check
-	// and its wait is not missed.
-	ready chan struct{}
-	// also, if set, is signalled with ready: a hybrid server waiting on
-	// several endpoints at once (see Server.NotifyOnReceive).
-	also atomic.Pointer[chan<- struct{}]
+	// signal wakes a waiting Poll (and a hybrid server waiting on
+	// several endpoints at once, see Server.NotifyOnReceive) after a
+	// push.
+	signal func()
 }
 
 func newInbox(bytes int) *inbox {
-	q := &inbox{
-		buf:   make([]byte, bytes&^(recordAlign-1)),
-		ready: make(chan struct{}, 1),
-	}
+	q := &inbox{buf: make([]byte, bytes&^(recordAlign-1))}
 	q.room.L = &q.mu
 	return q
 }
@@ -93,20 +88,6 @@ func (q *inbox) pushLocked(peer transport.Peer, frame []byte) bool {
 	copy(q.buf[off+recordHeaderBytes:], frame)
 	q.tail += need
 	return true
-}
-
-// signal wakes a waiting Poll, if any.
-func (q *inbox) signal() {
-	select {
-	case q.ready <- struct{}{}:
-	default:
-	}
-	if also := q.also.Load(); also != nil {
-		select {
-		case *also <- struct{}{}:
-		default:
-		}
-	}
 }
 
 // pending returns the range of records the consumer may read, and false if

@@ -62,11 +62,20 @@ func NewServer(cfg Config) (*Server, error) {
 	if err != nil {
 		return nil, fmt.Errorf("tcp: listen %s: %w", cfg.Addr, err)
 	}
-	return serveOn(cfg, ln), nil
+	s, err := serveOn(cfg, ln)
+	if err != nil {
+		_ = ln.Close()
+		return nil, err
+	}
+	return s, nil
 }
 
 // serveOn serves on ln (tests wrap the listener's connections).
-func serveOn(cfg Config, ln net.Listener) *Server {
+func serveOn(cfg Config, ln net.Listener) (*Server, error) {
+	p, err := newPoller(false)
+	if err != nil {
+		return nil, err
+	}
 	s := &Server{
 		cfg: cfg, ln: ln,
 		bySlot:   make([]*conn, cfg.MaxConns),
@@ -78,10 +87,29 @@ func serveOn(cfg Config, ln net.Listener) *Server {
 	for i := range s.free {
 		s.free[i] = int32(i)
 	}
-	s.ep.init(cfg, 0, "server")
+	s.ep.init(cfg, 0, "server", p)
+	s.ep.connOf = s.connOf
 	s.wg.Add(1)
 	go s.acceptLoop()
-	return s
+	return s, nil
+}
+
+// connOf is the connection of an event's key (its slot and Peer), nil if
+// it is gone. Endpoint goroutine only.
+func (s *Server) connOf(slot, peer int32) *conn {
+	if slot < 0 || int(slot) >= len(s.bySlot) {
+		return nil
+	}
+	c := s.bySlot[slot]
+	if c == nil || c.peer != transport.Peer(peer) {
+		// Accepted since the last refresh (the poller learns of a
+		// connection after gen moves), or gone.
+		s.refresh()
+		if c = s.bySlot[slot]; c == nil || c.peer != transport.Peer(peer) {
+			return nil
+		}
+	}
+	return c
 }
 
 // Addr is the address the server listens on (the chosen port if cfg.Addr
@@ -126,16 +154,27 @@ func (s *Server) acceptLoop() {
 		c.slot = slot
 		s.live = append(s.live, c)
 		s.gen.Add(1)
+		// After gen moved: an event of c finds it (connOf refreshes).
+		err = c.register(slot, int32(c.peer))
 		s.wg.Add(2)
 		s.mu.Unlock()
+		if err != nil {
+			c.kill(err)
+		}
 		go c.writeLoop(&s.wg)
 		go s.readLoop(c)
 	}
 }
 
+// readLoop reads c into the inbox if Poll cannot read it (see conn),
+// else waits for it to die; then it frees c's slot.
 func (s *Server) readLoop(c *conn) {
 	defer s.wg.Done()
-	c.readLoop(s.ep.inbox, newFrameReader(s.cfg.ReadBufferBytes, s.cfg.MaxFrameBytes))
+	if c.polled {
+		<-c.done
+	} else {
+		c.readLoop(s.ep.readerInbox(), newFrameReader(s.cfg.ReadBufferBytes, s.cfg.MaxFrameBytes))
+	}
 	s.mu.Lock()
 	for i, l := range s.live {
 		if l == c {
@@ -295,7 +334,55 @@ func (s *Server) Poll(h transport.Handler, wait time.Duration) (int, error) {
 // it a buffer of 1) whenever frames arrive, so that a caller serving
 // several endpoints from one goroutine (package hybrid) can wait on all of
 // them at once. Call it before polling.
-func (s *Server) NotifyOnReceive(ch chan<- struct{}) { s.ep.inbox.also.Store(&ch) }
+//
+// The server's Poll reads its sockets itself, so a goroutine waits on an
+// edge-triggered set of them (see poller) and signals ch on each arrival:
+// one hand-off per burst, as the reader goroutines made before.
+func (s *Server) NotifyOnReceive(ch chan<- struct{}) {
+	s.ep.also.Store(&ch)
+	n, err := newPoller(true)
+	if err != nil {
+		// No notifier: a hybrid waiting on ch would not learn of
+		// frames; log it and let the caller find the frames by
+		// polling (it polls again at least every PollSlice when an
+		// inner server cannot notify; here it cannot tell).
+		s.ep.closes.Note(1, fmt.Errorf("notify on receive: %w", err))
+		return
+	}
+	s.mu.Lock()
+	if s.closed.Load() || !s.ep.notifier.CompareAndSwap(nil, n) {
+		s.mu.Unlock()
+		n.close()
+		return
+	}
+	for _, c := range s.live {
+		if c.polled {
+			_ = c.raw.Control(func(fd uintptr) { _ = n.add(int(fd), c.slot, int32(c.peer)) })
+		}
+	}
+	s.wg.Add(1)
+	s.mu.Unlock()
+	go s.notify(n, ch)
+}
+
+// notify signals ch whenever a socket in n receives, until Close.
+func (s *Server) notify(n *poller, ch chan<- struct{}) {
+	defer s.wg.Done()
+	defer n.close()
+	for !s.closed.Load() {
+		events, _, err := n.wait(-1)
+		if err != nil {
+			s.ep.closes.Note(1, fmt.Errorf("notify on receive: %w", err))
+			return
+		}
+		if len(events) > 0 {
+			select {
+			case ch <- struct{}{}:
+			default:
+			}
+		}
+	}
+}
 
 // Disconnect closes the connection of peer (an operator kicking a node, or
 // a test). The client reconnects by itself. It reports whether peer was
@@ -337,7 +424,10 @@ func (s *Server) Close() error {
 		c.kill(transport.ErrClosed)
 	}
 	s.mu.Unlock()
-	s.ep.inbox.close()
+	if n := s.ep.notifier.Load(); n != nil {
+		n.forceWake()
+	}
+	s.ep.close()
 	s.wg.Wait()
 	return err
 }
