@@ -30,7 +30,7 @@ type Client struct {
 
 	// peer labels the frames this client's connections receive: NoPeer
 	// for the sequencer, a source's Peer for a repair source, whose
-	// connections push into the owning client's inbox.
+	// connections the owning client's Poll reads.
 	peer    transport.Peer
 	sources []*Client // repair sources (AddSource), endpoint goroutine only
 

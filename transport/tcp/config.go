@@ -37,9 +37,11 @@ type Config struct {
 	// queue buffers (three per connection, rotating between the endpoint
 	// and the writer goroutine); they grow to the largest burst and stay.
 	WriteBufferBytes int
-	// InboxBytes is the endpoint's receive ring shared by all connections.
-	// When it is full, reader goroutines stop reading (TCP flow control
-	// pushes back on the sender) until Poll makes room.
+	// InboxBytes is the receive ring of connections Poll cannot read
+	// itself (no file descriptor: a test's wrapper), made on the first
+	// one; their reader goroutines stop reading while it is full (TCP
+	// flow control pushes back on the sender) until Poll makes room.
+	// Sockets are read by Poll, with no ring (see the package comment).
 	InboxBytes int
 	// SlowClientBytes and SlowClientTimeout find a peer that does not
 	// read: a connection holding more than SlowClientBytes not yet written
