@@ -22,7 +22,8 @@ func benchCommand() *cli.Command {
 		Usage: "measure end-to-end throughput or round trip, verifying the received stream",
 		Flags: []cli.Flag{
 			&cli.StringFlag{Name: "transport", Value: "mem", Usage: "mem | udp | tcp"},
-			&cli.StringFlag{Name: "mode", Value: "tput", Usage: "tput | rtt | baseline | rewind (a replayer holds --count messages; one node rewinds them over TCP; --transport defaults to tcp)"},
+			&cli.StringFlag{Name: "mode", Value: "tput", Usage: "tput | rtt | baseline | rewind (a replayer holds --count messages; one node rewinds them over TCP; --transport defaults to tcp) | idle (a sequencer, a tail and a read-only node with no traffic for --idle-for: the share of a core each uses)"},
+			&cli.DurationFlag{Name: "idle-for", Value: 20 * time.Second, Usage: "--mode idle: how long the processes are measured"},
 			&cli.IntFlag{Name: "size", Value: 256, Usage: "payload bytes per message"},
 			&cli.IntFlag{Name: "nodes", Value: 3, Usage: "sending nodes"},
 			&cli.IntFlag{Name: "count", Value: 3_000_000, Usage: "messages in all"},
@@ -43,6 +44,7 @@ func benchCommand() *cli.Command {
 				spin:       c.Duration("spin"),
 				sequencers: c.Int("sequencers"),
 				delivery:   c.String("delivery"),
+				idleFor:    c.Duration("idle-for"),
 			}
 			if opt.mode == "rewind" && !c.IsSet("transport") {
 				opt.transport = "tcp"
@@ -81,6 +83,7 @@ type benchOptions struct {
 	spin            time.Duration
 	sequencers      int    // 1, or 3: a Raft group compared with 1
 	delivery        string // the nodes' node.mode: safe | fast
+	idleFor         time.Duration
 }
 
 func (o benchOptions) validate() error {
@@ -94,8 +97,12 @@ func (o benchOptions) validate() error {
 	}
 	switch o.mode {
 	case "tput", "rtt", "baseline", "rewind":
+	case "idle":
+		if o.idleFor <= 0 {
+			return fmt.Errorf("bench: --idle-for %v must be positive", o.idleFor)
+		}
 	default:
-		return fmt.Errorf("bench: --mode %q (want tput, rtt, baseline or rewind)", o.mode)
+		return fmt.Errorf("bench: --mode %q (want tput, rtt, baseline, rewind or idle)", o.mode)
 	}
 	switch {
 	case o.sequencers != 1 && o.sequencers != 3:

@@ -286,6 +286,9 @@ func benchRun(ctx context.Context, o benchOptions, outDir string) (string, error
 	if o.mode == "rewind" {
 		return "", benchRewind(ctx, o, set, netArgs, nodeArgs)
 	}
+	if o.mode == "idle" {
+		return benchIdle(ctx, o, set, seq, netArgs)
+	}
 	var procs []*proc
 	defer func() {
 		for _, p := range procs {
