@@ -115,7 +115,7 @@ func (a *Agent) idleWait() time.Duration {
 	if !c.clockSet || c.open || c.stable != c.stableSent {
 		return 0
 	}
-	due := c.lastSend + int64(c.cfg.HeartbeatInterval) - c.mono
+	due := c.lastSend + c.hbEvery - c.mono
 	if t := &c.state.timers; len(t.heap) > 0 {
 		due = min(due, t.list[t.heap[0]].at-c.now) // sequencer time runs at the monotonic rate or faster
 	}

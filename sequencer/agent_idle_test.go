@@ -41,6 +41,7 @@ func TestAgent_IdleWaitsUntilTheNextHeartbeat(t *testing.T) {
 		t.Fatal(err)
 	}
 	cfg := testConfig()
+	cfg.MaxHeartbeatInterval = 0 // a fixed interval: TestAgent_IdleWaitsLongerAsHeartbeatsBackOff has the other
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	srv := &waitRecorder{Server: net.Server(), stopAt: 2000, cancel: cancel}
@@ -69,5 +70,44 @@ func TestAgent_IdleWaitsUntilTheNextHeartbeat(t *testing.T) {
 	elapsed := time.Duration(mono)
 	if want := int(elapsed / cfg.HeartbeatInterval); srv.publish < want-2 || srv.publish > want+3 {
 		t.Fatalf("%d heartbeats in %v at interval %v, want about %d", srv.publish, elapsed, cfg.HeartbeatInterval, want)
+	}
+}
+
+// With heartbeats backing off, an idle agent sleeps through the longer
+// intervals too: fewer wake-ups, never past the next heartbeat.
+func TestAgent_IdleWaitsLongerAsHeartbeatsBackOff(t *testing.T) {
+	net, err := mem.NewNetwork(mem.DefaultConfig())
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg := testConfig()
+	cfg.HeartbeatInterval = 10 * time.Millisecond
+	cfg.MaxHeartbeatInterval = 40 * time.Millisecond
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	srv := &waitRecorder{Server: net.Server(), stopAt: 4000, cancel: cancel}
+	const step = 100 * time.Microsecond
+	var mono int64
+	a, err := NewAgent(cfg, srv, func() Time { mono += int64(step); return at(mono) })
+	if err != nil {
+		t.Fatal(err)
+	}
+	_ = a.Run(ctx)
+	longest := time.Duration(0)
+	for i, w := range srv.waits {
+		if w > cfg.MaxHeartbeatInterval {
+			t.Fatalf("poll %d waits %v, beyond the longest heartbeat interval %v", i, w, cfg.MaxHeartbeatInterval)
+		}
+		longest = max(longest, w)
+	}
+	if longest <= cfg.HeartbeatInterval {
+		t.Fatalf("longest idle wait %v: the agent never slept through a backed-off interval", longest)
+	}
+	// 400 ms of fake time: heartbeats at 10, 30, 70, then every 40 ms:
+	// about 11, where a fixed interval gives 40.
+	elapsed := time.Duration(mono)
+	want := 3 + int((elapsed-70*time.Millisecond)/cfg.MaxHeartbeatInterval)
+	if srv.publish < want-2 || srv.publish > want+2 {
+		t.Fatalf("%d heartbeats in %v, want about %d", srv.publish, elapsed, want)
 	}
 }

@@ -34,6 +34,7 @@ func TestCore_WallClockSteps(t *testing.T) {
 	const ms = int64(time.Millisecond)
 	cfg := testConfig()
 	cfg.HeartbeatInterval = 10 * time.Millisecond
+	cfg.MaxHeartbeatInterval = 0 // a fixed interval: the gaps below are checked against it
 	cfg.FlushDelay = time.Millisecond
 	cfg.ActiveTimeout = 300 * time.Millisecond
 	cfg.RetransmitBytesPerSecond = 100_000 // a 5000-byte bucket, refilled in 50ms

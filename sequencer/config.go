@@ -27,6 +27,16 @@ type Config struct {
 	// HeartbeatInterval: when nothing was published for this long, Tick
 	// publishes a heartbeat so receivers learn the tail and detect loss.
 	HeartbeatInterval time.Duration
+	// MaxHeartbeatInterval: while the stream stays idle, each heartbeat
+	// waits twice as long as the one before, from HeartbeatInterval up to
+	// this; the next published packet starts again from HeartbeatInterval.
+	// A receiver still learns the tail one HeartbeatInterval after the
+	// last packet (the first heartbeat is not delayed); only the repeats
+	// thin out, so an idle sequencer and every receiver wake a fraction as
+	// often. The cost: a command lost on an idle stream is resent at the
+	// first packet its node hears after its timeout, up to this much later.
+	// 0 or equal to HeartbeatInterval: a fixed interval.
+	MaxHeartbeatInterval time.Duration
 	// FlushDelay bounds how long Tick lets an open (unpublished) packet wait
 	// when the shell did not call Flush; 0 makes every Tick flush.
 	FlushDelay time.Duration
@@ -117,6 +127,7 @@ func DefaultConfig() Config {
 		FirstSeq:              1,
 		MaxPacketBytes:        wire.DefaultMaxPacketBytes,
 		HeartbeatInterval:     10 * time.Millisecond,
+		MaxHeartbeatInterval:  50 * time.Millisecond,
 		FlushDelay:            time.Millisecond,
 		RingBytes:             256 << 20,
 		NakAnswerBytes:        1 << 20,
@@ -163,6 +174,8 @@ func (c Config) Validate() error {
 		return bad("MaxPacketBytes", c.MaxPacketBytes, fmt.Sprintf("%d..%d", minPacketBytes, maxPacketBytes))
 	case c.HeartbeatInterval < time.Microsecond || c.HeartbeatInterval > time.Minute:
 		return bad("HeartbeatInterval", c.HeartbeatInterval, "1µs..1m")
+	case c.MaxHeartbeatInterval != 0 && (c.MaxHeartbeatInterval < c.HeartbeatInterval || c.MaxHeartbeatInterval > time.Minute):
+		return bad("MaxHeartbeatInterval", c.MaxHeartbeatInterval, fmt.Sprintf("0 or HeartbeatInterval (%v)..1m", c.HeartbeatInterval))
 	case c.FlushDelay < 0 || c.FlushDelay > time.Second:
 		return bad("FlushDelay", c.FlushDelay, "0..1s")
 	case c.RingBytes < 2*c.MaxPacketBytes || c.RingBytes > maxRingBytes:

@@ -102,6 +102,8 @@ type Core struct {
 	stable     uint64
 	stableSent uint64 // stable carried by the last packet or heartbeat published
 	lastSend   int64  // mono time of the last publish (drives heartbeats)
+	hbEvery    int64  // the idle heartbeat interval now: HeartbeatInterval, doubling while idle up to hbMax
+	hbMax      int64  // MaxHeartbeatInterval, at least HeartbeatInterval
 
 	// The open packet is built in place in the ring region it will occupy.
 	w         wire.PacketWriter
@@ -201,6 +203,8 @@ func build(cfg Config, sink Sink, t Takeover) (*Core, error) {
 		tail:       cfg.FirstSeq - 1,
 		published:  cfg.FirstSeq - 1,
 		emptyRoom:  cfg.MaxPacketBytes - wire.PacketHeaderBytes - wire.RecordHeaderBytes,
+		hbEvery:    int64(cfg.HeartbeatInterval),
+		hbMax:      int64(max(cfg.MaxHeartbeatInterval, cfg.HeartbeatInterval)),
 	}
 	// Whatever came before FirstSeq was made stable by the previous epoch's
 	// cut (or does not exist).
@@ -297,8 +301,13 @@ func (c *Core) Tick(now Time) {
 	if c.open && (c.nextSeq != before || c.mono-c.openedAt >= int64(c.cfg.FlushDelay)) {
 		c.publishOpen()
 	}
-	if !c.open && (c.mono-c.lastSend >= int64(c.cfg.HeartbeatInterval) || c.stable != c.stableSent) {
-		c.heartbeat()
+	if !c.open {
+		if c.mono-c.lastSend >= c.hbEvery {
+			c.heartbeat()
+			c.hbEvery = min(2*c.hbEvery, c.hbMax)
+		} else if c.stable != c.stableSent {
+			c.heartbeat()
+		}
 	}
 }
 

@@ -292,6 +292,7 @@ func itoa(n int) string {
 func TestCore_HeartbeatWhenIdle(t *testing.T) {
 	cfg := testConfig()
 	cfg.HeartbeatInterval = 10 * time.Millisecond
+	cfg.MaxHeartbeatInterval = 0 // a fixed interval
 	c, sink := newCore(t, cfg)
 	ms := int64(time.Millisecond)
 	mustStep(t, c, 1*ms, frame(t, acctA, 1, 0, cmd(1, "a")))
@@ -319,6 +320,50 @@ func TestCore_HeartbeatWhenIdle(t *testing.T) {
 	c.Tick(at(21 * ms))
 	if len(sink.published) != npk+2 || c.Stats().Heartbeats != 2 {
 		t.Fatalf("want a heartbeat every interval; stats %+v", c.Stats())
+	}
+}
+
+// While the stream stays idle the heartbeats thin out, doubling their
+// interval up to MaxHeartbeatInterval; the first after a packet still
+// comes one HeartbeatInterval after it (receivers learn the tail as soon
+// as before), and a packet starts the cadence again.
+func TestCore_IdleHeartbeatsBackOff(t *testing.T) {
+	cfg := testConfig()
+	cfg.HeartbeatInterval = 10 * time.Millisecond
+	cfg.MaxHeartbeatInterval = 50 * time.Millisecond
+	c, sink := newCore(t, cfg)
+	ms := int64(time.Millisecond)
+	heartbeatsAt := func(from, to int64) []int64 {
+		var at_ []int64
+		for now := from; now <= to; now += ms {
+			n := len(sink.published)
+			c.Tick(at(now))
+			if len(sink.published) > n {
+				var p wire.Packet
+				if err := wire.DecodePacket(sink.published[len(sink.published)-1], &p); err != nil {
+					t.Fatal(err)
+				}
+				if p.Kind != wire.KindHeartbeat {
+					t.Fatalf("at %d ms: a %v packet, want a heartbeat", now/ms, p.Kind)
+				}
+				at_ = append(at_, now/ms)
+			}
+		}
+		return at_
+	}
+	mustStep(t, c, 1*ms, frame(t, acctA, 1, 0, cmd(1, "a")))
+	c.Flush(at(1 * ms))
+	// 10, 20, 40, then 50 ms apart.
+	if got, want := heartbeatsAt(2*ms, 300*ms), []int64{11, 31, 71, 121, 171, 221, 271}; !slices.Equal(got, want) {
+		t.Fatalf("idle heartbeats at %v ms, want %v", got, want)
+	}
+	mustStep(t, c, 301*ms, frame(t, acctA, 1, 0, cmd(2, "b")))
+	c.Flush(at(301 * ms))
+	if got, want := heartbeatsAt(302*ms, 400*ms), []int64{311, 331, 371}; !slices.Equal(got, want) {
+		t.Fatalf("after a packet, heartbeats at %v ms, want %v (the cadence starts again)", got, want)
+	}
+	if c.Stats().Heartbeats != 10 {
+		t.Fatalf("%d heartbeats, want 10", c.Stats().Heartbeats)
 	}
 }
 

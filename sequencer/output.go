@@ -113,6 +113,7 @@ func (c *Core) publishOpen() {
 	wire.SetStable(pkt, c.stable)
 	c.stableSent = c.stable
 	c.lastSend = c.mono
+	c.hbEvery = int64(c.cfg.HeartbeatInterval)
 	c.open = false
 	c.partial = false
 	c.stats.Packets++

@@ -24,6 +24,7 @@ func sequencerCommand() *cli.Command {
 		uintFlag("session", 0, "session id (0: the start time in ns)"),
 		intFlag("sequencer.max-packet-bytes", 0, "largest stream datagram (UDP payload); 0: the path MTU (1472 on Ethernet, 65507 on loopback)"),
 		durFlag("sequencer.heartbeat-interval", d.HeartbeatInterval, "heartbeat when idle this long"),
+		durFlag("sequencer.max-heartbeat-interval", d.MaxHeartbeatInterval, "while the stream stays idle, heartbeats double their interval up to this (0: a fixed heartbeat-interval); the first after a packet still comes after heartbeat-interval"),
 		intFlag("sequencer.ring-bytes", d.RingBytes, "bytes of published packets kept for repair (memory grows to it as the ring fills)"),
 		intFlag("sequencer.nak-answer-bytes", d.NakAnswerBytes, "most bytes retransmitted for one NAK, at least one packet (the receiver asks again for the rest)"),
 		intFlag("sequencer.retransmit-bytes-per-second", 256<<20, "bandwidth cap of all repairs, so a NAK storm cannot starve the stream (0: none)"),
@@ -91,6 +92,7 @@ func runSequencer(c *cli.Context) error {
 		return err
 	}
 	cfg.HeartbeatInterval = c.Duration("sequencer.heartbeat-interval")
+	cfg.MaxHeartbeatInterval = c.Duration("sequencer.max-heartbeat-interval")
 	cfg.RingBytes = c.Int("sequencer.ring-bytes")
 	cfg.NakAnswerBytes = c.Int("sequencer.nak-answer-bytes")
 	cfg.MaxMessageBytes = c.Int("sequencer.max-message-bytes")
@@ -226,6 +228,7 @@ var (
 		"Session":                  "session",
 		"MaxPacketBytes":           "sequencer.max-packet-bytes",
 		"HeartbeatInterval":        "sequencer.heartbeat-interval",
+		"MaxHeartbeatInterval":     "sequencer.max-heartbeat-interval",
 		"RingBytes":                "sequencer.ring-bytes",
 		"NakAnswerBytes":           "sequencer.nak-answer-bytes",
 		"MaxMessageBytes":          "sequencer.max-message-bytes",

@@ -199,8 +199,13 @@ const (
 	idleTick = time.Second
 )
 
-// heartbeat is the sequencer's HeartbeatInterval.
-const heartbeat = time.Millisecond
+// heartbeat is the sequencer's HeartbeatInterval; an idle stream's
+// heartbeats back off up to maxHeartbeat (MaxHeartbeatInterval), as the
+// default config's do (10 ms up to 50 ms).
+const (
+	heartbeat    = time.Millisecond
+	maxHeartbeat = 5 * time.Millisecond
+)
 
 // entry is the sequencer's truth about one seq, taken from what it published.
 type entry struct {
@@ -325,6 +330,7 @@ func newWorld(cfg Config) (*world, error) {
 	sc.Session = 1
 	sc.Epoch = 1
 	sc.HeartbeatInterval = heartbeat
+	sc.MaxHeartbeatInterval = maxHeartbeat
 	sc.RingBytes = 1 << 16 * sc.MaxPacketBytes
 	if cfg.RingBytes > 0 {
 		sc.RingBytes = cfg.RingBytes
@@ -369,10 +375,10 @@ func newWorld(cfg Config) (*world, error) {
 // Publish is the sequencer's sink: record the truth, then send.
 func (w *world) Publish(pkt []byte) {
 	// Liveness whatever the wall clock does: the stream never stays
-	// silent for more than a heartbeat interval (and one step) of virtual
-	// time.
-	if w.published && w.now-w.lastPublish > int64(heartbeat)+w.dt {
-		w.fail("nothing published for %v (heartbeat interval %v)", time.Duration(w.now-w.lastPublish), heartbeat)
+	// silent for more than the longest heartbeat interval (and one step)
+	// of virtual time.
+	if w.published && w.now-w.lastPublish > int64(maxHeartbeat)+w.dt {
+		w.fail("nothing published for %v (heartbeat interval %v backing off to %v)", time.Duration(w.now-w.lastPublish), heartbeat, maxHeartbeat)
 	}
 	w.published, w.lastPublish = true, w.now
 	w.record(pkt)
