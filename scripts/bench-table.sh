@@ -57,6 +57,8 @@ run udp-rtt "$SEQD" bench --transport udp --mode rtt --size 256 --count "$RTT_CO
 run udp-rtt-spin "$SEQD" bench --transport udp --mode rtt --size 256 --spin 200us --count "$RTT_COUNT"
 run tcp-rtt "$SEQD" bench --transport tcp --mode rtt --size 256 --count "$RTT_COUNT"
 run udp-16MiB "$SEQD" bench --transport udp --mode tput --size 16777216 --nodes 2 --count 8
+run udp-idle "$SEQD" bench --transport udp --mode idle --idle-for 20s
+run tcp-idle "$SEQD" bench --transport tcp --mode idle --idle-for 20s
 run CoreStep-64x1 go test -run '^$' -bench 'CoreStep/size=64/batch=1$' -benchmem ./sequencer
 run CoreStep-64x8 go test -run '^$' -bench 'CoreStep/size=64/batch=8$' -benchmem ./sequencer
 run Deliver-256 go test -run '^$' -bench 'Deliver/size=256$' -benchmem ./node
@@ -74,3 +76,9 @@ r=$(ratio "$(field "${OUT[udp-rtt]}" p999_us)" "$ppb999")
 echo "target udp rtt p99.9 / bare ping-pong p99.9 <= 2 (no spin): $r ($(verdict "$r" "<=" 2))"
 r=$(ratio "$(field "${OUT[tcp-rtt]}" p50_us)" "$(field "${OUT[udp-rtt]}" p50_us)")
 echo "target tcp rtt p50 / udp rtt p50 <= 1.5: $r ($(verdict "$r" "<=" 1.5))"
+for l in udp-idle tcp-idle; do
+	for p in sequencer tail node; do
+		v=$(field "${OUT[$l]}" ${p}_cpu_pct)
+		echo "target $l $p cpu % of a core < 1: $v ($(verdict "$(ratio "$v" 1)" "<=" 0.999))"
+	done
+done
