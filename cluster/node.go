@@ -173,6 +173,11 @@ type Node struct {
 	handover atomic.Bool
 	relead   chan struct{} // a failed handover asks Run to lead again
 	fr       *followers
+	// applied gets a token from the FSM after each Apply and Restore
+	// (fsm.FSM.Notify; it never blocks Raft): Run then tells the running
+	// standby the epoch starts it lacks, and a restarted member waits on
+	// it until its failover state has caught up (awaitFailoverState).
+	applied chan struct{}
 
 	// Published by the sequencing goroutine for Status and checkpoints.
 	curEpoch   atomic.Uint64
@@ -213,13 +218,15 @@ func New(cfg Config, deps Deps) (*Node, error) {
 		log = slog.Default()
 	}
 	n := &Node{
-		cfg:    cfg,
-		deps:   deps,
-		log:    log.With("member", cfg.ID),
-		fsm:    fsm.New(),
-		relead: make(chan struct{}, 1),
-		client: &http.Client{Timeout: cfg.Timeouts.Seal},
+		cfg:     cfg,
+		deps:    deps,
+		log:     log.With("member", cfg.ID),
+		fsm:     fsm.New(),
+		relead:  make(chan struct{}, 1),
+		applied: make(chan struct{}, 1),
+		client:  &http.Client{Timeout: cfg.Timeouts.Seal},
 	}
+	n.fsm.Notify(n.applied)
 	n.fr = newFollowers(n)
 	ln, err := net.Listen("tcp", cfg.AdminAddr)
 	if err != nil {
@@ -283,6 +290,11 @@ func (n *Node) Run(ctx context.Context) error {
 	}
 	defer stop()
 	defer n.fr.stop()
+	// A restarted member's failover state is what Raft restored from its
+	// snapshot; its log is applied only once a leader says what is
+	// committed. Its standby must know every epoch start before it
+	// follows the stream.
+	n.awaitFailoverState(ctx)
 	if err := n.fr.start(ctx); err != nil {
 		return err
 	}
@@ -295,6 +307,10 @@ func (n *Node) Run(ctx context.Context) error {
 			return ctx.Err()
 		case err := <-n.fr.errc:
 			return err
+		case <-n.applied:
+			// On Run's goroutine, not Raft's: the standby's lock may be
+			// held while it rebuilds its State.
+			n.fr.tell()
 		case leader := <-n.raft.LeaderCh():
 			// Each notification is a transition; a dropped one in between
 			// means leadership was lost and won again, so a true always

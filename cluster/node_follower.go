@@ -5,6 +5,9 @@ import (
 	"errors"
 	"fmt"
 	"sync"
+	"time"
+
+	"github.com/hashicorp/raft"
 
 	"github.com/seqd/seqd/fsm"
 )
@@ -15,12 +18,16 @@ import (
 // reports on errc, and the Node's Run returns the error: a member that
 // cannot follow the stream must not stay in the group looking healthy.
 type followers struct {
-	n      *Node
-	errc   chan error
-	mu     sync.Mutex // guards the fields below
+	n    *Node
+	errc chan error
+	// mu guards the fields below. Lock order: mu, then the follower's
+	// own lock (start and tell call KnowEpoch under mu, so no epoch start
+	// reaches a follower after stop took it for its Takeover).
+	mu     sync.Mutex
 	cur    Follower
 	cancel context.CancelFunc
 	done   chan struct{}
+	told   uint64 // the newest epoch cur was told the start of
 }
 
 func newFollowers(n *Node) *followers {
@@ -45,8 +52,11 @@ func (fr *followers) start(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("cluster: open the standby: %w", err)
 	}
+	fr.told = 0
 	if k, ok := f.(EpochKnower); ok {
-		knowEpochs(k, fr.n.fsm.State())
+		st := fr.n.fsm.State()
+		knowEpochs(k, st, 0)
+		fr.told = st.Epoch()
 	}
 	fctx, cancel := context.WithCancel(ctx)
 	done := make(chan struct{})
@@ -104,22 +114,113 @@ func (fr *followers) seal(epoch uint32) (uint64, uint32, error) {
 	return c, held, nil
 }
 
-// knowEpochs tells k where every epoch of st's session began: epoch e+1
-// at the cut of e plus one, and the current epoch at its start (1 when
-// the session began inside it). Cuts of older sessions number another
-// sequence and are left out.
-func knowEpochs(k EpochKnower, st *fsm.State) {
+// tell tells the running follower where each epoch that began since it
+// was last told started (the FSM just applied something): a standby cut
+// off from the stream meanwhile, or opened before its member's failover
+// state caught up, learns the epochs it missed. Checkpoints change no
+// epoch and cost a lock and a load.
+func (fr *followers) tell() {
+	fr.mu.Lock()
+	defer fr.mu.Unlock()
+	k, ok := fr.cur.(EpochKnower)
+	if !ok {
+		return // none runs (primary), or it cannot use them
+	}
+	st := fr.n.fsm.State()
+	if st.Epoch() <= fr.told {
+		return
+	}
+	knowEpochs(k, st, fr.told)
+	fr.told = st.Epoch()
+}
+
+// knowEpochs tells k where every epoch of st's session after epoch after
+// began, oldest first: epoch e+1 at the cut of e plus one, and the
+// current epoch at its start (1 when the session began inside it). Cuts
+// of older sessions number another sequence and are left out.
+func knowEpochs(k EpochKnower, st *fsm.State, after uint64) {
 	if st.Session() == 0 {
 		return
 	}
 	for _, c := range st.Cuts() {
-		if c.Session == st.Session() && c.Epoch < uint64(^uint32(0)) {
+		if c.Session == st.Session() && c.Epoch < uint64(^uint32(0)) && c.Epoch+1 > after {
 			k.KnowEpoch(uint32(c.Epoch+1), c.Last+1)
 		}
 	}
-	if e := st.Epoch(); e != 0 && e <= uint64(^uint32(0)) {
+	if e := st.Epoch(); e != 0 && e > after && e <= uint64(^uint32(0)) {
 		k.KnowEpoch(uint32(e), st.EpochStart())
 	}
+}
+
+// openCatchUpFactor bounds, in seal timeouts (10 s with the LAN profile),
+// how long a restarted member waits for its failover state to catch up
+// before it opens its standby anyway: room for a leader whose replication
+// to the dead member backed off (hashicorp/raft waits up to ~10 s between
+// tries), not for a group that has no leader. Epoch starts applied after
+// the standby opened are told as they apply (followers.tell).
+const openCatchUpFactor = 20
+
+// awaitFailoverState returns once a restarted member's failover state has
+// caught up with the group (fsmCaughtUp), when ctx ends, or after
+// openCatchUpFactor seal timeouts, saying which in the log. A new member
+// (nothing on disk) does not wait: it missed nothing.
+func (n *Node) awaitFailoverState(ctx context.Context) {
+	from := n.store.startIndex
+	if from == 0 {
+		return
+	}
+	t0 := time.Now()
+	bound := time.NewTimer(openCatchUpFactor * n.cfg.Timeouts.Seal)
+	defer bound.Stop()
+	// Leadership and the commit index move without an FSM token.
+	poll := time.NewTicker(n.cfg.Timeouts.Commit)
+	defer poll.Stop()
+	for {
+		if n.fsmCaughtUp(from) {
+			st := n.fsm.State()
+			n.log.Info("failover state caught up with the group; opening the standby", "epoch", st.Epoch(),
+				"applied", st.AppliedIndex(), "commit", n.raft.CommitIndex(), "index_on_disk", from, "waited_ms", time.Since(t0).Milliseconds())
+			return
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-bound.C:
+			st := n.fsm.State()
+			n.log.Warn("failover state not caught up with the group in time; opening the standby with the epoch starts it knows (later ones are told as they apply)",
+				"epoch", st.Epoch(), "applied", st.AppliedIndex(), "commit", n.raft.CommitIndex(), "index_on_disk", from, "waited_ms", time.Since(t0).Milliseconds())
+			return
+		case <-n.applied:
+		case <-poll.C:
+		}
+	}
+}
+
+// fsmCaughtUp says whether the FSM holds every command up to Raft's
+// commit index, and that index reaches what was on disk at start (from):
+// Raft learns it from the leader (or, as leader, by committing), so the
+// state then holds what the group had committed, every epoch start
+// included. Raft's AppliedIndex counts entries handed to the FSM, not
+// applied, and the FSM's own index counts commands only: the entries
+// between the two are read from the log (noops and configuration changes
+// do not matter).
+func (n *Node) fsmCaughtUp(from uint64) bool {
+	commit := n.raft.CommitIndex()
+	if commit < from || n.raft.AppliedIndex() < commit {
+		return false
+	}
+	applied := n.fsm.State().AppliedIndex()
+	var l raft.Log
+	for i := commit; i > applied; i-- {
+		err := n.store.bolt.GetLog(i, &l)
+		if errors.Is(err, raft.ErrLogNotFound) {
+			break // compacted: in a snapshot the FSM took or restored
+		}
+		if err != nil || l.Type == raft.LogCommand {
+			return false
+		}
+	}
+	return true
 }
 
 // The standby the Node runs heals its stale tail and reports its epoch.

@@ -46,8 +46,11 @@ type fakeFollower struct {
 	sealDelay time.Duration
 	// held is the epoch of its newest record (HeldEpoch).
 	held uint32
-	// known records KnowEpoch's calls, in order.
+	// known records KnowEpoch's calls, in order; atRun is what it had
+	// been told when its last Run began (when it starts following the
+	// stream).
 	known []epochStart
+	atRun []epochStart
 }
 
 func (f *fakeFollower) HeldEpoch() uint32 {
@@ -65,6 +68,7 @@ func (f *fakeFollower) KnowEpoch(epoch uint32, start uint64) {
 func (f *fakeFollower) Run(ctx context.Context) error {
 	f.mu.Lock()
 	f.runs++
+	f.atRun = slices.Clone(f.known)
 	f.mu.Unlock()
 	<-ctx.Done()
 	return ctx.Err()
@@ -778,5 +782,126 @@ func TestNode_OpenedFollowerKnowsEveryEpochStart(t *testing.T) {
 	got = slices.Compact(got)
 	if !slices.Equal(got, want) {
 		t.Fatalf("the opened follower was told %v, want %v", got, want)
+	}
+}
+
+// epochStartsOf is where every epoch of st's session began, oldest first
+// (st must be of session 1, which began in epoch 1).
+func epochStartsOf(t *testing.T, st *fsm.State) []epochStart {
+	t.Helper()
+	want := []epochStart{{1, 1}}
+	for e := uint64(1); e < st.Epoch(); e++ {
+		cut, ok := st.Cut(e)
+		if !ok {
+			t.Fatalf("no cut of epoch %d in %v", e, st)
+		}
+		want = append(want, epochStart{uint32(e + 1), cut.Last + 1})
+	}
+	return want
+}
+
+// transfer hands the primary role from one member to another, every
+// running member's follower holding what the primary published first.
+func (c *testCluster) transfer(from, to *member) {
+	c.t.Helper()
+	for _, m := range c.members {
+		if m.cancel != nil {
+			m.fol.set(from.node.Status().Published)
+		}
+	}
+	if _, err := from.node.TransferPrimary(context.Background(), to.cfg.ID); err != nil {
+		c.t.Fatal(err)
+	}
+	if got := c.primary(); got != to {
+		c.t.Fatalf("primary %d after the transfer, want %d", got.cfg.ID, to.cfg.ID)
+	}
+}
+
+// TestNode_RestartedMemberKnowsEpochsItMissed: a member down while two
+// epochs began restarts on its raft directory (bolt log, no snapshot).
+// Raft replays nothing into the FSM until the leader tells the member
+// what is committed, so a standby opened at once would be told no epoch
+// start and heal a stale tail wrong (keep a deposed primary's records).
+// The Node opens it only once the failover state has caught up: when it
+// starts following, it knows where every epoch began.
+func TestNode_RestartedMemberKnowsEpochsItMissed(t *testing.T) {
+	c := newTestCluster(t, 3)
+	a := c.primary() // epoch 1
+	var b, s *member
+	for _, m := range c.members {
+		switch {
+		case m == a:
+		case b == nil:
+			b = m
+		default:
+			s = m
+		}
+	}
+	s.stop()
+	c.transfer(a, b) // epoch 2
+	c.transfer(b, a) // epoch 3
+	st := a.node.State()
+	if st.Epoch() != 3 {
+		t.Fatalf("epoch %d, want 3", st.Epoch())
+	}
+	want := epochStartsOf(t, st)
+	self, _ := st.Member(s.cfg.ID)
+	back := c.startDir(self, s.cfg.Members, s.cfg.Dir)
+	deadline := time.Now().Add(wait)
+	for {
+		back.fol.mu.Lock()
+		runs, atRun, known := back.fol.runs, slices.Clone(back.fol.atRun), slices.Clone(back.fol.known)
+		back.fol.mu.Unlock()
+		if runs > 0 && back.node.State().Epoch() == 3 {
+			// The current epoch may be told twice (its cut and its start).
+			if got := slices.Compact(atRun); !slices.Equal(got, want) {
+				t.Fatalf("the restarted member's follower began following knowing %v, want %v", got, want)
+			}
+			if got := slices.Compact(known); !slices.Equal(got, want) {
+				t.Fatalf("the restarted member's follower was told %v, want %v", got, want)
+			}
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("restarted member: runs %d, %+v", runs, back.node.Status())
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+// TestNode_RunningFollowerToldEachNewEpoch: a member's running standby is
+// told each epoch start as its FSM applies the BeginEpoch, without being
+// reopened (it may have missed the epoch's stream while cut off).
+func TestNode_RunningFollowerToldEachNewEpoch(t *testing.T) {
+	c := newTestCluster(t, 3)
+	a := c.primary() // epoch 1
+	var b, s *member
+	for _, m := range c.members {
+		switch {
+		case m == a:
+		case b == nil:
+			b = m
+		default:
+			s = m
+		}
+	}
+	c.transfer(a, b) // epoch 2
+	c.transfer(b, a) // epoch 3
+	want := epochStartsOf(t, a.node.State())
+	deadline := time.Now().Add(wait)
+	for {
+		s.fol.mu.Lock()
+		runs, known := s.fol.runs, slices.Compact(slices.Clone(s.fol.known))
+		s.fol.mu.Unlock()
+		if runs != 1 {
+			t.Fatalf("member %d opened its follower %d times, want once", s.cfg.ID, runs)
+		}
+		if slices.Equal(known, want) {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the running follower was told %v, want %v", known, want)
+		}
+		time.Sleep(5 * time.Millisecond)
 	}
 }

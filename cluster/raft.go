@@ -22,6 +22,10 @@ type raftStores struct {
 	bolt  *raftboltdb.BoltStore
 	snaps *raft.FileSnapshotStore
 	trans *raft.NetworkTransport
+	// startIndex is the last index of the Raft log (or snapshot) found on
+	// disk at start: 0 for a new member. A restarted member opens its
+	// standby once the failover state has caught up past it (Node.Run).
+	startIndex uint64
 }
 
 func (s *raftStores) close() {
@@ -108,6 +112,12 @@ func openRaft(cfg Config, f *fsm.FSM) (*raft.Raft, *raftStores, error) {
 		st.close()
 		return nil, nil, fmt.Errorf("cluster: raft state in %s: %w", cfg.Dir, err)
 	}
+	if has {
+		if st.startIndex, err = lastIndexOnDisk(st); err != nil {
+			st.close()
+			return nil, nil, fmt.Errorf("cluster: raft state in %s: %w", cfg.Dir, err)
+		}
+	}
 	if !has && !cfg.Join {
 		var servers []raft.Server
 		for _, m := range cfg.Members {
@@ -128,4 +138,21 @@ func openRaft(cfg Config, f *fsm.FSM) (*raft.Raft, *raftStores, error) {
 		return nil, nil, fmt.Errorf("cluster: start raft: %w", err)
 	}
 	return r, st, nil
+}
+
+// lastIndexOnDisk is the last index of the Raft log in st, or of its
+// newest snapshot when that is newer (the log was compacted).
+func lastIndexOnDisk(st *raftStores) (uint64, error) {
+	last, err := st.bolt.LastIndex()
+	if err != nil {
+		return 0, err
+	}
+	snaps, err := st.snaps.List()
+	if err != nil {
+		return 0, err
+	}
+	if len(snaps) > 0 {
+		last = max(last, snaps[0].Index)
+	}
+	return last, nil
 }

@@ -307,3 +307,45 @@ func TestFSM_ConcurrentReaders(t *testing.T) {
 		}
 	}
 }
+
+// TestFSM_NotifyNeverBlocksRaft: each Apply and Restore leaves a token on
+// the Notify channel; with nobody reading, the tokens coalesce and Apply
+// does not block (it runs on Raft's FSM goroutine).
+func TestFSM_NotifyNeverBlocksRaft(t *testing.T) {
+	f := New()
+	ch := make(chan struct{}, 1)
+	f.Notify(ch)
+	for i, c := range running {
+		data, err := Encode(c)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := Response(f.Apply(&raft.Log{Index: uint64(i + 1), Type: raft.LogCommand, Data: data})); err != nil {
+			t.Fatal(err)
+		}
+	}
+	select {
+	case <-ch:
+	default:
+		t.Fatal("no token after Apply")
+	}
+	select {
+	case <-ch:
+		t.Fatal("tokens did not coalesce")
+	default:
+	}
+	snap := AppendSnapshot(nil, f.State())
+	g := New()
+	g.Notify(ch)
+	if err := g.Restore(io.NopCloser(bytes.NewReader(snap))); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-ch:
+	default:
+		t.Fatal("no token after Restore")
+	}
+	if got := g.State().Epoch(); got != 1 {
+		t.Fatalf("restored epoch %d, want 1", got)
+	}
+}

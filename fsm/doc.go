@@ -66,5 +66,8 @@
 // half-applied command. A *State is never modified after it is published;
 // its slices are reachable only through methods that return copies.
 // FSMSnapshot.Persist encodes the State captured by Snapshot on Raft's
-// snapshot goroutine while Apply goes on. There are no locks.
+// snapshot goroutine while Apply goes on. There are no locks. FSM.Notify
+// hands in a channel the FSM signals after each Apply and Restore with a
+// send that never blocks (tokens coalesce), so an observer learns of new
+// state without Raft ever waiting on it.
 package fsm

@@ -15,6 +15,9 @@ import (
 // half-applied command.
 type FSM struct {
 	state atomic.Pointer[State]
+	// notify, when set, gets a token (never blocking) after each Apply
+	// and Restore: set by Notify before Raft uses the FSM.
+	notify chan<- struct{}
 }
 
 var _ raft.FSM = (*FSM)(nil)
@@ -24,6 +27,24 @@ func New() *FSM {
 	f := &FSM{}
 	f.state.Store(Initial())
 	return f
+}
+
+// Notify makes the FSM signal ch after each Apply and Restore, without
+// ever blocking Raft's FSM goroutine: a send that would block is dropped,
+// so give ch a buffer of one and read State after each token (tokens
+// coalesce; the State is the newest). The cluster uses it to tell a
+// running standby each epoch start as it commits, and to wait, after a
+// restart, until the state has caught up with the group. Call it before
+// handing the FSM to Raft.
+func (f *FSM) Notify(ch chan<- struct{}) { f.notify = ch }
+
+func (f *FSM) changed() {
+	if f.notify != nil {
+		select {
+		case f.notify <- struct{}{}:
+		default:
+		}
+	}
 }
 
 // State returns the current state. The value is immutable: keep it as long
@@ -51,6 +72,7 @@ func (f *FSM) Apply(l *raft.Log) interface{} {
 		next, err = cur.Apply(l.Index, cmd)
 	}
 	f.state.Store(next)
+	f.changed()
 	if err != nil {
 		return err
 	}
@@ -95,6 +117,7 @@ func (f *FSM) Restore(rc io.ReadCloser) error {
 		return fmt.Errorf("fsm: restore: %w", err)
 	}
 	f.state.Store(s)
+	f.changed()
 	return nil
 }
 
