@@ -99,10 +99,25 @@ func openRaft(cfg Config, f *fsm.FSM) (*raft.Raft, *raftStores, error) {
 		return nil, nil, fmt.Errorf("cluster: raft snapshots in %s: %w", cfg.Dir, err)
 	}
 	// The transport's timeout bounds one RPC's I/O; 10 pooled connections
-	// per peer keep a pipelined append stream and votes apart.
+	// per peer keep appends and votes apart. Pipelined replication is off
+	// (MaxRPCsInFlight 1): in raft v1.7.3, when a follower answers an
+	// append with Success=false (a restarted member whose log is behind),
+	// the pipeline's decoder returns while the sender parks on its
+	// in-flight channel; replication to that member stops for good (it
+	// never catches up with the failover state) and Shutdown waits on
+	// the parked sender forever (seen in TestNode_RestartedMemberRejoinsAsStandby;
+	// grafana/pyroscope#5518 found the same). The failover state commits
+	// a few entries a second: one append in flight per peer is plenty.
+	tc := &raft.NetworkTransportConfig{
+		Stream:          cfg.RaftStream,
+		MaxPool:         10,
+		MaxRPCsInFlight: 1,
+		Timeout:         2 * time.Second,
+		Logger:          hclog.New(&hclog.LoggerOptions{Name: "raft-net", Output: io.Discard}),
+	}
 	if cfg.RaftStream != nil {
-		st.trans = raft.NewNetworkTransport(cfg.RaftStream, 10, 2*time.Second, io.Discard)
-	} else if st.trans, err = raft.NewTCPTransport(cfg.RaftAddr, nil, 10, 2*time.Second, io.Discard); err != nil {
+		st.trans = raft.NewNetworkTransportWithConfig(tc)
+	} else if st.trans, err = raft.NewTCPTransportWithConfig(cfg.RaftAddr, nil, tc); err != nil {
 		st.close()
 		return nil, nil, fmt.Errorf("cluster: raft transport on %s: %w", cfg.RaftAddr, err)
 	}
