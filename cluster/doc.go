@@ -53,6 +53,13 @@
 // a new standby on the same store. While primary it records (stable,
 // time) checkpoints through Raft.
 //
+// A member restarted on its directory opens its standby only once its
+// failover state has caught up with the group (Raft restores the snapshot
+// at start but applies the log only when a leader says what is
+// committed), so the standby knows every epoch start before it follows
+// the stream; later epoch starts reach the running standby as the FSM
+// applies them (fsm.FSM.Notify).
+//
 // The control endpoint also serves `seqd admin`: GET /v1/status,
 // POST /v1/transfer (TransferPrimary: a planned handover that stops the
 // primary once its standbys hold what it published, then transfers the

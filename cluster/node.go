@@ -48,7 +48,10 @@ type Follower interface {
 
 // EpochKnower is optional for a Follower (cluster.Standby has it): the
 // Node tells a follower it opens where every epoch of the session began,
-// from the failover state. A standby that missed two or more epoch
+// from the failover state (after a restart, only once that state has
+// caught up with the group: awaitFailoverState), and the running one
+// each later epoch start as the FSM applies it (followers.tell, on Run's
+// goroutine, never Raft's). A standby that missed two or more epoch
 // changes (down or cut off meanwhile) cannot tell from the stream where
 // its own newest epoch was cut, and would keep and report the cut records
 // of its tail; told, it drops them and heals from the missed epoch's
