@@ -58,9 +58,11 @@ func readFrame(t *testing.T, br *bufio.Reader) ([]byte, uint8) {
 	return pkt, reason
 }
 
-func startRewindServer(t *testing.T, tip *Tip) (*RewindServer, string) {
+// startRewindServer serves tip's rewinds with cfg on loopback until the
+// test ends; it returns the server and its address.
+func startRewindServer(t *testing.T, tip *Tip, cfg RewindConfig) (*RewindServer, string) {
 	t.Helper()
-	srv, err := NewRewindServer(tip, DefaultRewindConfig())
+	srv, err := NewRewindServer(tip, cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -88,7 +90,7 @@ func TestRewindServer_FollowsTheGrowingStore(t *testing.T) {
 	if err := s.Tick(1); err != nil {
 		t.Fatal(err)
 	}
-	_, addr := startRewindServer(t, s.Tip())
+	_, addr := startRewindServer(t, s.Tip(), DefaultRewindConfig())
 
 	from := uint64(700)
 	c, br, rep := rewindClient(t, addr, testSession, from, wire.RewindFollow)
@@ -155,17 +157,7 @@ func TestRewindServer_BoundsConnections(t *testing.T) {
 	s.Tick(1)
 	cfg := DefaultRewindConfig()
 	cfg.MaxRewinds = 2
-	srv, err := NewRewindServer(s.Tip(), cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	go srv.Serve(l)
-	defer srv.Close()
-	addr := l.Addr().String()
+	_, addr := startRewindServer(t, s.Tip(), cfg)
 	for i := 0; i < 2; i++ {
 		c, _, rep := rewindClient(t, addr, 0, 1, wire.RewindFollow)
 		defer c.Close()
@@ -186,7 +178,7 @@ func TestRewindServer_BoundsConnections(t *testing.T) {
 		}
 		defer c.Close()
 	}
-	c, err = net.Dial("tcp", addr)
+	c, err := net.Dial("tcp", addr)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -2,7 +2,6 @@ package rewind
 
 import (
 	"context"
-	"net"
 	"testing"
 	"time"
 
@@ -127,32 +126,12 @@ func BenchmarkRewind(b *testing.B) {
 	const n, size = 2_000_000, 256
 	s := fillStore(b, b.TempDir(), n, size)
 	defer s.Close()
-	srv, err := replayer.NewRewindServer(s.Tip(), replayer.DefaultRewindConfig())
-	if err != nil {
-		b.Fatal(err)
-	}
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		b.Fatal(err)
-	}
-	go srv.Serve(l)
-	defer srv.Close()
-	hb, err := wire.AppendHeartbeat(make([]byte, wire.PacketHeaderBytes), 1, benchSession, n+1, n, 0, 1)
-	if err != nil {
-		b.Fatal(err)
-	}
+	_, addr := serveRewind(b, s, replayer.DefaultRewindConfig(), nil)
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {
-		cl := &idleClient{hb: hb, wake: make(chan struct{}, 1), t: time.NewTimer(time.Hour)}
-		cfg := node.DefaultConfig()
-		cfg.ReadOnly = true
-		cfg.Commit(0)
 		h := &counter{want: n, done: make(chan struct{})}
-		nd, err := node.New(cfg, h, cl)
-		if err != nil {
-			b.Fatal(err)
-		}
-		nd.SetRewindAddr(l.Addr().String())
+		nd := rewindingNode(b, benchSession, n, 0, h)
+		nd.SetRewindAddr(addr)
 		ctx, cancel := context.WithCancel(context.Background())
 		errc := make(chan error, 1)
 		t0 := time.Now()

@@ -7,9 +7,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/seqd/seqd/node"
 	"github.com/seqd/seqd/replayer"
-	"github.com/seqd/seqd/wire"
 )
 
 // dyingListener hands out connections that die (closed by the replayer's
@@ -57,21 +55,12 @@ func serveDying(t *testing.T, s *replayer.Store, limit int) string {
 	t.Helper()
 	cfg := replayer.DefaultRewindConfig()
 	cfg.BufferBytes = 64 << 10
-	srv, err := replayer.NewRewindServer(s.Tip(), cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	var ln net.Listener = l
+	var wrap func(net.Listener) net.Listener
 	if limit > 0 {
-		ln = &dyingListener{Listener: l, limit: limit}
+		wrap = func(l net.Listener) net.Listener { return &dyingListener{Listener: l, limit: limit} }
 	}
-	go srv.Serve(ln)
-	t.Cleanup(func() { srv.Close() })
-	return l.Addr().String()
+	_, addr := serveRewind(t, s, cfg, wrap)
+	return addr
 }
 
 // TestRewind_SourceResumesThroughManyDeaths: every replayer a node
@@ -87,19 +76,8 @@ func TestRewind_SourceResumesThroughManyDeaths(t *testing.T) {
 		t.Cleanup(func() { s.Close() })
 		addrs = append(addrs, serveDying(t, s, 700<<10+i*1000))
 	}
-	hb, err := wire.AppendHeartbeat(make([]byte, wire.PacketHeaderBytes), 1, benchSession, n+1, n, 0, 1)
-	if err != nil {
-		t.Fatal(err)
-	}
-	cl := &idleClient{hb: hb, wake: make(chan struct{}, 1), t: time.NewTimer(time.Hour)}
-	cfg := node.DefaultConfig()
-	cfg.ReadOnly = true
-	cfg.Commit(0)
 	h := &counter{want: n, done: make(chan struct{})}
-	nd, err := node.New(cfg, h, cl)
-	if err != nil {
-		t.Fatal(err)
-	}
+	nd := rewindingNode(t, benchSession, n, 0, h)
 	nd.SetRewindAddr(addrs[0])
 	var asked []uint64
 	nd.SetRewindSource(func(from uint64, failed string) string {

@@ -3,14 +3,12 @@ package rewind
 import (
 	"context"
 	"errors"
-	"net"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/seqd/seqd/node"
 	"github.com/seqd/seqd/replayer"
-	"github.com/seqd/seqd/wire"
 )
 
 type watcher struct {
@@ -38,38 +36,14 @@ func TestRewind_ReplayerDiesMidRewind(t *testing.T) {
 	}
 	s := fillStore(t, t.TempDir(), n, 256)
 	defer s.Close()
-	serve := func() (*replayer.RewindServer, string) {
-		cfg := replayer.DefaultRewindConfig()
-		cfg.BufferBytes = 64 << 10 // small writes: the rewind is midway when it dies
-		srv, err := replayer.NewRewindServer(s.Tip(), cfg)
-		if err != nil {
-			t.Fatal(err)
-		}
-		l, err := net.Listen("tcp", "127.0.0.1:0")
-		if err != nil {
-			t.Fatal(err)
-		}
-		go srv.Serve(l)
-		t.Cleanup(func() { srv.Close() })
-		return srv, l.Addr().String()
-	}
-	first, a1 := serve()
-	second, a2 := serve()
+	cfg := replayer.DefaultRewindConfig()
+	cfg.BufferBytes = 64 << 10 // small writes: the rewind is midway when it dies
+	first, a1 := serveRewind(t, s, cfg, nil)
+	second, a2 := serveRewind(t, s, cfg, nil)
 	dead := freeAddr(t)
 
-	hb, err := wire.AppendHeartbeat(make([]byte, wire.PacketHeaderBytes), 1, benchSession, uint64(n+1), uint64(n), 0, 1)
-	if err != nil {
-		t.Fatal(err)
-	}
-	cl := &idleClient{hb: hb, wake: make(chan struct{}, 1), t: time.NewTimer(time.Hour)}
-	cfg := node.DefaultConfig()
-	cfg.ReadOnly = true
-	cfg.Commit(0)
 	h := &watcher{counter: counter{want: n, done: make(chan struct{})}, at: n / 3, reach: make(chan struct{})}
-	nd, err := node.New(cfg, h, cl)
-	if err != nil {
-		t.Fatal(err)
-	}
+	nd := rewindingNode(t, benchSession, uint64(n), 0, h)
 	nd.SetRewindAddr(dead, a1, a2)
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
@@ -101,23 +75,12 @@ func TestRewind_ReplayerDiesMidRewind(t *testing.T) {
 // TestRewind_AllReplayersDeadFails: with no replayer reachable the node
 // stops with ErrRewind naming the replayer, never goes on with a gap.
 func TestRewind_AllReplayersDeadFails(t *testing.T) {
-	hb, err := wire.AppendHeartbeat(make([]byte, wire.PacketHeaderBytes), 1, benchSession, 1001, 1000, 0, 1)
-	if err != nil {
-		t.Fatal(err)
-	}
-	cl := &idleClient{hb: hb, wake: make(chan struct{}, 1), t: time.NewTimer(time.Hour)}
-	cfg := node.DefaultConfig()
-	cfg.ReadOnly = true
-	cfg.Commit(0)
-	nd, err := node.New(cfg, &counter{want: -1}, cl)
-	if err != nil {
-		t.Fatal(err)
-	}
+	nd := rewindingNode(t, benchSession, 1000, 0, &counter{want: -1})
 	dead := freeAddr(t)
 	nd.SetRewindAddr(dead)
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
-	err = nd.Run(ctx)
+	err := nd.Run(ctx)
 	if !errors.Is(err, node.ErrRewind) || !strings.Contains(err.Error(), dead) {
 		t.Fatalf("Run: %v, want ErrRewind naming %s", err, dead)
 	}
@@ -130,29 +93,9 @@ func TestRewind_AllReplayersDeadFails(t *testing.T) {
 func TestRewind_OtherSessionRefused(t *testing.T) {
 	s := fillStore(t, t.TempDir(), 1000, 64)
 	defer s.Close()
-	srv, err := replayer.NewRewindServer(s.Tip(), replayer.DefaultRewindConfig())
-	if err != nil {
-		t.Fatal(err)
-	}
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	go srv.Serve(l)
-	defer srv.Close()
-	hb, err := wire.AppendHeartbeat(make([]byte, wire.PacketHeaderBytes), 1, benchSession+1, 1001, 1000, 0, 1)
-	if err != nil {
-		t.Fatal(err)
-	}
-	cl := &idleClient{hb: hb, wake: make(chan struct{}, 1), t: time.NewTimer(time.Hour)}
-	cfg := node.DefaultConfig()
-	cfg.ReadOnly = true
-	cfg.Commit(0)
-	nd, err := node.New(cfg, &counter{want: -1}, cl)
-	if err != nil {
-		t.Fatal(err)
-	}
-	nd.SetRewindAddr(l.Addr().String())
+	_, addr := serveRewind(t, s, replayer.DefaultRewindConfig(), nil)
+	nd := rewindingNode(t, benchSession+1, 1000, 0, &counter{want: -1})
+	nd.SetRewindAddr(addr)
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
 	if err := nd.Run(ctx); !errors.Is(err, node.ErrRewind) || !strings.Contains(err.Error(), "session") {
@@ -185,31 +128,11 @@ func TestRewind_RestartFromSnapshot(t *testing.T) {
 	const n, committed = 20_000, 12_345
 	s := fillStore(t, t.TempDir(), n, 100)
 	defer s.Close()
-	srv, err := replayer.NewRewindServer(s.Tip(), replayer.DefaultRewindConfig())
-	if err != nil {
-		t.Fatal(err)
-	}
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	go srv.Serve(l)
-	defer srv.Close()
-	hb, err := wire.AppendHeartbeat(make([]byte, wire.PacketHeaderBytes), 1, benchSession, n+1, n, 0, 1)
-	if err != nil {
-		t.Fatal(err)
-	}
-	cl := &idleClient{hb: hb, wake: make(chan struct{}, 1), t: time.NewTimer(time.Hour)}
-	cfg := node.DefaultConfig()
-	cfg.ReadOnly = true
-	cfg.Commit(committed)
+	_, addr := serveRewind(t, s, replayer.DefaultRewindConfig(), nil)
 	h := &firstLast{counter: counter{want: n - committed, done: make(chan struct{})}}
-	nd, err := node.New(cfg, h, cl)
-	if err != nil {
-		t.Fatal(err)
-	}
+	nd := rewindingNode(t, benchSession, n, committed, h)
 	h.n = nd
-	nd.SetRewindAddr(l.Addr().String())
+	nd.SetRewindAddr(addr)
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
 	errc := make(chan error, 1)
