@@ -49,22 +49,7 @@ func seqd(t *testing.T) string {
 func startSequencer(t *testing.T, ctx context.Context, bin string, args []string) (*exec.Cmd, *bufio.Scanner, *syncBuffer) {
 	t.Helper()
 	seq := exec.CommandContext(ctx, bin, append([]string{"sequencer"}, args...)...)
-	stderr := &syncBuffer{}
-	seq.Stderr = stderr
-	out, err := seq.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := seq.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		if seq.ProcessState == nil {
-			_ = seq.Process.Kill()
-			_ = seq.Wait()
-		}
-	})
-	lines := bufio.NewScanner(out)
+	lines, stderr := startPiped(t, seq)
 	if !lines.Scan() || !strings.HasPrefix(lines.Text(), "sequencer: ready") {
 		t.Fatalf("sequencer did not start: %q\n%s", lines.Text(), stderr.String())
 	}

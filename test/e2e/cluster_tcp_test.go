@@ -1,15 +1,12 @@
 package e2e
 
 import (
-	"bufio"
 	"context"
 	"fmt"
-	"io"
 	"os/exec"
 	"regexp"
 	"strconv"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -18,89 +15,14 @@ import (
 // drillNodeProc is one `seqd drill node` process: it sends (or reads),
 // digests the stream from seq 1 and answers "report" and "stop" on stdin.
 type drillNodeProc struct {
-	name   string
-	cmd    *exec.Cmd
-	stdin  io.WriteCloser
-	mu     sync.Mutex
-	lines  []string
-	stderr *syncBuffer
-	exited chan struct{}
+	name string
+	*lineProc
 }
 
 func startDrillNode(t *testing.T, ctx context.Context, bin, name string, args []string) *drillNodeProc {
 	t.Helper()
-	p := &drillNodeProc{name: name, stderr: &syncBuffer{}, exited: make(chan struct{})}
-	p.cmd = exec.CommandContext(ctx, bin, append([]string{"drill", "node"}, args...)...)
-	p.cmd.Stderr = p.stderr
-	var err error
-	if p.stdin, err = p.cmd.StdinPipe(); err != nil {
-		t.Fatal(err)
-	}
-	out, err := p.cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := p.cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	go func() {
-		sc := bufio.NewScanner(out)
-		for sc.Scan() {
-			p.mu.Lock()
-			p.lines = append(p.lines, sc.Text())
-			p.mu.Unlock()
-		}
-		_ = p.cmd.Wait()
-		close(p.exited)
-	}()
-	t.Cleanup(func() {
-		_ = p.cmd.Process.Kill()
-		<-p.exited
-		if t.Failed() {
-			p.mu.Lock()
-			t.Logf("node %s stdout:\n%s\nstderr:\n%s", p.name, tailOf(strings.Join(p.lines, "\n"), 3000), tailOf(p.stderr.String(), 3000))
-			p.mu.Unlock()
-		}
-	})
-	return p
-}
-
-// find returns the first line (from the i-th on) matching re.
-func (p *drillNodeProc) find(re *regexp.Regexp, from int) ([]string, int) {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	for i := from; i < len(p.lines); i++ {
-		if m := re.FindStringSubmatch(p.lines[i]); m != nil {
-			return m, i
-		}
-	}
-	return nil, len(p.lines)
-}
-
-func (p *drillNodeProc) lineCount() int {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	return len(p.lines)
-}
-
-// await waits for a line matching re printed at or after line from.
-func (p *drillNodeProc) await(t *testing.T, ctx context.Context, re *regexp.Regexp, from int, what string) []string {
-	t.Helper()
-	for ctx.Err() == nil {
-		if m, _ := p.find(re, from); m != nil {
-			return m
-		}
-		select {
-		case <-p.exited:
-			if m, _ := p.find(re, from); m != nil {
-				return m
-			}
-			t.Fatalf("node %s exited before %s", p.name, what)
-		case <-time.After(5 * time.Millisecond):
-		}
-	}
-	t.Fatalf("node %s: no %s", p.name, what)
-	return nil
+	cmd := exec.CommandContext(ctx, bin, append([]string{"drill", "node"}, args...)...)
+	return &drillNodeProc{name: name, lineProc: startLineProc(t, cmd, "node "+name, true)}
 }
 
 var (

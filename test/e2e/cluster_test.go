@@ -1,7 +1,6 @@
 package e2e
 
 import (
-	"bufio"
 	"context"
 	"fmt"
 	"os"
@@ -11,7 +10,6 @@ import (
 	"sort"
 	"strconv"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -19,19 +17,9 @@ import (
 
 // clusterProc is one `seqd sequencer --cluster` process and what it printed.
 type clusterProc struct {
-	id     int
-	args   []string
-	cmd    *exec.Cmd
-	mu     sync.Mutex
-	lines  []string
-	stderr *syncBuffer
-	exited chan struct{}
-}
-
-func (p *clusterProc) output() []string {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	return append([]string(nil), p.lines...)
+	id   int
+	args []string
+	*lineProc
 }
 
 var primaryLine = regexp.MustCompile(`^sequencer: primary id=(\d+) epoch=(\d+) first_seq=(\d+) started_ns=(\d+)`)
@@ -82,41 +70,8 @@ func startCluster(t *testing.T, ctx context.Context, bin string, net []string, t
 func (r *clusterRun) start(ctx context.Context, id int, args []string) *clusterProc {
 	t := r.t
 	t.Helper()
-	p := &clusterProc{id: id, args: args, stderr: &syncBuffer{}, exited: make(chan struct{})}
-	p.cmd = exec.CommandContext(ctx, r.bin, args...)
-	p.cmd.Stderr = p.stderr
-	out, err := p.cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := p.cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	go func() {
-		sc := bufio.NewScanner(out)
-		for sc.Scan() {
-			p.mu.Lock()
-			p.lines = append(p.lines, sc.Text())
-			p.mu.Unlock()
-		}
-		_ = p.cmd.Wait()
-		close(p.exited)
-	}()
-	t.Cleanup(func() {
-		_ = p.cmd.Process.Kill()
-		<-p.exited
-		if t.Failed() {
-			t.Logf("member %d stdout:\n%s\nstderr:\n%s", p.id, strings.Join(p.output(), "\n"), tailOf(p.stderr.String(), 3000))
-		}
-	})
-	return p
-}
-
-func tailOf(s string, n int) string {
-	if len(s) > n {
-		return "..." + s[len(s)-n:]
-	}
-	return s
+	cmd := exec.CommandContext(ctx, r.bin, args...)
+	return &clusterProc{id: id, args: args, lineProc: startLineProc(t, cmd, fmt.Sprintf("member %d", id), false)}
 }
 
 // primary waits for a process that began epoch >= min as primary and is
@@ -179,14 +134,7 @@ func TestCluster_KillPrimaryUnderLoad(t *testing.T) {
 	for round := 1; round <= rounds; round++ {
 		old, e0, _ := r.primary(ctx, epoch)
 		account := fmt.Sprintf("LOAD%d", round)
-		nodeCmd := exec.CommandContext(ctx, bin, append([]string{"node", "--account", account, "--count", fmt.Sprint(count), "--rate", "4000", "--size", "64", "--timeout", "90s"}, net...)...)
-		var nodeOut syncBuffer
-		nodeCmd.Stdout, nodeCmd.Stderr = &nodeOut, &nodeOut
-		if err := nodeCmd.Start(); err != nil {
-			t.Fatal(err)
-		}
-		nodeDone := make(chan error, 1)
-		go func() { nodeDone <- nodeCmd.Wait() }()
+		nodeOut, nodeDone := startBackground(t, exec.CommandContext(ctx, bin, append([]string{"node", "--account", account, "--count", fmt.Sprint(count), "--rate", "4000", "--size", "64", "--timeout", "90s"}, net...)...))
 
 		// Kill once the node's commands are flowing (1.5 s at 4000/s):
 		// the primary of then (a loaded machine may have changed it; a
@@ -301,14 +249,7 @@ func TestCluster_AdminStatusAndTransfer(t *testing.T) {
 	to := old.id%3 + 1
 
 	const count = 12000
-	nodeCmd := exec.CommandContext(ctx, bin, append([]string{"node", "--account", "MOVE", "--count", fmt.Sprint(count), "--rate", "4000", "--size", "64", "--timeout", "90s"}, net...)...)
-	var nodeOut syncBuffer
-	nodeCmd.Stdout, nodeCmd.Stderr = &nodeOut, &nodeOut
-	if err := nodeCmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	nodeDone := make(chan error, 1)
-	go func() { nodeDone <- nodeCmd.Wait() }()
+	nodeOut, nodeDone := startBackground(t, exec.CommandContext(ctx, bin, append([]string{"node", "--account", "MOVE", "--count", fmt.Sprint(count), "--rate", "4000", "--size", "64", "--timeout", "90s"}, net...)...))
 	time.Sleep(1500 * time.Millisecond)
 
 	out, err := exec.CommandContext(ctx, bin, "admin", "status", "--addr", r.admin[to-1]).CombinedOutput()

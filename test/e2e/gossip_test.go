@@ -3,9 +3,7 @@ package e2e
 import (
 	"context"
 	"fmt"
-	"os/exec"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 )
@@ -35,11 +33,7 @@ func TestCLI_TailFindsReplayerByGossip(t *testing.T) {
 	}
 
 	run := func(args ...string) (string, string, error) {
-		cmd := exec.CommandContext(ctx, bin, append(args, net...)...)
-		var stdout, stderr syncBuffer
-		cmd.Stdout, cmd.Stderr = &stdout, &stderr
-		err := cmd.Run()
-		return stdout.String(), stderr.String(), err
+		return runSeqd(ctx, bin, nil, append(args, net...)...)
 	}
 	const count = 3000
 	out, errOut, err := run("node", "--account", "EARLY", "--count", fmt.Sprint(count), "--rate", "5000", "--size", "200")
@@ -66,12 +60,5 @@ func TestCLI_TailFindsReplayerByGossip(t *testing.T) {
 	}
 
 	t.Log(rep.stop(t))
-	if err := seq.Process.Signal(syscall.SIGTERM); err != nil {
-		t.Fatal(err)
-	}
-	for seqLines.Scan() {
-	}
-	if err := seq.Wait(); err != nil {
-		t.Fatalf("sequencer: %v\n%s", err, seqErr.String())
-	}
+	stopSequencer(t, seq, seqLines, seqErr)
 }

@@ -41,22 +41,8 @@ type replayerProc struct {
 func startReplayer(t *testing.T, ctx context.Context, bin string, args []string) *replayerProc {
 	t.Helper()
 	cmd := exec.CommandContext(ctx, bin, append([]string{"replayer"}, args...)...)
-	p := &replayerProc{cmd: cmd, stderr: &syncBuffer{}}
-	cmd.Stderr = p.stderr
-	out, err := cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		if cmd.ProcessState == nil {
-			_ = cmd.Process.Kill()
-			_ = cmd.Wait()
-		}
-	})
-	p.lines = bufio.NewScanner(out)
+	p := &replayerProc{cmd: cmd}
+	p.lines, p.stderr = startPiped(t, cmd)
 	if !p.lines.Scan() || !strings.HasPrefix(p.lines.Text(), "replayer: ready") {
 		t.Fatalf("replayer did not start: %q\n%s", p.lines.Text(), p.stderr.String())
 	}
@@ -180,15 +166,7 @@ func replayerRepairs(t *testing.T, kind string) {
 	rep := startReplayer(t, ctx, bin, append([]string{"--dir", t.TempDir(), "--nak-addr", nak}, net...))
 
 	run := func(env string, args ...string) (string, error) {
-		cmd := exec.CommandContext(ctx, bin, append(args, net...)...)
-		cmd.Env = append(os.Environ(), env)
-		var stdout, stderr syncBuffer
-		cmd.Stdout, cmd.Stderr = &stdout, &stderr
-		err := cmd.Run()
-		if err != nil {
-			return stdout.String() + stderr.String(), err
-		}
-		return stdout.String(), nil
+		return seqdOutput(ctx, bin, []string{env}, append(args, net...)...)
 	}
 	const count = 2000
 	out, err := run("X=1", "node", "--account", "EARLY", "--count", fmt.Sprint(count), "--rate", "5000", "--size", "200")
@@ -218,14 +196,7 @@ func replayerRepairs(t *testing.T, kind string) {
 	if field(t, stopped, "naks") == 0 || field(t, stopped, "retransmitted") == 0 || field(t, stopped, "contiguous") < last {
 		t.Fatalf("replayer stopped line %q: want NAKs answered and the stream held up to %d", stopped, last)
 	}
-	if err := seq.Process.Signal(syscall.SIGTERM); err != nil {
-		t.Fatal(err)
-	}
-	for seqLines.Scan() {
-	}
-	if err := seq.Wait(); err != nil {
-		t.Fatalf("sequencer: %v\n%s", err, seqErr.String())
-	}
+	stopSequencer(t, seq, seqLines, seqErr)
 }
 
 // newestSegment is the path of the highest-numbered segment in dir.
@@ -330,14 +301,7 @@ func TestCLI_ReplayerSIGKILLMidWrite(t *testing.T) {
 	if a := allocsPerMsg(t, stopped); a > 0.05 {
 		t.Fatalf("replayer allocated %.4f times per message stored", a)
 	}
-	if err := seq.Process.Signal(syscall.SIGTERM); err != nil {
-		t.Fatal(err)
-	}
-	for seqLines.Scan() {
-	}
-	if err := seq.Wait(); err != nil {
-		t.Fatalf("sequencer: %v\n%s", err, seqErr.String())
-	}
+	stopSequencer(t, seq, seqLines, seqErr)
 }
 
 // TestCLI_ReplayerFailsLoudly: what a replayer cannot store stops it

@@ -4,9 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"os/exec"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 )
@@ -44,14 +42,7 @@ func rewindLateJoin(t *testing.T, kind string) {
 	rep := startReplayer(t, ctx, bin, append([]string{"--dir", t.TempDir(), "--nak-addr", nak, "--rewind-addr", rewindAddr}, netArgs...))
 
 	run := func(args ...string) (string, error) {
-		cmd := exec.CommandContext(ctx, bin, append(args, netArgs...)...)
-		var stdout, stderr syncBuffer
-		cmd.Stdout, cmd.Stderr = &stdout, &stderr
-		err := cmd.Run()
-		if err != nil {
-			return stdout.String() + stderr.String(), err
-		}
-		return stdout.String(), nil
+		return seqdOutput(ctx, bin, nil, append(args, netArgs...)...)
 	}
 	const count = 200_000
 	loadDone := make(chan error, 1)
@@ -119,12 +110,5 @@ func rewindLateJoin(t *testing.T, kind string) {
 	}
 
 	t.Log(rep.stop(t))
-	if err := seq.Process.Signal(syscall.SIGTERM); err != nil {
-		t.Fatal(err)
-	}
-	for seqLines.Scan() {
-	}
-	if err := seq.Wait(); err != nil {
-		t.Fatalf("sequencer: %v\n%s", err, seqErr.String())
-	}
+	stopSequencer(t, seq, seqLines, seqErr)
 }

@@ -36,22 +36,8 @@ type tailProc struct {
 func startTail(t *testing.T, ctx context.Context, bin string, args []string) *tailProc {
 	t.Helper()
 	cmd := exec.CommandContext(ctx, bin, append([]string{"tail", "--format", "json"}, args...)...)
-	p := &tailProc{cmd: cmd, stderr: &syncBuffer{}}
-	cmd.Stderr = p.stderr
-	out, err := cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		if cmd.ProcessState == nil {
-			_ = cmd.Process.Kill()
-			_ = cmd.Wait()
-		}
-	})
-	p.out = bufio.NewScanner(out)
+	p := &tailProc{cmd: cmd}
+	p.out, p.stderr = startPiped(t, cmd)
 	p.out.Buffer(make([]byte, 64<<10), 1<<20)
 	return p
 }
@@ -343,12 +329,5 @@ func TestCLI_Tier2RewindsSurviveReplayerKills(t *testing.T) {
 			t.Errorf("%s holds up to seq %d, want %d", name, c, last)
 		}
 	}
-	if err := seq.Process.Signal(syscall.SIGTERM); err != nil {
-		t.Fatal(err)
-	}
-	for seqLines.Scan() {
-	}
-	if err := seq.Wait(); err != nil {
-		t.Fatalf("sequencer: %v\n%s", err, seqErr.String())
-	}
+	stopSequencer(t, seq, seqLines, seqErr)
 }
