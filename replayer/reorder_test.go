@@ -155,6 +155,24 @@ func TestReorder_FreeBuffersBounded(t *testing.T) {
 	}
 }
 
+// putBehindGap puts five packets from pkts[i] into r, the first last (it
+// fills the gap), and drops them all, earliest first; it returns the
+// index of the next five (from 0 again at the end).
+func putBehindGap(tb testing.TB, r *Reorder, pkts [][]byte, i int) int {
+	if i+5 > len(pkts) {
+		i = 0
+	}
+	for k := 4; k >= 0; k-- {
+		if _, err := r.Put(pkts[i+k]); err != nil {
+			tb.Fatal(err)
+		}
+	}
+	for r.Len() > 0 {
+		r.Drop()
+	}
+	return i + 5
+}
+
 // TestReorder_AllocatesNothing: once warm, holding packets behind a gap
 // and releasing them allocates nothing per packet.
 func TestReorder_AllocatesNothing(t *testing.T) {
@@ -162,24 +180,10 @@ func TestReorder_AllocatesNothing(t *testing.T) {
 	var r Reorder
 	r.Init(1 << 20)
 	i := 0
-	round := func() {
-		if i+5 > len(pkts) {
-			i = 0
-		}
-		for k := 4; k >= 0; k-- {
-			if _, err := r.Put(pkts[i+k]); err != nil {
-				t.Fatal(err)
-			}
-		}
-		for r.Len() > 0 {
-			r.Drop()
-		}
-		i += 5
+	for range 20 {
+		i = putBehindGap(t, &r, pkts, i)
 	}
-	for k := 0; k < 20; k++ {
-		round()
-	}
-	if a := testing.AllocsPerRun(500, round); a != 0 {
+	if a := testing.AllocsPerRun(500, func() { i = putBehindGap(t, &r, pkts, i) }); a != 0 {
 		t.Fatalf("%v allocations per round of 5 packets, want 0", a)
 	}
 }
@@ -191,19 +195,9 @@ func BenchmarkReorder_PutDrop(b *testing.B) {
 	var r Reorder
 	r.Init(1 << 20)
 	b.ReportAllocs()
+	b.ResetTimer()
 	i := 0
-	for n := 0; n < b.N; n++ {
-		if i+5 > len(pkts) {
-			i = 0
-		}
-		for k := 4; k >= 0; k-- {
-			if _, err := r.Put(pkts[i+k]); err != nil {
-				b.Fatal(err)
-			}
-		}
-		for r.Len() > 0 {
-			r.Drop()
-		}
-		i += 5
+	for range b.N {
+		i = putBehindGap(b, &r, pkts, i)
 	}
 }
