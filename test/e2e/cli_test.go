@@ -135,7 +135,7 @@ func TestCLI_SequencerNodeTail(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	mc := groups(99)
-	net := []string{"--transport", "udp", "--udp.stream-group", mc.StreamGroup, "--udp.command-group", mc.CommandGroup}
+	net := udpArgs(mc)
 
 	seq, lines, seqErr := startSequencer(t, ctx, bin, net)
 
@@ -206,7 +206,7 @@ func TestCLI_NodeKilledAndRestarted(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	mc := groups(123)
-	net := []string{"--transport", "udp", "--udp.stream-group", mc.StreamGroup, "--udp.command-group", mc.CommandGroup}
+	net := udpArgs(mc)
 	startSequencer(t, ctx, bin, net)
 
 	// One tail reads the whole stream from seq 1: it shows when the first

@@ -125,7 +125,7 @@ func TestCluster_KillPrimaryUnderLoad(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
 	defer cancel()
 	mc := groups(808)
-	net := []string{"--transport", "udp", "--udp.stream-group", mc.StreamGroup, "--udp.command-group", mc.CommandGroup}
+	net := udpArgs(mc)
 	r := startCluster(t, ctx, bin, net, "lan")
 	_, epoch, _ := r.primary(ctx, 1)
 
@@ -240,7 +240,7 @@ func TestCluster_AdminStatusAndTransfer(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	mc := groups(909)
-	net := []string{"--transport", "udp", "--udp.stream-group", mc.StreamGroup, "--udp.command-group", mc.CommandGroup}
+	net := udpArgs(mc)
 	// The test profile: a loaded machine must not depose the new primary
 	// by chance (its lease would run out), which would make another epoch;
 	// the handover's pause does not depend on the election timeouts.
@@ -322,7 +322,7 @@ func TestCluster_AddAndRemoveMemberLive(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	mc := groups(4242)
-	net := []string{"--transport", "udp", "--udp.stream-group", mc.StreamGroup, "--udp.command-group", mc.CommandGroup}
+	net := udpArgs(mc)
 	r := startCluster(t, ctx, bin, net, "test")
 	r.primary(ctx, 1)
 	admin4 := freeTCPAddr(t)

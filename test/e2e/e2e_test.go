@@ -80,6 +80,12 @@ func groups(seed uint64) multicast.Config {
 	return c
 }
 
+// udpArgs are the seqd flags of the UDP multicast transport on mc's
+// groups.
+func udpArgs(mc multicast.Config) []string {
+	return []string{"--transport", "udp", "--udp.stream-group", mc.StreamGroup, "--udp.command-group", mc.CommandGroup}
+}
+
 type scenario struct {
 	udpNodes, tcpNodes int
 	count              int // commands per node

@@ -18,7 +18,7 @@ func TestCLI_TailFindsReplayerByGossip(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
 	defer cancel()
 	mc := groups(4545)
-	net := []string{"--transport", "udp", "--udp.stream-group", mc.StreamGroup, "--udp.command-group", mc.CommandGroup}
+	net := udpArgs(mc)
 	seq, seqLines, seqErr := startSequencer(t, ctx, bin, append([]string{"--sequencer.max-packet-bytes", "1472", "--sequencer.ring-bytes", "94208"}, net...))
 	rep := startReplayer(t, ctx, bin, append([]string{"--dir", t.TempDir(), "--nak-addr", freeUDPAddr(t), "--rewind-addr", freeTCPAddr(t),
 		"--gossip.bind", "127.0.0.1:0", "--gossip.name", "rep-1"}, net...))

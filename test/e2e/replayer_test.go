@@ -154,7 +154,7 @@ func replayerRepairs(t *testing.T, kind string) {
 	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
 	defer cancel()
 	mc := groups(4242)
-	net := []string{"--transport", "udp", "--udp.stream-group", mc.StreamGroup, "--udp.command-group", mc.CommandGroup}
+	net := udpArgs(mc)
 	var nak string
 	if kind == "tcp" {
 		net = []string{"--transport", "tcp", "--tcp.addr", freeTCPAddr(t)}
@@ -232,7 +232,7 @@ func TestCLI_ReplayerSIGKILLMidWrite(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	mc := groups(4343)
-	net := []string{"--transport", "udp", "--udp.stream-group", mc.StreamGroup, "--udp.command-group", mc.CommandGroup}
+	net := udpArgs(mc)
 	seq, seqLines, seqErr := startSequencer(t, ctx, bin, append([]string{"--sequencer.max-packet-bytes", "1472", "--sequencer.ring-bytes", fmt.Sprint(8 << 20)}, net...))
 	dir := t.TempDir()
 	nak := freeUDPAddr(t)
@@ -315,7 +315,7 @@ func TestCLI_ReplayerFailsLoudly(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
 	defer cancel()
 	mc := groups(4444)
-	net := []string{"--transport", "udp", "--udp.stream-group", mc.StreamGroup, "--udp.command-group", mc.CommandGroup}
+	net := udpArgs(mc)
 	seqArgs := append([]string{"--sequencer.max-packet-bytes", "1472", "--sequencer.ring-bytes", "94208"}, net...)
 	seq, seqLines, _ := startSequencer(t, ctx, bin, seqArgs)
 	run := func(args ...string) (string, error) {

@@ -29,7 +29,7 @@ func rewindLateJoin(t *testing.T, kind string) {
 	var netArgs []string
 	if kind == "udp" {
 		mc := groups(4343)
-		netArgs = []string{"--transport", "udp", "--udp.stream-group", mc.StreamGroup, "--udp.command-group", mc.CommandGroup}
+		netArgs = udpArgs(mc)
 	} else {
 		netArgs = []string{"--transport", "tcp", "--tcp.addr", freeTCPAddr(t)}
 	}

@@ -36,7 +36,7 @@ func TestCLI_SIGTERMDuringStartup(t *testing.T) {
 	} {
 		for round := range 4 {
 			mc := groups(uint64(1000 + 10*i + round))
-			args := append([]string{tc.cmd, "--transport", "udp", "--udp.stream-group", mc.StreamGroup, "--udp.command-group", mc.CommandGroup}, tc.args...)
+			args := append(append([]string{tc.cmd}, udpArgs(mc)...), tc.args...)
 			code, out, stderr := runSignalledAtStart(t, bin, args)
 			if code != tc.wantCode {
 				t.Errorf("%s round %d: exit status %d, want %d\nstdout:\n%s\nstderr:\n%s", tc.cmd, round, code, tc.wantCode, out, stderr)

@@ -20,7 +20,7 @@ func TestCLI_TailFrom(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	mc := groups(321)
-	net := []string{"--transport", "udp", "--udp.stream-group", mc.StreamGroup, "--udp.command-group", mc.CommandGroup}
+	net := udpArgs(mc)
 	// A ring of 64 small packets: seq 1 is long gone after 2000 commands
 	// (sent at a rate that lets the node's own repairs keep up).
 	startSequencer(t, ctx, bin, append([]string{"--sequencer.max-packet-bytes", "1472", "--sequencer.ring-bytes", "94208"}, net...))

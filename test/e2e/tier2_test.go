@@ -96,7 +96,7 @@ func TestCLI_Tier2RewindsSurviveReplayerKills(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 120*time.Second)
 	defer cancel()
 	mc := groups(4747)
-	net := []string{"--transport", "udp", "--udp.stream-group", mc.StreamGroup, "--udp.command-group", mc.CommandGroup}
+	net := udpArgs(mc)
 	seq, seqLines, seqErr := startSequencer(t, ctx, bin, append([]string{"--sequencer.max-packet-bytes", "1472"}, net...))
 
 	// The live stream as a tail that was there from the start prints it.

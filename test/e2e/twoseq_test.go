@@ -19,7 +19,7 @@ func TestCLI_SecondSequencerRefused(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	mc := groups(555)
-	net := []string{"--transport", "udp", "--udp.stream-group", mc.StreamGroup, "--udp.command-group", mc.CommandGroup}
+	net := udpArgs(mc)
 	const session = 4242
 	startSequencer(t, ctx, bin, append([]string{"--session", fmt.Sprint(session)}, net...))
 

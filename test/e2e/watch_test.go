@@ -14,7 +14,7 @@ import (
 func TestCLI_WarnsWhenNoSequencer(t *testing.T) {
 	bin := seqd(t)
 	mc := groups(77)
-	net := []string{"--transport", "udp", "--udp.stream-group", mc.StreamGroup, "--udp.command-group", mc.CommandGroup}
+	net := udpArgs(mc)
 	for _, args := range [][]string{
 		{"node", "--account", "LONELY", "--timeout", "3s", "--stream-warn-after", "300ms"},
 		{"tail", "--stream-warn-after", "300ms"},
