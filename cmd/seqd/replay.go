@@ -155,6 +155,13 @@ func replayRemote(cc *cli.Context, addr string, from, to uint64, p *archivePrint
 	opts = append(opts, replayUntil(cc, p))
 	start := time.Now()
 	st, err := node.ReplayRemote(addr, from, to, p, opts...)
+	return endReplay(pb, p, summary, st, start, err)
+}
+
+// endReplay closes a replay begun at start that returned st and err: the
+// progress bar (nil: none) finished, p's output flushed (its error is
+// returned when the replay had none) and the summary line written.
+func endReplay(pb *progressbar.ProgressBar, p *archivePrinter, summary io.Writer, st node.ReplayStats, start time.Time, err error) error {
 	el := time.Since(start)
 	if pb != nil {
 		pb.Finish()
@@ -222,15 +229,7 @@ func replayArchive(cc *cli.Context, log *slog.Logger, dir string, from, to uint6
 	log.Debug("replaying", "dir", dir, "session", a.Session(), "seqs", fmt.Sprintf("%d..%d", first, last), "from", from, "to", to)
 	start := time.Now()
 	st, err := a.Replay(from, to, p, opts...)
-	el := time.Since(start)
-	if pb != nil {
-		pb.Finish()
-	}
-	if flushErr := p.w.Flush(); flushErr != nil && err == nil {
-		err = flushErr
-	}
-	writeReplaySummary(summary, st, el)
-	return err
+	return endReplay(pb, p, summary, st, start, err)
 }
 
 func isTerminal(f *os.File) bool { return term.IsTerminal(int(f.Fd())) }
