@@ -2,7 +2,6 @@ package tcp
 
 import (
 	"bytes"
-	"net"
 	"syscall"
 	"testing"
 	"time"
@@ -13,9 +12,9 @@ import (
 )
 
 // unread is how many bytes wait in nc's kernel receive queue (SIOCINQ).
-func unread(t *testing.T, nc net.Conn) int {
+func unread(t *testing.T, nc syscall.Conn) int {
 	t.Helper()
-	raw, err := nc.(syscall.Conn).SyscallConn()
+	raw, err := nc.SyscallConn()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -27,6 +26,14 @@ func unread(t *testing.T, nc net.Conn) int {
 		t.Fatal(err)
 	}
 	return n
+}
+
+// sysConn is c's socket: out of the netpoller (see detach), or as dialled.
+func sysConn(c *conn) syscall.Conn {
+	if c.file != nil {
+		return c.file
+	}
+	return c.nc.(syscall.Conn)
 }
 
 // waitUntil waits, without polling anything, until cond holds.
@@ -52,9 +59,9 @@ func TestPoll_ReadsTheSocketsOnThePollingGoroutine(t *testing.T) {
 	c := dial(t, cfg, s)
 	waitClients(t, s, 1)
 	s.mu.Lock()
-	serverSide := s.live[0].nc
+	serverSide := sysConn(s.live[0])
 	s.mu.Unlock()
-	clientSide := c.cur.Load().nc
+	clientSide := sysConn(c.cur.Load())
 
 	const frames = 100
 	want := 0
@@ -89,7 +96,7 @@ func TestPoll_ReadsTheSocketsOnThePollingGoroutine(t *testing.T) {
 		p    interface {
 			Poll(transport.Handler, time.Duration) (int, error)
 		}
-		nc net.Conn
+		nc syscall.Conn
 	}{{"server", s, serverSide}, {"client", c, clientSide}} {
 		var r recorder
 		if n, err := side.p.Poll(r.handle, time.Second); err != nil || n != frames {
