@@ -250,10 +250,10 @@ collect:
 		case <-grace:
 			break collect
 		case <-ctx.Done():
-			if counted >= quorum {
+			if counted >= quorum && len(ok) > 0 {
 				break collect
 			}
-			return 0, nil, fmt.Errorf("%w: epoch %d: %d of %d answered, need %d: %v", ErrNoQuorum, epoch, len(ok), len(voters), quorum, errors.Join(errs...))
+			return 0, nil, fmt.Errorf("%w: epoch %d: %d of %d answered, need %d: %v", ErrNoQuorum, epoch, len(ok), len(voters), max(quorum, 1), errors.Join(errs...))
 		}
 		if a.err != nil {
 			errs = append(errs, fmt.Errorf("member %d: %w", a.m.ID, a.err))
@@ -273,8 +273,10 @@ collect:
 			}
 		}
 	}
-	if counted < quorum {
-		return 0, nil, fmt.Errorf("%w: epoch %d: %d of %d answered, need %d: %v", ErrNoQuorum, epoch, len(ok), len(voters), quorum, errors.Join(errs...))
+	if counted < quorum || len(ok) == 0 {
+		// A quorum of 0 (the only voter is the sealed epoch's primary)
+		// still needs one answer: without any, no cut is known.
+		return 0, nil, fmt.Errorf("%w: epoch %d: %d of %d answered, need %d: %v", ErrNoQuorum, epoch, len(ok), len(voters), max(quorum, 1), errors.Join(errs...))
 	}
 	slices.SortFunc(ok, func(a, b got) int {
 		switch {

@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"testing"
+
+	"github.com/seqd/seqd/fsm"
 )
 
 // TestControl_AdminOverHTTP drives the admin endpoint as `seqd admin` does:
@@ -58,4 +60,29 @@ func TestControl_AdminOverHTTP(t *testing.T) {
 	if h.To != standby.cfg.ID || h.Epoch != e+1 || c.primary() != standby {
 		t.Fatalf("handover %+v", h)
 	}
+}
+
+// TestSeal_OneVoterThatDoesNotAnswer: a failover state whose only voter
+// is the sealed epoch's primary needs no quorum beyond that member's own
+// answer (quorum 0); when it does not answer either (down), the seal
+// fails with ErrNoQuorum and the leader retries, instead of panicking on
+// an empty answer list. A state reachable at run time: a bootstrap whose
+// leader was deposed after its first AddMember.
+func TestSeal_OneVoterThatDoesNotAnswer(t *testing.T) {
+	c := newTestCluster(t, 1)
+	p := c.primary()
+	// Member 9 is down: nothing listens on its control address.
+	gone := fsm.Member{ID: 9, Role: fsm.Voter, RaftAddr: freeAddr(t), AdminAddr: freeAddr(t), StreamAddr: "fetch-9"}
+	st := fsm.Initial()
+	var err error
+	for _, cmd := range []fsm.Command{fsm.AddMember{Member: gone}, fsm.NewSession{Prev: 0}, fsm.BeginEpoch{Epoch: 1, Primary: gone.ID, PrevCut: 0}} {
+		if st, err = st.Apply(st.AppliedIndex()+1, cmd); err != nil {
+			t.Fatal(err)
+		}
+	}
+	cut, peers, err := p.node.sealQuorum(context.Background(), st)
+	if !errors.Is(err, ErrNoQuorum) {
+		t.Fatalf("seal of a one-voter epoch whose voter is down: cut %d peers %v err %v, want ErrNoQuorum", cut, peers, err)
+	}
+	t.Log(err)
 }
