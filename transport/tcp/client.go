@@ -196,7 +196,7 @@ func (c *Client) dialRound() *conn {
 		c.mu.Lock()
 		if c.closed.Load() {
 			c.mu.Unlock()
-			_ = nc.Close()
+			cn.kill(transport.ErrClosed) // nc is cn's now (see detach)
 			return nil
 		}
 		c.at.Store(int32(i))
