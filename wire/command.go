@@ -65,25 +65,9 @@ func DecodeCommand(b []byte, p *CommandPacket) error {
 		if flags&^cmdFlags != 0 || body[11] != 0 {
 			return ErrRecord
 		}
-		h := CommandRecordBytes
-		if flags&CmdFragment != 0 {
-			if len(body) < h+FragmentHeaderBytes {
-				return ErrRecord
-			}
-			total := le.Uint32(body[12:])
-			off := le.Uint32(body[16:])
-			if total > MaxMessageBytes {
-				return ErrTooLarge
-			}
-			if uint64(off)+uint64(n) > uint64(total) {
-				return ErrFragment
-			}
-			h += FragmentHeaderBytes
+		if body, err = skipRecord(body, CommandRecordBytes, n, flags&CmdFragment != 0); err != nil {
+			return err
 		}
-		if len(body) < h+n {
-			return ErrRecord
-		}
-		body = body[h+n:]
 	}
 	if len(body) != 0 {
 		return ErrTrailing

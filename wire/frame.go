@@ -112,3 +112,28 @@ func checkPrefix(b []byte, min int, want Kind) (int, error) {
 	}
 	return h, nil
 }
+
+// skipRecord checks the record at the start of body (stream or command:
+// a header of h bytes that says n payload bytes, then, for a fragment, the
+// fragment header with the message's total and this fragment's offset)
+// and returns what follows it. Decoders validate every record with it so
+// that Next never has to fail.
+func skipRecord(body []byte, h, n int, fragment bool) ([]byte, error) {
+	if fragment {
+		if len(body) < h+FragmentHeaderBytes {
+			return nil, ErrRecord
+		}
+		total, off := le.Uint32(body[h:]), le.Uint32(body[h+4:])
+		if total > MaxMessageBytes {
+			return nil, ErrTooLarge
+		}
+		if uint64(off)+uint64(n) > uint64(total) {
+			return nil, ErrFragment
+		}
+		h += FragmentHeaderBytes
+	}
+	if len(body) < h+n {
+		return nil, ErrRecord
+	}
+	return body[h+n:], nil
+}

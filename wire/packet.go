@@ -131,25 +131,10 @@ func DecodePacket(b []byte, p *Packet) error {
 		if flags&^recordFlags != 0 {
 			return ErrRecord
 		}
-		h := RecordHeaderBytes
-		if flags&FlagFragment != 0 {
-			if len(body) < h+FragmentHeaderBytes {
-				return ErrRecord
-			}
-			total := le.Uint32(body[24:])
-			off := le.Uint32(body[28:])
-			if total > MaxMessageBytes {
-				return ErrTooLarge
-			}
-			if uint64(off)+uint64(n) > uint64(total) {
-				return ErrFragment
-			}
-			h += FragmentHeaderBytes
+		var err error
+		if body, err = skipRecord(body, RecordHeaderBytes, n, flags&FlagFragment != 0); err != nil {
+			return err
 		}
-		if len(body) < h+n {
-			return ErrRecord
-		}
-		body = body[h+n:]
 	}
 	if len(body) != 0 {
 		return ErrTrailing
