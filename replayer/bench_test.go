@@ -123,6 +123,49 @@ type shellSyncer struct {
 	out  bool
 }
 
+// openBenchStore opens a store with cfg in a new directory under dir;
+// both go when the benchmark ends.
+func openBenchStore(b *testing.B, dir string, cfg Config) *Store {
+	b.Helper()
+	d, err := os.MkdirTemp(dir, "store")
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { os.RemoveAll(d) })
+	s, _, err := Open(d, cfg)
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { s.Close() })
+	return s
+}
+
+// shellTurn is what a replayer's shell does every 64 packets: Tick the
+// store and, when the shell runs the fsyncs (Config.SyncInShell), poll
+// its syncer.
+func shellTurn(b *testing.B, s *Store, y *shellSyncer, start time.Time, inShell bool) {
+	if err := s.Tick(int64(time.Since(start))); err != nil {
+		b.Fatal(err)
+	}
+	if inShell {
+		if err := y.poll(s); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+// endBenchStore stops the syncer and syncs the store; it returns the
+// seconds since start.
+func endBenchStore(b *testing.B, s *Store, y *shellSyncer, start time.Time) float64 {
+	if err := y.close(s); err != nil {
+		b.Fatal(err)
+	}
+	if err := s.Sync(); err != nil {
+		b.Fatal(err)
+	}
+	return time.Since(start).Seconds()
+}
+
 func newShellSyncer() *shellSyncer {
 	y := &shellSyncer{req: make(chan SyncRequest), done: make(chan error, 1)}
 	go func() {
@@ -181,16 +224,7 @@ func BenchmarkStoreAppend(b *testing.B) {
 				cfg := DefaultConfig()
 				cfg.Sync, _ = ParseSyncPolicy(strings.TrimSuffix(pol, "-shell"))
 				cfg.SyncInShell = strings.HasSuffix(pol, "-shell")
-				d, err := os.MkdirTemp(dir, "store")
-				if err != nil {
-					b.Fatal(err)
-				}
-				defer os.RemoveAll(d)
-				s, _, err := Open(d, cfg)
-				if err != nil {
-					b.Fatal(err)
-				}
-				defer s.Close()
+				s := openBenchStore(b, dir, cfg)
 				y := newShellSyncer()
 				p := newBatchPacket(b, 5, 256)
 				b.ReportAllocs()
@@ -202,23 +236,10 @@ func BenchmarkStoreAppend(b *testing.B) {
 						b.Fatal(err)
 					}
 					if i%64 == 0 {
-						if err := s.Tick(int64(time.Since(start))); err != nil {
-							b.Fatal(err)
-						}
-						if cfg.SyncInShell {
-							if err := y.poll(s); err != nil {
-								b.Fatal(err)
-							}
-						}
+						shellTurn(b, s, y, start, cfg.SyncInShell)
 					}
 				}
-				if err := y.close(s); err != nil {
-					b.Fatal(err)
-				}
-				if err := s.Sync(); err != nil {
-					b.Fatal(err)
-				}
-				el := time.Since(start).Seconds()
+				el := endBenchStore(b, s, y, start)
 				b.ReportMetric(float64(b.N)/el, "pkts/s")
 				b.ReportMetric(float64(b.N)*5/el, "msgs/s")
 				b.ReportMetric(float64(s.Stats().Fsyncs)/el, "fsyncs/s")

@@ -1,7 +1,6 @@
 package replayer
 
 import (
-	"os"
 	"testing"
 	"time"
 
@@ -28,22 +27,14 @@ func BenchmarkReplayerWritePath(b *testing.B) {
 			b.Run("fs="+fs+"/path="+path+"/size=256", func(b *testing.B) {
 				cfg := DefaultConfig()
 				cfg.SyncInShell = true
-				d, err := os.MkdirTemp(dir, "store")
-				if err != nil {
-					b.Fatal(err)
-				}
-				defer os.RemoveAll(d)
-				s, _, err := Open(d, cfg)
-				if err != nil {
-					b.Fatal(err)
-				}
-				defer s.Close()
+				s := openBenchStore(b, dir, cfg)
 				y := newShellSyncer()
 				var r *receiver.Receiver
 				var p persister
 				if path == "service" {
 					rc := receiver.DefaultConfig()
 					rc.Persist, rc.Replayer, rc.Rewind, rc.RewindFrom = true, true, true, 1
+					var err error
 					if r, err = receiver.New(rc); err != nil {
 						b.Fatal(err)
 					}
@@ -76,21 +67,10 @@ func BenchmarkReplayerWritePath(b *testing.B) {
 						r.Advance()
 					}
 					if i%64 == 0 {
-						if err := s.Tick(int64(time.Since(start))); err != nil {
-							b.Fatal(err)
-						}
-						if err := y.poll(s); err != nil {
-							b.Fatal(err)
-						}
+						shellTurn(b, s, y, start, true)
 					}
 				}
-				if err := y.close(s); err != nil {
-					b.Fatal(err)
-				}
-				if err := s.Sync(); err != nil {
-					b.Fatal(err)
-				}
-				el := time.Since(start).Seconds()
+				el := endBenchStore(b, s, y, start)
 				if s.Contiguous() != pk.next-1 {
 					b.Fatalf("stored up to %d of %d", s.Contiguous(), pk.next-1)
 				}
