@@ -778,6 +778,13 @@ func (n *Node) holdsOwn(epoch, contiguous uint64) bool {
 // the store holds the primary's own epoch when the primacy ends. Store
 // errors are the store's to keep (Put); a packet it refused leaves the
 // store short, and the member's seal answer then does not count.
+//
+// A repair published to everyone (the Repairer's answer to a NAK many
+// receivers sent) is not stored: it is a packet already held, by the
+// primary's ring or by the store itself, and an answer from the store
+// comes from inside the store's Range, which holds the standby's lock
+// (lockedStore): a Put there waited on that lock forever, and the primary
+// stopped sequencing and repairing while Raft kept it leader.
 type teeSink struct {
 	srv   transport.Server
 	store sequencer.RetransmitStore
@@ -786,7 +793,7 @@ type teeSink struct {
 func (s teeSink) Publish(pkt []byte) {
 	_ = s.srv.Publish(pkt) // loss is the transport's to count
 	if s.store != nil {
-		if k, err := wire.PeekKind(pkt); err == nil && k == wire.KindData {
+		if k, err := wire.PeekKind(pkt); err == nil && k == wire.KindData && wire.PacketFlags(pkt)&wire.PacketRetransmit == 0 {
 			s.store.Put(pkt, sequencer.PacketInfo{})
 		}
 	}

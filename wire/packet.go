@@ -290,6 +290,12 @@ func SetStable(pkt []byte, stable uint64) { le.PutUint64(pkt[offPktStable:], sta
 // SetPacketFlags patches the flags of an encoded stream packet in place.
 func SetPacketFlags(pkt []byte, flags uint16) { le.PutUint16(pkt[offPktFlags:], flags) }
 
+// PacketFlags reads the flags of an encoded stream packet (one PeekKind
+// accepted: the flags lie in the common prefix), without decoding it: a
+// sink tells a repair (PacketRetransmit) from a packet published for the
+// first time.
+func PacketFlags(pkt []byte) uint16 { return le.Uint16(pkt[offPktFlags:]) }
+
 // AppendHeartbeat encodes a heartbeat into buf: no records, next is the
 // next sequence number to be assigned (so the tail is next-1), epochStart
 // the first seq of epoch.

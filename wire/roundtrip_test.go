@@ -94,6 +94,9 @@ func TestPacket_RoundTrip(t *testing.T) {
 			p.Stable != stable || p.BaseTime != base || p.Count != len(sent) || p.Flags != pflags || p.EpochStart != epochStart {
 			t.Fatalf("case %d: header %+v", c, p)
 		}
+		if got := wire.PacketFlags(frame); got != pflags {
+			t.Fatalf("case %d: PacketFlags %#x, decoded %#x", c, got, pflags)
+		}
 		if len(sent) > 0 && p.LastSeq() != first+uint64(len(sent))-1 {
 			t.Fatalf("case %d: LastSeq %d with %d records from %d", c, p.LastSeq(), len(sent), first)
 		}
