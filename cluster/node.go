@@ -437,19 +437,14 @@ func (n *Node) leadOnce(ctx context.Context, barrier bool) error {
 		ch.BarrierUS = time.Since(t0).Microseconds()
 	}
 	st := n.fsm.State()
-	if len(st.Members()) == 0 {
+	for _, m := range n.bootstrapMissing(st) {
 		// A new cluster: record the bootstrap members (raft's
 		// configuration has them already).
-		for _, m := range n.cfg.Members {
-			if m.Role == 0 {
-				m.Role = fsm.Voter
-			}
-			s, err := n.apply(fsm.AddMember{Member: m})
-			if err != nil {
-				return err
-			}
-			st = s
+		s, err := n.apply(fsm.AddMember{Member: m})
+		if err != nil {
+			return err
 		}
+		st = s
 	}
 	if st.Session() == 0 {
 		s, err := n.apply(fsm.NewSession{Prev: 0})
@@ -552,6 +547,32 @@ func (n *Node) leadOnce(ctx context.Context, barrier bool) error {
 	}
 	acks := n.deps.Acks(Epoch{Session: st.Session(), Epoch: uint32(next), FirstSeq: cut + 1, Members: voters, Self: n.cfg.ID})
 	return n.sequence(ctx, core, srv, acks, ch, t0)
+}
+
+// bootstrapMissing are the bootstrap members (Config.Members, voters
+// unless said otherwise) the failover state does not record yet, before
+// its first epoch; none once an epoch began (members then change only by
+// AddMember and RemoveMember) or for a member that joined. A leader that
+// lost the leadership in the middle of recording them left the rest to
+// the next one: checking for an empty list instead began epoch 1 with
+// only the members recorded so far, and the group could not seal without
+// them (a new primary is not a voter: "primary is not a voting member";
+// a state whose one voter died has no quorum).
+func (n *Node) bootstrapMissing(st *fsm.State) []fsm.Member {
+	if n.cfg.Join || st.Epoch() != 0 {
+		return nil
+	}
+	var out []fsm.Member
+	for _, m := range n.cfg.Members {
+		if _, ok := st.Member(m.ID); ok {
+			continue
+		}
+		if m.Role == 0 {
+			m.Role = fsm.Voter
+		}
+		out = append(out, m)
+	}
+	return out
 }
 
 // apply proposes cmd and waits for it to commit, returning the state
