@@ -33,10 +33,11 @@
 // default), WANTimeouts and TestTimeouts.
 //
 // The Raft leader is the primary. On becoming leader a Node records the
-// bootstrap members and a session if there are none, seals the current
-// epoch on every voter through their control endpoints (HTTP, POST
-// /v1/seal: Standby.Seal), takes the highest contiguous seq reported as
-// the cut once a quorum answered (plus a commit timeout of grace for the
+// bootstrap members still missing before epoch 1 (a bootstrap leader
+// deposed midway leaves the rest to the next) and a session if there is
+// none, seals the current epoch on every voter through their control
+// endpoints (HTTP, POST /v1/seal: Standby.Seal), takes the highest
+// contiguous seq reported as the cut once a quorum answered (plus a commit timeout of grace for the
 // rest), catches its standby up to it, stops its standby and builds the
 // primary's Core with sequencer.NewPrimary on the standby's State and
 // store (Takeover), and only then commits BeginEpoch{e+1, itself, cut}

@@ -217,6 +217,14 @@ func (c *testCluster) startDir(self fsm.Member, ms []fsm.Member, dir string) *me
 }
 
 func (c *testCluster) startWith(self fsm.Member, ms []fsm.Member, join bool, dir string) *member {
+	c.t.Helper()
+	m := c.open(self, ms, join, dir)
+	m.run()
+	return m
+}
+
+// open builds a member's Node (raft runs, the roles do not: run).
+func (c *testCluster) open(self fsm.Member, ms []fsm.Member, join bool, dir string) *member {
 	t := c.t
 	t.Helper()
 	cfg := DefaultConfig()
@@ -250,11 +258,15 @@ func (c *testCluster) startWith(self fsm.Member, ms []fsm.Member, join bool, dir
 		t.Fatal(err)
 	}
 	m.node = n
-	ctx, cancel := context.WithCancel(context.Background())
-	m.cancel = cancel
-	go func() { m.done <- n.Run(ctx) }()
 	c.members = append(c.members, m)
 	return m
+}
+
+// run takes the member's Node into the roles (Node.Run).
+func (m *member) run() {
+	ctx, cancel := context.WithCancel(context.Background())
+	m.cancel = cancel
+	go func() { m.done <- m.node.Run(ctx) }()
 }
 
 func (m *member) stop() {
