@@ -468,6 +468,19 @@ func (s *Standby) KnowEpoch(epoch uint32, start uint64) {
 	s.epochs.Add(epoch, start)
 	held := s.heldLocked()
 	s.contiguous.Store(held)
+	if c := s.store.Contiguous(); held < c && s.r.Started() {
+		// Told late (the stream's newer epoch came first): the receiver
+		// follows on past the cut tail. A fresh one makes the next
+		// stream frame heal it (staleTailLocked, healLocked), as at open.
+		rc := s.rcfg
+		rc.Rewind, rc.RewindFrom = true, c+1
+		r, err := receiver.New(rc)
+		if err != nil {
+			s.failLocked(fmt.Errorf("cluster: standby %d: %w", s.cfg.Member, err))
+			return
+		}
+		s.r = r
+	}
 	if s.state.LastSeq() <= held {
 		return
 	}
