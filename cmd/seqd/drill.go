@@ -63,6 +63,7 @@ exiting 1 on any violation or when any child dies on its own.`,
 				&cli.Uint64Flag{Name: "seed", Usage: "seed of the schedule and the multicast groups (0: from the clock; printed)"},
 				&cli.StringFlag{Name: "timeouts", Value: "lan", Usage: "the raft timing profile of the sequencers (lan, wan, test)"},
 				&cli.BoolFlag{Name: "keep", Usage: "keep the directories and logs (printed at the end)"},
+				&cli.DurationFlag{Name: "soak", Usage: "before the rounds, run the load this long with no fault and count the epochs it began (a false failover each); with --rounds 0 only this"},
 			},
 			Action: runDrillFailover,
 		}, drillNodeCommand()},
@@ -429,9 +430,9 @@ func runDrillFailover(c *cli.Context) error {
 	if c.NArg() > 0 {
 		return strayArguments("drill failover", c.Args().Slice())
 	}
-	rounds, rate, pause := c.Int("rounds"), c.Int("rate"), c.Duration("pause")
-	if rounds < 1 || rate < 1 {
-		return errors.New("drill failover: --rounds and --rate must be >= 1")
+	rounds, rate, pause, soak := c.Int("rounds"), c.Int("rate"), c.Duration("pause"), c.Duration("soak")
+	if rounds < 0 || rounds == 0 && soak <= 0 || rate < 1 {
+		return errors.New("drill failover: --rate must be >= 1, --rounds >= 1 (or 0 with --soak)")
 	}
 	if _, ok := cluster.Profiles[c.String("timeouts")]; !ok {
 		return oneOf("timeouts", c.String("timeouts"), "lan", "wan", "test")
@@ -517,6 +518,11 @@ func runDrillFailover(c *cli.Context) error {
 		return err
 	}
 
+	falseFailovers, err := d.soak(ctx, soak, epoch)
+	if err != nil {
+		return err
+	}
+	epoch += falseFailovers
 	var times []float64
 	for round := 1; round <= rounds; round++ {
 		if err := d.restartFast(ctx); err != nil {
@@ -604,6 +610,46 @@ func runDrillFailover(c *cli.Context) error {
 	return d.finish(ctx, rounds, times, nak)
 }
 
+// soak runs the load for dur with no fault (nothing when dur is 0) and
+// prints how many epochs began meanwhile: each is a false failover, a
+// leader change nobody asked for (a starved leader that lost its lease, a
+// follower that missed heartbeats). It also counts the members' raft
+// warnings that explain one, from their logs.
+func (d *drill) soak(ctx context.Context, dur time.Duration, e0 uint64) (uint64, error) {
+	if dur <= 0 {
+		return 0, nil
+	}
+	t0 := time.Now()
+	if err := d.sleep(ctx, dur); err != nil {
+		return 0, err
+	}
+	_, e1, _, err := d.primary(ctx, e0, 0)
+	if err != nil {
+		return 0, err
+	}
+	// hashicorp/raft's lines start with an RFC 3339 UTC stamp in
+	// milliseconds: those of the soak sort at or after since.
+	since := t0.UTC().Format("2006-01-02T15:04:05.000Z")
+	var timeouts, stepDowns int
+	for _, m := range d.members {
+		b, _ := os.ReadFile(filepath.Join(d.dir, m.name+".log"))
+		for _, l := range strings.Split(string(b), "\n") {
+			if len(l) < len(since) || l[:len(since)] < since {
+				continue
+			}
+			if strings.Contains(l, "heartbeat timeout reached") {
+				timeouts++
+			}
+			if strings.Contains(l, "failed to contact quorum of nodes, stepping down") {
+				stepDowns++
+			}
+		}
+	}
+	fmt.Printf("drill: soak %s with no fault: epochs=%d->%d false_failovers=%d raft_heartbeat_timeouts=%d raft_lease_stepdowns=%d\n",
+		time.Since(t0).Round(time.Second), e0, e1, e1-e0, timeouts, stepDowns)
+	return e1 - e0, nil
+}
+
 // finish stops the senders, waits until every node delivered the same
 // stream, checks it and prints the final line.
 func (d *drill) finish(ctx context.Context, rounds int, times []float64, nak string) error {
@@ -682,6 +728,9 @@ func (d *drill) finish(ctx context.Context, rounds int, times []float64, nak str
 		lost++
 	}
 	sort.Float64s(times)
+	if len(times) == 0 { // --rounds 0: a soak only
+		times = []float64{0}
+	}
 	pct := func(q float64) float64 { return times[min(len(times)-1, int(q*float64(len(times))))] }
 	_, epoch, _, _ := d.primary(ctx, 1, 0)
 	fmt.Printf("drill: commands=%d last_seq=%d epochs=%d fast_diverged_stops=%d\n", total, ref.last, epoch, d.fastStops)
