@@ -70,17 +70,19 @@ func raftConfig(cfg Config) *raft.Config {
 	// say no; without pre-vote it raises its term and its next message
 	// deposes a healthy leader, a false failover (a 60 s soak at load 30
 	// saw 483 elections without, 104 with;
-	// TestRaft_LoneFollowerDoesNotDeposeTheLeader). A real failover is also faster: the second survivor to
-	// miss the dead leader wins at once, where two candidates of the same
-	// term used to split the vote and wait out an election timeout.
+	// TestRaft_LoneFollowerDoesNotDeposeTheLeader). A real failover is
+	// also faster: the second survivor to miss the dead leader wins at
+	// once, where two candidates of the same term used to split the vote
+	// and wait out an election timeout.
 	// Survivors do reject a candidate while they still have the leader
 	// (hashicorp/raft v1.7.3 requestPreVote, as requestVote does), but only
 	// until their own heartbeat timeout clears it, and a candidate that
 	// gets a late AppendEntries of the dead leader's term (sent before the
 	// kill, read late on a starved process) follows it again for one more
 	// timeout: bounded, never the minutes once blamed on pre-vote (those
-	// were members that stayed primary after losing the leadership and
-	// refused every seal; docs/failover-timing.md).
+	// were primaries deadlocked on their own store by a multicast repair,
+	// which stayed primary and refused every seal; teeSink.Publish,
+	// docs/failover-timing.md).
 	rc.PreVoteDisabled = false
 	out := cfg.RaftLog
 	if out == nil {
