@@ -532,6 +532,16 @@ func (n *Node) leadOnce(ctx context.Context, barrier bool) error {
 	// Only now, with the Core ready, the epoch is committed: a member
 	// that cannot take over burns no epoch. The Core's first records
 	// (epoch start) wait in its open packet until the first Flush.
+	//
+	// This member holds its epoch (the cut, nothing of the new epoch yet)
+	// from the proposal on: if the commit's answer is lost (a timeout, a
+	// leadership change) the entry may still commit, naming this member
+	// primary of an epoch it never sequenced. The next leader's seal must
+	// then count its answer (holdsOwn), or with one member down the
+	// group could never seal again ("2 of 3 answered, need 2": a stall
+	// seen under load in TestCluster_HybridKillPrimaryUnderLoad).
+	// sequence's end overwrites it with what was published.
+	n.own.Store(&ownEpoch{epoch: next, published: cut})
 	st, err = n.apply(fsm.BeginEpoch{Epoch: next, Primary: n.cfg.ID, PrevCut: cut})
 	if err != nil {
 		return err
