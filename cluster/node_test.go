@@ -51,6 +51,13 @@ type fakeFollower struct {
 	// stream).
 	known []epochStart
 	atRun []epochStart
+	// stable is what the test cluster's primaries made stable (nil:
+	// none): the twin's acks (trackedAcks) say every standby holds it,
+	// so every follower's seal answer does too. Without it a leadership
+	// change the test did not make (raft under load) sealed below the
+	// last checkpoint, and every later leader's BeginEpoch was refused
+	// ("cut 0 below checkpoint 2").
+	stable *atomic.Uint64
 }
 
 func (f *fakeFollower) HeldEpoch() uint32 {
@@ -85,7 +92,16 @@ func (f *fakeFollower) Seal(epoch uint32) (uint64, error) {
 		return 0, fmt.Errorf("sealed for %d already", f.sealed)
 	}
 	f.sealed = epoch
-	return f.contiguous, nil
+	return f.holds(), nil
+}
+
+// holds is what the follower holds: what the test set, and what the
+// twin's acks made stable. Call with f.mu held.
+func (f *fakeFollower) holds() uint64 {
+	if f.stable != nil {
+		return max(f.contiguous, f.stable.Load())
+	}
+	return f.contiguous
 }
 
 func (f *fakeFollower) CatchUp(ctx context.Context, cut uint64, peers []string) error {
@@ -109,7 +125,7 @@ func (f *fakeFollower) Takeover(cut uint64) (sequencer.Takeover, error) {
 func (f *fakeFollower) Contiguous() uint64 {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	return f.contiguous
+	return f.holds()
 }
 
 func (f *fakeFollower) set(c uint64) {
@@ -125,11 +141,25 @@ type allAcks struct{}
 func (allAcks) Observe([]byte, transport.Peer) {}
 func (allAcks) Stable(published uint64) uint64 { return published }
 
-// trackedAcks is allAcks that records the voters the Node gives it.
+// trackedAcks is allAcks that records the voters the Node gives it, and
+// raises stable (the cluster's; nil: none) to what it made stable.
 type trackedAcks struct {
 	allAcks
-	mu  sync.Mutex
-	ids []uint64
+	mu     sync.Mutex
+	ids    []uint64
+	stable *atomic.Uint64
+}
+
+func (a *trackedAcks) Stable(published uint64) uint64 {
+	if a.stable != nil {
+		for {
+			s := a.stable.Load()
+			if s >= published || a.stable.CompareAndSwap(s, published) {
+				break
+			}
+		}
+	}
+	return published
 }
 
 func (a *trackedAcks) SetVoters(ids []uint64) error {
@@ -159,6 +189,9 @@ type testCluster struct {
 	t        *testing.T
 	timeouts Timeouts
 	members  []*member
+	// stable is the highest seq a primary of the cluster made stable
+	// (fakeFollower.stable).
+	stable atomic.Uint64
 }
 
 // freeAddr returns a loopback address for a member to bind (see freeport
@@ -233,7 +266,7 @@ func (c *testCluster) open(self fsm.Member, ms []fsm.Member, join bool, dir stri
 	cfg.Timeouts = c.timeouts
 	cfg.CheckpointInterval = 10 * time.Millisecond
 	cfg.Logger = slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
-	m := &member{cfg: cfg, fol: &fakeFollower{maxSenders: cfg.Sequencer.MaxSenders}, done: make(chan error, 1)}
+	m := &member{cfg: cfg, fol: &fakeFollower{maxSenders: cfg.Sequencer.MaxSenders, stable: &c.stable}, done: make(chan error, 1)}
 	deps := Deps{
 		NewFollower: func() (Follower, error) { return m.fol, nil },
 		Stream: func() (transport.Server, error) {
@@ -245,7 +278,7 @@ func (c *testCluster) open(self fsm.Member, ms []fsm.Member, join bool, dir stri
 		},
 		Acks: func(e Epoch) Acks {
 			m.epochs.Add(1)
-			a := &trackedAcks{}
+			a := &trackedAcks{stable: &c.stable}
 			for _, v := range e.Members {
 				a.ids = append(a.ids, v.ID)
 			}
