@@ -823,6 +823,33 @@ type teeSink struct {
 
 func (s teeSink) Publish(pkt []byte) {
 	_ = s.srv.Publish(pkt) // loss is the transport's to count
+	s.keep(pkt)
+}
+
+// PublishRetained publishes a packet of the Core's ring by reference when
+// the server can (sequencer.RetainingSink: no copy on the way to the
+// kernel) and stores it as Publish does.
+func (s teeSink) PublishRetained(pkt []byte) {
+	if r, ok := s.srv.(transport.Retainer); ok {
+		_ = r.PublishRetained(pkt)
+	} else {
+		_ = s.srv.Publish(pkt)
+	}
+	s.keep(pkt)
+}
+
+// MaxRetainedBytes is what the server holds by reference at most (0: it
+// copies every frame, and the Core publishes by copy).
+func (s teeSink) MaxRetainedBytes() int {
+	if r, ok := s.srv.(transport.Retainer); ok {
+		return r.MaxRetainedBytes()
+	}
+	return 0
+}
+
+// keep writes a data packet into the store; not a repair (already stored:
+// writing it back from inside the store's Range deadlocked the primary).
+func (s teeSink) keep(pkt []byte) {
 	if s.store != nil {
 		if k, err := wire.PeekKind(pkt); err == nil && k == wire.KindData && wire.PacketFlags(pkt)&wire.PacketRetransmit == 0 {
 			s.store.Put(pkt, sequencer.PacketInfo{})

@@ -133,3 +133,45 @@ func TestTeeSink_RepairFromTheHistoryToEveryone(t *testing.T) {
 		t.Fatalf("history newest %+v: the new epoch's first packet was not stored", newest)
 	}
 }
+
+// retainServer is a recordServer that also publishes by reference
+// (transport.Retainer), noting what it was given that way.
+type retainServer struct {
+	recordServer
+	retained int
+}
+
+func (s *retainServer) PublishRetained(f []byte) error {
+	s.retained++
+	return s.Publish(f)
+}
+func (s *retainServer) MaxRetainedBytes() int { return 64 << 10 } // seqConfig's ring holds it and the margin
+
+// TestTeeSink_RetainsAndStores: a cluster's primary publishes its ring's
+// packets by reference when the transport can (no copy on the way to the
+// kernel), and each still reaches its store.
+func TestTeeSink_RetainsAndStores(t *testing.T) {
+	src := newStream(t)
+	s := newStandby(t, standbyConfig(t, 2), &fakeClient{})
+	for _, p := range src.commands(t, 10) {
+		s.frame(p, 0)
+	}
+	const cut = 10
+	tk, err := s.Takeover(cut)
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := &retainServer{}
+	core, err := sequencer.NewPrimary(seqConfig(2, cut+1), teeSink{srv: srv, store: tk.History}, tk)
+	if err != nil {
+		t.Fatal(err)
+	}
+	now := sequencer.Time{Mono: int64(time.Second), Wall: src.now + 1}
+	core.Flush(now)
+	if srv.retained == 0 {
+		t.Fatal("the primary's first packet was published by copy: the teeSink does not pass the transport's retention on")
+	}
+	if newest, ok := tk.History.Newest(); !ok || newest.FirstSeq != cut+1 {
+		t.Fatalf("history newest %+v: the retained packet was not stored", newest)
+	}
+}

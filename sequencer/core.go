@@ -229,10 +229,11 @@ func build(cfg Config, sink Sink, t Takeover) (*Core, error) {
 	// The bucket holds 50ms of the rate, and at least one packet so that a
 	// tiny rate still makes progress.
 	c.repairer = NewRepairer(cfg.RepairConfig(), sink)
-	// Only a standalone sequencer for now: with it on, a cluster's
-	// failover drill (test/e2e TestCLI_DrillFailover, round 2) delivered
-	// nothing of the new epoch, for a reason not yet found.
-	if r, ok := sink.(RetainingSink); ok && cfg.Standalone {
+	// A cluster's primary too (its sink also writes each packet to its
+	// store). It was off there while a failover drill delivered nothing
+	// of the new epoch: that was the primary's own repair deadlocking on
+	// its store (fixed in cluster's teeSink), not the retention.
+	if r, ok := sink.(RetainingSink); ok {
 		if m := r.MaxRetainedBytes(); m > 0 && cfg.RingBytes >= m+retainMarginPackets*cfg.MaxPacketBytes {
 			c.retain = r
 			// A repair patches the headers of the packets it sends: on
