@@ -867,8 +867,16 @@ func (c *testCluster) transfer(from, to *member) {
 // Raft replays nothing into the FSM until the leader tells the member
 // what is committed, so a standby opened at once would be told no epoch
 // start and heal a stale tail wrong (keep a deposed primary's records).
-// The Node opens it only once the failover state has caught up: when it
-// starts following, it knows where every epoch began.
+// The Node opens it only once the failover state has caught up with what
+// was on its disk and Raft's commit index, and tells it each later epoch
+// start as it applies: it starts following knowing at least the epochs it
+// had on disk, and is soon told every epoch start, oldest first.
+//
+// Not asserted: that it knows every epoch at the start. A follower's
+// commit index is the leader's only up to the entries it has received so
+// far, so the first batch of the log can satisfy the wait with the last
+// BeginEpoch still on its way (1 run in 20 under load); the standby then
+// learns that start a moment later (EpochStarts' sorted insert).
 func TestNode_RestartedMemberKnowsEpochsItMissed(t *testing.T) {
 	c := newTestCluster(t, 3)
 	a := c.primary() // epoch 1
@@ -897,18 +905,16 @@ func TestNode_RestartedMemberKnowsEpochsItMissed(t *testing.T) {
 		back.fol.mu.Lock()
 		runs, atRun, known := back.fol.runs, slices.Clone(back.fol.atRun), slices.Clone(back.fol.known)
 		back.fol.mu.Unlock()
-		if runs > 0 && back.node.State().Epoch() == 3 {
-			// The current epoch may be told twice (its cut and its start).
-			if got := slices.Compact(atRun); !slices.Equal(got, want) {
-				t.Fatalf("the restarted member's follower began following knowing %v, want %v", got, want)
-			}
-			if got := slices.Compact(known); !slices.Equal(got, want) {
-				t.Fatalf("the restarted member's follower was told %v, want %v", got, want)
+		// The current epoch may be told twice (its cut and its start).
+		if got := slices.Compact(known); runs > 0 && back.node.State().Epoch() == 3 && slices.Equal(got, want) {
+			// What it had on disk (epoch 1) it knew before following.
+			if got := slices.Compact(atRun); len(got) == 0 || !slices.Equal(got, want[:len(got)]) {
+				t.Fatalf("the restarted member's follower began following knowing %v, want a prefix of %v with epoch 1 at least", got, want)
 			}
 			return
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("restarted member: runs %d, %+v", runs, back.node.Status())
+			t.Fatalf("restarted member: runs %d, began knowing %v, told %v, want %v; %+v", runs, atRun, known, want, back.node.Status())
 		}
 		time.Sleep(5 * time.Millisecond)
 	}
