@@ -127,19 +127,22 @@
 // (old segments removed by hand), a gap after it is corruption. Other
 // files are ignored. A segment is rolled (the next ordinal started) when
 // the next frame would take it past Config.SegmentBytes; a segment holds
-// at least one frame, and a frame never spans two segments.
+// at least one frame (but an epoch-start segment, below), and a frame
+// never spans two segments.
 //
 // Segment header, 64 bytes at offset 0:
 //
 //	 0 magic    [8]byte "seqdseg\n"
 //	 8 version  u16  1 (FormatVersion); another version is refused
 //	10 hdrLen   u16  64; frames start here
-//	12 flags    u32  0 (no flags defined; others are refused)
+//	12 flags    u32  0, or 1 (epoch start, below); others are refused
 //	16 session  u64  the session; every packet in the file carries it
 //	24 ordinal  u64  equals the file name's
 //	32 firstSeq u64  seq of the first record of the first frame
 //	40 created  i64  wall clock at creation, ns since the Unix epoch
-//	48 reserved [12]byte zero
+//	48 epoch    u32  with flag 1: the epoch that starts at firstSeq (not 0);
+//	                 else zero
+//	52 reserved [8]byte zero
 //	60 crc      u32  CRC-32C of bytes 0..59
 //
 // Frames follow the header back to back, to the end of the file, one per
@@ -187,6 +190,15 @@
 // Reader that already served the deposed primary's packets before the
 // new epoch arrived serves the restart next, as the live stream did). So the order rule
 // above holds for the records served.
+//
+// Epoch-start segments. A store that learns where an epoch began without
+// that epoch's first packet (a standby that healed onto a later packet of
+// the epoch, Store.BeginEpoch) starts a segment whose header has flag 1,
+// the epoch and, as firstSeq, the epoch's start s: the epoch table gets
+// the row, the records held from s on (a deposed primary's) are cut as
+// by a restart, and the segment's first frame, when it has one, starts
+// at s. Such a segment may hold no frame (it is kept, not cut as a torn
+// tail). Readers that predate the flag refuse it.
 //
 // Index. The index by seq is not a file: Open rebuilds it while checking
 // every frame, and appends extend it. It holds, per segment, its first

@@ -20,6 +20,11 @@ var (
 	// a fragment is missing in between); the store is gap-free, so the
 	// caller appends the missing packets first.
 	ErrGap = errors.New("replayer: packet does not follow the newest held")
+	// ErrEpochStart: BeginEpoch named an epoch no newer than one held (at
+	// another start), or a start below the newest epoch's or at or below
+	// the oldest seq held: the epoch table only grows, and a store keeps
+	// at least its oldest record.
+	ErrEpochStart = errors.New("replayer: epoch start out of order")
 	// ErrReadOnly: the store was opened with Config.ReadOnly.
 	ErrReadOnly = errors.New("replayer: store is read-only")
 	// ErrCorrupt: a segment holds bytes that fail their checksum or do not

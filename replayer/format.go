@@ -21,6 +21,13 @@ const (
 	// MaxFramePacketBytes bounds the packet of one frame in any segment.
 	MaxFramePacketBytes = 1 << 20
 
+	// segFlagEpochStart marks a segment that begins epoch Epoch (header
+	// bytes 48..51) at its firstSeq: written by Store.BeginEpoch, which
+	// records an epoch start without the epoch's first packet. An older
+	// reader refuses the flag (no flags were defined) rather than
+	// misreading the segment.
+	segFlagEpochStart = 1
+
 	segmentMagic = "seqdseg\n"
 	segmentExt   = ".seg"
 	// segmentNameDigits: a segment is named by its ordinal, zero-padded.
@@ -38,6 +45,10 @@ type segmentHeader struct {
 	Ordinal  uint64
 	FirstSeq uint64 // seq of the first record of the segment's first frame
 	Created  int64  // wall clock, ns since the Unix epoch (informational)
+	// Epoch, when not 0, is the epoch this segment begins at FirstSeq
+	// (segFlagEpochStart): the records held from FirstSeq on in earlier
+	// segments were cut by it, and its first frame, if any, starts there.
+	Epoch uint32
 }
 
 // Errors of the format decoders; Open wraps them into a Corruption or Cut.
@@ -85,6 +96,10 @@ func putSegmentHeader(b []byte, h *segmentHeader) {
 	le.PutUint64(b[32:], h.FirstSeq)
 	le.PutUint64(b[40:], uint64(h.Created))
 	clear(b[48:60])
+	if h.Epoch != 0 {
+		le.PutUint32(b[12:], segFlagEpochStart)
+		le.PutUint32(b[48:], h.Epoch)
+	}
 	le.PutUint32(b[60:], crc32.Checksum(b[:60], castagno))
 }
 
@@ -102,10 +117,19 @@ func decodeSegmentHeader(b []byte, h *segmentHeader) error {
 	if le.Uint16(b[8:]) != FormatVersion {
 		return errVersion
 	}
-	if le.Uint16(b[10:]) != SegmentHeaderBytes || le.Uint32(b[12:]) != 0 {
+	flags := le.Uint32(b[12:])
+	if le.Uint16(b[10:]) != SegmentHeaderBytes || flags&^segFlagEpochStart != 0 {
 		return errHeaderField
 	}
-	for _, c := range b[48:60] {
+	h.Epoch = 0
+	reserved := b[48:60]
+	if flags&segFlagEpochStart != 0 {
+		if h.Epoch = le.Uint32(b[48:]); h.Epoch == 0 {
+			return errHeaderField
+		}
+		reserved = b[52:60]
+	}
+	for _, c := range reserved {
 		if c != 0 {
 			return errHeaderField
 		}

@@ -104,6 +104,7 @@ func Open(dir string, cfg Config) (*Store, *Recovery, error) {
 		wbuf:    make([]byte, 0, writeBufferBytes(cfg)),
 		rbuf:    make([]byte, cfg.ReadBufferBytes),
 		rseg:    -1,
+		syncCap: math.MaxUint64,
 		stopSeg: math.MaxInt,
 		out:     make([]byte, 0, cfg.MaxPacketBytes),
 		tip:     &Tip{dir: dir, maxPacket: cfg.MaxPacketBytes},
@@ -196,6 +197,18 @@ func (s *Store) load(rec *Recovery, sc *scanner, ordinal uint64, last bool) erro
 		s.segs[len(s.segs)-1].idx = make([]indexEntry, 0, s.cfg.SegmentBytes/int64(s.cfg.IndexIntervalBytes)+2)
 	}
 	seg := &s.segs[len(s.segs)-1]
+	if h.Epoch != 0 {
+		// An epoch-start segment (Store.BeginEpoch): the epoch begins at
+		// its first seq, cutting what earlier segments hold from there.
+		if err := s.fitsEpochStart(h.Epoch, h.FirstSeq); err != nil {
+			s.segs = s.segs[:len(s.segs)-1]
+			f.Close()
+			s.setCorrupt(rec, path, 0, fmt.Errorf("segment begins epoch %d at seq %d, which the stream before it does not allow: %w", h.Epoch, h.FirstSeq, err))
+			return nil
+		}
+		s.cutTo(h.FirstSeq)
+		s.noteEpoch(h.Epoch, h.FirstSeq)
+	}
 	off := int64(SegmentHeaderBytes)
 	for {
 		n, pkt, err := sc.frame(off)
@@ -208,7 +221,7 @@ func (s *Store) load(rec *Recovery, sc *scanner, ordinal uint64, last bool) erro
 		}
 		if err != nil {
 			if last && (errors.Is(err, errShortFrame) || sc.zeroFrom(off)) {
-				if off == SegmentHeaderBytes {
+				if off == SegmentHeaderBytes && h.Epoch == 0 {
 					s.segs = s.segs[:len(s.segs)-1]
 					return s.cutFile(rec, f, path, fi.Size(), "no complete frame: "+err.Error())
 				}
@@ -222,7 +235,7 @@ func (s *Store) load(rec *Recovery, sc *scanner, ordinal uint64, last bool) erro
 				s.tail = tailState{have: seg.firstSeq > 1, lastSeq: seg.firstSeq - 1, whole: true}
 			}
 			s.setCorrupt(rec, path, off, err)
-			if off == SegmentHeaderBytes {
+			if off == SegmentHeaderBytes && h.Epoch == 0 {
 				s.segs = s.segs[:len(s.segs)-1]
 				f.Close()
 			}
@@ -237,8 +250,9 @@ func (s *Store) load(rec *Recovery, sc *scanner, ordinal uint64, last bool) erro
 		off += int64(n)
 	}
 	seg.written = seg.size
-	if off == SegmentHeaderBytes && last {
-		// A segment that holds no frame: rolled just before a crash.
+	if off == SegmentHeaderBytes && last && h.Epoch == 0 {
+		// A segment that holds no frame: rolled just before a crash (an
+		// epoch-start segment is kept: its header is the epoch's row).
 		s.segs = s.segs[:len(s.segs)-1]
 		return s.cutFile(rec, f, path, fi.Size(), "no frame")
 	}

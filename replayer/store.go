@@ -2,6 +2,7 @@ package replayer
 
 import (
 	"fmt"
+	"math"
 	"os"
 	"path/filepath"
 	"time"
@@ -37,6 +38,7 @@ type Store struct {
 	now      int64  // last Tick (mono ns)
 	lastSync int64  // mono ns of the last fsync
 	syncOut  bool   // a StartSync request is out
+	syncCap  uint64 // FinishSync makes no seq above it durable (cutDurable)
 	durable  uint64 // Contiguous() at the last fsync
 
 	tail   tailState
@@ -227,7 +229,7 @@ func (s *Store) append(pkt []byte) error {
 	s.session = s.pkt.Session
 	n := FrameHeaderBytes + len(pkt)
 	if restart || !s.active || s.segs[len(s.segs)-1].size+int64(n) > s.cfg.SegmentBytes {
-		if err := s.roll(firstSeq); err != nil {
+		if err := s.roll(firstSeq, 0); err != nil {
 			return err
 		}
 	}
@@ -247,7 +249,7 @@ func (s *Store) append(pkt []byte) error {
 	s.held(seg, seg.size, int64(n), info, t)
 	s.noteEpoch(epoch, epochStart)
 	if restart {
-		s.durable = min(s.durable, epochStart-1)
+		s.cutDurable(epochStart - 1)
 	}
 	s.stats.Appended++
 	s.stats.AppendedBytes += uint64(len(pkt))
@@ -295,8 +297,9 @@ func (s *Store) noteEpoch(epoch uint32, start uint64) {
 }
 
 // roll seals the active segment (flushed, and fsynced unless SyncNone)
-// and starts segment ordinal+1 whose first frame starts with firstSeq.
-func (s *Store) roll(firstSeq uint64) error {
+// and starts segment ordinal+1 whose first frame starts with firstSeq;
+// epoch, when not 0, makes it an epoch-start segment (BeginEpoch).
+func (s *Store) roll(firstSeq uint64, epoch uint32) error {
 	ordinal := uint64(1)
 	if k := len(s.segs); k > 0 {
 		ordinal = s.segs[k-1].ordinal + 1
@@ -322,7 +325,7 @@ func (s *Store) roll(firstSeq uint64) error {
 			return s.fail(err)
 		}
 	}
-	h := segmentHeader{Session: s.session, Ordinal: ordinal, FirstSeq: firstSeq, Created: time.Now().UnixNano()}
+	h := segmentHeader{Session: s.session, Ordinal: ordinal, FirstSeq: firstSeq, Created: time.Now().UnixNano(), Epoch: epoch}
 	if len(s.wbuf) != 0 {
 		panic("replayer: roll with bytes waiting for the previous segment")
 	}
@@ -410,7 +413,7 @@ func (s *Store) StartSync() (SyncRequest, bool) {
 	if err := s.flush(); err != nil {
 		return SyncRequest{}, false // Err says why
 	}
-	s.syncOut = true
+	s.syncOut, s.syncCap = true, math.MaxUint64
 	s.unsynced = 0
 	s.lastSync = s.now
 	return SyncRequest{f: s.segs[len(s.segs)-1].f, Seq: s.tail.contiguous()}, true
@@ -425,9 +428,20 @@ func (s *Store) FinishSync(r SyncRequest, err error) error {
 	}
 	s.stats.Fsyncs++
 	if s.failed == nil && s.corrupt == nil {
-		s.durable = max(s.durable, r.Seq)
+		s.durable = max(s.durable, min(r.Seq, s.syncCap))
 	}
+	s.syncCap = math.MaxUint64
 	return nil
+}
+
+// cutDurable lowers Durable to seq, the end of what an epoch restart or
+// BeginEpoch left held, also for the fsync under way (its Seq counted
+// records that are cut now).
+func (s *Store) cutDurable(seq uint64) {
+	s.durable = min(s.durable, seq)
+	if s.syncOut {
+		s.syncCap = min(s.syncCap, seq)
+	}
 }
 
 func (s *Store) fail(err error) error {

@@ -22,6 +22,84 @@ func (s *Store) restartsEpoch(epoch uint32, epochStart, firstSeq uint64, frag bo
 		epochStart <= s.tail.lastSeq
 }
 
+// BeginEpoch records that epoch begins at seq start without the epoch's
+// first packet: a standby that healed onto a later packet of a new epoch
+// (the first one lost) while its store holds a deposed primary's records
+// past the cut. Without the row, the store would keep those records as
+// its older epoch's, a later epoch's first packet would follow them, and
+// the epoch table would skip this epoch: the store would serve cut
+// records as history (sim seed 1457).
+//
+// The records held from start on are cut, as by an epoch restart: they
+// stay on disk where they were written and are never served again;
+// Contiguous (and Durable) fall to start-1, and the next packet appended
+// must begin at start (the epoch's first packet, or a newer epoch's if
+// this one published nothing). The row is written as an epoch-start
+// segment (doc.go), fsynced unless SyncNone, and Open reads it back.
+//
+// An epoch the table holds at start already is a no-op. It refuses
+// (ErrEpochStart) an epoch no newer than the newest held, a start below
+// the newest epoch's start or at or below the oldest seq held, and
+// (ErrGap) a start past the next seq to append or an empty store: the
+// store stays gap-free. It allocates (it rolls a segment).
+func (s *Store) BeginEpoch(epoch uint32, start uint64) error {
+	switch {
+	case s.closed:
+		return ErrClosed
+	case s.failed != nil:
+		return ErrFailed
+	case s.corrupt != nil:
+		return ErrCorrupt
+	case s.cfg.ReadOnly:
+		return ErrReadOnly
+	}
+	k := len(s.epochs)
+	if k > 0 && epoch <= s.epochs[k-1].Epoch {
+		for _, e := range s.epochs {
+			if e.Epoch == epoch && e.Start == start {
+				return nil
+			}
+		}
+		return ErrEpochStart
+	}
+	if err := s.fitsEpochStart(epoch, start); err != nil {
+		return err
+	}
+	if err := s.roll(start, epoch); err != nil {
+		return err
+	}
+	s.cutTo(start)
+	s.noteEpoch(epoch, start)
+	if s.cfg.Sync != SyncNone {
+		return s.sync()
+	}
+	return s.flush()
+}
+
+// fitsEpochStart checks that epoch may begin at start on what the store
+// holds (BeginEpoch, and Open for an epoch-start segment).
+func (s *Store) fitsEpochStart(epoch uint32, start uint64) error {
+	k := len(s.epochs)
+	switch {
+	case !s.tail.have || start > s.tail.next():
+		return ErrGap
+	case start <= s.oldest.FirstSeq, k > 0 && (epoch <= s.epochs[k-1].Epoch || start < s.epochs[k-1].Start):
+		return ErrEpochStart
+	}
+	return nil
+}
+
+// cutTo makes the newest segment, an epoch-start one just rolled or
+// opened, begin the stream again at start: nothing from start on is
+// held.
+func (s *Store) cutTo(start uint64) {
+	seg := &s.segs[len(s.segs)-1]
+	s.tail = tailState{have: true, lastSeq: start - 1, whole: true}
+	seg.tail = s.tail
+	seg.last = s.newest
+	s.cutDurable(start - 1)
+}
+
 // cutFrom is the first seq that a record carried by a packet of epoch h
 // may not have: the start of the oldest newer epoch, where h was cut (no
 // limit for the newest epoch). A record at or above it belongs to a

@@ -172,3 +172,158 @@ func TestStore_EpochRestartRefusals(t *testing.T) {
 		t.Fatalf("Contiguous = %d", c)
 	}
 }
+
+// TestStore_BeginEpochCutsTheDeposedTail: a standby that holds epoch 1
+// past its cut (the deposed primary's last packets) learns that epoch 2
+// began at cut+1 without having epoch 2's first packet (it healed on a
+// later one). BeginEpoch records the start: the records from it on are
+// no longer held (Contiguous is the cut, epoch 2's later packets wait
+// for the first: ErrGap), the epoch table has epoch 2, a reopen keeps
+// both, and once epoch 2's packets come the store serves the surviving
+// stream, as after a restart by the epoch's first packet. Without it the
+// store kept epoch 1's cut records as held, and a later epoch's first
+// packet followed them (sim seed 1457).
+func TestStore_BeginEpochCutsTheDeposedTail(t *testing.T) {
+	const n, cut, m = 2000, 1800, 3000
+	st := cutStream(n, cut, m)
+	first := firstOfEpoch(t, st.pkts, 2)
+	dir := t.TempDir()
+	cfg := testConfig()
+	cfg.Sync = SyncAlways
+	s, _ := mustOpen(t, dir, cfg)
+	appendAll(t, s, st.pkts[:first])
+	if err := s.Append(st.pkts[first+1]); !errors.Is(err, ErrDuplicate) {
+		t.Fatalf("epoch 2's second packet over the cut tail: %v, want ErrDuplicate", err)
+	}
+	if err := s.BeginEpoch(2, cut+1); err != nil {
+		t.Fatalf("BeginEpoch: %v", err)
+	}
+	begun := func(s *Store) {
+		t.Helper()
+		if c, d := s.Contiguous(), s.Durable(); c != cut || d > cut {
+			t.Fatalf("after BeginEpoch(2, %d): Contiguous %d, Durable %d, want %d and no more", cut+1, c, d, cut)
+		}
+		if e := s.Epochs(); len(e) != 2 || e[1] != (Epoch{2, cut + 1}) {
+			t.Fatalf("Epochs = %+v", e)
+		}
+		if e, ok := s.EpochOf(cut + 1); ok {
+			t.Fatalf("EpochOf(%d) = %d: a cut record is still held", cut+1, e)
+		}
+		pkts, _ := collect(s, cut+1, n)
+		if len(pkts) != 0 {
+			t.Fatalf("Range past the epoch start served %d packets", len(pkts))
+		}
+		checkRecords(t, s, 1, cut, cut)
+	}
+	begun(s)
+	if err := s.BeginEpoch(2, cut+1); err != nil {
+		t.Fatalf("BeginEpoch again: %v", err)
+	}
+	if err := s.Append(st.pkts[first+1]); !errors.Is(err, ErrGap) {
+		t.Fatalf("epoch 2's second packet before its first: %v, want ErrGap", err)
+	}
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	s, rec := mustOpen(t, dir, cfg)
+	if rec.Corrupt != nil || len(rec.Cuts) != 0 {
+		t.Fatalf("reopen after BeginEpoch: %v", rec)
+	}
+	begun(s)
+	appendAll(t, s, st.pkts[first:])
+	check := func(s *Store) {
+		t.Helper()
+		if c := s.Contiguous(); c != m {
+			t.Fatalf("Contiguous = %d, want %d", c, m)
+		}
+		if e := s.Epochs(); len(e) != 2 || e[1] != (Epoch{2, cut + 1}) {
+			t.Fatalf("Epochs = %+v", e)
+		}
+		checkRecords(t, s, 1, m, cut)
+		checkRecords(t, s, cut-50, cut+50, cut)
+		var p wire.Packet
+		s.Range(cut-100, cut+100, func(pkt []byte, _ sequencer.PacketInfo) bool {
+			if err := wire.DecodePacket(pkt, &p); err != nil {
+				t.Fatal(err)
+			}
+			if p.Epoch == 1 && p.FirstSeq > cut {
+				t.Fatalf("Range served epoch 1's packet at seq %d, above its cut %d", p.FirstSeq, cut)
+			}
+			return true
+		})
+		for _, from := range []uint64{1, cut - 50, cut + 1, n + 1} {
+			r := NewReader(s.Tip(), from, 8<<10)
+			got := readAll(t, r, m, s.Tip(), nil)
+			r.Close()
+			checkReaderRecords(t, "from "+itoa(from), got, from, m, cut)
+		}
+	}
+	check(s)
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	s, rec = mustOpen(t, dir, cfg)
+	if rec.Corrupt != nil || len(rec.Cuts) != 0 {
+		t.Fatalf("reopen: %v", rec)
+	}
+	check(s)
+	s.Close()
+	ro := cfg
+	ro.ReadOnly = true
+	s, _ = mustOpen(t, dir, ro)
+	check(s)
+	s.Close()
+}
+
+// TestStore_BeginEpochRefusals: an epoch start is recorded only where the
+// store could take that epoch's first packet: within what it holds (or
+// right after it), above its oldest seq, for an epoch newer than every
+// one held, not below the newest epoch's start.
+func TestStore_BeginEpochRefusals(t *testing.T) {
+	empty, _ := mustOpen(t, t.TempDir(), testConfig())
+	defer empty.Close()
+	if err := empty.BeginEpoch(2, 1); !errors.Is(err, ErrGap) {
+		t.Fatalf("empty store: %v, want ErrGap", err)
+	}
+	st := cutStream(300, 250, 400)
+	first := firstOfEpoch(t, st.pkts, 2)
+	s, _ := mustOpen(t, t.TempDir(), testConfig())
+	defer s.Close()
+	appendAll(t, s, st.pkts[:first])
+	for _, tc := range []struct {
+		epoch uint32
+		start uint64
+		want  error
+	}{
+		{2, 302, ErrGap},        // past what is held: a seq would be missing
+		{1, 200, ErrEpochStart}, // not newer than the epochs held
+		{2, 1, ErrEpochStart},   // at the oldest seq: nothing would be left
+		{2, 301, nil},           // right after what is held: nothing cut
+		{3, 300, ErrEpochStart}, // below the newest epoch's start
+		{2, 290, ErrEpochStart}, // epoch 2 is known, at another seq
+		{3, 301, nil},           // an empty epoch 2
+	} {
+		if err := s.BeginEpoch(tc.epoch, tc.start); !errors.Is(err, tc.want) && !(err == nil && tc.want == nil) {
+			t.Fatalf("BeginEpoch(%d, %d): %v, want %v", tc.epoch, tc.start, err, tc.want)
+		}
+	}
+	if c := s.Contiguous(); c != 300 {
+		t.Fatalf("Contiguous = %d, want 300", c)
+	}
+}
+
+// firstOfEpoch is the index of the first packet of epoch e in pkts.
+func firstOfEpoch(t *testing.T, pkts [][]byte, e uint32) int {
+	t.Helper()
+	var p wire.Packet
+	for i, b := range pkts {
+		if err := wire.DecodePacket(b, &p); err != nil {
+			t.Fatal(err)
+		}
+		if p.Epoch == e {
+			return i
+		}
+	}
+	t.Fatalf("no packet of epoch %d", e)
+	return 0
+}
