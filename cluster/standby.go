@@ -414,10 +414,10 @@ func (s *Standby) healLocked(now int64, f []byte) bool {
 	if wire.DecodePacket(f, &s.pkt) != nil || s.pkt.Epoch < s.r.Epoch() {
 		return false
 	}
-	start := s.pkt.EpochStart
+	start, epoch := s.pkt.EpochStart, s.pkt.Epoch
 	if e, ok := s.store.EpochOf(s.store.Contiguous()); ok && e < s.pkt.Epoch {
-		if next, ok := s.epochs.After(e); ok && next < start {
-			start = next // the tail was cut by an epoch before f's
+		if next, ok := s.epochs.Next(e); ok && next.Start < start {
+			start, epoch = next.Start, next.Epoch // the tail was cut by an epoch before f's
 		}
 	}
 	if start == 0 || start-1 > s.store.Contiguous() || s.state.LastSeq() < start && s.store.Contiguous() < start {
@@ -438,6 +438,9 @@ func (s *Standby) healLocked(now int64, f []byte) bool {
 	if s.applyStoreLocked(st, start-1) != nil || st.LastSeq() != start-1 {
 		return false
 	}
+	if !s.beginEpochLocked(epoch, start) {
+		return true // the store failed: the standby stopped
+	}
 	rc := s.rcfg
 	rc.Rewind, rc.RewindFrom = true, start
 	r, err := receiver.New(rc)
@@ -450,6 +453,30 @@ func (s *Standby) healLocked(now int64, f []byte) bool {
 	s.stats.Healed++
 	_ = s.r.Step(now, f, receiver.Sequencer)
 	s.handleReadyLocked(now)
+	return true
+}
+
+// beginEpochLocked records in the store that epoch began at start when
+// the store holds records of an older epoch from start on (a deposed
+// primary's, past the cut): the epoch's first packet may never come
+// first (the standby heals onto a later one, which waits for it), and
+// until it does the store must not take that tail as held, nor a later
+// epoch's first packet after it, nor lose the epoch from its table (a
+// primary serves its store as history by that table). It reports false
+// when the store failed (the standby stopped).
+func (s *Standby) beginEpochLocked(epoch uint32, start uint64) bool {
+	if s.store.Contiguous() < start {
+		return true // nothing held from start on: the epoch's packets restart nothing
+	}
+	if e, ok := s.store.EpochOf(start); !ok || e >= epoch {
+		return true
+	}
+	err := s.store.BeginEpoch(epoch, start)
+	if err != nil && !errors.Is(err, replayer.ErrEpochStart) {
+		s.failLocked(fmt.Errorf("cluster: standby %d: record epoch %d's start at %d: %w", s.cfg.Member, epoch, start, err))
+		return false
+	}
+	s.contiguous.Store(s.heldLocked())
 	return true
 }
 
@@ -488,6 +515,17 @@ func (s *Standby) KnowEpoch(epoch uint32, start uint64) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.epochs.Add(epoch, start)
+	if !s.r.Started() && !s.taken && s.err == nil {
+		// Before the stream: the store drops a cut tail now (a running
+		// receiver has taken it; its divergence heals it).
+		if !s.beginEpochLocked(epoch, start) {
+			return
+		}
+		if err := s.restartReceiverLocked(); err != nil {
+			s.failLocked(fmt.Errorf("cluster: standby %d: %w", s.cfg.Member, err))
+			return
+		}
+	}
 	held := s.heldLocked()
 	s.contiguous.Store(held)
 	if c := s.store.Contiguous(); held < c && s.r.Started() {

@@ -1091,3 +1091,116 @@ func TestStandby_MissedTwoEpochsHealsWithKnowEpoch(t *testing.T) {
 		t.Fatal("State differs from the epoch 3 primary's")
 	}
 }
+
+// TestStandby_HealedLateRecordsTheEpochStart: a standby reopened on a
+// store that holds epoch 1 past its cut heals on a later packet of epoch
+// 2 (the epoch's first packet lost), and epoch 3 begins right after that
+// stale tail before epoch 2's first packet comes as a repair. The store
+// must record where epoch 2 began when it heals (replayer.BeginEpoch):
+// otherwise epoch 3's first packet follows the cut records, the store's
+// epoch table skips epoch 2, and as a primary's history it serves the cut
+// records of epoch 1 as epoch 1's (sim seed 1457). Told the epoch start
+// on open (KnowEpoch), the store records it at once.
+func TestStandby_HealedLateRecordsTheEpochStart(t *testing.T) {
+	src := newStream(t)
+	pkts := src.commands(t, 10)
+	tail := src.core.Published()
+	cut := tail - 3
+	e2 := &stream{now: src.now}
+	c2, err := sequencer.NewPrimary(seqConfig(2, cut+1), e2, sequencer.Takeover{State: referenceState(t, pkts, cut)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	e2.core = c2
+	e2.cmdSeq = lastCmdOf(t, pkts, acctA, cut)
+	for c2.Published() < tail {
+		e2.commands(t, 1)
+	}
+	if c2.Published() != tail || len(e2.pkts) < 2 {
+		t.Fatalf("epoch 2 published up to %d in %d packets, want exactly to the stale tail %d", c2.Published(), len(e2.pkts), tail)
+	}
+	e3 := &stream{now: e2.now, cmdSeq: e2.cmdSeq}
+	c3, err := sequencer.NewPrimary(seqConfig(3, tail+1), e3, sequencer.Takeover{State: c2.State()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	e3.core = c3
+	e3.commands(t, 4)
+
+	stale := func(t *testing.T) StandbyConfig {
+		cfg := standbyConfig(t, 2)
+		s, err := NewStandby(cfg, &fakeClient{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, b := range pkts {
+			s.frame(b, 0)
+		}
+		if err := s.Close(); err != nil {
+			t.Fatal(err)
+		}
+		return cfg
+	}
+	follow := func(t *testing.T, s *Standby) {
+		t.Helper()
+		for _, b := range e2.pkts[1:] {
+			s.frame(b, 0)
+		}
+		for _, b := range e3.pkts {
+			s.frame(b, 0)
+		}
+		rep := bytes.Clone(e2.pkts[0])
+		wire.SetPacketFlags(rep, wire.PacketRetransmit)
+		s.frame(rep, 0)
+		if err := s.Err(); err != nil || s.Contiguous() != c3.Published() {
+			t.Fatalf("%v, holds %d (want %d), %+v", err, s.Contiguous(), c3.Published(), s.Stats())
+		}
+		if _, snap := s.Snapshot(); !bytes.Equal(snap, c3.State().Snapshot()) {
+			t.Fatal("State differs from the epoch 3 primary's")
+		}
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		checkStoreEpochs(t, s, cut, tail)
+	}
+	t.Run("heal", func(t *testing.T) {
+		cfg := stale(t)
+		s := newStandby(t, cfg, &fakeClient{})
+		follow(t, s)
+		if s.Stats().Healed != 1 {
+			t.Fatalf("healed %d times, want 1", s.Stats().Healed)
+		}
+	})
+	t.Run("know", func(t *testing.T) {
+		cfg := stale(t)
+		s := newStandby(t, cfg, &fakeClient{})
+		s.KnowEpoch(2, cut+1)
+		s.mu.Lock()
+		c := s.store.Contiguous()
+		e := s.store.Epochs()
+		s.mu.Unlock()
+		if c != cut || len(e) != 2 || e[1].Epoch != 2 || e[1].Start != cut+1 {
+			t.Fatalf("told epoch 2 began at %d: the store holds up to %d with epochs %+v, want %d and epoch 2's start", cut+1, c, e, cut)
+		}
+		follow(t, s)
+	})
+}
+
+// checkStoreEpochs: the standby's store has epochs 2 (from cut+1) and 3
+// (from start3), and serves no packet of epoch 1 above the cut.
+func checkStoreEpochs(t *testing.T, s *Standby, cut, start3 uint64) {
+	t.Helper()
+	e := s.store.Epochs()
+	if len(e) != 3 || e[1].Epoch != 2 || e[1].Start != cut+1 || e[2].Epoch != 3 || e[2].Start != start3+1 {
+		t.Fatalf("store epochs %+v: want epoch 2 from %d and epoch 3 from %d", e, cut+1, start3+1)
+	}
+	var p wire.Packet
+	s.store.Range(1, start3, func(pkt []byte, _ sequencer.PacketInfo) bool {
+		if err := wire.DecodePacket(pkt, &p); err != nil {
+			t.Fatal(err)
+		}
+		if p.Epoch == 1 && p.LastSeq() > cut {
+			t.Fatalf("the store serves epoch 1's packet %d..%d, past its cut %d", p.FirstSeq, p.LastSeq(), cut)
+		}
+		return true
+	})
+}

@@ -72,10 +72,16 @@ func (t *EpochStarts) Refused() uint64 { return t.refused }
 // After is the start of the first epoch after e that the table knows:
 // where e's records end (none at or past it survived the failover).
 func (t *EpochStarts) After(e uint32) (uint64, bool) {
+	x, ok := t.Next(e)
+	return x.Start, ok
+}
+
+// Next is the first epoch after e that the table knows, and its start.
+func (t *EpochStarts) Next(e uint32) (Epoch, bool) {
 	for i := range t.list {
 		if t.list[i].Epoch > e {
-			return t.list[i].Start, true
+			return t.list[i], true
 		}
 	}
-	return 0, false
+	return Epoch{}, false
 }
