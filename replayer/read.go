@@ -48,9 +48,11 @@ func (s *Store) Range(from, to uint64, fn sequencer.PacketFunc) {
 			pkt := frame[FrameHeaderBytes:]
 			info := packetInfo(pkt)
 			off += int64(len(frame))
-			if info.FirstSeq >= s.cutFrom(packetEpoch(pkt)) {
+			e := packetEpoch(pkt)
+			if info.FirstSeq >= s.cutFrom(e) {
 				continue // a deposed primary's packet above its epoch's cut
 			}
+			info.EpochEnd = epochEndTable(s.epochs, e)
 			if s.limit != 0 && info.LastSeq() >= s.limit {
 				return
 			}

@@ -119,5 +119,20 @@ func cutFromTable(epochs []Epoch, h uint32) uint64 {
 	return epochs[i].Start
 }
 
+// epochEndTable is the last seq of epoch h (the seq before the start of
+// epoch h+1) when the table holds epoch h+1, else 0. A store that missed
+// epoch h+1 (its table jumps from h to a later epoch) does not know
+// where h was cut: below that later epoch's start, but how far below it
+// cannot tell, so it vouches for none of it (see
+// sequencer.PacketInfo.EpochEnd).
+func epochEndTable(epochs []Epoch, h uint32) uint64 {
+	for i := len(epochs) - 1; i >= 0 && epochs[i].Epoch > h; i-- {
+		if epochs[i].Epoch == h+1 {
+			return epochs[i].Start - 1
+		}
+	}
+	return 0
+}
+
 // packetEpoch reads the epoch of a stored packet's header.
 func packetEpoch(pkt []byte) uint32 { return le.Uint32(pkt[16:]) }

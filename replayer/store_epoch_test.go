@@ -327,3 +327,34 @@ func firstOfEpoch(t *testing.T, pkts [][]byte, e uint32) int {
 	t.Fatalf("no packet of epoch %d", e)
 	return 0
 }
+
+// TestStore_RangeSaysWhereAPacketsEpochEnded: Range describes a packet of
+// an epoch the table follows with the next one by that epoch's end (the
+// cut: a primary stamps the packet's stable no higher), and a packet of
+// the newest epoch, or of one whose successor the table lacks, by 0.
+func TestStore_RangeSaysWhereAPacketsEpochEnded(t *testing.T) {
+	const n, cut, m = 300, 250, 400
+	st := cutStream(n, cut, m)
+	s, _ := mustOpen(t, t.TempDir(), testConfig())
+	defer s.Close()
+	appendAll(t, s, st.pkts)
+	var seen [3]int
+	s.Range(1, m, func(pkt []byte, info sequencer.PacketInfo) bool {
+		e := packetEpoch(pkt)
+		want := uint64(0)
+		if e == 1 {
+			want = cut
+		}
+		if info.EpochEnd != want {
+			t.Fatalf("packet of epoch %d at seq %d: EpochEnd %d, want %d", e, info.FirstSeq, info.EpochEnd, want)
+		}
+		seen[e]++
+		return true
+	})
+	if seen[1] == 0 || seen[2] == 0 {
+		t.Fatalf("packets seen per epoch: %v", seen[1:])
+	}
+	if got := epochEndTable([]Epoch{{1, 1}, {3, 90}}, 1); got != 0 {
+		t.Fatalf("epoch 1 followed by epoch 3 in the table: end %d, want 0 (epoch 2's start unknown)", got)
+	}
+}

@@ -90,6 +90,16 @@ type Answer struct {
 	// receiver's stable).
 	Stamp  bool
 	Stable uint64
+	// StampEpoch, if not 0, limits Stamp to the packets of that epoch;
+	// a packet of another epoch is stamped no more than its
+	// PacketInfo.EpochEnd, and keeps the stable it was stored with when
+	// the store does not know its cut. A new primary knows the cut of
+	// the epoch before its own (its start less one), not those of older
+	// epochs: stamped with its stable, an older epoch's packet would tell
+	// a receiver that skipped the epochs in between that records past
+	// that epoch's cut were kept. The stored stable was set by that
+	// epoch's own primary and never passes its cut.
+	StampEpoch uint32
 }
 
 // NewRepairer returns a Repairer sending through sink.
@@ -158,7 +168,11 @@ func (r *Repairer) repairPacket(pkt []byte, m PacketInfo) bool {
 		pkt = r.patchCopy[:copy(r.patchCopy, pkt)]
 	}
 	if r.answer.Stamp {
-		wire.SetStable(pkt, r.answer.Stable)
+		if e := r.answer.StampEpoch; e == 0 || wire.PacketEpoch(pkt) == e {
+			wire.SetStable(pkt, r.answer.Stable)
+		} else if m.EpochEnd != 0 {
+			wire.SetStable(pkt, min(r.answer.Stable, m.EpochEnd))
+		}
 	}
 	wire.SetPacketFlags(pkt, wire.PacketRetransmit)
 	if r.st.multicast {
@@ -184,7 +198,8 @@ func (r *Repairer) sendGone(to transport.Peer, n *wire.Nak, a *Answer, oldest ui
 // stepNak answers a NAK through the Repairer: from the ring, or, for seqs
 // at or below the cut of an earlier epoch, from the history a new primary
 // took over, never beyond the cut. The packets carry this primary's
-// stable (an earlier epoch's packet no more than the cut).
+// stable (the previous epoch's packet no more than the cut; an older
+// epoch's the stable it was stored with, see Answer.StampEpoch).
 func (c *Core) stepNak(now Time, frame []byte, from transport.Peer) error {
 	n := &c.nak
 	if err := wire.DecodeNak(frame, n); err != nil {
@@ -207,8 +222,11 @@ func (c *Core) stepNak(now Time, frame []byte, from transport.Peer) error {
 	*a = Answer{Store: c.store, ToSeq: n.ToSeq, Epoch: c.epoch, Session: c.session, Stamp: true, Stable: c.stable}
 	if n.FromSeq < c.epochStart && c.history != nil {
 		// An earlier epoch's packet may carry records past the cut, which
-		// no receiver may ever deliver: it claims no more than the cut.
+		// no receiver may ever deliver: it claims no more than the cut,
+		// and only the previous epoch's packets are stamped (the cuts
+		// of older ones are not known here).
 		a.Store, a.ToSeq, a.Stable = c.history, min(n.ToSeq, c.epochStart-1), min(c.stable, c.epochStart-1)
+		a.StampEpoch = c.epoch - 1
 	}
 	c.repairer.Answer(c.mono, n, from, a)
 	a.Store = nil

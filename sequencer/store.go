@@ -10,6 +10,11 @@ type PacketInfo struct {
 	Fragment bool
 	FragFrom uint32
 	FragTo   uint32
+	// EpochEnd, set by a store that saw the epoch after the packet's own
+	// begin (Range only), is the last seq of the packet's epoch: the
+	// cut, past which its records were never kept. 0: not known (the
+	// store's newest epoch, or it missed where the next one began).
+	EpochEnd uint64
 }
 
 // LastSeq is the seq of the packet's last record.

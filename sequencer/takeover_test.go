@@ -184,3 +184,79 @@ func newCoreWith(t testing.TB, cfg Config, tk Takeover) (*Core, *recordingSink) 
 	}
 	return c, sink
 }
+
+// endsStore is a history that knows where its packets' epochs ended, as
+// a replayer.Store whose epoch table holds the next epoch does
+// (PacketInfo.EpochEnd); end 0 says nothing.
+type endsStore struct {
+	RetransmitStore
+	end uint64
+}
+
+func (s endsStore) Range(from, to uint64, fn PacketFunc) {
+	s.RetransmitStore.Range(from, to, func(pkt []byte, info PacketInfo) bool {
+		info.EpochEnd = s.end
+		return fn(pkt, info)
+	})
+}
+
+// TestNewPrimary_HistoryPacketIsStampedNoHigherThanItsEpochsEnd: a new
+// primary knows the cut of the epoch before its own (its start less one),
+// not that of older ones. Epoch 1 published seqs 1..8 (one packet), epoch
+// 2 cut it at 3 and published 4..5, epoch 3 starts at 6 with a history
+// that holds epoch 1's packet (a standby that missed epoch 2, or one
+// whose store missed where it began). Stamped with epoch 3's stable, that
+// packet would tell a receiver that also skipped epoch 2 that epoch 1
+// kept seqs 4 and 5, which it cut (sim seed 1457: a safe node delivered
+// a cut seq). It goes with no more than the end of its own epoch: the
+// history's EpochEnd when it knows it, else the stable epoch 1's primary
+// gave it (which never passes its cut).
+func TestNewPrimary_HistoryPacketIsStampedNoHigherThanItsEpochsEnd(t *testing.T) {
+	cfg := testConfig()
+	const epoch2Start, epoch3Start = 4, 6
+	var p wire.Packet
+	epoch1 := func() (*Core, *State, uint64) {
+		ocfg := cfg
+		ocfg.Standalone = false // stable moves by quorum: it is still 0 here
+		old, oldSink := newCore(t, ocfg)
+		mustStep(t, old, 1000, frame(t, acctA, 1, 7, cmd(1, "a"), cmd(2, "b"), cmd(3, "c"), cmd(4, "d"), cmd(5, "e")))
+		old.Flush(at(1000))
+		if err := wire.DecodePacket(oldSink.published[0], &p); err != nil {
+			t.Fatal(err)
+		}
+		if p.LastSeq() < epoch3Start || p.Stable >= epoch2Start {
+			t.Fatalf("epoch 1's packet %+v: want seqs past %d and a stable below %d", p, epoch3Start, epoch2Start)
+		}
+		return old, stateAt(t, cfg, oldSink.published, epoch3Start-1), p.Stable
+	}
+	for _, tc := range []struct {
+		name  string
+		end   uint64
+		known bool
+	}{
+		{"end known", epoch2Start - 1, true},
+		{"end unknown", 0, false},
+	} {
+		old, st, storedStable := epoch1()
+		want := storedStable
+		if tc.known {
+			want = tc.end
+		}
+		ncfg := cfg
+		ncfg.Epoch, ncfg.FirstSeq = 3, epoch3Start
+		c, sink := newCoreWith(t, ncfg, Takeover{State: st, History: endsStore{old.store, tc.end}})
+		c.Flush(at(2000)) // publishes the EpochStart record
+		c.SetStable(epoch3Start)
+		mustStep(t, c, 2000, nakFrame(t, testSession, 1, epoch3Start-1, 0))
+		if len(sink.sent) != 1 {
+			t.Fatalf("%s: %d answers, want the one old packet", tc.name, len(sink.sent))
+		}
+		if err := wire.DecodePacket(sink.sent[0].pkt, &p); err != nil {
+			t.Fatal(err)
+		}
+		if p.Epoch != 1 || p.Stable != want || p.Flags != wire.PacketRetransmit {
+			t.Fatalf("%s: history answer of epoch 1 (epoch 2 cut it at %d) carries stable %d, want %d",
+				tc.name, epoch2Start-1, p.Stable, want)
+		}
+	}
+}

@@ -287,6 +287,10 @@ func (w *PacketWriter) Bytes() []byte { return w.buf[:w.n] }
 // packet carries the current value.
 func SetStable(pkt []byte, stable uint64) { le.PutUint64(pkt[offPktStable:], stable) }
 
+// PacketEpoch reads the epoch of an encoded stream packet without
+// decoding it (a repair decides by it whether to stamp the packet's stable).
+func PacketEpoch(pkt []byte) uint32 { return le.Uint32(pkt[offPktEpoch:]) }
+
 // SetPacketFlags patches the flags of an encoded stream packet in place.
 func SetPacketFlags(pkt []byte, flags uint16) { le.PutUint16(pkt[offPktFlags:], flags) }
 
