@@ -31,6 +31,32 @@ func TestSim_Seeds(t *testing.T) {
 	}
 }
 
+// regressionSeeds failed once (`make sim SEEDS=2000`); each runs here
+// with the command count it failed with.
+var regressionSeeds = []struct {
+	seed     uint64
+	commands int
+	why      string
+}{
+	// A standby healed onto epoch 3 on its second packet while its
+	// store held the deposed epoch-2 primary's records 480..481; epoch
+	// 4's first packet followed them, the store's epoch table skipped
+	// epoch 3, and as the epoch-5 primary it served seq 480 of epoch 2
+	// stamped stable 752: a safe node delivered a cut record.
+	{1457, 2000, "a safe node delivered seq 480 of epoch 2, which the epoch change cut"},
+}
+
+// TestSim_RegressionSeeds runs the seeds that once failed.
+func TestSim_RegressionSeeds(t *testing.T) {
+	for _, rs := range regressionSeeds {
+		cfg := DefaultConfig()
+		cfg.Seed, cfg.Commands = rs.seed, rs.commands
+		if r := Run(cfg); r.Err != nil {
+			t.Errorf("seed %d (once: %s): %v\nreplay: %s", rs.seed, rs.why, r.Err, r.Replay())
+		}
+	}
+}
+
 // TestSim_SameSeedSameRun: the simulator is deterministic.
 func TestSim_SameSeedSameRun(t *testing.T) {
 	cfg := DefaultConfig()
