@@ -512,6 +512,13 @@ func (n *Node) leadOnce(ctx context.Context, barrier bool) error {
 		n.log.Warn("no store to write the new session to", "err", err)
 		t = sequencer.Takeover{}
 	}
+	// The earlier epochs' cuts: a history packet is stamped no higher
+	// than its own epoch's (the store may not know them all).
+	for _, c := range st.Cuts() {
+		if c.Session == st.Session() && c.Epoch <= uint64(^uint32(0)) {
+			t.Cuts = append(t.Cuts, sequencer.EpochCut{Epoch: uint32(c.Epoch), Last: c.Last})
+		}
+	}
 	ch.TakeoverUS = time.Since(t0).Microseconds()
 	srv, err := n.deps.Stream()
 	if err != nil {

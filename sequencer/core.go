@@ -2,6 +2,7 @@ package sequencer
 
 import (
 	"fmt"
+	"slices"
 
 	"github.com/seqd/seqd/transport"
 	"github.com/seqd/seqd/wire"
@@ -116,6 +117,7 @@ type Core struct {
 	ring     ring
 	store    RetransmitStore // answers NAKs: the ring
 	history  RetransmitStore // earlier epochs' packets (NewPrimary), or nil
+	cuts     []EpochCut      // earlier epochs' ends (Takeover.Cuts)
 	repairer *Repairer       // the repair policy (shared with replayers)
 	retain   RetainingSink   // nil: packets are published by copy
 	answer   Answer          // scratch for stepNak
@@ -168,6 +170,27 @@ type Takeover struct {
 	// patch the stable and flags of the packets it resends (see
 	// RetransmitStore).
 	History RetransmitStore
+	// Cuts are the ends of earlier epochs, from the failover state
+	// (oldest first; copied): a history packet of one of them is stamped
+	// no higher than its end, also when the History's epoch table does
+	// not know it (see Answer.Cuts).
+	Cuts []EpochCut
+}
+
+// EpochCut is the last seq of an ended epoch (its cut).
+type EpochCut struct {
+	Epoch uint32
+	Last  uint64
+}
+
+// cutOf is epoch e's cut in cuts (oldest first).
+func cutOf(cuts []EpochCut, e uint32) (uint64, bool) {
+	for i := len(cuts) - 1; i >= 0; i-- {
+		if cuts[i].Epoch == e {
+			return cuts[i].Last, true
+		}
+	}
+	return 0, false
 }
 
 // NewPrimary starts a new epoch (Config.Epoch, from Config.FirstSeq = the
@@ -221,6 +244,7 @@ func build(cfg Config, sink Sink, t Takeover) (*Core, error) {
 			return nil, fmt.Errorf("%w: the state holds up to %d senders, MaxSenders is %d", ErrTakeover, c.state.maxSenders, cfg.MaxSenders)
 		}
 		c.history = t.History
+		c.cuts = slices.Clone(t.Cuts)
 	}
 	c.live = make([]liveSender, cfg.MaxSenders)
 	c.asm.init()

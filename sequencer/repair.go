@@ -91,15 +91,19 @@ type Answer struct {
 	Stamp  bool
 	Stable uint64
 	// StampEpoch, if not 0, limits Stamp to the packets of that epoch;
-	// a packet of another epoch is stamped no more than its
-	// PacketInfo.EpochEnd, and keeps the stable it was stored with when
-	// the store does not know its cut. A new primary knows the cut of
-	// the epoch before its own (its start less one), not those of older
-	// epochs: stamped with its stable, an older epoch's packet would tell
-	// a receiver that skipped the epochs in between that records past
-	// that epoch's cut were kept. The stored stable was set by that
-	// epoch's own primary and never passes its cut.
+	// a packet of another epoch is stamped no more than its epoch's cut
+	// as Cuts give it, else as the store's PacketInfo.EpochEnd gives it,
+	// and keeps the stable it was stored with when neither knows. A new
+	// primary knows the cut of the epoch before its own (its start less
+	// one); stamped with its stable, an older epoch's packet would tell a
+	// receiver that skipped the epochs in between that records past that
+	// epoch's cut were kept. The stored stable was set by that epoch's
+	// own primary and never passes its cut (but may lag it: a receiver
+	// that knows no later epoch start waits for the rest).
 	StampEpoch uint32
+	// Cuts are earlier epochs' ends from the failover state
+	// (Takeover.Cuts).
+	Cuts []EpochCut
 }
 
 // NewRepairer returns a Repairer sending through sink.
@@ -170,6 +174,8 @@ func (r *Repairer) repairPacket(pkt []byte, m PacketInfo) bool {
 	if r.answer.Stamp {
 		if e := r.answer.StampEpoch; e == 0 || wire.PacketEpoch(pkt) == e {
 			wire.SetStable(pkt, r.answer.Stable)
+		} else if end, ok := cutOf(r.answer.Cuts, wire.PacketEpoch(pkt)); ok {
+			wire.SetStable(pkt, min(r.answer.Stable, end))
 		} else if m.EpochEnd != 0 {
 			wire.SetStable(pkt, min(r.answer.Stable, m.EpochEnd))
 		}
@@ -199,7 +205,7 @@ func (r *Repairer) sendGone(to transport.Peer, n *wire.Nak, a *Answer, oldest ui
 // at or below the cut of an earlier epoch, from the history a new primary
 // took over, never beyond the cut. The packets carry this primary's
 // stable (the previous epoch's packet no more than the cut; an older
-// epoch's the stable it was stored with, see Answer.StampEpoch).
+// epoch's no more than its own cut, see Answer.StampEpoch).
 func (c *Core) stepNak(now Time, frame []byte, from transport.Peer) error {
 	n := &c.nak
 	if err := wire.DecodeNak(frame, n); err != nil {
@@ -226,7 +232,7 @@ func (c *Core) stepNak(now Time, frame []byte, from transport.Peer) error {
 		// and only the previous epoch's packets are stamped (the cuts
 		// of older ones are not known here).
 		a.Store, a.ToSeq, a.Stable = c.history, min(n.ToSeq, c.epochStart-1), min(c.stable, c.epochStart-1)
-		a.StampEpoch = c.epoch - 1
+		a.StampEpoch, a.Cuts = c.epoch-1, c.cuts
 	}
 	c.repairer.Answer(c.mono, n, from, a)
 	a.Store = nil

@@ -208,9 +208,10 @@ func (s endsStore) Range(from, to uint64, fn PacketFunc) {
 // whose store missed where it began). Stamped with epoch 3's stable, that
 // packet would tell a receiver that also skipped epoch 2 that epoch 1
 // kept seqs 4 and 5, which it cut (sim seed 1457: a safe node delivered
-// a cut seq). It goes with no more than the end of its own epoch: the
-// history's EpochEnd when it knows it, else the stable epoch 1's primary
-// gave it (which never passes its cut).
+// a cut seq). It goes with no more than the end of its own epoch: from
+// the failover state's cuts or the history's EpochEnd when they know it,
+// else with the stable epoch 1's primary gave it (which never passes its
+// cut).
 func TestNewPrimary_HistoryPacketIsStampedNoHigherThanItsEpochsEnd(t *testing.T) {
 	cfg := testConfig()
 	const epoch2Start, epoch3Start = 4, 6
@@ -231,20 +232,22 @@ func TestNewPrimary_HistoryPacketIsStampedNoHigherThanItsEpochsEnd(t *testing.T)
 	}
 	for _, tc := range []struct {
 		name  string
-		end   uint64
+		end   uint64     // the history's EpochEnd
+		cuts  []EpochCut // the failover state's
 		known bool
 	}{
-		{"end known", epoch2Start - 1, true},
-		{"end unknown", 0, false},
+		{"end known to the history", epoch2Start - 1, nil, true},
+		{"end known to the failover state", 0, []EpochCut{{1, epoch2Start - 1}, {2, epoch3Start - 1}}, true},
+		{"end unknown", 0, nil, false},
 	} {
 		old, st, storedStable := epoch1()
 		want := storedStable
 		if tc.known {
-			want = tc.end
+			want = epoch2Start - 1
 		}
 		ncfg := cfg
 		ncfg.Epoch, ncfg.FirstSeq = 3, epoch3Start
-		c, sink := newCoreWith(t, ncfg, Takeover{State: st, History: endsStore{old.store, tc.end}})
+		c, sink := newCoreWith(t, ncfg, Takeover{State: st, History: endsStore{old.store, tc.end}, Cuts: tc.cuts})
 		c.Flush(at(2000)) // publishes the EpochStart record
 		c.SetStable(epoch3Start)
 		mustStep(t, c, 2000, nakFrame(t, testSession, 1, epoch3Start-1, 0))

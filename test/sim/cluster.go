@@ -405,6 +405,11 @@ func (c *simCluster) election() {
 		w.fail("leader %d takeover at %d: %v", lm.id, cut, err)
 		return
 	}
+	// The failover state's cuts of the earlier epochs (the Node reads
+	// them from Raft).
+	for _, c := range w.cuts {
+		t.Cuts = append(t.Cuts, sequencer.EpochCut{Epoch: c.epoch, Last: c.last})
+	}
 	if cut > 0 {
 		// The standby's State at the cut must be the stream's.
 		want, err := w.stateAt(cut)
