@@ -44,6 +44,12 @@ var regressionSeeds = []struct {
 	// epoch 3, and as the epoch-5 primary it served seq 480 of epoch 2
 	// stamped stable 752: a safe node delivered a cut record.
 	{1457, 2000, "a safe node delivered seq 480 of epoch 2, which the epoch change cut"},
+	// With history packets stamped only as far as the store's epoch
+	// table knew their epoch's end (1457's fix, first cut): epoch 4
+	// published only 1176 and was cut at 1175, the epoch-5 primary's
+	// store jumped from epoch 3 to 5, and its epoch-3 packets went with
+	// their stored (lagging) stable: three nodes waited at 810 forever.
+	{75, 2000, "no convergence: nodes stayed at seq 810"},
 }
 
 // TestSim_RegressionSeeds runs the seeds that once failed.
