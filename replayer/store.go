@@ -192,7 +192,8 @@ func (s *Store) Append(pkt []byte) error {
 	return nil
 }
 
-func (s *Store) append(pkt []byte) error {
+// writable says why the store takes no write now, nil when it does.
+func (s *Store) writable() error {
 	switch {
 	case s.closed:
 		return ErrClosed
@@ -202,7 +203,15 @@ func (s *Store) append(pkt []byte) error {
 		return ErrCorrupt
 	case s.cfg.ReadOnly:
 		return ErrReadOnly
-	case len(pkt) > s.cfg.MaxPacketBytes:
+	}
+	return nil
+}
+
+func (s *Store) append(pkt []byte) error {
+	if err := s.writable(); err != nil {
+		return err
+	}
+	if len(pkt) > s.cfg.MaxPacketBytes {
 		return ErrTooLarge
 	}
 	p := &s.pkt

@@ -43,15 +43,8 @@ func (s *Store) restartsEpoch(epoch uint32, epochStart, firstSeq uint64, frag bo
 // (ErrGap) a start past the next seq to append or an empty store: the
 // store stays gap-free. It allocates (it rolls a segment).
 func (s *Store) BeginEpoch(epoch uint32, start uint64) error {
-	switch {
-	case s.closed:
-		return ErrClosed
-	case s.failed != nil:
-		return ErrFailed
-	case s.corrupt != nil:
-		return ErrCorrupt
-	case s.cfg.ReadOnly:
-		return ErrReadOnly
+	if err := s.writable(); err != nil {
+		return err
 	}
 	k := len(s.epochs)
 	if k > 0 && epoch <= s.epochs[k-1].Epoch {
