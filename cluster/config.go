@@ -137,6 +137,10 @@ type Config struct {
 	// CheckpointInterval is how often the primary records (stable seq,
 	// time) through Raft, the floor of every later cut and clock.
 	CheckpointInterval time.Duration
+	// IdleSpin keeps the primary polling without blocking this long after
+	// each frame (transport.Idle, sequencer.idle-spin): lower latency,
+	// costs a core. The standby's is StandbyConfig.IdleSpin.
+	IdleSpin time.Duration
 	// Logger gets the role changes and failures (slog.Default when nil).
 	Logger *slog.Logger
 	// RaftLog gets hashicorp/raft's warnings and errors (os.Stderr when

@@ -696,6 +696,8 @@ type primaryShell struct {
 	fresh   bool // now was read in this turn
 	onFrame transport.Handler
 	ackBuf  []sequencer.StandbyAck
+	idle    transport.Idle // Config.IdleSpin
+	got     int            // frames the last Poll delivered
 }
 
 // maxPrimaryWait bounds a turn's Poll, so that a lost leadership stops
@@ -703,7 +705,8 @@ type primaryShell struct {
 const maxPrimaryWait = time.Millisecond
 
 func newPrimaryShell(n *Node, core *sequencer.Core, srv transport.Server, acks Acks) *primaryShell {
-	sh := &primaryShell{n: n, core: core, srv: srv, acks: acks, clock: n.deps.Clock, ackBuf: make([]sequencer.StandbyAck, 0, 64)}
+	sh := &primaryShell{n: n, core: core, srv: srv, acks: acks, clock: n.deps.Clock, ackBuf: make([]sequencer.StandbyAck, 0, 64),
+		idle: transport.Idle{Spin: n.cfg.IdleSpin}}
 	sh.onFrame = sh.frame
 	return sh
 }
@@ -726,9 +729,11 @@ func (sh *primaryShell) frame(frame []byte, from transport.Peer) {
 func (sh *primaryShell) turn() (sequencer.Time, error) {
 	sh.fresh = false
 	core := sh.core
-	if _, err := sh.srv.Poll(sh.onFrame, maxPrimaryWait); err != nil {
+	got, err := sh.srv.Poll(sh.onFrame, sh.idle.Wait(sh.got, maxPrimaryWait))
+	if err != nil {
 		return sh.now, err
 	}
+	sh.got = got
 	if core.PendingStandbyAcks() {
 		// Acks reached the tracker through Observe; the Core's own queue
 		// (for sequencer.Agent's shell) is dropped here.

@@ -62,6 +62,9 @@ type StandbyConfig struct {
 	// many records, so a Takeover at a cut below the State's position
 	// re-applies at most this many records from the store.
 	SnapshotEveryRecords uint64
+	// IdleSpin keeps polling without blocking this long after each frame
+	// (transport.Idle, sequencer.idle-spin): lower latency, costs a core.
+	IdleSpin time.Duration
 	// Clock is the monotonic clock in ns (nil: the process's).
 	Clock func() int64
 }
@@ -305,7 +308,7 @@ func (s *Standby) Run(ctx context.Context) error {
 	}()
 
 	got := 0
-	var idle transport.Idle
+	idle := transport.Idle{Spin: s.cfg.IdleSpin}
 	for {
 		if err := ctx.Err(); err != nil {
 			return err

@@ -40,6 +40,7 @@ func clusterConfig(c *cli.Context, seq sequencer.Config, log *slog.Logger) (clus
 	cfg.Dir = c.String("dir")
 	cfg.Join = c.Bool("join")
 	cfg.Sequencer = seq
+	cfg.IdleSpin = c.Duration("sequencer.idle-spin")
 	cfg.Logger = log
 	prof, ok := cluster.Profiles[c.String("timeouts")]
 	if !ok {
@@ -139,6 +140,7 @@ func runClusterSequencer(c *cli.Context, seq sequencer.Config, log *slog.Logger)
 		return err
 	}
 	defer dp.close()
+	dp.idleSpin = c.Duration("sequencer.idle-spin")
 	switch ack := c.String("standby.ack"); ack {
 	case "written", "durable":
 		dp.ackWritten = ack == "written"

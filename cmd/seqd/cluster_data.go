@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"net"
 	"sync/atomic"
+	"time"
 
 	"github.com/seqd/seqd/cluster"
 	"github.com/seqd/seqd/transport"
@@ -26,8 +27,11 @@ type dataPath struct {
 	// ackWritten: standbys ack what they wrote to their store (it
 	// survives the process) rather than what they fsynced (--standby.ack).
 	ackWritten bool
-	cur        atomic.Pointer[standbyHandle]
-	fetch      *cluster.FetchServer
+	// idleSpin: standbys poll without blocking this long after each
+	// frame (sequencer.idle-spin).
+	idleSpin time.Duration
+	cur      atomic.Pointer[standbyHandle]
+	fetch    *cluster.FetchServer
 }
 
 // standbyHandle is a Standby and the stream client it reads; Close
@@ -88,6 +92,7 @@ func (d *dataPath) newFollower() (cluster.Follower, error) {
 	sc := cluster.DefaultStandbyConfig()
 	sc.Member, sc.Dir, sc.MaxSenders = d.member, d.dir, d.maxSenders
 	sc.AckWritten = d.ackWritten
+	sc.IdleSpin = d.idleSpin
 	s, err := cluster.NewStandby(sc, cl)
 	if err != nil {
 		cl.Close()
