@@ -73,13 +73,7 @@ func TestSeal_OneVoterThatDoesNotAnswer(t *testing.T) {
 	p := c.primary()
 	// Member 9 is down: nothing listens on its control address.
 	gone := fsm.Member{ID: 9, Role: fsm.Voter, RaftAddr: freeAddr(t), AdminAddr: freeAddr(t), StreamAddr: "fetch-9"}
-	st := fsm.Initial()
-	var err error
-	for _, cmd := range []fsm.Command{fsm.AddMember{Member: gone}, fsm.NewSession{Prev: 0}, fsm.BeginEpoch{Epoch: 1, Primary: gone.ID, PrevCut: 0}} {
-		if st, err = st.Apply(st.AppliedIndex()+1, cmd); err != nil {
-			t.Fatal(err)
-		}
-	}
+	st := sessionState(t, []fsm.Member{gone}, fsm.BeginEpoch{Epoch: 1, Primary: gone.ID, PrevCut: 0})
 	cut, peers, err := p.node.sealQuorum(context.Background(), st)
 	if !errors.Is(err, ErrNoQuorum) {
 		t.Fatalf("seal of a one-voter epoch whose voter is down: cut %d peers %v err %v, want ErrNoQuorum", cut, peers, err)

@@ -194,6 +194,25 @@ type testCluster struct {
 	stable atomic.Uint64
 }
 
+// sessionState is a failover state built by hand: members recorded, a
+// session started, then cmds applied in order.
+func sessionState(t *testing.T, members []fsm.Member, cmds ...fsm.Command) *fsm.State {
+	t.Helper()
+	st := fsm.Initial()
+	all := make([]fsm.Command, 0, len(members)+1+len(cmds))
+	for _, m := range members {
+		all = append(all, fsm.AddMember{Member: m})
+	}
+	all = append(all, fsm.NewSession{Prev: 0})
+	for _, cmd := range append(all, cmds...) {
+		var err error
+		if st, err = st.Apply(st.AppliedIndex()+1, cmd); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return st
+}
+
 // freeAddr returns a loopback address for a member to bind (see freeport
 // for why not port 0).
 func freeAddr(t *testing.T) string {
@@ -631,19 +650,7 @@ func TestSeal_PrimaryOfTheSealedEpochDoesNotCount(t *testing.T) {
 	holder.fol.sealDelay = 300 * time.Millisecond // restarting: answers late
 	holder.fol.mu.Unlock()
 	// The failover state of an epoch 1 whose primary was old.
-	st := fsm.Initial()
-	var err error
-	apply := func(cmd fsm.Command) {
-		t.Helper()
-		if st, err = st.Apply(st.AppliedIndex()+1, cmd); err != nil {
-			t.Fatal(err)
-		}
-	}
-	for _, m := range p.node.State().Members() {
-		apply(fsm.AddMember{Member: m})
-	}
-	apply(fsm.NewSession{Prev: 0})
-	apply(fsm.BeginEpoch{Epoch: 1, Primary: old.cfg.ID, PrevCut: 0})
+	st := sessionState(t, p.node.State().Members(), fsm.BeginEpoch{Epoch: 1, Primary: old.cfg.ID, PrevCut: 0})
 	cut, _, err := lag1.node.sealQuorum(context.Background(), st)
 	if err != nil {
 		t.Fatal(err)
@@ -675,19 +682,8 @@ func TestSeal_PrimaryThatHoldsItsEpochCounts(t *testing.T) {
 	gone.fol.mu.Lock()
 	gone.fol.sealDelay = 5 * time.Second // answers after the seal timeout
 	gone.fol.mu.Unlock()
-	st := fsm.Initial()
-	var err error
-	apply := func(cmd fsm.Command) {
-		t.Helper()
-		if st, err = st.Apply(st.AppliedIndex()+1, cmd); err != nil {
-			t.Fatal(err)
-		}
-	}
-	for _, m := range p.node.State().Members() {
-		apply(fsm.AddMember{Member: m})
-	}
-	apply(fsm.NewSession{Prev: 0})
-	apply(fsm.BeginEpoch{Epoch: 1, Primary: old.cfg.ID, PrevCut: 0})
+	// The failover state of an epoch 1 whose primary was old.
+	st := sessionState(t, p.node.State().Members(), fsm.BeginEpoch{Epoch: 1, Primary: old.cfg.ID, PrevCut: 0})
 	cut, _, err := lag1.node.sealQuorum(context.Background(), st)
 	if err != nil || cut != 900 {
 		t.Fatalf("seal: cut %d, %v; want 900 from the ex-primary that holds its epoch", cut, err)
@@ -724,21 +720,10 @@ func TestSeal_StaleTailCountsOnlyToItsEpochsCut(t *testing.T) {
 		m.fol.contiguous, m.fol.held = 850, 3
 		m.fol.mu.Unlock()
 	}
-	st := fsm.Initial()
-	var err error
-	apply := func(cmd fsm.Command) {
-		t.Helper()
-		if st, err = st.Apply(st.AppliedIndex()+1, cmd); err != nil {
-			t.Fatal(err)
-		}
-	}
-	for _, m := range p.node.State().Members() {
-		apply(fsm.AddMember{Member: m})
-	}
-	apply(fsm.NewSession{Prev: 0})
-	apply(fsm.BeginEpoch{Epoch: 1, Primary: x.cfg.ID, PrevCut: 0})
-	apply(fsm.BeginEpoch{Epoch: 2, Primary: y.cfg.ID, PrevCut: 500})
-	apply(fsm.BeginEpoch{Epoch: 3, Primary: p.cfg.ID, PrevCut: 800})
+	st := sessionState(t, p.node.State().Members(),
+		fsm.BeginEpoch{Epoch: 1, Primary: x.cfg.ID, PrevCut: 0},
+		fsm.BeginEpoch{Epoch: 2, Primary: y.cfg.ID, PrevCut: 500},
+		fsm.BeginEpoch{Epoch: 3, Primary: p.cfg.ID, PrevCut: 800})
 	cut, peers, err := x.node.sealQuorum(context.Background(), st)
 	if err != nil {
 		t.Fatal(err)
