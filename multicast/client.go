@@ -63,14 +63,7 @@ func (c *Client) Send(frame []byte) error { return c.queue(frame, c.cfg.cmdUDP) 
 // goroutine. Wakes coalesce: while one is outstanding (written, not yet
 // read by a Poll), more cost an atomic load and no system call.
 func (c *Client) Wake() {
-	if c.poller.armed.Load() {
-		return // a wake is outstanding: this one rides on it
-	}
-	// wakeMu keeps Close from closing the eventfd under us (its number
-	// could be reused by another file).
-	c.wakeMu.RLock()
-	if !c.closed.Load() {
-		c.poller.wake()
-	}
-	c.wakeMu.RUnlock()
+	// The poller keeps Close from closing the eventfd under us (its
+	// number could be reused by another file).
+	c.poller.Wake()
 }

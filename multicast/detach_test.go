@@ -49,7 +49,7 @@ func runtimePolled(t *testing.T, skip map[int]bool) map[int]bool {
 // there woke the runtime's netpoll thread, twice per round trip of a node.
 func TestSockets_NotInTheRuntimePoller(t *testing.T) {
 	srv, cls := session(t, testConfig(t), 1)
-	own := map[int]bool{srv.poller.epfd: true, cls[0].poller.epfd: true}
+	own := map[int]bool{srv.poller.Fd(): true, cls[0].poller.Fd(): true}
 	polled := runtimePolled(t, own)
 	for _, e := range []*endpoint{&srv.endpoint, &cls[0].endpoint} {
 		for _, s := range e.sockets {

@@ -10,6 +10,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/seqd/seqd/internal/epoll"
 	"github.com/seqd/seqd/transport"
 )
 
@@ -17,14 +18,19 @@ import (
 // flooded endpoint still returns to its caller's other work.
 const maxRounds = 4
 
+// pollEvents is the most sockets one wait reports (an endpoint has at
+// most a few).
+const pollEvents = 4
+
 // endpoint is what Server and Client share: receive sockets polled
 // together, one sending socket with its queue, counters and Close.
 //
-// Lock order: pollMu only. Poll and Close hold pollMu while they touch raw
-// file descriptors (recvmmsg, epoll), so Close cannot close an fd that
-// Poll is using and the kernel cannot hand its number to someone else
-// under Poll's feet. Close first wakes the poller, so a Poll parked in
-// epoll_wait returns and lets go of pollMu at once.
+// Lock order: pollMu, then the poller's own. Poll and Close hold pollMu
+// while they touch raw file descriptors (recvmmsg, epoll), so Close cannot
+// close an fd that Poll is using and the kernel cannot hand its number to
+// someone else under Poll's feet. Close first wakes the poller, so a Poll
+// parked in epoll_wait returns and lets go of pollMu at once; the poller
+// keeps a Wake from writing its eventfd once it is closed.
 type endpoint struct {
 	cfg     *resolved
 	role    string
@@ -32,13 +38,16 @@ type endpoint struct {
 	sockets []*socket // every socket, closed by Close
 	sender  *socket
 	out     *sendQueue
-	poller  *poller
+	// poller waits until a receive socket is readable or Wake is
+	// called: Go's netpoller cannot wait on two sockets from one
+	// goroutine, and a goroutine per socket would add a hand-off (and a
+	// copy) per datagram. A socket's key is (0, its fd).
+	poller *epoll.Set
 
 	pollMu sync.Mutex
 	// drainFirst: the last read left a full batch, so the next Poll reads
 	// before it asks epoll (pollMu).
 	drainFirst bool
-	wakeMu     sync.RWMutex // held to write to the eventfd (Wake) or close it (Close); lock order: pollMu, wakeMu
 	closed     atomic.Bool
 
 	// Counters published after each batch, so Counters may be read from
@@ -54,13 +63,15 @@ func (e *endpoint) init() error {
 		Logger: e.cfg.Logger, Msg: "multicast: datagrams refused by the kernel (counted as loss)",
 		Attrs: []any{"role", e.role, "local", e.sender.local.String()},
 	}
-	fds := make([]int, len(e.rx))
-	for i, r := range e.rx {
-		fds[i] = r.s.fd
-	}
-	p, err := newPoller(fds...)
+	p, err := epoll.New(epoll.Config{MaxEvents: pollEvents})
 	if err != nil {
-		return err
+		return fmt.Errorf("multicast: %w", err)
+	}
+	for _, r := range e.rx {
+		if err := p.Add(r.s.fd, 0, int32(r.s.fd)); err != nil {
+			p.Close()
+			return fmt.Errorf("multicast: %w", err)
+		}
 	}
 	e.poller = p
 	return nil
@@ -149,7 +160,7 @@ func (e *endpoint) pollLocked(h transport.Handler, wait time.Duration) (int, err
 	}
 	deadline := time.Now().Add(wait)
 	for {
-		woken, timedOut, err := e.poller.wait(wait)
+		_, woken, timedOut, err := e.poller.Wait(wait)
 		if e.closed.Load() {
 			return 0, transport.ErrClosed
 		}
@@ -181,7 +192,7 @@ func (e *endpoint) drain(h transport.Handler, onlyReady bool) (int, error) {
 	var delivered uint64
 	if onlyReady {
 		for _, r := range e.rx {
-			r.again = e.poller.readable(r.s.fd)
+			r.again = e.poller.Reported(0, int32(r.s.fd))
 		}
 	} else {
 		for _, r := range e.rx {
@@ -249,14 +260,12 @@ func (e *endpoint) Close() error {
 	if e.closed.Swap(true) {
 		return nil
 	}
-	e.poller.forceWake()
+	e.poller.ForceWake()
 	e.pollMu.Lock()
 	for _, s := range e.sockets {
 		s.close()
 	}
-	e.wakeMu.Lock()
-	e.poller.close()
-	e.wakeMu.Unlock()
+	e.poller.Close()
 	e.pollMu.Unlock()
 	return nil
 }

@@ -26,7 +26,7 @@ func TestClient_WakesCoalesce(t *testing.T) {
 		}()
 	}
 	wg.Wait()
-	if w := cl.poller.writes.Load(); w != 1 {
+	if w := cl.poller.Writes(); w != 1 {
 		t.Fatalf("4000 Wakes with no Poll wrote the eventfd %d times, want 1", w)
 	}
 	start := time.Now()
@@ -60,7 +60,7 @@ func TestClient_WakesCoalesce(t *testing.T) {
 			t.Fatalf("round %d: Poll(10s) returned after %v, not soon after the Wake", round, d)
 		}
 	}
-	if w := cl.poller.writes.Load(); w > 201 {
+	if w := cl.poller.Writes(); w > 201 {
 		t.Fatalf("%d eventfd writes for 201 wake-ups", w)
 	}
 }

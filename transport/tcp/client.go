@@ -9,6 +9,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/seqd/seqd/internal/epoll"
 	"github.com/seqd/seqd/transport"
 )
 
@@ -54,7 +55,7 @@ var (
 // its owner's poller and inbox.
 func newClient(cfg Config, peer transport.Peer, stream uint64, name string, home *endpoint) (*Client, error) {
 	c := &Client{cfg: cfg, out: make([]byte, 0, cfg.WriteBufferBytes), addrs: cfg.serverAddrs(), peer: peer}
-	var p *poller
+	var p *epoll.Set
 	if home != nil {
 		p = home.poller
 	} else {
@@ -301,7 +302,7 @@ func (c *Client) Poll(h transport.Handler, wait time.Duration) (int, error) {
 
 // Wake makes a waiting Poll return early (transport.Waker); safe from any
 // goroutine.
-func (c *Client) Wake() { c.ep.poller.wake() }
+func (c *Client) Wake() { c.ep.poller.Wake() }
 
 // Reconnects counts the connections made after the first one.
 func (c *Client) Reconnects() uint64 { return c.reconnects.Load() }

@@ -14,6 +14,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/seqd/seqd/internal/epoll"
 	"github.com/seqd/seqd/transport"
 )
 
@@ -172,15 +173,21 @@ func (c *conn) register(lo, hi int32) error {
 	}
 	var err error
 	if cerr := c.raw.Control(func(fd uintptr) {
-		if err = c.ep.poller.add(int(fd), lo, hi); err == nil {
+		if err = c.ep.poller.Add(int(fd), lo, hi); err == nil {
 			if n := c.ep.notifier.Load(); n != nil {
-				err = n.add(int(fd), lo, hi)
+				err = n.Add(int(fd), lo, hi)
 			}
 		}
 	}); cerr != nil {
 		return cerr
 	}
-	return err
+	if errors.Is(err, epoll.ErrClosed) {
+		return transport.ErrClosed
+	}
+	if err != nil {
+		return fmt.Errorf("tcp: %w", err)
+	}
+	return nil
 }
 
 // readNow is readOnce: one read(2) into fr's free room, never waiting
@@ -233,10 +240,10 @@ func (c *conn) unpoll() {
 	p, n := c.ep.poller, c.ep.notifier.Load()
 	_ = c.raw.Control(func(fd uintptr) {
 		if p != nil {
-			p.del(int(fd))
+			p.Del(int(fd))
 		}
 		if n != nil {
-			n.del(int(fd))
+			n.Del(int(fd))
 		}
 		if c.file != nil {
 			// Ends a write blocked in the writer (see detach).

@@ -15,7 +15,7 @@
 // per-connection buffer and yield many frames per read.
 //
 // Reads: Poll reads the sockets itself, on the endpoint's goroutine: each
-// endpoint has its own epoll set of its connections (as package multicast
+// endpoint has its own epoll set of its connections (epoll.Set, as package multicast
 // has), Poll waits in epoll_wait and reads the sockets found ready, and
 // hands their frames to the Handler straight from the read buffer. No
 // goroutine hands a frame over: a reader goroutine per connection did,

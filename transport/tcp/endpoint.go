@@ -2,10 +2,12 @@ package tcp
 
 import (
 	"encoding/binary"
+	"fmt"
 	"sync"
 	"sync/atomic"
 	"time"
 
+	"github.com/seqd/seqd/internal/epoll"
 	"github.com/seqd/seqd/transport"
 	"github.com/seqd/seqd/transport/fault"
 )
@@ -16,12 +18,18 @@ import (
 // poll runs on the endpoint's goroutine only.
 type endpoint struct {
 	// poller holds the endpoint's connections; a Client's sources share
-	// their owner's (shared: the owner closes it).
-	poller *poller
+	// their owner's (shared: the owner closes it). Poll waits in it on the
+	// endpoint's goroutine and then reads the ready sockets itself, so a
+	// frame reaches the handler with no goroutine hand-off (a reader
+	// goroutine per connection cost most of TCP's round trip over UDP's).
+	// A connection's key is a Server's slot and generation or a Client's
+	// source index, so an event of a closed connection is stale, never
+	// misrouted (see epoll.Set).
+	poller *epoll.Set
 	shared bool
 	// notifier, if set (Server.NotifyOnReceive), is an edge-triggered set
 	// of the same sockets watched by a goroutine that signals also.
-	notifier atomic.Pointer[poller]
+	notifier atomic.Pointer[epoll.Set]
 	also     atomic.Pointer[chan<- struct{}]
 	// connOf finds the live connection of an event's key (nil if it is
 	// gone); endpoint goroutine only.
@@ -62,7 +70,7 @@ type endpoint struct {
 // the rest is read by the next.
 const maxReadsPerConn = 4
 
-func (e *endpoint) init(cfg Config, faultStream uint64, role string, p *poller) {
+func (e *endpoint) init(cfg Config, faultStream uint64, role string, p *epoll.Set) {
 	e.closes = transport.RateLog{
 		Logger: cfg.logger(), Msg: "tcp: connections closed for cause or refused (reason of the last in last_err)",
 		Attrs: []any{"role", role, "addr", cfg.Addr},
@@ -93,7 +101,7 @@ func (e *endpoint) readerInbox() *inbox {
 // signal wakes the endpoint's Poll and the notified channel, if any: a
 // reader goroutine pushed frames.
 func (e *endpoint) signal() {
-	e.poller.wake()
+	e.poller.Wake()
 	if also := e.also.Load(); also != nil {
 		select {
 		case *also <- struct{}{}:
@@ -145,12 +153,12 @@ func (e *endpoint) poll(h transport.Handler, wait time.Duration) (int, error) {
 // round waits up to wait for ready sockets (0: only looks), reads them
 // and delivers their frames and the inbox's.
 func (e *endpoint) round(h transport.Handler, wait time.Duration) (n int, woken bool, err error) {
-	events, woken, err := e.poller.wait(wait)
+	events, woken, _, err := e.poller.Wait(wait)
 	if e.isClosing() {
 		return 0, false, transport.ErrClosed
 	}
 	if err != nil {
-		return 0, false, err
+		return 0, false, fmt.Errorf("tcp: epoll_wait: %w", err)
 	}
 	e.h, e.delivered = h, 0
 	if q := e.inbox.Load(); q != nil {
@@ -164,7 +172,7 @@ func (e *endpoint) round(h transport.Handler, wait time.Duration) (n int, woken 
 		}
 	}
 	for i := range events {
-		if c := e.connOf(eventKey(&events[i])); c != nil && c.polled {
+		if c := e.connOf(epoll.Key(&events[i])); c != nil && c.polled {
 			e.readConn(c)
 		}
 	}
@@ -234,9 +242,9 @@ func (e *endpoint) close() {
 	if e.shared {
 		return
 	}
-	e.poller.forceWake()
+	e.poller.ForceWake()
 	e.pollMu.Lock()
-	e.poller.close()
+	e.poller.Close()
 	e.pollMu.Unlock()
 }
 
@@ -249,4 +257,20 @@ func (e *endpoint) counters() transport.Counters {
 		Dropped:        e.dropped.Load() + e.faultDropped.Load(),
 		Refused:        e.writeFailed.Load(),
 	}
+}
+
+// pollEvents is the most sockets one wait reports; level-triggered, the
+// others are reported by the next.
+const pollEvents = 64
+
+// newPoller makes an endpoint's epoll set: level-triggered for Poll, or
+// edge-triggered for a Server's notifier (package hybrid), where each
+// arrival is reported once so a goroutine can wait on it and signal
+// without spinning while the data waits for Poll.
+func newPoller(edgeTriggered bool) (*epoll.Set, error) {
+	p, err := epoll.New(epoll.Config{MaxEvents: pollEvents, EdgeTriggered: edgeTriggered, HangUp: true})
+	if err != nil {
+		return nil, fmt.Errorf("tcp: %w", err)
+	}
+	return p, nil
 }

@@ -9,6 +9,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/seqd/seqd/internal/epoll"
 	"github.com/seqd/seqd/transport"
 )
 
@@ -352,12 +353,12 @@ func (s *Server) NotifyOnReceive(ch chan<- struct{}) {
 	s.mu.Lock()
 	if s.closed.Load() || !s.ep.notifier.CompareAndSwap(nil, n) {
 		s.mu.Unlock()
-		n.close()
+		n.Close()
 		return
 	}
 	for _, c := range s.live {
 		if c.polled {
-			_ = c.raw.Control(func(fd uintptr) { _ = n.add(int(fd), c.slot, int32(c.peer)) })
+			_ = c.raw.Control(func(fd uintptr) { _ = n.Add(int(fd), c.slot, int32(c.peer)) })
 		}
 	}
 	s.wg.Add(1)
@@ -366,11 +367,11 @@ func (s *Server) NotifyOnReceive(ch chan<- struct{}) {
 }
 
 // notify signals ch whenever a socket in n receives, until Close.
-func (s *Server) notify(n *poller, ch chan<- struct{}) {
+func (s *Server) notify(n *epoll.Set, ch chan<- struct{}) {
 	defer s.wg.Done()
-	defer n.close()
+	defer n.Close()
 	for !s.closed.Load() {
-		events, _, err := n.wait(-1)
+		events, _, _, err := n.Wait(-1)
 		if err != nil {
 			s.ep.closes.Note(1, fmt.Errorf("notify on receive: %w", err))
 			return
@@ -425,7 +426,7 @@ func (s *Server) Close() error {
 	}
 	s.mu.Unlock()
 	if n := s.ep.notifier.Load(); n != nil {
-		n.forceWake()
+		n.ForceWake()
 	}
 	s.ep.close()
 	s.wg.Wait()
