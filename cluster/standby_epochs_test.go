@@ -5,7 +5,6 @@ import (
 	"slices"
 	"testing"
 
-	"github.com/seqd/seqd/sequencer"
 	"github.com/seqd/seqd/wire"
 )
 
@@ -19,41 +18,14 @@ import (
 // than the newest it knew dropped epoch 2, and the standby went on
 // reporting the cut records of its tail as held.)
 func TestStandby_EpochStartLearnedLate(t *testing.T) {
-	src := newStream(t)
-	pkts := src.commands(t, 10)
-	cut := src.core.Published() - 3
-	e2 := &stream{now: src.now}
-	c2, err := sequencer.NewPrimary(seqConfig(2, cut+1), e2, sequencer.Takeover{State: referenceState(t, pkts, cut)})
-	if err != nil {
-		t.Fatal(err)
-	}
-	e2.core = c2
-	e2.cmdSeq = lastCmdOf(t, pkts, acctA, cut)
-	e2.commands(t, 6)
-	cut2 := c2.Published()
-	e3 := &stream{now: e2.now, cmdSeq: e2.cmdSeq}
-	c3, err := sequencer.NewPrimary(seqConfig(3, cut2+1), e3, sequencer.Takeover{State: c2.State()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	e3.core = c3
-	e3.commands(t, 5)
+	src, e2, e3, pkts, cut := laterEpochs(t, 6, 5)
+	c3 := e3.core
+	cut2 := e2.core.Published()
 	if cut2+1 <= src.core.Published()+1 {
 		t.Fatalf("epoch 3 starts at %d, not above the stale tail (to %d) and a gap: the test needs it there", cut2+1, src.core.Published())
 	}
 
-	cfg := standbyConfig(t, 2)
-	s, err := NewStandby(cfg, &fakeClient{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, b := range pkts {
-		s.frame(b, 0)
-	}
-	if err := s.Close(); err != nil {
-		t.Fatal(err)
-	}
-	s = newStandby(t, cfg, &fakeClient{})
+	s := newStandby(t, storeHolding(t, 2, pkts), &fakeClient{})
 	// Epoch 3 from the stream first: it starts above the tail and a gap
 	// (waiting for repair), so the stream alone says nothing of the cut.
 	for _, b := range e3.pkts {

@@ -189,16 +189,7 @@ func startMember(t *testing.T, mc multicast.Config, id uint64) *standbyMember {
 	}
 	t.Cleanup(func() { c.Close() })
 	s := newStandby(t, standbyConfig(t, id), c)
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	fs, err := NewFetchServer(DefaultFetchServerConfig(), s, ln)
-	if err != nil {
-		t.Fatal(err)
-	}
-	go fs.Serve()
-	t.Cleanup(func() { fs.Close() })
+	fs := fetchFrom(t, s)
 	ctx, cancel := context.WithCancel(context.Background())
 	m := &standbyMember{s: s, fs: fs, cancel: cancel, done: make(chan error, 1)}
 	go func() { m.done <- s.Run(ctx) }()

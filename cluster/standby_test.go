@@ -96,6 +96,35 @@ func newStream(t testing.TB) *stream {
 	return s
 }
 
+// nextEpoch is the stream of a primary of cfg (its epoch, from its
+// FirstSeq) that took over st: its clock goes on from s's and its
+// commands are numbered on from cmdSeq.
+func (s *stream) nextEpoch(t testing.TB, cfg sequencer.Config, st *sequencer.State, cmdSeq uint64) *stream {
+	t.Helper()
+	next := &stream{now: s.now, cmdSeq: cmdSeq}
+	c, err := sequencer.NewPrimary(cfg, next, sequencer.Takeover{State: st})
+	if err != nil {
+		t.Fatal(err)
+	}
+	next.core = c
+	return next
+}
+
+// laterEpochs: epoch 1's 10 commands (pkts), cut 3 packets below their
+// end; epoch 2 from the cut, n2 commands numbered on from alice's last
+// one before the cut; epoch 3 from epoch 2's end, n3 commands.
+func laterEpochs(t testing.TB, n2, n3 int) (src, e2, e3 *stream, pkts [][]byte, cut uint64) {
+	t.Helper()
+	src = newStream(t)
+	pkts = src.commands(t, 10)
+	cut = src.core.Published() - 3
+	e2 = src.nextEpoch(t, seqConfig(2, cut+1), referenceState(t, pkts, cut), lastCmdOf(t, pkts, acctA, cut))
+	e2.commands(t, n2)
+	e3 = e2.nextEpoch(t, seqConfig(3, e2.core.Published()+1), e2.core.State(), e2.cmdSeq)
+	e3.commands(t, n3)
+	return src, e2, e3, pkts, cut
+}
+
 // commands sequences n commands of alice, one packet each, and returns
 // the new packets.
 func (s *stream) commands(t testing.TB, n int) [][]byte {
@@ -142,6 +171,52 @@ func newStandby(t testing.TB, cfg StandbyConfig, c transport.Client) *Standby {
 	}
 	t.Cleanup(func() { s.Close() })
 	return s
+}
+
+// storeHolding is a config of member whose store holds pkts: a standby
+// took them and closed, as a member restarted on its directory finds it.
+func storeHolding(t testing.TB, member uint64, pkts [][]byte) StandbyConfig {
+	t.Helper()
+	cfg := standbyConfig(t, member)
+	s, err := NewStandby(cfg, &fakeClient{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, b := range pkts {
+		s.frame(b, 0)
+	}
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	return cfg
+}
+
+// fetchFrom serves s's store from a FetchServer on loopback until the
+// test ends.
+func fetchFrom(t testing.TB, s *Standby) *FetchServer {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	fs, err := NewFetchServer(DefaultFetchServerConfig(), s, ln)
+	if err != nil {
+		t.Fatal(err)
+	}
+	go fs.Serve()
+	t.Cleanup(func() { fs.Close() })
+	return fs
+}
+
+// peerServing is another member's FetchServer: member 2's standby,
+// holding pkts.
+func peerServing(t testing.TB, pkts [][]byte) *FetchServer {
+	t.Helper()
+	full := newStandby(t, standbyConfig(t, 2), &fakeClient{})
+	for _, p := range pkts {
+		full.frame(p, 0)
+	}
+	return fetchFrom(t, full)
 }
 
 // syncAndAck makes the store durable and runs the standby's ack step, as
@@ -291,12 +366,8 @@ func TestStandby_SealFreezesUntilTheNextEpoch(t *testing.T) {
 	if err := st.Restore(snap); err != nil || st.LastSeq() != seq {
 		t.Fatal(err)
 	}
-	next := &stream{now: src.now, cmdSeq: 10}
-	c2, err := sequencer.NewPrimary(seqConfig(2, cut+1), next, sequencer.Takeover{State: st})
-	if err != nil {
-		t.Fatal(err)
-	}
-	next.core = c2
+	next := src.nextEpoch(t, seqConfig(2, cut+1), st, 10)
+	c2 := next.core
 	for _, p := range next.commands(t, 5) {
 		s.frame(p, 0)
 	}
@@ -436,20 +507,7 @@ func TestStandby_FramePathAllocatesNothing(t *testing.T) {
 func TestFetch_CatchUpFromAPeer(t *testing.T) {
 	src := newStream(t)
 	pkts := src.commands(t, 300)
-	full := newStandby(t, standbyConfig(t, 2), &fakeClient{})
-	for _, p := range pkts {
-		full.frame(p, 0)
-	}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	fs, err := NewFetchServer(DefaultFetchServerConfig(), full, ln)
-	if err != nil {
-		t.Fatal(err)
-	}
-	go fs.Serve()
-	defer fs.Close()
+	fs := peerServing(t, pkts)
 
 	behind := newStandby(t, standbyConfig(t, 3), &fakeClient{})
 	for _, p := range pkts[:40] {
@@ -580,13 +638,28 @@ func TestStandby_RunStopsAtOnceWhenCancelled(t *testing.T) {
 // batch sequences n commands of alice into one packet.
 func (s *stream) batch(t testing.TB, n int) []byte {
 	t.Helper()
+	payloads := make([][]byte, n)
+	for i := range payloads {
+		payloads[i] = []byte("y")
+	}
+	pkts := s.frame(t, payloads...)
+	if len(pkts) != 1 {
+		t.Fatalf("%d packets for one batch", len(pkts))
+	}
+	return pkts[0]
+}
+
+// frame sequences commands of alice with these payloads, sent in one
+// frame, and returns the new packets.
+func (s *stream) frame(t testing.TB, payloads ...[]byte) [][]byte {
+	t.Helper()
 	var w wire.CommandWriter
-	if err := w.Reset(make([]byte, 1400), acctA, 1, 0, testSession); err != nil {
+	if err := w.Reset(make([]byte, 2048), acctA, 1, 0, testSession); err != nil {
 		t.Fatal(err)
 	}
-	for range n {
+	for _, p := range payloads {
 		s.cmdSeq++
-		if err := w.Append(&wire.Command{CmdSeq: s.cmdSeq, Payload: []byte("y")}); err != nil {
+		if err := w.Append(&wire.Command{CmdSeq: s.cmdSeq, Payload: p}); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -597,10 +670,7 @@ func (s *stream) batch(t testing.TB, n int) []byte {
 		t.Fatal(err)
 	}
 	s.core.Flush(at)
-	if len(s.pkts) != before+1 {
-		t.Fatalf("%d packets for one batch", len(s.pkts)-before)
-	}
-	return s.pkts[before]
+	return s.pkts[before:]
 }
 
 // TestStandby_RepairStraddlingTheCutIsTrimmed: a repair of the old epoch
@@ -619,12 +689,8 @@ func TestStandby_RepairStraddlingTheCutIsTrimmed(t *testing.T) {
 	for _, b := range src.pkts[:len(src.pkts)-1] {
 		s.frame(b, 0)
 	}
-	next := &stream{now: src.now, cmdSeq: 100}
-	c2, err := sequencer.NewPrimary(seqConfig(2, cut+1), next, sequencer.Takeover{State: referenceState(t, src.pkts, cut)})
-	if err != nil {
-		t.Fatal(err)
-	}
-	next.core = c2
+	next := src.nextEpoch(t, seqConfig(2, cut+1), referenceState(t, src.pkts, cut), 100)
+	c2 := next.core
 	next.commands(t, 3)
 	for _, b := range next.pkts {
 		s.frame(b, 0) // ahead of the gap: stashed
@@ -671,12 +737,8 @@ func TestStandby_BeyondTheCutHeals(t *testing.T) {
 		s.frame(b, 0)
 	}
 	cut := src.core.Published() - 3
-	next := &stream{now: src.now, cmdSeq: 100}
-	c2, err := sequencer.NewPrimary(seqConfig(2, cut+1), next, sequencer.Takeover{State: referenceState(t, pkts, cut)})
-	if err != nil {
-		t.Fatal(err)
-	}
-	next.core = c2
+	next := src.nextEpoch(t, seqConfig(2, cut+1), referenceState(t, pkts, cut), 100)
+	c2 := next.core
 	for _, b := range next.commands(t, 4) {
 		s.frame(b, 0)
 	}
@@ -700,18 +762,8 @@ func TestStandby_BeyondTheCutHeals(t *testing.T) {
 
 	// A standby reopened on a store that holds the deposed primary's
 	// records past the cut (the restart came before the new epoch).
-	stale := standbyConfig(t, 3)
-	s3, err := NewStandby(stale, &fakeClient{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, b := range pkts {
-		s3.frame(b, 0)
-	}
-	if err := s3.Close(); err != nil {
-		t.Fatal(err)
-	}
-	s3 = newStandby(t, stale, &fakeClient{})
+	stale := storeHolding(t, 3, pkts)
+	s3 := newStandby(t, stale, &fakeClient{})
 	for _, b := range next.pkts {
 		s3.frame(b, 0)
 	}
@@ -735,18 +787,8 @@ func TestStandby_BeyondTheCutHeals(t *testing.T) {
 	// epoch (the epoch's start record comes only as a repair): it stayed
 	// on its stale tail, appending the new epoch after it (found by the
 	// simulator's cluster scenario).
-	late := standbyConfig(t, 4)
-	s4, err := NewStandby(late, &fakeClient{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, b := range pkts {
-		s4.frame(b, 0)
-	}
-	if err := s4.Close(); err != nil {
-		t.Fatal(err)
-	}
-	s4 = newStandby(t, late, &fakeClient{})
+	late := storeHolding(t, 4, pkts)
+	s4 := newStandby(t, late, &fakeClient{})
 	// More of the new epoch, numbered on from alice's last command
 	// before the cut; the standby sees them before the epoch's first
 	// packet (a repair, last).
@@ -816,20 +858,7 @@ func lastCmdOf(t testing.TB, pkts [][]byte, acct wire.Account, last uint64) uint
 func TestStandby_CatchUpDropsStashAboveTheCut(t *testing.T) {
 	src := newStream(t)
 	pkts := src.commands(t, 30)
-	full := newStandby(t, standbyConfig(t, 2), &fakeClient{})
-	for _, p := range pkts {
-		full.frame(p, 0)
-	}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	fs, err := NewFetchServer(DefaultFetchServerConfig(), full, ln)
-	if err != nil {
-		t.Fatal(err)
-	}
-	go fs.Serve()
-	defer fs.Close()
+	fs := peerServing(t, pkts)
 
 	s := newStandby(t, standbyConfig(t, 3), &fakeClient{})
 	for i, p := range pkts {
@@ -888,12 +917,8 @@ func TestStandby_NewEpochPacketWinsInTheStash(t *testing.T) {
 			s.frame(b, 0) // cut+1 is the deposed primary's: stashed behind the gap
 		}
 	}
-	next := &stream{now: src.now, cmdSeq: 100}
-	c2, err := sequencer.NewPrimary(seqConfig(2, cut+1), next, sequencer.Takeover{State: referenceState(t, pkts, cut)})
-	if err != nil {
-		t.Fatal(err)
-	}
-	next.core = c2
+	next := src.nextEpoch(t, seqConfig(2, cut+1), referenceState(t, pkts, cut), 100)
+	c2 := next.core
 	for _, b := range next.commands(t, 3) {
 		s.frame(b, 0)
 	}
@@ -924,24 +949,7 @@ func smallPackets(epoch uint32, first uint64) sequencer.Config {
 // the new packets.
 func (s *stream) mixed(t testing.TB) [][]byte {
 	t.Helper()
-	var w wire.CommandWriter
-	if err := w.Reset(make([]byte, 2048), acctA, 1, 0, testSession); err != nil {
-		t.Fatal(err)
-	}
-	for _, n := range []int{5, 700} {
-		s.cmdSeq++
-		if err := w.Append(&wire.Command{CmdSeq: s.cmdSeq, Payload: bytes.Repeat([]byte{'z'}, n)}); err != nil {
-			t.Fatal(err)
-		}
-	}
-	s.now += 1000
-	before := len(s.pkts)
-	at := sequencer.Time{Mono: s.now, Wall: s.now}
-	if err := s.core.Step(at, w.Bytes(), 1); err != nil {
-		t.Fatal(err)
-	}
-	s.core.Flush(at)
-	return s.pkts[before:]
+	return s.frame(t, bytes.Repeat([]byte{'z'}, 5), bytes.Repeat([]byte{'z'}, 700))
 }
 
 // TestStandby_FragmentedMessagesStored: messages in fragments, in order
@@ -1001,12 +1009,8 @@ func TestStandby_CutInsideAFragmentedMessage(t *testing.T) {
 	if want := c.Published() - 1; cut != want {
 		t.Fatalf("sealed at %d, want %d (the seq before the message in fragments)", cut, want)
 	}
-	next := &stream{now: src.now, cmdSeq: 100}
-	c2, err := sequencer.NewPrimary(smallPackets(2, cut+1), next, sequencer.Takeover{State: referenceState(t, src.pkts, cut)})
-	if err != nil {
-		t.Fatal(err)
-	}
-	next.core = c2
+	next := src.nextEpoch(t, smallPackets(2, cut+1), referenceState(t, src.pkts, cut), 100)
+	c2 := next.core
 	for _, p := range next.commands(t, 3) {
 		s.frame(p, 0)
 	}
@@ -1034,41 +1038,14 @@ func TestStandby_CutInsideAFragmentedMessage(t *testing.T) {
 // failover state), it does not count the tail, heals, and follows both
 // epochs to the new primary's State (found by the simulator, seed 56).
 func TestStandby_MissedTwoEpochsHealsWithKnowEpoch(t *testing.T) {
-	src := newStream(t)
-	pkts := src.commands(t, 10)
-	cut := src.core.Published() - 3
-	e2 := &stream{now: src.now}
-	c2, err := sequencer.NewPrimary(seqConfig(2, cut+1), e2, sequencer.Takeover{State: referenceState(t, pkts, cut)})
-	if err != nil {
-		t.Fatal(err)
-	}
-	e2.core = c2
-	e2.cmdSeq = lastCmdOf(t, pkts, acctA, cut)
-	e2.commands(t, 2)
+	src, e2, e3, pkts, cut := laterEpochs(t, 2, 5)
+	c2, c3 := e2.core, e3.core
 	cut2 := c2.Published()
-	e3 := &stream{now: e2.now, cmdSeq: e2.cmdSeq}
-	c3, err := sequencer.NewPrimary(seqConfig(3, cut2+1), e3, sequencer.Takeover{State: c2.State()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	e3.core = c3
-	e3.commands(t, 5)
 	if cut2+1 <= src.core.Published() {
 		t.Fatalf("epoch 3 starts at %d, within the stale tail (to %d): the test needs it above", cut2+1, src.core.Published())
 	}
 
-	cfg := standbyConfig(t, 2)
-	s, err := NewStandby(cfg, &fakeClient{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, b := range pkts {
-		s.frame(b, 0)
-	}
-	if err := s.Close(); err != nil {
-		t.Fatal(err)
-	}
-	s = newStandby(t, cfg, &fakeClient{})
+	s := newStandby(t, storeHolding(t, 2, pkts), &fakeClient{})
 	s.KnowEpoch(2, cut+1)
 	if got := s.Contiguous(); got != cut {
 		t.Fatalf("told epoch 2 began at %d, Contiguous = %d, want %d", cut+1, got, cut)
@@ -1106,41 +1083,18 @@ func TestStandby_HealedLateRecordsTheEpochStart(t *testing.T) {
 	pkts := src.commands(t, 10)
 	tail := src.core.Published()
 	cut := tail - 3
-	e2 := &stream{now: src.now}
-	c2, err := sequencer.NewPrimary(seqConfig(2, cut+1), e2, sequencer.Takeover{State: referenceState(t, pkts, cut)})
-	if err != nil {
-		t.Fatal(err)
-	}
-	e2.core = c2
-	e2.cmdSeq = lastCmdOf(t, pkts, acctA, cut)
+	e2 := src.nextEpoch(t, seqConfig(2, cut+1), referenceState(t, pkts, cut), lastCmdOf(t, pkts, acctA, cut))
+	c2 := e2.core
 	for c2.Published() < tail {
 		e2.commands(t, 1)
 	}
 	if c2.Published() != tail || len(e2.pkts) < 2 {
 		t.Fatalf("epoch 2 published up to %d in %d packets, want exactly to the stale tail %d", c2.Published(), len(e2.pkts), tail)
 	}
-	e3 := &stream{now: e2.now, cmdSeq: e2.cmdSeq}
-	c3, err := sequencer.NewPrimary(seqConfig(3, tail+1), e3, sequencer.Takeover{State: c2.State()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	e3.core = c3
+	e3 := e2.nextEpoch(t, seqConfig(3, tail+1), c2.State(), e2.cmdSeq)
+	c3 := e3.core
 	e3.commands(t, 4)
 
-	stale := func(t *testing.T) StandbyConfig {
-		cfg := standbyConfig(t, 2)
-		s, err := NewStandby(cfg, &fakeClient{})
-		if err != nil {
-			t.Fatal(err)
-		}
-		for _, b := range pkts {
-			s.frame(b, 0)
-		}
-		if err := s.Close(); err != nil {
-			t.Fatal(err)
-		}
-		return cfg
-	}
 	follow := func(t *testing.T, s *Standby) {
 		t.Helper()
 		for _, b := range e2.pkts[1:] {
@@ -1163,16 +1117,14 @@ func TestStandby_HealedLateRecordsTheEpochStart(t *testing.T) {
 		checkStoreEpochs(t, s, cut, tail)
 	}
 	t.Run("heal", func(t *testing.T) {
-		cfg := stale(t)
-		s := newStandby(t, cfg, &fakeClient{})
+		s := newStandby(t, storeHolding(t, 2, pkts), &fakeClient{})
 		follow(t, s)
 		if s.Stats().Healed != 1 {
 			t.Fatalf("healed %d times, want 1", s.Stats().Healed)
 		}
 	})
 	t.Run("know", func(t *testing.T) {
-		cfg := stale(t)
-		s := newStandby(t, cfg, &fakeClient{})
+		s := newStandby(t, storeHolding(t, 2, pkts), &fakeClient{})
 		s.KnowEpoch(2, cut+1)
 		s.mu.Lock()
 		c := s.store.Contiguous()
