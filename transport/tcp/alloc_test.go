@@ -31,6 +31,25 @@ func receive(tb testing.TB, p transport.Client, h transport.Handler, got *counte
 
 const batch = 16
 
+// flood is one round of the allocation tests: batch frames queued by
+// send and flushed, then p polled until all of them are in got.
+func flood(t *testing.T, frame []byte, send func([]byte) error, flush func() error, p transport.Client, got *counter) func() {
+	h := got.handle
+	want := 0
+	return func() {
+		for range batch {
+			if err := send(frame); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if err := flush(); err != nil {
+			t.Fatal(err)
+		}
+		want += batch
+		receive(t, p, h, got, want)
+	}
+}
+
 func TestServer_PublishFlushPollAllocatesNothing(t *testing.T) {
 	cfg, _ := testConfig(t)
 	s := newServer(t, cfg)
@@ -38,20 +57,7 @@ func TestServer_PublishFlushPollAllocatesNothing(t *testing.T) {
 	waitClients(t, s, 1)
 	frame := make([]byte, 256)
 	var got counter
-	h := got.handle
-	want := 0
-	cycle := func() {
-		for range batch {
-			if err := s.Publish(frame); err != nil {
-				t.Fatal(err)
-			}
-		}
-		if err := s.Flush(); err != nil {
-			t.Fatal(err)
-		}
-		want += batch
-		receive(t, c, h, &got, want)
-	}
+	cycle := flood(t, frame, s.Publish, s.Flush, c, &got)
 	for range 10 {
 		cycle() // buffers reach their steady size
 	}
@@ -69,20 +75,7 @@ func TestClient_SendFlushPollAllocatesNothing(t *testing.T) {
 	c := dial(t, cfg, s)
 	frame := make([]byte, 256)
 	var got counter
-	h := got.handle
-	want := 0
-	cycle := func() {
-		for range batch {
-			if err := c.Send(frame); err != nil {
-				t.Fatal(err)
-			}
-		}
-		if err := c.Flush(); err != nil {
-			t.Fatal(err)
-		}
-		want += batch
-		receive(t, serverPoller{s}, h, &got, want)
-	}
+	cycle := flood(t, frame, c.Send, c.Flush, serverPoller{s}, &got)
 	for range 10 {
 		cycle()
 	}
@@ -105,16 +98,8 @@ func TestServer_PollWithFaultsAllocatesNothing(t *testing.T) {
 	c := dial(t, cfg, s)
 	frame := make([]byte, 256)
 	var got counter
-	h := got.handle
-	want := 0
-	cycle := func() {
-		for range batch {
-			c.Send(frame)
-		}
-		c.Flush()
-		want += batch
-		receive(t, serverPoller{s}, h, &got, want) // duplicates only add frames
-	}
+	// Duplicates only add frames: receive waits for at least the sent.
+	cycle := flood(t, frame, c.Send, c.Flush, serverPoller{s}, &got)
 	for range 10 {
 		cycle()
 	}
@@ -128,22 +113,10 @@ func TestServer_PollWithFaultsAllocatesNothing(t *testing.T) {
 func BenchmarkPublishPoll(b *testing.B) {
 	for _, size := range []int{64, 256, 1472, 4096, 8192, 16384} {
 		b.Run(fmt.Sprintf("size=%d", size), func(b *testing.B) {
-			cfg := DefaultConfig()
-			cfg.Addr = "127.0.0.1:0"
-			s, err := NewServer(cfg)
-			if err != nil {
-				b.Fatal(err)
-			}
-			defer s.Close()
-			cfg.Addr = s.Addr().String()
-			c, err := Dial(cfg)
-			if err != nil {
-				b.Fatal(err)
-			}
-			defer c.Close()
-			for s.Clients() < 1 {
-				s.Poll(ignore, time.Millisecond)
-			}
+			cfg := benchConfig()
+			s := newServer(b, cfg)
+			c := dial(b, cfg, s)
+			waitClients(b, s, 1)
 			frame := make([]byte, size)
 			var got counter
 			h := got.handle
@@ -164,19 +137,9 @@ func BenchmarkPublishPoll(b *testing.B) {
 // BenchmarkSendPoll measures one command from a client's Send to the
 // server's handler, flushed in batches of 64.
 func BenchmarkSendPoll(b *testing.B) {
-	cfg := DefaultConfig()
-	cfg.Addr = "127.0.0.1:0"
-	s, err := NewServer(cfg)
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer s.Close()
-	cfg.Addr = s.Addr().String()
-	c, err := Dial(cfg)
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer c.Close()
+	cfg := benchConfig()
+	s := newServer(b, cfg)
+	c := dial(b, cfg, s)
 	frame := make([]byte, 256)
 	var got counter
 	h := got.handle

@@ -117,19 +117,9 @@ func TestPoll_ReadsTheSocketsOnThePollingGoroutine(t *testing.T) {
 // own goroutine) sends it back, the client waits for it; one op is one
 // round trip over loopback.
 func BenchmarkRoundTrip(b *testing.B) {
-	cfg := DefaultConfig()
-	cfg.Addr = "127.0.0.1:0"
-	s, err := NewServer(cfg)
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer s.Close()
-	cfg.Addr = s.Addr().String()
-	c, err := Dial(cfg)
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer c.Close()
+	cfg := benchConfig()
+	s := newServer(b, cfg)
+	c := dial(b, cfg, s)
 	done := make(chan struct{})
 	go func() {
 		defer close(done)

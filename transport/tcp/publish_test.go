@@ -128,27 +128,16 @@ func TestServer_ClientJoiningMidBatchGetsTheNextPublish(t *testing.T) {
 func BenchmarkPublishFlush(b *testing.B) {
 	for _, clients := range []int{1, 3} {
 		b.Run(fmt.Sprintf("clients=%d/size=256", clients), func(b *testing.B) {
-			cfg := DefaultConfig()
-			cfg.Addr = "127.0.0.1:0"
-			s, err := NewServer(cfg)
-			if err != nil {
-				b.Fatal(err)
-			}
-			defer s.Close()
-			cfg.Addr = s.Addr().String()
+			cfg := benchConfig()
+			s := newServer(b, cfg)
 			cs := make([]*Client, clients)
 			got := make([]counter, clients)
 			hs := make([]transport.Handler, clients)
 			for i := range cs {
-				if cs[i], err = Dial(cfg); err != nil {
-					b.Fatal(err)
-				}
-				defer cs[i].Close()
+				cs[i] = dial(b, cfg, s)
 				hs[i] = got[i].handle
 			}
-			for s.Clients() < clients {
-				s.Poll(ignore, time.Millisecond)
-			}
+			waitClients(b, s, clients)
 			frame := make([]byte, 256)
 			b.SetBytes(int64(len(frame)))
 			b.ReportAllocs()

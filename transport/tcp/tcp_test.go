@@ -57,7 +57,15 @@ func testConfig(t *testing.T) (Config, *logBuffer) {
 	return cfg, logs
 }
 
-func newServer(t *testing.T, cfg Config) *Server {
+// benchConfig is the configuration of the benchmarks: the defaults, on
+// loopback.
+func benchConfig() Config {
+	cfg := DefaultConfig()
+	cfg.Addr = "127.0.0.1:0"
+	return cfg
+}
+
+func newServer(t testing.TB, cfg Config) *Server {
 	t.Helper()
 	s, err := NewServer(cfg)
 	if err != nil {
@@ -67,7 +75,7 @@ func newServer(t *testing.T, cfg Config) *Server {
 	return s
 }
 
-func dial(t *testing.T, cfg Config, s *Server) *Client {
+func dial(t testing.TB, cfg Config, s *Server) *Client {
 	t.Helper()
 	cfg.Addr = s.Addr().String()
 	c, err := Dial(cfg)
@@ -79,7 +87,7 @@ func dial(t *testing.T, cfg Config, s *Server) *Client {
 }
 
 // eventually polls p until cond holds, failing after liveness.
-func eventually(t *testing.T, what string, p interface {
+func eventually(t testing.TB, what string, p interface {
 	Poll(transport.Handler, time.Duration) (int, error)
 }, h transport.Handler, cond func() bool) {
 	t.Helper()
@@ -96,7 +104,7 @@ func eventually(t *testing.T, what string, p interface {
 
 // waitClients waits until s has accepted n connections, so that Publish
 // reaches them all.
-func waitClients(t *testing.T, s *Server, n int) {
+func waitClients(t testing.TB, s *Server, n int) {
 	t.Helper()
 	eventually(t, fmt.Sprintf("%d clients connected", n), s, ignore, func() bool { return s.Clients() == n })
 }
@@ -104,13 +112,22 @@ func waitClients(t *testing.T, s *Server, n int) {
 func ignore([]byte, transport.Peer) {}
 
 func TestConformance(t *testing.T) {
-	transporttest.Run(t, func(t *testing.T, n int) (transport.Server, []transport.Client, func()) {
+	transporttest.Run(t, conformanceSession(func(_ *testing.T, cfg *Config, server string) {
+		cfg.Addr = server
+	}))
+}
+
+// conformanceSession makes the conformance suites' sessions: a server and
+// n clients, dialled with cfg as addrs sets it to reach the server,
+// closed by the returned func.
+func conformanceSession(addrs func(t *testing.T, cfg *Config, server string)) func(*testing.T, int) (transport.Server, []transport.Client, func()) {
+	return func(t *testing.T, n int) (transport.Server, []transport.Client, func()) {
 		cfg, _ := testConfig(t)
 		s, err := NewServer(cfg)
 		if err != nil {
 			t.Fatal(err)
 		}
-		cfg.Addr = s.Addr().String()
+		addrs(t, &cfg, s.Addr().String())
 		cls := make([]transport.Client, n)
 		closers := []func() error{s.Close}
 		for i := range cls {
@@ -127,7 +144,7 @@ func TestConformance(t *testing.T) {
 				c()
 			}
 		}
-	})
+	}
 }
 
 func TestConfig_Validate(t *testing.T) {
@@ -583,28 +600,7 @@ func TestConfig_AddrsValidated(t *testing.T) {
 // Conformance holds for a client given several addresses of which one
 // serves.
 func TestConformance_SeveralAddrs(t *testing.T) {
-	transporttest.Run(t, func(t *testing.T, n int) (transport.Server, []transport.Client, func()) {
-		cfg, _ := testConfig(t)
-		s, err := NewServer(cfg)
-		if err != nil {
-			t.Fatal(err)
-		}
-		cfg.Addrs = []string{freeAddr(t), s.Addr().String()}
-		cls := make([]transport.Client, n)
-		closers := []func() error{s.Close}
-		for i := range cls {
-			c, err := Dial(cfg)
-			if err != nil {
-				t.Fatal(err)
-			}
-			cls[i] = c
-			closers = append(closers, c.Close)
-		}
-		waitClients(t, s, n)
-		return s, cls, func() {
-			for _, c := range closers {
-				c()
-			}
-		}
-	})
+	transporttest.Run(t, conformanceSession(func(t *testing.T, cfg *Config, server string) {
+		cfg.Addrs = []string{freeAddr(t), server}
+	}))
 }
