@@ -1,7 +1,6 @@
 package replayer
 
 import (
-	"bytes"
 	"sync"
 	"testing"
 
@@ -16,8 +15,7 @@ import (
 // when the next epoch's start arrives.
 func checkReaderRecords(t *testing.T, name string, pkts [][]byte, from, to, cut uint64) {
 	t.Helper()
-	next := from
-	var msg []byte
+	v := survivor{where: name, cut: cut, next: from}
 	var p wire.Packet
 	var r wire.Record
 	for _, b := range pkts {
@@ -28,28 +26,26 @@ func checkReaderRecords(t *testing.T, name string, pkts [][]byte, from, to, cut 
 			t.Fatalf("%s: served epoch 1's packet at seq %d, above its cut %d", name, p.FirstSeq, cut)
 		}
 		for p.Next(&r) {
-			if r.Seq < next || (p.Epoch == 1 && r.Seq > cut) {
+			if r.Seq < v.next || (p.Epoch == 1 && r.Seq > cut) {
 				continue
 			}
-			if r.Seq != next || uint32(len(msg)) != r.Offset {
-				t.Fatalf("%s: seq %d offset %d, want seq %d offset %d", name, r.Seq, r.Offset, next, len(msg))
-			}
-			if r.Fragment() {
-				msg = append(msg, r.Payload...)
-				if uint32(len(msg)) < r.Total {
-					continue
-				}
-			} else {
-				msg = append(msg[:0], r.Payload...)
-			}
-			if !bytes.Equal(msg, wantPayload(r.Seq, len(msg), cut)) {
-				t.Fatalf("%s: seq %d: the bytes of the cut epoch 1 are served", name, r.Seq)
-			}
-			msg, next = msg[:0], next+1
+			v.add(t, &r)
 		}
 	}
-	if next <= to {
-		t.Fatalf("%s: the records end before seq %d, want up to %d", name, next, to)
+	if v.next <= to {
+		t.Fatalf("%s: the records end before seq %d, want up to %d", name, v.next, to)
+	}
+}
+
+// checkReadersFrom reads s with a Reader from each seq of froms up to m
+// and checks the records it serves (checkReaderRecords).
+func checkReadersFrom(t *testing.T, s *Store, m, cut uint64, froms ...uint64) {
+	t.Helper()
+	for _, from := range froms {
+		r := NewReader(s.Tip(), from, 8<<10)
+		got := readAll(t, r, m, s.Tip(), nil)
+		r.Close()
+		checkReaderRecords(t, "from "+itoa(from), got, from, m, cut)
 	}
 }
 
@@ -69,12 +65,7 @@ func TestReader_EpochRestart(t *testing.T) {
 	}
 	check := func(s *Store) {
 		t.Helper()
-		for _, from := range []uint64{1, cut - 50, cut, cut + 1, cut + 2, n - 3, n, n + 1, m} {
-			r := NewReader(s.Tip(), from, 8<<10)
-			got := readAll(t, r, m, s.Tip(), nil)
-			r.Close()
-			checkReaderRecords(t, "from "+itoa(from), got, from, m, cut)
-		}
+		checkReadersFrom(t, s, m, cut, 1, cut-50, cut, cut+1, cut+2, n-3, n, n+1, m)
 	}
 	check(s)
 	if err := s.Close(); err != nil {
@@ -95,17 +86,7 @@ func TestReader_EpochRestart(t *testing.T) {
 func TestReader_EpochRestartWhileFollowing(t *testing.T) {
 	const n, cut, m = 1500, 1300, 2500
 	st := cutStream(n, cut, m)
-	first := 0
-	var p wire.Packet
-	for i, b := range st.pkts {
-		if err := wire.DecodePacket(b, &p); err != nil {
-			t.Fatal(err)
-		}
-		if p.Epoch == 2 {
-			first = i
-			break
-		}
-	}
+	first := firstOfEpoch(t, st.pkts, 2)
 	s, _ := mustOpen(t, t.TempDir(), testConfig())
 	defer s.Close()
 	appendAll(t, s, st.pkts[:first])

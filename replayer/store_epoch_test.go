@@ -3,6 +3,7 @@ package replayer
 import (
 	"bytes"
 	"errors"
+	"fmt"
 	"testing"
 
 	"github.com/seqd/seqd/sequencer"
@@ -45,16 +46,43 @@ func wantPayload(seq uint64, size int, cut uint64) []byte {
 	return p
 }
 
+// survivor follows the records of cutStream's surviving stream, served
+// in order from seq next: each seq once, its fragments in order, and each
+// whole message with its epoch's payload.
+type survivor struct {
+	where string // the reader, for failures
+	cut   uint64
+	next  uint64
+	msg   []byte
+}
+
+// add checks that r is the next record of the surviving stream, and the
+// message it completes, if any.
+func (v *survivor) add(t *testing.T, r *wire.Record) {
+	t.Helper()
+	if r.Seq != v.next || uint32(len(v.msg)) != r.Offset {
+		t.Fatalf("%s: seq %d offset %d, want seq %d offset %d", v.where, r.Seq, r.Offset, v.next, len(v.msg))
+	}
+	if r.Fragment() {
+		v.msg = append(v.msg, r.Payload...)
+		if uint32(len(v.msg)) < r.Total {
+			return
+		}
+	} else {
+		v.msg = append(v.msg[:0], r.Payload...)
+	}
+	if !bytes.Equal(v.msg, wantPayload(r.Seq, len(v.msg), v.cut)) {
+		t.Fatalf("%s: seq %d: the bytes of the cut epoch 1 are served", v.where, r.Seq)
+	}
+	v.msg, v.next = v.msg[:0], v.next+1
+}
+
 // checkRecords walks from..to and checks that every seq comes once, whole,
 // with the payload and epoch of the surviving stream.
 func checkRecords(t *testing.T, s *Store, from, to, cut uint64) {
 	t.Helper()
-	next := from
-	var msg []byte
+	v := survivor{where: fmt.Sprintf("Records(%d, %d)", from, to), cut: cut, next: from}
 	s.Records(from, to, func(r *wire.Record, epoch uint32) bool {
-		if r.Seq != next || uint32(len(msg)) != r.Offset {
-			t.Fatalf("Records(%d, %d): seq %d offset %d, want seq %d offset %d", from, to, r.Seq, r.Offset, next, len(msg))
-		}
 		want := uint32(1)
 		if r.Seq > cut {
 			want = 2
@@ -62,23 +90,49 @@ func checkRecords(t *testing.T, s *Store, from, to, cut uint64) {
 		if epoch != want {
 			t.Fatalf("seq %d: epoch %d, want %d", r.Seq, epoch, want)
 		}
-		if r.Fragment() {
-			msg = append(msg, r.Payload...)
-			if uint32(len(msg)) < r.Total {
-				return true
-			}
-		} else {
-			msg = append(msg[:0], r.Payload...)
-		}
-		if !bytes.Equal(msg, wantPayload(r.Seq, len(msg), cut)) {
-			t.Fatalf("seq %d: the bytes of the cut epoch 1 are served", r.Seq)
-		}
-		msg, next = msg[:0], next+1
+		v.add(t, r)
 		return true
 	})
-	if next != to+1 {
-		t.Fatalf("Records(%d, %d) ended before seq %d", from, to, next)
+	if v.next != to+1 {
+		t.Fatalf("Records(%d, %d) ended before seq %d", from, to, v.next)
 	}
+}
+
+// checkSurviving checks that s holds cutStream's surviving stream up to
+// m: both epochs, the records around the cut, and no packet of epoch 1
+// above the cut served by Range.
+func checkSurviving(t *testing.T, s *Store, m, cut uint64) {
+	t.Helper()
+	if c := s.Contiguous(); c != m {
+		t.Fatalf("Contiguous = %d, want %d", c, m)
+	}
+	if e := s.Epochs(); len(e) != 2 || e[1] != (Epoch{2, cut + 1}) {
+		t.Fatalf("Epochs = %+v", e)
+	}
+	checkRecords(t, s, 1, m, cut)
+	checkRecords(t, s, cut-50, cut+50, cut)
+	// Range serves no packet of epoch 1 that holds only cut records.
+	var p wire.Packet
+	s.Range(cut-100, cut+100, func(pkt []byte, _ sequencer.PacketInfo) bool {
+		if err := wire.DecodePacket(pkt, &p); err != nil {
+			t.Fatal(err)
+		}
+		if p.Epoch == 1 && p.FirstSeq > cut {
+			t.Fatalf("Range served epoch 1's packet at seq %d, above its cut %d", p.FirstSeq, cut)
+		}
+		return true
+	})
+}
+
+// reopen opens the store in dir again and checks that it recovered
+// nothing corrupt and cut nothing.
+func reopen(t *testing.T, dir string, cfg Config, what string) *Store {
+	t.Helper()
+	s, rec := mustOpen(t, dir, cfg)
+	if rec.Corrupt != nil || len(rec.Cuts) != 0 {
+		t.Fatalf("%s: %v", what, rec)
+	}
+	return s
 }
 
 // TestStore_EpochRestartBelowTail: a store that holds epoch 1 past its cut
@@ -94,27 +148,9 @@ func TestStore_EpochRestartBelowTail(t *testing.T) {
 	appendAll(t, s, st.pkts)
 	check := func(s *Store) {
 		t.Helper()
-		if c := s.Contiguous(); c != m {
-			t.Fatalf("Contiguous = %d, want %d", c, m)
-		}
-		if e := s.Epochs(); len(e) != 2 || e[1] != (Epoch{2, cut + 1}) {
-			t.Fatalf("Epochs = %+v", e)
-		}
-		checkRecords(t, s, 1, m, cut)
-		checkRecords(t, s, cut-50, cut+50, cut)
+		checkSurviving(t, s, m, cut)
 		checkRecords(t, s, cut+1, cut+1, cut)
 		checkRecords(t, s, n-3, n+3, cut)
-		// Range serves no packet of epoch 1 that holds only cut records.
-		var p wire.Packet
-		s.Range(cut-100, cut+100, func(pkt []byte, _ sequencer.PacketInfo) bool {
-			if err := wire.DecodePacket(pkt, &p); err != nil {
-				t.Fatal(err)
-			}
-			if p.Epoch == 1 && p.FirstSeq > cut {
-				t.Fatalf("Range served epoch 1's packet at seq %d, above its cut %d", p.FirstSeq, cut)
-			}
-			return true
-		})
 		fn := func(*wire.Record, uint32) bool { return true }
 		if a := testing.AllocsPerRun(20, func() { s.Records(cut-100, cut+100, fn) }); a != 0 {
 			t.Fatalf("Records across the restart allocates %v", a)
@@ -124,10 +160,7 @@ func TestStore_EpochRestartBelowTail(t *testing.T) {
 	if err := s.Close(); err != nil {
 		t.Fatal(err)
 	}
-	s, rec := mustOpen(t, dir, testConfig())
-	if rec.Corrupt != nil || len(rec.Cuts) != 0 {
-		t.Fatalf("reopen: %v", rec)
-	}
+	s = reopen(t, dir, testConfig(), "reopen")
 	check(s)
 	s.Close()
 	cfg := testConfig()
@@ -141,17 +174,7 @@ func TestStore_EpochRestartBelowTail(t *testing.T) {
 // starting at its epoch start within what is held, restarts the stream.
 func TestStore_EpochRestartRefusals(t *testing.T) {
 	st := cutStream(300, 250, 400)
-	var first int // the first packet of epoch 2
-	var p wire.Packet
-	for i, b := range st.pkts {
-		if err := wire.DecodePacket(b, &p); err != nil {
-			t.Fatal(err)
-		}
-		if p.Epoch == 2 {
-			first = i
-			break
-		}
-	}
+	first := firstOfEpoch(t, st.pkts, 2)
 	s, _ := mustOpen(t, t.TempDir(), testConfig())
 	defer s.Close()
 	appendAll(t, s, st.pkts[:first])
@@ -225,47 +248,19 @@ func TestStore_BeginEpochCutsTheDeposedTail(t *testing.T) {
 	if err := s.Close(); err != nil {
 		t.Fatal(err)
 	}
-	s, rec := mustOpen(t, dir, cfg)
-	if rec.Corrupt != nil || len(rec.Cuts) != 0 {
-		t.Fatalf("reopen after BeginEpoch: %v", rec)
-	}
+	s = reopen(t, dir, cfg, "reopen after BeginEpoch")
 	begun(s)
 	appendAll(t, s, st.pkts[first:])
 	check := func(s *Store) {
 		t.Helper()
-		if c := s.Contiguous(); c != m {
-			t.Fatalf("Contiguous = %d, want %d", c, m)
-		}
-		if e := s.Epochs(); len(e) != 2 || e[1] != (Epoch{2, cut + 1}) {
-			t.Fatalf("Epochs = %+v", e)
-		}
-		checkRecords(t, s, 1, m, cut)
-		checkRecords(t, s, cut-50, cut+50, cut)
-		var p wire.Packet
-		s.Range(cut-100, cut+100, func(pkt []byte, _ sequencer.PacketInfo) bool {
-			if err := wire.DecodePacket(pkt, &p); err != nil {
-				t.Fatal(err)
-			}
-			if p.Epoch == 1 && p.FirstSeq > cut {
-				t.Fatalf("Range served epoch 1's packet at seq %d, above its cut %d", p.FirstSeq, cut)
-			}
-			return true
-		})
-		for _, from := range []uint64{1, cut - 50, cut + 1, n + 1} {
-			r := NewReader(s.Tip(), from, 8<<10)
-			got := readAll(t, r, m, s.Tip(), nil)
-			r.Close()
-			checkReaderRecords(t, "from "+itoa(from), got, from, m, cut)
-		}
+		checkSurviving(t, s, m, cut)
+		checkReadersFrom(t, s, m, cut, 1, cut-50, cut+1, n+1)
 	}
 	check(s)
 	if err := s.Close(); err != nil {
 		t.Fatal(err)
 	}
-	s, rec = mustOpen(t, dir, cfg)
-	if rec.Corrupt != nil || len(rec.Cuts) != 0 {
-		t.Fatalf("reopen: %v", rec)
-	}
+	s = reopen(t, dir, cfg, "reopen")
 	check(s)
 	s.Close()
 	ro := cfg
