@@ -139,3 +139,37 @@ func itoa(n int) string {
 	}
 	return string(b)
 }
+
+// BenchmarkReceiverDeliverSafeLag is safe delivery behind a sequencer
+// group: each packet's stable covers the records of a packet lag packets
+// back (the standbys' round trip), so every record waits for stable.
+func BenchmarkReceiverDeliverSafeLag(b *testing.B) {
+	for _, lag := range []int{1, 400} {
+		b.Run("lag="+itoa(lag), func(b *testing.B) {
+			const size = 256
+			per := max(1, (wire.DefaultMaxPacketBytes-wire.PacketHeaderBytes)/(wire.RecordHeaderBytes+size))
+			cfg := testConfig()
+			cfg.PendingRecords = DefaultConfig().PendingRecords
+			r := newTest(b, cfg)
+			f := newFeed(b, per, size)
+			step := func() {
+				f.stamp(max(f.next+f.count-1, uint64(lag*per)) - uint64(lag*per))
+				if err := r.Step(0, f.frame, Sequencer); err != nil {
+					b.Fatal(err)
+				}
+				consume(r)
+			}
+			for range 2 * lag {
+				step()
+			}
+			b.ReportAllocs()
+			b.SetBytes(int64(per * size))
+			for b.Loop() {
+				step()
+			}
+			if want := f.next - uint64(lag*per); r.Next() != want {
+				b.Fatalf("next %d, want %d (%+v)", r.Next(), want, r.Stats())
+			}
+		})
+	}
+}

@@ -75,6 +75,12 @@ type Config struct {
 	// to deliver (out of order, or not yet stable) are copied into it.
 	// Power of two.
 	PendingRecords int
+	// HoldBytes: in safe mode, records that arrive in order and wait only
+	// for stable (every record, behind a sequencer group) are held in the
+	// packet that carried them, copied whole into an arena of this many
+	// bytes (allocated on first use), instead of record by record into the
+	// ring; past it they go to the ring. 0: the ring only.
+	HoldBytes int
 	// MaxReceiveMessageBytes is the largest message this receiver can
 	// deliver; a larger one in the stream stops it with ErrTooLarge. It is
 	// independent of what the node may send.
@@ -116,6 +122,7 @@ func DefaultConfig() Config {
 		NakDelay:               time.Millisecond,
 		NakMaxDelay:            100 * time.Millisecond,
 		PendingRecords:         1 << 16,
+		HoldBytes:              4 << 20,
 		MaxReceiveMessageBytes: 64 << 20,
 		MaxReassemblyBytes:     128 << 20,
 		StatusInterval:         10 * time.Millisecond,
@@ -128,6 +135,8 @@ func DefaultConfig() Config {
 const (
 	minPendingRecords = 16
 	maxPendingRecords = 1 << 22
+	minHoldBytes      = 1 << 16 // the largest packet fits
+	maxHoldBytes      = 1 << 30
 )
 
 // Validate reports the first bad field and its allowed range.
@@ -148,6 +157,8 @@ func (c Config) Validate() error {
 		return bad("PreferredSource", c.PreferredSource, fmt.Sprintf("0..RepairSources (%d)", c.RepairSources))
 	case c.PendingRecords < minPendingRecords || c.PendingRecords > maxPendingRecords || c.PendingRecords&(c.PendingRecords-1) != 0:
 		return bad("PendingRecords", c.PendingRecords, fmt.Sprintf("a power of two in %d..%d", minPendingRecords, maxPendingRecords))
+	case c.HoldBytes != 0 && (c.HoldBytes < minHoldBytes || c.HoldBytes > maxHoldBytes):
+		return bad("HoldBytes", c.HoldBytes, fmt.Sprintf("0 or %d..%d", minHoldBytes, maxHoldBytes))
 	case c.MaxReceiveMessageBytes < 1 || c.MaxReceiveMessageBytes > wire.MaxMessageBytes:
 		return bad("MaxReceiveMessageBytes", c.MaxReceiveMessageBytes, fmt.Sprintf("1..%d", wire.MaxMessageBytes))
 	case c.MaxReassemblyBytes < c.MaxReceiveMessageBytes:

@@ -67,4 +67,5 @@ type Stats struct {
 	AheadDrops     uint64 // fragments dropped because far beyond the bytes held of their message
 	StatusSent     uint64
 	Rewound        uint64 // packets taken from a rewind (StepRewind)
+	HeldPackets    uint64 // packets held whole until stable covered them (safe mode, hold.go)
 }

@@ -114,7 +114,7 @@ func (r *Receiver) dropSlot(s *slot) {
 	s.state = slotEmpty
 	r.discard(s)
 	if s.seq <= r.contig {
-		r.contig = max(r.next-1, s.seq-1)
+		r.contig = max(r.heldEnd()-1, s.seq-1)
 	}
 }
 
@@ -199,7 +199,7 @@ func (r *Receiver) store(rec *wire.Record, epoch uint32) bool {
 	s.epoch = epoch
 	s.instance = rec.Instance
 	s.flags = rec.Flags &^ wire.FlagFragment
-	r.contig = max(r.contig, r.next-1) // messages emitted in this batch are not settled yet
+	r.contig = max(r.contig, r.heldEnd()-1) // messages emitted in this batch are not settled yet
 	for r.contig+1-r.released < uint64(len(r.ring)) {
 		x := &r.ring[(r.contig+1)&r.mask]
 		if x.state != slotFull || x.seq != r.contig+1 {

@@ -49,6 +49,7 @@ type Receiver struct {
 	firstLive uint64
 
 	reassembly
+	hold hold // safe mode: in-order packets waiting for stable (hold.go)
 
 	// Repair.
 	nakFrom    uint64
@@ -93,6 +94,7 @@ func New(cfg Config) (*Receiver, error) {
 	r.src = cfg.PreferredSource
 	r.next = 1
 	r.released = 1
+	r.hold.cur = -1
 	return r, nil
 }
 
@@ -367,7 +369,7 @@ func (r *Receiver) onPacket(now int64, frame []byte) {
 		r.sealed = max(r.sealed, min(last, limit-1))
 	}
 
-	if r.next <= r.maxStored {
+	if r.next <= r.maxStored || r.hold.end > r.next {
 		r.drain()
 	}
 	fresh := false
@@ -377,6 +379,10 @@ func (r *Receiver) onPacket(now int64, frame []byte) {
 	// copy) with no other test; anything else takes the slow path.
 	rec := &r.rec
 	fastOK := current && (r.cfg.Mode == Fast || r.stable >= last) && maxRecv >= 0xFFFF
+	// Safe mode, stable behind: the in-order run waits in the packet that
+	// carries it (hold.go), unless it runs into records the ring holds.
+	holdOK := current && !fastOK && r.cfg.Mode == Safe && r.cfg.HoldBytes > 0
+	r.hold.cur = -1
 	for p.Next(rec) {
 		if fastOK && rec.Seq == r.next && rec.Flags&wire.FlagFragment == 0 && rec.Seq >= p.EpochStart &&
 			rec.Seq > r.maxStored && len(r.ready.Deliver) < cap(r.ready.Deliver) {
@@ -389,6 +395,11 @@ func (r *Receiver) onPacket(now int64, frame []byte) {
 			fresh = true
 			continue
 		}
+		if holdOK && rec.Seq > r.stable && rec.Seq == r.heldEnd() && rec.Seq > r.maxStored &&
+			rec.Flags&wire.FlagFragment == 0 && rec.Seq >= p.EpochStart && r.holdRecord(frame, rec, p.Epoch) {
+			fresh = true
+			continue
+		}
 		if !r.slowRecord(p, rec, current, limit, maxRecv) {
 			break
 		}
@@ -398,7 +409,7 @@ func (r *Receiver) onPacket(now int64, frame []byte) {
 		r.now = max(r.now, r.ready.Deliver[n-1].Time)
 	}
 	r.settle()
-	if r.next <= r.maxStored {
+	if r.next <= r.maxStored || r.hold.end > r.next {
 		r.drain()
 	}
 	if p.Kind == wire.KindHeartbeat && r.next == p.FirstSeq && p.BaseTime > r.now {
@@ -422,6 +433,10 @@ func (r *Receiver) slowRecord(p *wire.Packet, rec *wire.Record, current bool, li
 	if rec.Seq < r.next {
 		r.duplicate(rec)
 		return r.err == nil
+	}
+	if rec.Seq < r.hold.end {
+		r.stats.Duplicates++ // held, not delivered: nothing can diverge yet
+		return true
 	}
 	if !current && rec.Seq >= limit {
 		r.stats.Fenced++
@@ -525,6 +540,7 @@ func (r *Receiver) otherSession(now int64, p *wire.Packet) bool {
 // resetStream forgets everything learned from the stream followed so far.
 func (r *Receiver) resetStream() {
 	r.resetRing()
+	r.resetHold()
 	r.other = otherSession{}
 	r.nakArmed, r.asked, r.tried = false, false, 0
 	r.src = r.cfg.PreferredSource
@@ -554,6 +570,7 @@ func (r *Receiver) newEpoch(p *wire.Packet) bool {
 	}
 	r.epoch = p.Epoch
 	r.epochStart = start
+	r.trimHold(start)
 	end := r.released + uint64(len(r.ring))
 	for q := r.next; q < end; q++ {
 		s := &r.ring[q&r.mask]
@@ -562,8 +579,8 @@ func (r *Receiver) newEpoch(p *wire.Packet) bool {
 			r.stats.DroppedByEpoch++
 		}
 	}
-	r.contig = max(r.next-1, min(r.contig, start-1))
-	r.tail = max(r.next-1, min(r.tail, start-1))
+	r.contig = max(r.heldEnd()-1, min(r.contig, start-1))
+	r.tail = max(r.heldEnd()-1, min(r.tail, start-1))
 	r.sealed = min(r.sealed, r.tail)
 	r.nakArmed, r.asked, r.tried = false, false, 0
 	r.src = r.cfg.PreferredSource
@@ -637,6 +654,9 @@ func (r *Receiver) settle() {
 // drain delivers held records from next on while they are whole and, in
 // safe mode, stable.
 func (r *Receiver) drain() {
+	if r.hold.end > r.next {
+		r.drainHold()
+	}
 	// Nothing is held at or above next unless something was stored
 	// there: an in-order stream never touches the ring.
 	for r.err == nil && r.next <= r.maxStored {
@@ -715,5 +735,9 @@ func (r *Receiver) checkInvariants() {
 		panic(fmt.Sprintf("receiver: reassembly bytes %d outside 0..%d", r.used, r.cfg.MaxReassemblyBytes))
 	case r.released > r.next:
 		panic(fmt.Sprintf("receiver: released %d beyond next %d", r.released, r.next))
+	case r.contig+1 < r.heldEnd():
+		panic(fmt.Sprintf("receiver: contiguous %d below the held run's end %d", r.contig, r.heldEnd()))
+	case r.hold.end > r.next && r.cfg.Mode != Safe:
+		panic("receiver: a fast receiver holds packets")
 	}
 }
