@@ -57,6 +57,7 @@ func TestAgent_NakFromPortZeroUnderLoad(t *testing.T) {
 
 	const nodes, count = 2, 3000
 	hs := make([]*counting, nodes)
+	ns := make([]*node.Node, nodes)
 	nodeErr := make(chan error, 2*nodes)
 	for i := range hs {
 		cl, err := multicast.NewClient(cfg)
@@ -76,6 +77,7 @@ func TestAgent_NakFromPortZeroUnderLoad(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
+		ns[i] = n
 		wg.Add(2)
 		go func() {
 			defer wg.Done()
@@ -95,14 +97,36 @@ func TestAgent_NakFromPortZeroUnderLoad(t *testing.T) {
 		}()
 	}
 
-	// NAKs from port 0 while the nodes send, until the stream is done.
+	// NAKs from port 0 while the nodes send, until the stream is done and
+	// a reply was refused. Not only until the stream is done: a quick
+	// stream ends after a NAK or two, and a NAK that comes within
+	// MulticastRepairWindow of a node's NAK of seq 1 (the nodes rewind) is
+	// answered by multicast, which nobody refuses.
 	cmd := netip.MustParseAddrPort(cfg.CommandGroup)
 	nak, err := wire.AppendNak(make([]byte, wire.NakBytes), &wire.Nak{Epoch: scfg.Epoch, Session: scfg.Session, FromSeq: 1, ToSeq: 1})
 	if err != nil {
 		t.Fatal(err)
 	}
+	// pause waits 5 ms, failing if the sequencer or a node stopped or the
+	// test's time ran out (what says how far it got).
+	pause := func(what func() string) {
+		t.Helper()
+		select {
+		case err := <-agentErr:
+			t.Fatalf("the sequencer stopped: Agent.Run = %v (refused replies: %d)", err, srv.Counters().Refused)
+		case err := <-nodeErr:
+			t.Fatal(err)
+		case <-ctx.Done():
+			t.Fatalf("no progress: %s", what())
+		case <-time.After(5 * time.Millisecond):
+		}
+	}
+	progress := func() string {
+		return fmt.Sprintf("nodes delivered %d and %d of %d, refused replies %d; sequencer stats %+v",
+			hs[0].all.Load(), hs[1].all.Load(), nodes*count, srv.Counters().Refused, agent.Stats())
+	}
 	for {
-		done := true
+		done := srv.Counters().Refused > 0
 		for _, h := range hs {
 			if h.mine.Load() < count || h.all.Load() < nodes*count {
 				done = false
@@ -112,18 +136,20 @@ func TestAgent_NakFromPortZeroUnderLoad(t *testing.T) {
 			break
 		}
 		multicast.SendFromPortZero(t, cmd, nak)
-		select {
-		case err := <-agentErr:
-			t.Fatalf("the sequencer stopped: Agent.Run = %v (refused replies: %d)", err, srv.Counters().Refused)
-		case err := <-nodeErr:
-			t.Fatal(err)
-		case <-ctx.Done():
-			t.Fatalf("no progress: nodes delivered %d and %d of %d", hs[0].all.Load(), hs[1].all.Load(), nodes*count)
-		case <-time.After(5 * time.Millisecond):
-		}
+		pause(progress)
 	}
 	if c := srv.Counters(); c.Refused == 0 {
 		t.Fatalf("no refused reply counted; counters %+v, sequencer stats %+v", c, agent.Stats())
+	}
+	// The sequencer goes on after the refusal (the refusal may have come
+	// after the stream): one more command is sequenced and delivered.
+	if _, err := ns[0].SendContext(ctx, make([]byte, 100)); err != nil {
+		t.Fatal(err)
+	}
+	for hs[0].mine.Load() < count+1 {
+		pause(func() string {
+			return fmt.Sprintf("a command after the refusal: node 0 delivered %d of its %d", hs[0].mine.Load(), count+1)
+		})
 	}
 	t.Logf("refused replies: %d, NAKs served: %d", srv.Counters().Refused, agent.Stats().Naks)
 }
