@@ -30,6 +30,9 @@ func TestControl_AdminOverHTTP(t *testing.T) {
 	if st.Primary != p.cfg.ID || st.Epoch != e || len(st.Members) != 3 || st.Role != "standby" {
 		t.Fatalf("standby's status %+v, want primary %d in epoch %d", st, p.cfg.ID, e)
 	}
+	// A member is primary before its first turn publishes its position
+	// (a descheduled loop: Published 0 for a while): wait for it.
+	waitFor(t, "the primary's first turn", func() bool { return p.node.Status().Published > 0 })
 	primaries := 0
 	for _, a := range FetchAll(ctx, st) {
 		if a.Err != nil {

@@ -594,7 +594,14 @@ func TestNode_FailoverTimeLAN(t *testing.T) {
 // another member after a few attempts, and that one becomes primary:
 // the group is not left without one.
 func TestNode_LeaderThatCannotTakeOverStepsAside(t *testing.T) {
-	c := newTestCluster(t, 3)
+	// TransferPrimary waits 4 seal timeouts for the new epoch, and the
+	// epoch comes only after maxLeadFailures attempts a heartbeat apart,
+	// a leadership transfer and another member's epoch change (2.5 s
+	// idle; a transfer raft refuses starts the count again): on a loaded
+	// machine 8 s was not enough. Seal only bounds waits.
+	tm := unitTimeouts()
+	tm.Seal = 10 * time.Second
+	c := newTestClusterWith(t, 3, tm)
 	old := c.primary()
 	var bad *member
 	for _, m := range c.members {

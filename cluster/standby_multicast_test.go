@@ -131,6 +131,16 @@ func (tl *tail) cmd() uint64 {
 	return tl.maxCmd
 }
 
+// lastSeq is the seq of the last message the tail delivered.
+func (tl *tail) lastSeq() uint64 {
+	tl.mu.Lock()
+	defer tl.mu.Unlock()
+	if len(tl.msgs) == 0 {
+		return 0
+	}
+	return tl.msgs[len(tl.msgs)-1].seq
+}
+
 // sender sends alice's commands to the command group.
 type sender struct {
 	c transport.Client
@@ -414,6 +424,15 @@ func TestCluster_StandbysUnderLoss(t *testing.T) {
 	for q := uint64(1); q <= n; q++ {
 		snd.send(t, q, q, "safe delivery with lossy standbys", func() bool { return tl.cmd() >= q })
 	}
+	// The tail delivered on a quorum's acks (the primary's and one
+	// standby's): the other standby may still be repairing what it lost,
+	// from the primary only. Stop the primary once both hold all it
+	// published (LastSeq, as of its last snapshot, is past what the tail
+	// delivered: it is current).
+	waitFor(t, "both standbys hold what the primary published", func() bool {
+		end := p.a.LastSeq()
+		return end >= tl.lastSeq() && a.s.Contiguous() >= end && b.s.Contiguous() >= end
+	})
 	p.stop()
 	last := p.a.Core().Published()
 	want := p.a.Core().State().Snapshot()
