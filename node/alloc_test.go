@@ -66,8 +66,8 @@ func TestCore_StepDeliverAllocatesNothing(t *testing.T) {
 }
 
 func TestCore_StepBufferedSafeDeliveryAllocatesNothing(t *testing.T) {
-	// Safe mode with stable lagging one packet: every record is copied into
-	// the ring, then delivered from it.
+	// Safe mode with stable lagging one packet: every record waits, held in
+	// its packet by the receiver, then delivered from there.
 	c, _ := newBenchCore(t, testConfig())
 	f := newLiveFeed(t, 5, 256)
 	step := func() {

@@ -60,25 +60,35 @@ func TestReceiver_InOrderDeliveryAllocatesNothing(t *testing.T) {
 }
 
 func TestReceiver_BufferedDeliveryAllocatesNothing(t *testing.T) {
-	// Safe mode with stable one packet behind: every record is copied into
-	// the ring, then delivered from it.
-	r := newTest(t, testConfig())
-	f := newFeed(t, 5, 256)
-	step := func() {
-		f.stamp(f.next - 1)
-		if err := r.Step(0, f.frame, Sequencer); err != nil {
-			t.Fatal(err)
-		}
-		consume(r)
-	}
-	for i := 0; i < 1000; i++ {
-		step()
-	}
-	if a := testing.AllocsPerRun(1000, step); a != 0 {
-		t.Fatalf("buffered Step: %v allocs, want 0", a)
-	}
-	if r.Next() != f.next-f.count {
-		t.Fatalf("next %d, want %d", r.Next(), f.next-f.count)
+	// Safe mode with stable one packet behind: every record waits, held
+	// in its packet (hold.go) or, with HoldBytes 0, copied into the ring,
+	// then delivered from there.
+	for _, hold := range []int{DefaultConfig().HoldBytes, 0} {
+		t.Run("hold="+itoa(hold), func(t *testing.T) {
+			cfg := testConfig()
+			cfg.HoldBytes = hold
+			r := newTest(t, cfg)
+			f := newFeed(t, 5, 256)
+			step := func() {
+				f.stamp(f.next - 1)
+				if err := r.Step(0, f.frame, Sequencer); err != nil {
+					t.Fatal(err)
+				}
+				consume(r)
+			}
+			for i := 0; i < 1000; i++ {
+				step()
+			}
+			if a := testing.AllocsPerRun(1000, step); a != 0 {
+				t.Fatalf("buffered Step: %v allocs, want 0", a)
+			}
+			if r.Next() != f.next-f.count {
+				t.Fatalf("next %d, want %d", r.Next(), f.next-f.count)
+			}
+			if held := r.Stats().HeldPackets; (held > 0) != (hold > 0) {
+				t.Fatalf("%d packets held with HoldBytes %d", held, hold)
+			}
+		})
 	}
 }
 

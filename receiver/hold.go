@@ -42,9 +42,12 @@ type hold struct {
 	rec  wire.Record
 }
 
-// heldPacketMin sizes the entry ring: one entry per this many arena bytes
-// (a packet of one small record is about this big).
-const heldPacketMin = 128
+// heldPacketBytes sizes the entry ring: one entry per this many arena
+// bytes. A packet of the default size (1472 bytes) is bigger, and one of a
+// group over UDP with GSO (up to 64 KiB) far bigger, so the arena fills
+// first; a stream of packets of one small record each holds fewer
+// packets, the rest going to the ring.
+const heldPacketBytes = 512
 
 // heldEnd is the next seq the hold can take: one past the last held, or
 // next when nothing waits there.
@@ -83,7 +86,7 @@ func (r *Receiver) pushHeld(frame []byte) int {
 	}
 	if h.buf == nil {
 		h.buf = make([]byte, r.cfg.HoldBytes)
-		h.ents = make([]heldPacket, max(16, r.cfg.HoldBytes/heldPacketMin))
+		h.ents = make([]heldPacket, max(16, r.cfg.HoldBytes/heldPacketBytes))
 	}
 	n := len(frame)
 	if h.n == len(h.ents) || n > len(h.buf) {
