@@ -10,6 +10,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/seqd/seqd/internal/cpuid"
 	"github.com/seqd/seqd/transport"
 	"github.com/seqd/seqd/wire"
 )
@@ -40,10 +41,26 @@ import (
 // sample. The library packages carry no hook: the bench wraps the
 // transports it hands them, and only in rtt mode.
 
-// rttStamps are one round trip's instants (wall ns; 0: not known).
+// rttStamps are one round trip's instants (wall ns; 0: not known), and
+// the CPUs the two network hops left and arrived on (-1: not known): the
+// node's when it flushed the command (OutCPU) and when its poll handed
+// over the frame that delivered it (InCPU), the sequencer's when its poll
+// handed over the command (SeqInCPU) and when it flushed the packet
+// (SeqOutCPU). A hop that arrives on another CPU than it left woke a
+// thread there (on an idle VM, a halted vCPU; see docs/udp-rtt.md).
 type rttStamps struct {
 	Seq                                        uint64
 	Sent, Out, Stamp, Published, In, Delivered int64
+	OutCPU, SeqInCPU, SeqOutCPU, InCPU         int
+}
+
+// crossings reports whether to_seq and to_node arrived on another CPU
+// than they left; known is false when a CPU was not read.
+func (s rttStamps) crossings() (toSeq, toNode, known bool) {
+	if s.OutCPU < 0 || s.SeqInCPU < 0 || s.SeqOutCPU < 0 || s.InCPU < 0 {
+		return false, false, false
+	}
+	return s.OutCPU != s.SeqInCPU, s.SeqOutCPU != s.InCPU, true
 }
 
 // hopNames are the hops of a round trip, in order; the bench prints
@@ -72,10 +89,15 @@ type hopSummary struct {
 	N       int // samples used
 	Skipped int // samples without every instant, or out of order
 	Hops    [hopCount]latencySummary
+	// Same and Cross are the network hops (to_seq and to_node) of the
+	// samples used whose CPUs are known: handed over on the CPU that sent
+	// them, or woken on another.
+	Same, Cross latencySummary
 }
 
 func summarizeHops(samples []rttStamps) hopSummary {
 	var per [hopCount][]int64
+	var same, cross []int64
 	var s hopSummary
 	for _, x := range samples {
 		h, ok := x.hops()
@@ -87,10 +109,23 @@ func summarizeHops(samples []rttStamps) hopSummary {
 			per[i] = append(per[i], h[i])
 		}
 		s.N++
+		if toSeq, toNode, known := x.crossings(); known {
+			for _, hop := range [...]struct {
+				d     int64
+				cross bool
+			}{{h[1], toSeq}, {h[3], toNode}} {
+				if hop.cross {
+					cross = append(cross, hop.d)
+				} else {
+					same = append(same, hop.d)
+				}
+			}
+		}
 	}
 	for i := range per {
 		s.Hops[i] = summarize(per[i])
 	}
+	s.Same, s.Cross = summarize(same), summarize(cross)
 	return s
 }
 
@@ -104,6 +139,12 @@ func (s hopSummary) fields() string {
 	fmt.Fprintf(&b, "hop_samples=%d", s.N)
 	if s.Skipped > 0 {
 		fmt.Fprintf(&b, " hop_skipped=%d", s.Skipped)
+	}
+	if n := s.Same.N + s.Cross.N; n > 0 {
+		// Where the network hops were handed over: the share that woke
+		// a thread on another CPU, and the median of each kind.
+		fmt.Fprintf(&b, " net_hops_cross_cpu_pct=%.0f net_hop_same_cpu_p50_us=%.1f net_hop_cross_cpu_p50_us=%.1f",
+			100*float64(s.Cross.N)/float64(n), micros(s.Same.P50), micros(s.Cross.P50))
 	}
 	return b.String()
 }
@@ -121,11 +162,13 @@ func (s hopSummary) writeCSV(dir, name string) (string, error) {
 }
 
 // publishSpan is one stream packet the sequencer handed to the kernel:
-// seqs First..First+Count-1 at wall time At.
+// seqs First..First+Count-1 at wall time At, from CPU OutCPU; InCPU is
+// the CPU its poll last handed over a frame on before (-1: not known).
 type publishSpan struct {
-	First uint64
-	Count int
-	At    int64
+	First         uint64
+	Count         int
+	At            int64
+	InCPU, OutCPU int
 }
 
 // publishedAt fills each sample's Published from spans (in the order they
@@ -162,6 +205,7 @@ func publishedAt(samples []rttStamps, spans []publishSpan) {
 		}
 		if s := sorted[j]; seq < s.First+uint64(s.Count) {
 			samples[i].Published = s.At
+			samples[i].SeqInCPU, samples[i].SeqOutCPU = s.InCPU, s.OutCPU
 		}
 	}
 }
@@ -179,8 +223,10 @@ type tracedClient struct {
 	cmdSent bool              // a command frame was queued since the last Flush
 
 	// out is the time the first command flush after the last take
-	// began; in is when the frame being handled arrived.
-	out, in int64
+	// began; in is when the frame being handled arrived. outCPU and
+	// inCPU are the CPUs this goroutine ran on at those instants.
+	out, in       int64
+	outCPU, inCPU int
 }
 
 // tracedWakeClient is a tracedClient over a client that can be woken, so
@@ -218,6 +264,7 @@ func (c *tracedClient) Flush() error {
 		c.cmdSent = false
 		if c.out == 0 {
 			c.out = time.Now().UnixNano()
+			c.outCPU = cpuid.Current()
 		}
 	}
 	return c.Client.Flush()
@@ -230,6 +277,7 @@ func (c *tracedClient) Poll(h transport.Handler, wait time.Duration) (int, error
 
 func (c *tracedClient) frame(f []byte, from transport.Peer) {
 	c.in = time.Now().UnixNano()
+	c.inCPU = cpuid.Current()
 	c.h(f, from)
 }
 
@@ -240,6 +288,9 @@ func (c *tracedClient) take() (out, in int64) {
 	c.out = 0
 	return out, c.in
 }
+
+// cpus returns the CPUs of the instants the last take returned.
+func (c *tracedClient) cpus() (out, in int) { return c.outCPU, c.inCPU }
 
 // maxPublishSpans bounds the spans a tracedServer keeps (24 bytes each),
 // allocated when the trace is asked for.
@@ -253,6 +304,9 @@ const maxPublishSpans = 1 << 20
 // never fills a batch.
 type tracedServer struct {
 	transport.Server
+	h       transport.Handler // the agent's handler during a Poll
+	onFrame transport.Handler // built once
+	inCPU   int               // the CPU the last frame was handed over on
 	pkt     wire.Packet
 	pending []publishSpan // published since the last Flush
 	spans   []publishSpan
@@ -260,7 +314,20 @@ type tracedServer struct {
 }
 
 func newTracedServer(srv transport.Server) *tracedServer {
-	return &tracedServer{Server: srv, pending: make([]publishSpan, 0, 64), spans: make([]publishSpan, 0, 4096)}
+	s := &tracedServer{Server: srv, inCPU: -1, pending: make([]publishSpan, 0, 64), spans: make([]publishSpan, 0, 4096)}
+	s.onFrame = s.frame
+	return s
+}
+
+// Poll notes the CPU each frame is handed over on.
+func (s *tracedServer) Poll(h transport.Handler, wait time.Duration) (int, error) {
+	s.h = h
+	return s.Server.Poll(s.onFrame, wait)
+}
+
+func (s *tracedServer) frame(f []byte, from transport.Peer) {
+	s.inCPU = cpuid.Current()
+	s.h(f, from)
 }
 
 func (s *tracedServer) Publish(frame []byte) error {
@@ -274,13 +341,13 @@ func (s *tracedServer) Publish(frame []byte) error {
 // Flush notes the time before the call, as tracedClient.Flush does.
 func (s *tracedServer) Flush() error {
 	if len(s.pending) > 0 {
-		at := time.Now().UnixNano()
+		at, cpu := time.Now().UnixNano(), cpuid.Current()
 		for _, p := range s.pending {
 			if len(s.spans) == maxPublishSpans {
 				s.lost++
 				continue
 			}
-			p.At = at
+			p.At, p.InCPU, p.OutCPU = at, s.inCPU, cpu
 			s.spans = append(s.spans, p)
 		}
 		s.pending = s.pending[:0]
@@ -288,7 +355,7 @@ func (s *tracedServer) Flush() error {
 	return s.Server.Flush()
 }
 
-// write saves the spans, one "first count unix_ns" line each.
+// write saves the spans, one "first count unix_ns in_cpu out_cpu" line each.
 func (s *tracedServer) write(path string) error {
 	f, err := os.Create(path)
 	if err != nil {
@@ -296,7 +363,7 @@ func (s *tracedServer) write(path string) error {
 	}
 	w := bufio.NewWriter(f)
 	for _, p := range s.spans {
-		fmt.Fprintf(w, "%d %d %d\n", p.First, p.Count, p.At)
+		fmt.Fprintf(w, "%d %d %d %d %d\n", p.First, p.Count, p.At, p.InCPU, p.OutCPU)
 	}
 	if err := w.Flush(); err != nil {
 		f.Close()
@@ -314,8 +381,13 @@ func readPublishSpans(path string) ([]publishSpan, error) {
 	var spans []publishSpan
 	sc := bufio.NewScanner(f)
 	for sc.Scan() {
-		var p publishSpan
-		if _, err := fmt.Sscan(sc.Text(), &p.First, &p.Count, &p.At); err != nil {
+		// Three fields (no CPUs, as written before they were noted) or five.
+		p := publishSpan{InCPU: -1, OutCPU: -1}
+		fields := []any{&p.First, &p.Count, &p.At, &p.InCPU, &p.OutCPU}
+		if n := len(strings.Fields(sc.Text())); n == 3 {
+			fields = fields[:3]
+		}
+		if _, err := fmt.Sscan(sc.Text(), fields...); err != nil {
 			return nil, fmt.Errorf("bench: %s: %q: %w", path, sc.Text(), err)
 		}
 		spans = append(spans, p)
@@ -324,11 +396,11 @@ func readPublishSpans(path string) ([]publishSpan, error) {
 }
 
 // writeStamps saves the rtt node's instants, one sample per line:
-// seq sent out stamp in delivered (wall ns).
+// seq sent out stamp in delivered (wall ns) out_cpu in_cpu.
 func writeStamps(path string, samples []rttStamps) error {
 	var b strings.Builder
 	for _, s := range samples {
-		fmt.Fprintf(&b, "%d %d %d %d %d %d\n", s.Seq, s.Sent, s.Out, s.Stamp, s.In, s.Delivered)
+		fmt.Fprintf(&b, "%d %d %d %d %d %d %d %d\n", s.Seq, s.Sent, s.Out, s.Stamp, s.In, s.Delivered, s.OutCPU, s.InCPU)
 	}
 	return os.WriteFile(path, []byte(b.String()), 0o644)
 }
@@ -340,17 +412,19 @@ func readStamps(path string) ([]rttStamps, error) {
 	}
 	var out []rttStamps
 	for _, l := range strings.Split(strings.TrimSpace(string(b)), "\n") {
+		// Six fields (no CPUs, as written before they were noted) or eight.
 		f := strings.Fields(l)
-		if len(f) != 6 {
-			return nil, fmt.Errorf("bench: %s: %q: want 6 fields", path, l)
+		if len(f) != 6 && len(f) != 8 {
+			return nil, fmt.Errorf("bench: %s: %q: want 6 or 8 fields", path, l)
 		}
-		var v [6]int64
+		v := [8]int64{6: -1, 7: -1}
 		for i := range f {
 			if v[i], err = strconv.ParseInt(f[i], 10, 64); err != nil {
 				return nil, fmt.Errorf("bench: %s: %w", path, err)
 			}
 		}
-		out = append(out, rttStamps{Seq: uint64(v[0]), Sent: v[1], Out: v[2], Stamp: v[3], In: v[4], Delivered: v[5]})
+		out = append(out, rttStamps{Seq: uint64(v[0]), Sent: v[1], Out: v[2], Stamp: v[3], In: v[4], Delivered: v[5],
+			OutCPU: int(v[6]), InCPU: int(v[7]), SeqInCPU: -1, SeqOutCPU: -1})
 	}
 	return out, nil
 }

@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/seqd/seqd/internal/cpuid"
 	"github.com/seqd/seqd/transport"
 	"github.com/seqd/seqd/wire"
 )
@@ -89,6 +90,43 @@ func TestSummarizeHops_MediansPerHop(t *testing.T) {
 	}
 }
 
+// The network hops are split by whether they arrived on the CPU they
+// left: the share that crossed, and the median of each kind; samples
+// whose CPUs were not read count in neither.
+func TestSummarizeHops_NetworkHopsBySameOrOtherCPU(t *testing.T) {
+	mk := func(seq uint64, toSeq, toNode int64, out, seqIn, seqOut, in int) rttStamps {
+		s := rttStamps{Seq: seq, Sent: 1_000_000, OutCPU: out, SeqInCPU: seqIn, SeqOutCPU: seqOut, InCPU: in}
+		s.Out = s.Sent + 1000
+		s.Stamp = s.Out + toSeq
+		s.Published = s.Stamp + 1000
+		s.In = s.Published + toNode
+		s.Delivered = s.In + 1000
+		return s
+	}
+	samples := []rttStamps{
+		mk(1, 4000, 5000, 0, 0, 0, 0),     // both hops on CPU 0
+		mk(2, 10000, 12000, 0, 1, 1, 0),   // both hops crossed
+		mk(3, 6000, 11000, 1, 1, 1, 0),    // to_seq same, to_node crossed
+		mk(4, 99000, 99000, -1, 0, 0, -1), // CPUs unknown: in neither
+	}
+	sum := summarizeHops(samples)
+	if sum.N != 4 || sum.Same.N != 3 || sum.Cross.N != 3 {
+		t.Fatalf("N=%d same=%d cross=%d, want 4, 3 and 3", sum.N, sum.Same.N, sum.Cross.N)
+	}
+	if sum.Same.P50 != 5*time.Microsecond || sum.Cross.P50 != 11*time.Microsecond {
+		t.Fatalf("same p50 %v cross p50 %v, want 5us and 11us", sum.Same.P50, sum.Cross.P50)
+	}
+	f := sum.fields()
+	for _, w := range []string{"net_hops_cross_cpu_pct=50", "net_hop_same_cpu_p50_us=5.0", "net_hop_cross_cpu_p50_us=11.0"} {
+		if !strings.Contains(f, w) {
+			t.Errorf("fields %q lack %q", f, w)
+		}
+	}
+	if f := summarizeHops(samples[3:]).fields(); strings.Contains(f, "net_hop") {
+		t.Errorf("fields %q name CPUs no sample knew", f)
+	}
+}
+
 func samplesHop(s []rttStamps, i int) []int64 {
 	var out []int64
 	for _, x := range s {
@@ -105,7 +143,11 @@ func TestPublishedAt_FirstPacketHoldingTheSeq(t *testing.T) {
 		{First: 5, Count: 1, At: 900}, // 5 again later: not the first send
 		{First: 10, Count: 1, At: 1000},
 	}
+	spans[0].InCPU, spans[0].OutCPU = 1, 0
 	samples := []rttStamps{{Seq: 1}, {Seq: 4}, {Seq: 5}, {Seq: 7}, {Seq: 8}, {Seq: 10}, {Seq: 11}}
+	for i := range samples {
+		samples[i].SeqInCPU, samples[i].SeqOutCPU = -1, -1
+	}
 	publishedAt(samples, spans)
 	want := []int64{100, 100, 500, 500, 0, 1000, 0}
 	for i, s := range samples {
@@ -113,11 +155,18 @@ func TestPublishedAt_FirstPacketHoldingTheSeq(t *testing.T) {
 			t.Errorf("seq %d: published at %d, want %d", s.Seq, s.Published, want[i])
 		}
 	}
+	if s := samples[2]; s.SeqInCPU != 1 || s.SeqOutCPU != 0 {
+		t.Errorf("seq 5: sequencer CPUs in %d out %d, want the span's 1 and 0", s.SeqInCPU, s.SeqOutCPU)
+	}
+	if s := samples[4]; s.SeqInCPU != -1 || s.SeqOutCPU != -1 {
+		t.Errorf("seq 8 (never published): sequencer CPUs %d %d, want unknown", s.SeqInCPU, s.SeqOutCPU)
+	}
 }
 
 func TestStampsAndSpans_RoundTripThroughFiles(t *testing.T) {
 	dir := t.TempDir()
-	in := []rttStamps{{Seq: 3, Sent: 1, Out: 2, Stamp: 3, In: 5, Delivered: 6}}
+	// The node writes its own CPUs; the sequencer's come from the spans.
+	in := []rttStamps{{Seq: 3, Sent: 1, Out: 2, Stamp: 3, In: 5, Delivered: 6, OutCPU: 1, InCPU: 0, SeqInCPU: -1, SeqOutCPU: -1}}
 	p := filepath.Join(dir, "stamps.txt")
 	if err := writeStamps(p, in); err != nil {
 		t.Fatal(err)
@@ -127,14 +176,28 @@ func TestStampsAndSpans_RoundTripThroughFiles(t *testing.T) {
 		t.Fatalf("readStamps = %+v, %v; want %+v", got, err, in)
 	}
 	srv := newTracedServer(nopServer{})
-	srv.spans = append(srv.spans, publishSpan{First: 9, Count: 2, At: 77})
+	srv.spans = append(srv.spans, publishSpan{First: 9, Count: 2, At: 77, InCPU: 1, OutCPU: 0})
 	sp := filepath.Join(dir, "spans.txt")
 	if err := srv.write(sp); err != nil {
 		t.Fatal(err)
 	}
 	spans, err := readPublishSpans(sp)
-	if err != nil || len(spans) != 1 || spans[0] != (publishSpan{First: 9, Count: 2, At: 77}) {
+	if err != nil || len(spans) != 1 || spans[0] != (publishSpan{First: 9, Count: 2, At: 77, InCPU: 1, OutCPU: 0}) {
 		t.Fatalf("readPublishSpans = %+v, %v", spans, err)
+	}
+	// Files written before the CPUs were noted still read, CPUs unknown.
+	old := filepath.Join(dir, "old.txt")
+	if err := os.WriteFile(old, []byte("9 2 77\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if spans, err := readPublishSpans(old); err != nil || len(spans) != 1 || spans[0] != (publishSpan{First: 9, Count: 2, At: 77, InCPU: -1, OutCPU: -1}) {
+		t.Fatalf("readPublishSpans of an old file = %+v, %v", spans, err)
+	}
+	if err := os.WriteFile(old, []byte("3 1 2 3 5 6\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if got, err := readStamps(old); err != nil || len(got) != 1 || got[0].OutCPU != -1 || got[0].InCPU != -1 || got[0].Delivered != 6 {
+		t.Fatalf("readStamps of an old file = %+v, %v", got, err)
 	}
 	if err := os.WriteFile(p, []byte("1 2 3\n"), 0o644); err != nil {
 		t.Fatal(err)
@@ -170,6 +233,29 @@ func TestTracedServer_NotesFirstSentDataPackets(t *testing.T) {
 	if len(srv.spans) != 1 || srv.spans[0].First != 42 || srv.spans[0].Count != 2 || srv.spans[0].At == 0 {
 		t.Fatalf("spans = %+v, want one for seqs 42..43 with a time", srv.spans)
 	}
+	// No frame was handed over yet: the CPU it came in on is unknown.
+	if srv.spans[0].InCPU != -1 {
+		t.Fatalf("span in CPU %d before any frame came in, want -1", srv.spans[0].InCPU)
+	}
+	// A frame handed over by a Poll notes its CPU for the next span.
+	got := 0
+	fs := newTracedServer(frameServer{})
+	if _, err := fs.Poll(func([]byte, transport.Peer) { got++ }, 0); err != nil || got != 1 {
+		t.Fatalf("Poll: %d frames to the agent's handler, %v; want 1", got, err)
+	}
+	_ = fs.Publish(data)
+	_ = fs.Flush()
+	if cpuid.Current() >= 0 && (fs.spans[0].InCPU < 0 || fs.spans[0].OutCPU < 0) {
+		t.Fatalf("span CPUs in %d out %d: want both read", fs.spans[0].InCPU, fs.spans[0].OutCPU)
+	}
+}
+
+// frameServer hands one frame to each Poll.
+type frameServer struct{ nopServer }
+
+func (frameServer) Poll(h transport.Handler, _ time.Duration) (int, error) {
+	h([]byte{1}, transport.NoPeer)
+	return 1, nil
 }
 
 type nopServer struct{}
@@ -230,6 +316,9 @@ func TestTracedTransports_AllocateNothingPerFrame(t *testing.T) {
 	_, _ = cl.Poll(h, 0)
 	if out, in := tr.take(); out == 0 || in == 0 || in < out {
 		t.Fatalf("instants out=%d in=%d: want both, in order", out, in)
+	}
+	if out, in := tr.cpus(); cpuid.Current() >= 0 && (out < 0 || in < 0) {
+		t.Fatalf("CPUs out=%d in=%d: want both read", out, in)
 	}
 	srv := newTracedServer(nopServer{})
 	buf := make([]byte, 1500)

@@ -255,7 +255,9 @@ func (c *cliNode) OnMessage(m *node.Message) {
 			c.samples = append(c.samples, now.UnixNano()-c.sentAt)
 			if c.trace != nil {
 				out, in := c.trace.take()
-				c.stamps = append(c.stamps, rttStamps{Seq: m.Seq, Sent: c.sentAt, Out: out, Stamp: m.Time, In: in, Delivered: now.UnixNano()})
+				outCPU, inCPU := c.trace.cpus()
+				c.stamps = append(c.stamps, rttStamps{Seq: m.Seq, Sent: c.sentAt, Out: out, Stamp: m.Time, In: in, Delivered: now.UnixNano(),
+					OutCPU: outCPU, InCPU: inCPU, SeqInCPU: -1, SeqOutCPU: -1})
 			}
 			if c.mine < c.count {
 				if err := c.sendRTT(uint64(c.mine + 1)); err != nil && c.check.err == nil {
