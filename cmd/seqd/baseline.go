@@ -16,6 +16,8 @@ import (
 	"time"
 
 	"github.com/urfave/cli/v2"
+
+	"github.com/seqd/seqd/internal/cpuid"
 )
 
 // The baseline measures what this machine does with no seqd protocol at
@@ -87,7 +89,7 @@ func runBaselineWith(ctx context.Context, o baselineOptions, peerCommand peerCom
 	case o.count < 1:
 		return fmt.Errorf("bench baseline: --count %d must be at least 1", o.count)
 	}
-	samples, err := baselineRTT(ctx, o.size, min(o.count, baselineMaxRTTSamples), peerCommand)
+	samples, hops, err := baselineRTT(ctx, o.size, min(o.count, baselineMaxRTTSamples), peerCommand)
 	if err != nil {
 		return fmt.Errorf("bench baseline: round trip: %w", err)
 	}
@@ -101,23 +103,46 @@ func runBaselineWith(ctx context.Context, o baselineOptions, peerCommand peerCom
 		}
 	}
 	s := summarize(samples)
-	_, err = fmt.Fprintf(out, "bench transport=udp mode=baseline size=%d udp_rtt_p50_us=%.1f udp_rtt_p999_us=%.1f udp_blast_rate=%.0f msg/s\n",
-		o.size, micros(s.P50), micros(s.P999), rate)
+	cross := ""
+	if hops.known > 0 {
+		cross = fmt.Sprintf(" udp_rtt_hops_cross_cpu_pct=%.0f", 100*float64(hops.cross)/float64(hops.known))
+	}
+	_, err = fmt.Fprintf(out, "bench transport=udp mode=baseline size=%d udp_rtt_p50_us=%.1f udp_rtt_p999_us=%.1f%s udp_blast_rate=%.0f msg/s\n",
+		o.size, micros(s.P50), micros(s.P999), cross, rate)
 	return err
 }
+
+// hopCPUs counts the hops of the measured round trips whose CPUs were
+// read at both ends (known) and those that woke the receiver on another
+// CPU than the sender's (cross), as seqd's rtt bench does
+// (net_hops_cross_cpu_pct): the ping's CPU before it sends and after it
+// reads, the echo's when it read (it writes that CPU, plus one, into
+// bytes 8 and 9 of its reply; 0 means unknown).
+type hopCPUs struct{ known, cross int }
+
+func b2i(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
+}
+
+// echoCPUAt is where the echo peer writes its CPU in a reply of at least
+// echoCPUAt+2 bytes (after the ping's tag).
+const echoCPUAt = 8
 
 // baselineRTT ping-pongs size-byte datagrams with an echo peer and returns
 // n round trips in nanoseconds, after a warm-up that is thrown away (page
 // faults, scheduler placement, the peer's first reads).
-func baselineRTT(ctx context.Context, size, n int, peerCommand peerCommandFunc) (_ []int64, err error) {
+func baselineRTT(ctx context.Context, size, n int, peerCommand peerCommandFunc) (_ []int64, hops hopCPUs, err error) {
 	peer, err := startPeer(ctx, peerCommand, "--role", "echo", "--size", fmt.Sprint(size))
 	if err != nil {
-		return nil, err
+		return nil, hops, err
 	}
 	defer peer.stopInto(&err)
 	conn, err := listenLoopbackUDP()
 	if err != nil {
-		return nil, err
+		return nil, hops, err
 	}
 	defer conn.Close()
 
@@ -133,30 +158,31 @@ func baselineRTT(ctx context.Context, size, n int, peerCommand peerCommandFunc) 
 	var deadlineSetAt time.Time
 	for seq := uint64(1); len(samples) < n; seq++ {
 		if seq%1024 == 0 && ctx.Err() != nil {
-			return nil, ctx.Err()
+			return nil, hops, ctx.Err()
 		}
 		binary.LittleEndian.PutUint64(tagBuf[:], seq)
 		copy(tag, tagBuf[:])
 		start := time.Now()
+		outCPU := cpuid.Current()
 		// Moving the deadline costs a timer update; once per 100 ms is
 		// enough to give every ping at least rttReplyTimeout-100ms.
 		if start.Sub(deadlineSetAt) > 100*time.Millisecond {
 			if err := conn.SetReadDeadline(start.Add(rttReplyTimeout)); err != nil {
-				return nil, err
+				return nil, hops, err
 			}
 			deadlineSetAt = start
 		}
 		if _, err := conn.WriteToUDPAddrPort(ping, peer.addr); err != nil {
-			return nil, err
+			return nil, hops, err
 		}
 		for {
 			m, _, _, _, err := conn.ReadMsgUDPAddrPort(pong, nil)
 			if err != nil {
 				if !errors.Is(err, os.ErrDeadlineExceeded) {
-					return nil, err
+					return nil, hops, err
 				}
 				if lost++; lost > rttMaxLost {
-					return nil, fmt.Errorf("%d pings without a reply", lost)
+					return nil, hops, fmt.Errorf("%d pings without a reply", lost)
 				}
 				deadlineSetAt = time.Time{}
 				break
@@ -164,12 +190,18 @@ func baselineRTT(ctx context.Context, size, n int, peerCommand peerCommandFunc) 
 			if m == size && bytes.Equal(pong[:len(tag)], tag) {
 				if seq > baselineWarmupRTTs {
 					samples = append(samples, int64(time.Since(start)))
+					if in := cpuid.Current(); in >= 0 && outCPU >= 0 && size >= echoCPUAt+2 {
+						if at := int(binary.LittleEndian.Uint16(pong[echoCPUAt:])) - 1; at >= 0 {
+							hops.known += 2
+							hops.cross += b2i(outCPU != at) + b2i(at != in)
+						}
+					}
 				}
 				break
 			}
 		}
 	}
-	return samples, nil
+	return samples, hops, nil
 }
 
 // baselineBlast sends count size-byte messages (or as many as go in
@@ -449,13 +481,19 @@ func runBenchPeer(role, addr string, size int, stdin io.Reader, stdout io.Writer
 	return fmt.Errorf("bench-peer %s: %w", role, err)
 }
 
-// serveEcho sends every datagram back where it came from.
+// serveEcho sends every datagram back where it came from, with the CPU it
+// read it on in bytes 8 and 9 (see hopCPUs).
 func serveEcho(conn *net.UDPConn) error {
 	buf := make([]byte, maxUDPPayloadBytes)
 	for {
 		n, _, _, from, err := conn.ReadMsgUDPAddrPort(buf, nil)
 		if err != nil {
 			return err
+		}
+		// Say which CPU the ping arrived on (see hopCPUs); past the tag,
+		// so the ping still knows its reply.
+		if cpu := cpuid.Current(); cpu >= 0 && n >= echoCPUAt+2 {
+			binary.LittleEndian.PutUint16(buf[echoCPUAt:], uint16(cpu+1))
 		}
 		if _, err := conn.WriteToUDPAddrPort(buf[:n], from); err != nil {
 			return err
@@ -474,6 +512,11 @@ func serveSink(conn *net.UDPConn, size int) error {
 		n, _, _, from, err := conn.ReadMsgUDPAddrPort(buf, nil)
 		if err != nil {
 			return err
+		}
+		// Say which CPU the ping arrived on (see hopCPUs); past the tag,
+		// so the ping still knows its reply.
+		if cpu := cpuid.Current(); cpu >= 0 && n >= echoCPUAt+2 {
+			binary.LittleEndian.PutUint16(buf[echoCPUAt:], uint16(cpu+1))
 		}
 		if n == 0 {
 			if _, err := conn.WriteToUDPAddrPort([]byte(r.String()), from); err != nil {

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"encoding/binary"
 	"fmt"
 	"net"
 	"os"
@@ -14,6 +15,8 @@ import (
 	"time"
 
 	"github.com/urfave/cli/v2"
+
+	"github.com/seqd/seqd/internal/cpuid"
 )
 
 // benchPeerEnv makes the test binary act as `seqd bench-peer`: the baseline
@@ -39,7 +42,7 @@ func testPeerCommand(args ...string) *exec.Cmd {
 	return cmd
 }
 
-var baselineLine = regexp.MustCompile(`^bench transport=udp mode=baseline size=(\d+) udp_rtt_p50_us=([0-9.]+) udp_rtt_p999_us=([0-9.]+) udp_blast_rate=(\d+) msg/s\n$`)
+var baselineLine = regexp.MustCompile(`^bench transport=udp mode=baseline size=(\d+) udp_rtt_p50_us=([0-9.]+) udp_rtt_p999_us=([0-9.]+)(?: udp_rtt_hops_cross_cpu_pct=(\d+))? udp_blast_rate=(\d+) msg/s\n$`)
 
 func TestRunBaseline_PrintsOneLine(t *testing.T) {
 	for _, batch := range []bool{false, true} {
@@ -66,7 +69,12 @@ func TestRunBaseline_PrintsOneLine(t *testing.T) {
 			}
 			p50, _ := strconv.ParseFloat(m[2], 64)
 			p999, _ := strconv.ParseFloat(m[3], 64)
-			rate, _ := strconv.ParseFloat(m[4], 64)
+			rate, _ := strconv.ParseFloat(m[5], 64)
+			if cross := m[4]; cpuid.Current() >= 0 {
+				if pct, err := strconv.Atoi(cross); err != nil || pct < 0 || pct > 100 {
+					t.Errorf("udp_rtt_hops_cross_cpu_pct=%q: want a share 0..100 where CPUs can be read", cross)
+				}
+			}
 			if p50 <= 0 || p999 < p50 || rate <= 0 {
 				t.Errorf("p50 %v µs, p99.9 %v µs, rate %v msg/s: want 0 < p50 <= p99.9 and a positive rate", p50, p999, rate)
 			}
@@ -120,6 +128,42 @@ func TestBlastReport_RoundTrip(t *testing.T) {
 	}
 	if _, err := parseBlastReport("msgs=x"); err == nil {
 		t.Error("parseBlastReport(msgs=x) = nil error")
+	}
+}
+
+// The echo peer says which CPU each ping arrived on, past the ping's tag.
+func TestServeEcho_SaysWhichCPU(t *testing.T) {
+	if cpuid.Current() < 0 {
+		t.Skip("CPU not readable here")
+	}
+	echo, err := listenLoopbackUDP()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer echo.Close()
+	go serveEcho(echo)
+	conn, err := listenLoopbackUDP()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	if err := conn.SetReadDeadline(time.Now().Add(30 * time.Second)); err != nil {
+		t.Fatal(err)
+	}
+	ping := []byte("tag-0001\x00\x00rest")
+	if _, err := conn.WriteToUDPAddrPort(ping, echo.LocalAddr().(*net.UDPAddr).AddrPort()); err != nil {
+		t.Fatal(err)
+	}
+	pong := make([]byte, 64)
+	n, _, _, _, err := conn.ReadMsgUDPAddrPort(pong, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n != len(ping) || string(pong[:echoCPUAt]) != "tag-0001" || string(pong[echoCPUAt+2:n]) != "rest" {
+		t.Fatalf("reply %q: want the ping with only bytes 8-9 changed", pong[:n])
+	}
+	if cpu := int(binary.LittleEndian.Uint16(pong[echoCPUAt:])) - 1; cpu < 0 {
+		t.Fatalf("reply names CPU %d, want a CPU", cpu)
 	}
 }
 
