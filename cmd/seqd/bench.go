@@ -8,6 +8,7 @@ import (
 
 	"github.com/urfave/cli/v2"
 
+	"github.com/seqd/seqd/cluster"
 	"github.com/seqd/seqd/cmd/seqd/internal/stopsignal"
 	"github.com/seqd/seqd/node"
 	"github.com/seqd/seqd/sequencer"
@@ -30,7 +31,8 @@ func benchCommand() *cli.Command {
 			&cli.BoolFlag{Name: "batch", Usage: "let nodes put several commands in one frame (the sequencer always batches)"},
 			&cli.DurationFlag{Name: "spin", Usage: "processes poll without blocking this long after each frame (sequencer.idle-spin, node.idle-spin)"},
 			&cli.StringFlag{Name: "out", Usage: "write latency histograms (CSV and PNG) into this directory"},
-			&cli.IntFlag{Name: "sequencers", Value: 1, Usage: "1 | 3: with 3, the bench runs with one sequencer, then with a Raft group of three seqd sequencer --cluster processes (udp only), and gives the group's figure as a ratio of the single one's"},
+			&cli.IntFlag{Name: "sequencers", Value: 1, Usage: "1 | 3: with 3, the bench runs with one sequencer, then with a Raft group of three seqd sequencer --cluster processes (udp only), and gives the group's figure as a ratio of the single one's; with --mode idle, only the group runs and each member's share of a core is printed"},
+			&cli.StringFlag{Name: "timeouts", Value: "lan", Usage: "with --sequencers 3: the members' raft timing profile (lan, wan, test)"},
 			&cli.StringFlag{Name: "delivery", Value: "safe", Usage: "safe | fast: the nodes' delivery mode (node.mode)"},
 		},
 		Action: func(c *cli.Context) error {
@@ -45,6 +47,7 @@ func benchCommand() *cli.Command {
 				sequencers: c.Int("sequencers"),
 				delivery:   c.String("delivery"),
 				idleFor:    c.Duration("idle-for"),
+				timeouts:   c.String("timeouts"),
 			}
 			if opt.mode == "rewind" && !c.IsSet("transport") {
 				opt.transport = "tcp"
@@ -84,6 +87,7 @@ type benchOptions struct {
 	sequencers      int    // 1, or 3: a Raft group compared with 1
 	delivery        string // the nodes' node.mode: safe | fast
 	idleFor         time.Duration
+	timeouts        string // the cluster members' raft profile (--sequencers 3)
 }
 
 func (o benchOptions) validate() error {
@@ -109,8 +113,10 @@ func (o benchOptions) validate() error {
 		return fmt.Errorf("bench: --sequencers %d (want 1 or 3)", o.sequencers)
 	case o.delivery != "safe" && o.delivery != "fast":
 		return fmt.Errorf("bench: --delivery %q (want safe or fast)", o.delivery)
-	case o.sequencers == 3 && (o.transport != "udp" || (o.mode != "tput" && o.mode != "rtt")):
-		return fmt.Errorf("bench: --sequencers 3 runs with --transport udp and --mode tput or rtt (a cluster's stream is udp multicast)")
+	case o.sequencers == 3 && (o.transport != "udp" || (o.mode != "tput" && o.mode != "rtt" && o.mode != "idle")):
+		return fmt.Errorf("bench: --sequencers 3 runs with --transport udp and --mode tput, rtt or idle (a cluster's stream is udp multicast)")
+	case o.sequencers == 3 && cluster.Profiles[o.timeouts] == nil:
+		return fmt.Errorf("bench: --timeouts %q (want lan, wan or test)", o.timeouts)
 	}
 	return nil
 }

@@ -12,8 +12,9 @@ import (
 // startBenchCluster starts three `seqd sequencer --cluster` members on
 // netArgs (udp multicast, each with its own directory) and returns the
 // first to become primary, once it sequences, and a function that stops
-// all three and removes their directories.
-func startBenchCluster(ctx context.Context, set *procSet, netArgs []string, spin time.Duration) (*proc, func(), error) {
+// all three and removes their directories. extra goes to each member's
+// command line (--timeouts).
+func startBenchCluster(ctx context.Context, set *procSet, netArgs []string, spin time.Duration, extra ...string) (*proc, func(), error) {
 	dir, err := os.MkdirTemp("", "seqd-bench-cluster-")
 	if err != nil {
 		return nil, nil, err
@@ -37,6 +38,7 @@ func startBenchCluster(ctx context.Context, set *procSet, netArgs []string, spin
 	for i := 1; i <= 3; i++ {
 		args := append([]string{"sequencer", "--cluster", "--id", fmt.Sprint(i), "--dir", filepath.Join(dir, fmt.Sprint(i)),
 			"--peers", strings.Join(peers, ","), "--sequencer.idle-spin", spin.String()}, netArgs...)
+		args = append(args, extra...)
 		m, err := set.start(ctx, fmt.Sprintf("sequencer-%d", i), true, args...)
 		if err != nil {
 			stopAll()

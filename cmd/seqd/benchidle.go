@@ -10,15 +10,32 @@ import (
 	"time"
 )
 
-// benchIdle runs `seqd bench --mode idle`: a sequencer, a `seqd tail` and a
-// read-only `seqd node` (waiting for messages that never come), all idle (the stream carries heartbeats only), for
-// o.idleFor, and prints the share of one core each used and the
-// sequencer's resident memory. CPU time comes from the scheduler's own
-// account of each thread (/proc/PID/task/*/schedstat, in nanoseconds), not
-// from the 100 Hz tick sampling that ps and top show: a process that wakes
-// a hundred times a second for a few microseconds is over- or
-// under-counted by the ticks, depending on how its wake-ups fall.
+// benchIdle runs `seqd bench --mode idle`: a sequencer (with
+// --sequencers 3, the three members of a cluster: the primary and two
+// standbys), a `seqd tail` and a read-only `seqd node` (waiting for
+// messages that never come), all idle (the stream carries heartbeats
+// only), for o.idleFor, and prints the share of one core each used, how
+// often each was woken (scheduled onto a CPU) per second, and the
+// sequencer's (the primary's) resident memory. CPU time comes from the
+// scheduler's own account of each thread (/proc/PID/task/*/schedstat, in
+// nanoseconds), not from the 100 Hz tick sampling that ps and top show: a
+// process that wakes a hundred times a second for a few microseconds is
+// over- or under-counted by the ticks, depending on how its wake-ups fall.
 func benchIdle(ctx context.Context, o benchOptions, set *procSet, seq *proc, netArgs []string) (string, error) {
+	// With a cluster, every member is measured under its role's name.
+	type measured struct {
+		name string
+		p    *proc
+	}
+	procs := []measured{{"sequencer", seq}}
+	if o.sequencers == 3 {
+		procs[0].name = "primary"
+		for _, p := range set.started {
+			if strings.HasPrefix(p.name, "sequencer-") && p != seq {
+				procs = append(procs, measured{fmt.Sprintf("standby%d", len(procs)), p})
+			}
+		}
+	}
 	tail, err := set.start(ctx, "tail", true, append([]string{"tail"}, netArgs...)...)
 	if err != nil {
 		return "", err
@@ -29,15 +46,15 @@ func benchIdle(ctx context.Context, o benchOptions, set *procSet, seq *proc, net
 		return "", err
 	}
 	defer nd.stop()
-	procs := []*proc{seq, tail, nd}
+	procs = append(procs, measured{"tail", tail}, measured{"node", nd})
 	// Start-up (joins, the first heartbeats, the runtime's own warm-up)
 	// is not idle.
 	if err := sleepOrDied(ctx, set, 2*time.Second); err != nil {
 		return "", err
 	}
-	before := make([]int64, len(procs))
+	before := make([]schedStat, len(procs))
 	for i, p := range procs {
-		if before[i], err = cpuNs(p.cmd.Process.Pid); err != nil {
+		if before[i], err = readSchedStat(p.p.cmd.Process.Pid); err != nil {
 			return "", err
 		}
 	}
@@ -46,13 +63,18 @@ func benchIdle(ctx context.Context, o benchOptions, set *procSet, seq *proc, net
 		return "", err
 	}
 	elapsed := time.Since(start)
-	fields := []string{fmt.Sprintf("bench transport=%s mode=idle seconds=%.0f", o.transport, elapsed.Seconds())}
+	head := fmt.Sprintf("bench transport=%s mode=idle seconds=%.0f", o.transport, elapsed.Seconds())
+	if o.sequencers == 3 {
+		head += fmt.Sprintf(" sequencers=3 timeouts=%s primary=%s", o.timeouts, seq.name)
+	}
+	fields := []string{head}
 	for i, p := range procs {
-		after, err := cpuNs(p.cmd.Process.Pid)
+		after, err := readSchedStat(p.p.cmd.Process.Pid)
 		if err != nil {
 			return "", err
 		}
-		fields = append(fields, fmt.Sprintf("%s_cpu_pct=%.2f", p.name, 100*float64(after-before[i])/float64(elapsed.Nanoseconds())))
+		fields = append(fields, fmt.Sprintf("%s_cpu_pct=%.2f %s_wakeups_per_s=%.0f", p.name, 100*float64(after.ns-before[i].ns)/float64(elapsed.Nanoseconds()),
+			p.name, float64(after.runs-before[i].runs)/elapsed.Seconds()))
 	}
 	if rss, err := rssKiB(seq.cmd.Process.Pid); err == nil {
 		fields = append(fields, fmt.Sprintf("sequencer_rss_mib=%.1f", float64(rss)/1024))
@@ -75,27 +97,41 @@ func sleepOrDied(ctx context.Context, set *procSet, d time.Duration) error {
 	}
 }
 
-// cpuNs is the CPU time, in ns, that every thread of process pid has run.
-func cpuNs(pid int) (int64, error) {
+// schedStat is the scheduler's account of every thread of a process:
+// the CPU time run, in ns, and how many times a thread was put on a CPU
+// (each wake-up of a blocked thread is one).
+type schedStat struct {
+	ns, runs int64
+}
+
+// readSchedStat sums /proc/PID/task/*/schedstat (run ns, wait ns, runs)
+// over the threads of process pid. A thread that ended takes its share
+// with it; a Go process keeps its threads.
+func readSchedStat(pid int) (schedStat, error) {
+	var total schedStat
 	paths, err := filepath.Glob(fmt.Sprintf("/proc/%d/task/*/schedstat", pid))
 	if err != nil || len(paths) == 0 {
-		return 0, fmt.Errorf("bench: no schedstat for pid %d (Linux only): %v", pid, err)
+		return total, fmt.Errorf("bench: no schedstat for pid %d (Linux only): %v", pid, err)
 	}
-	var total int64
 	for _, path := range paths {
 		b, err := os.ReadFile(path)
 		if err != nil {
 			continue // the thread ended between Glob and here
 		}
 		f := strings.Fields(string(b))
-		if len(f) < 1 {
+		if len(f) < 3 {
 			continue
 		}
 		ns, err := strconv.ParseInt(f[0], 10, 64)
 		if err != nil {
-			return 0, fmt.Errorf("bench: %s: %w", path, err)
+			return total, fmt.Errorf("bench: %s: %w", path, err)
 		}
-		total += ns
+		runs, err := strconv.ParseInt(f[2], 10, 64)
+		if err != nil {
+			return total, fmt.Errorf("bench: %s: %w", path, err)
+		}
+		total.ns += ns
+		total.runs += runs
 	}
 	return total, nil
 }

@@ -41,6 +41,9 @@ type proc struct {
 // come.
 type procSet struct {
 	died chan *proc
+	// started is every child in the order started (start is called from
+	// one goroutine): the idle bench of a cluster finds its members here.
+	started []*proc
 }
 
 func newProcSet() *procSet { return &procSet{died: make(chan *proc, 128)} }
@@ -66,6 +69,7 @@ func (set *procSet) start(ctx context.Context, name string, mustRun bool, args .
 	if err := cmd.Start(); err != nil {
 		return nil, fmt.Errorf("bench: start %s: %w", name, err)
 	}
+	set.started = append(set.started, p)
 	go func() {
 		sc := bufio.NewScanner(out)
 		for sc.Scan() {
@@ -213,7 +217,7 @@ func benchNet(transportName string) ([]string, error) {
 // runs twice, with one sequencer and then with a Raft group of three, and
 // gives the second figure as a ratio of the first (benchcluster.go).
 func benchProcesses(ctx context.Context, o benchOptions, outDir string) error {
-	if o.sequencers == 3 {
+	if o.sequencers == 3 && o.mode != "idle" {
 		return benchCompareCluster(ctx, o, outDir)
 	}
 	line, err := benchRun(ctx, o, outDir)
@@ -256,7 +260,7 @@ func benchRun(ctx context.Context, o benchOptions, outDir string) (string, error
 	var seq *proc
 	if o.sequencers == 3 {
 		var stopAll func()
-		seq, stopAll, err = startBenchCluster(ctx, set, netArgs, o.spin)
+		seq, stopAll, err = startBenchCluster(ctx, set, netArgs, o.spin, "--timeouts", o.timeouts)
 		if err != nil {
 			return "", err
 		}
