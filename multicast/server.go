@@ -18,6 +18,7 @@ type Server struct {
 var _ transport.Server = (*Server)(nil)
 var _ transport.Retainer = (*Server)(nil)
 var _ transport.Stats = (*Server)(nil)
+var _ transport.Waker = (*Server)(nil)
 
 // NewServer joins CommandGroup on cfg.Interface and opens the socket that
 // sends the stream (and unicast replies) from an ephemeral port.

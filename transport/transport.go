@@ -112,10 +112,12 @@ type Sourcer interface {
 	SendTo(to Peer, frame []byte) error
 }
 
-// Waker is an optional ability of a Client: Wake makes a Poll blocked in
-// another goroutine (or the next Poll that would block) return soon, with
-// no error, so that work queued by another goroutine (a command to send)
-// does not wait for the Poll's timeout. Safe from any goroutine.
+// Waker is an optional ability of a Client or a Server: Wake makes a Poll
+// blocked in another goroutine (or the next Poll that would block) return
+// soon, with no error, so that work queued by another goroutine (a command
+// to send, a cluster primary told to stop) does not wait for the Poll's
+// timeout, and the Poll may block until real work is due. Safe from any
+// goroutine.
 type Waker interface {
 	Wake()
 }

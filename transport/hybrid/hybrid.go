@@ -32,6 +32,7 @@ type Server struct {
 
 	allNotify bool
 	ready     chan struct{} // signalled by the Notifier inner servers
+	woken     chan struct{} // capacity 1: Wake asks a waiting Poll to return
 	closing   chan struct{}
 	timer     *time.Timer
 
@@ -42,7 +43,10 @@ type Server struct {
 	closed              atomic.Bool
 }
 
-var _ transport.Server = (*Server)(nil)
+var (
+	_ transport.Server = (*Server)(nil)
+	_ transport.Waker  = (*Server)(nil)
+)
 
 // route translates the Peers of one inner server.
 type route struct {
@@ -67,6 +71,7 @@ func New(servers ...transport.Server) (*Server, error) {
 		mask:      uint32(uint64(1)<<(32-indexBits) - 1),
 		allNotify: true,
 		ready:     make(chan struct{}, 1),
+		woken:     make(chan struct{}, 1),
 		closing:   make(chan struct{}),
 		timer:     time.NewTimer(time.Hour),
 	}
@@ -90,6 +95,15 @@ func NewServer(servers ...transport.Server) transport.Server {
 		panic(err)
 	}
 	return s
+}
+
+// Wake makes a waiting Poll return early (transport.Waker); safe from any
+// goroutine.
+func (s *Server) Wake() {
+	select {
+	case s.woken <- struct{}{}:
+	default:
+	}
 }
 
 // outer namespaces an inner Peer.
@@ -173,6 +187,9 @@ func (s *Server) Poll(h transport.Handler, wait time.Duration) (int, error) {
 		case <-s.ready:
 			s.timer.Stop()
 		case <-s.timer.C:
+		case <-s.woken:
+			s.timer.Stop()
+			return s.round(h)
 		case <-s.closing:
 			s.timer.Stop()
 			return 0, transport.ErrClosed

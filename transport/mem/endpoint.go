@@ -213,13 +213,15 @@ type Client struct {
 var (
 	_ transport.Client = (*Client)(nil)
 	_ transport.Stats  = (*Client)(nil)
+	_ transport.Waker  = (*Client)(nil)
+	_ transport.Waker  = (*Server)(nil)
 )
 
 // Wake makes a waiting Poll return early (transport.Waker); safe from any
-// goroutine.
-func (c *Client) Wake() {
+// goroutine. The Server has it too.
+func (e *endpoint) Wake() {
 	select {
-	case c.woken <- struct{}{}:
+	case e.woken <- struct{}{}:
 	default:
 	}
 }

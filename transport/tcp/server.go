@@ -52,7 +52,15 @@ type Server struct {
 	wg     sync.WaitGroup
 }
 
-var _ transport.Server = (*Server)(nil)
+var (
+	_ transport.Server = (*Server)(nil)
+	_ transport.Waker  = (*Server)(nil)
+)
+
+// Wake makes a waiting Poll return early (transport.Waker); safe from any
+// goroutine: a cluster primary blocks in Poll until its next timed work
+// and is woken when it must stop.
+func (s *Server) Wake() { s.ep.poller.Wake() }
 
 // NewServer validates cfg and listens on cfg.Addr.
 func NewServer(cfg Config) (*Server, error) {

@@ -510,7 +510,7 @@ func testCloseUnblocks(t *testing.T, f Factory) {
 	}
 }
 
-// testWake: a client that is a transport.Waker returns from a long Poll
+// testWake: a client or a server that is a transport.Waker returns from a long Poll
 // soon after Wake, with no error, and stays usable; Wakes with nobody
 // waiting make the next Poll return early once (they coalesce), never
 // more, and are never lost.
@@ -519,11 +519,27 @@ func testCloseUnblocks(t *testing.T, f Factory) {
 // wakeBound of a Wake was woken (it did not time out), and one that waits
 // at least most of its time was not. They check correctness, not speed.
 func testWake(t *testing.T, f Factory) {
-	_, cls := open(t, f, 1)
-	w, ok := cls[0].(transport.Waker)
-	if !ok {
-		t.Skip("client is not a transport.Waker")
+	srv, cls := open(t, f, 1)
+	for _, e := range []struct {
+		who string
+		p   poller
+	}{{"client", cls[0]}, {"server", srv}} {
+		t.Run(e.who, func(t *testing.T) {
+			w, ok := e.p.(transport.Waker)
+			if !ok {
+				t.Skipf("%s is not a transport.Waker", e.who)
+			}
+			wakeCases(t, e.p, w)
+		})
 	}
+}
+
+// poller is what a client and a server share: Poll.
+type poller interface {
+	Poll(h transport.Handler, wait time.Duration) (int, error)
+}
+
+func wakeCases(t *testing.T, p poller, w transport.Waker) {
 	const long, wakeBound = 10 * time.Second, 2 * time.Second
 	for round := 0; round < 3; round++ {
 		type result struct {
@@ -533,7 +549,7 @@ func testWake(t *testing.T, f Factory) {
 		done := make(chan result, 1)
 		go func() {
 			start := time.Now()
-			_, err := cls[0].Poll(ignore, long)
+			_, err := p.Poll(ignore, long)
 			done <- result{err, time.Since(start)}
 		}()
 		time.Sleep(20 * time.Millisecond) // most likely blocked in Poll by now
@@ -556,7 +572,7 @@ func testWake(t *testing.T, f Factory) {
 			w.Wake()
 		}
 		start := time.Now()
-		if _, err := cls[0].Poll(ignore, long); err != nil {
+		if _, err := p.Poll(ignore, long); err != nil {
 			t.Fatal(err)
 		}
 		if d := time.Since(start); d > wakeBound {
@@ -564,7 +580,7 @@ func testWake(t *testing.T, f Factory) {
 		}
 		const short = 30 * time.Millisecond
 		start = time.Now()
-		if _, err := cls[0].Poll(ignore, short); err != nil {
+		if _, err := p.Poll(ignore, short); err != nil {
 			t.Fatal(err)
 		}
 		if d := time.Since(start); d < short*3/4 {
