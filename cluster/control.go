@@ -390,6 +390,7 @@ func (n *Node) TransferPrimary(ctx context.Context, to uint64) (Handover, error)
 		time.Sleep(100 * time.Microsecond)
 	}
 	n.handover.Store(true)
+	n.wakePrimary() // its loop may be blocked until its next heartbeat
 	for n.Role() == RolePrimary {
 		time.Sleep(50 * time.Microsecond)
 	}

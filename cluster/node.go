@@ -181,6 +181,16 @@ type Node struct {
 	// standby the epoch starts it lacks, and a restarted member waits on
 	// it until its failover state has caught up (awaitFailoverState).
 	applied chan struct{}
+	// changed gets a token (never blocking) on each role change and each
+	// FSM apply that Run sees: Changed, for a caller that reports them
+	// without polling.
+	changed chan struct{}
+	// primaryWake wakes the primary's loop blocked in Poll (nil while
+	// this member does not sequence, or when its stream server cannot be
+	// woken): a handover, a membership change, a finished checkpoint
+	// proposal. The loop's end (leadership lost, shutdown) wakes it
+	// through its context.
+	primaryWake atomic.Pointer[wakeRef]
 
 	// Published by the sequencing goroutine for Status and checkpoints.
 	curEpoch   atomic.Uint64
@@ -227,6 +237,7 @@ func New(cfg Config, deps Deps) (*Node, error) {
 		fsm:     fsm.New(),
 		relead:  make(chan struct{}, 1),
 		applied: make(chan struct{}, 1),
+		changed: make(chan struct{}, 1),
 		client:  &http.Client{Timeout: cfg.Timeouts.Seal},
 	}
 	n.fsm.Notify(n.applied)
@@ -257,6 +268,34 @@ func (n *Node) State() *fsm.State { return n.fsm.State() }
 
 // Role is what this member does now.
 func (n *Node) Role() Role { return Role(n.role.Load()) }
+
+// Changed gets a token after the role changes or the failover state
+// moves (tokens coalesce: read Role and State after each), so that a
+// caller reporting role changes need not poll them.
+func (n *Node) Changed() <-chan struct{} { return n.changed }
+
+func (n *Node) setRole(r Role) {
+	n.role.Store(int32(r))
+	n.signalChanged()
+}
+
+func (n *Node) signalChanged() {
+	select {
+	case n.changed <- struct{}{}:
+	default:
+	}
+}
+
+// wakeRef holds the primary's stream server, to wake its loop.
+type wakeRef struct{ w transport.Waker }
+
+// wakePrimary makes the primary's loop run a turn now, if this member
+// sequences; safe from any goroutine.
+func (n *Node) wakePrimary() {
+	if r := n.primaryWake.Load(); r != nil {
+		r.w.Wake()
+	}
+}
 
 // IsLeader says whether this member is the Raft leader (it may still be
 // sealing, not yet sequencing).
@@ -314,6 +353,10 @@ func (n *Node) Run(ctx context.Context) error {
 			// On Run's goroutine, not Raft's: the standby's lock may be
 			// held while it rebuilds its State.
 			n.fr.tell()
+			// A primary sees a membership change at once (its loop
+			// blocks until its next timed work otherwise).
+			n.wakePrimary()
+			n.signalChanged()
 		case leader := <-n.raft.LeaderCh():
 			// Each notification is a transition; a dropped one in between
 			// means leadership was lost and won again, so a true always
@@ -341,7 +384,7 @@ func (n *Node) Run(ctx context.Context) error {
 // Close stops the control endpoint and Raft. Run calls it when it returns.
 func (n *Node) Close() error {
 	n.closeOnce.Do(func() {
-		n.role.Store(int32(RoleStopped))
+		n.setRole(RoleStopped)
 		n.admin.Close()
 		if err := n.raft.Shutdown().Error(); err != nil {
 			n.log.Warn("raft shutdown", "err", err)
@@ -361,7 +404,7 @@ var errRejected = errors.New("cluster: proposal rejected")
 // sequences; an attempt that fails (no quorum to seal, a commit that
 // timed out) is retried after a heartbeat while still leader.
 func (n *Node) lead(ctx context.Context) {
-	defer n.role.Store(int32(RoleStandby))
+	defer n.setRole(RoleStandby)
 	barrier, failures := false, 0
 	for ctx.Err() == nil && n.IsLeader() && !n.handover.Load() {
 		err := n.leadOnce(ctx, barrier)
@@ -422,7 +465,7 @@ const maxLeadFailures = 3
 // nothing on the standbys of the current one. This saves one commit (a
 // replicated fsync) of the epoch change.
 func (n *Node) leadOnce(ctx context.Context, barrier bool) error {
-	n.role.Store(int32(RoleSealing))
+	n.setRole(RoleSealing)
 	t0 := time.Now()
 	// A previous attempt may have stopped the standby to take it over.
 	if err := n.fr.start(ctx); err != nil {
@@ -623,8 +666,23 @@ func (n *Node) raftErr(op string, err error) error {
 // longer the Raft leader (raft steps down by itself when it has not heard
 // from a quorum within the leader lease), when ctx ends or when a handover
 // begins. It reads the clock once per batch, like sequencer.Agent.
+//
+// Idle, it blocks in Poll until its next timed work (the Core's next
+// heartbeat or timer, the next checkpoint due) instead of polling: a
+// frame ends the wait at once, and whatever must stop or redirect the
+// loop from another goroutine wakes it (Waker): ctx ending (Run cancels
+// it when raft reports the leadership lost), a handover, a membership
+// change. A stream server that cannot be woken is polled every
+// maxPrimaryWait, as before.
 func (n *Node) sequence(ctx context.Context, core *sequencer.Core, srv transport.Server, acks Acks, ch *Change, t0 time.Time) error {
 	sh := newPrimaryShell(n, core, srv, acks)
+	if w, ok := srv.(transport.Waker); ok {
+		sh.wakeable = true
+		n.primaryWake.Store(&wakeRef{w: w})
+		defer n.primaryWake.Store(nil)
+		stopWake := context.AfterFunc(ctx, w.Wake)
+		defer stopWake()
+	}
 	core.Flush(sh.read())
 	if err := srv.Flush(); errors.Is(err, transport.ErrClosed) {
 		return err
@@ -633,7 +691,7 @@ func (n *Node) sequence(ctx context.Context, core *sequencer.Core, srv transport
 	ch.StartedUS = time.Since(t0).Microseconds()
 	n.lastChange.Store(ch)
 	n.curEpoch.Store(ch.Epoch)
-	n.role.Store(int32(RolePrimary))
+	n.setRole(RolePrimary)
 	n.log.Info("primary", "epoch", ch.Epoch, "first_seq", ch.Cut+1, "barrier_us", ch.BarrierUS, "seal_us", ch.SealUS, "catchup_us", ch.CatchUpUS,
 		"commit_us", ch.CommitUS, "takeover_us", ch.TakeoverUS, "open_us", ch.OpenUS, "started_us", ch.StartedUS)
 	defer func() {
@@ -665,6 +723,7 @@ func (n *Node) sequence(ctx context.Context, core *sequencer.Core, srv transport
 			return err
 		}
 		ckpt.maybe(t.Mono)
+		sh.due = ckpt.due()
 		if st := n.fsm.State(); st != members {
 			if !slices.Equal(st.Members(), members.Members()) {
 				var ids []uint64
@@ -698,9 +757,20 @@ type primaryShell struct {
 	ackBuf  []sequencer.StandbyAck
 	idle    transport.Idle // Config.IdleSpin
 	got     int            // frames the last Poll delivered
+	// wakeable: the server is a transport.Waker that the Node wakes when
+	// the loop must look (sequence); the turn may then block until its
+	// next timed work.
+	wakeable bool
+	// due is the mono ns of the next timed work outside the Core (a
+	// checkpoint to propose), 0 when none.
+	due int64
+	// polls counts Polls that were allowed to block (tests: an idle
+	// primary must not wake on a fixed short period).
+	polls uint64
 }
 
-// maxPrimaryWait bounds a turn's Poll, so that a lost leadership stops
+// maxPrimaryWait bounds a turn's Poll when the stream server cannot be
+// woken (not a transport.Waker), so that a lost leadership stops
 // sequencing within a millisecond of raft noticing it.
 const maxPrimaryWait = time.Millisecond
 
@@ -719,6 +789,24 @@ func (sh *primaryShell) read() sequencer.Time {
 	return sh.now
 }
 
+// wait is how long the next Poll may block: until the Core's next timed
+// work (sequencer.IdleWait, at most 100 ms) or the next checkpoint due,
+// as of the last turn's clock reading; at most maxPrimaryWait when the
+// server cannot be woken.
+func (sh *primaryShell) wait() time.Duration {
+	w := sequencer.IdleWait(sh.core)
+	if sh.due != 0 {
+		w = min(w, time.Duration(max(0, sh.due-sh.now.Mono)))
+	}
+	if !sh.wakeable {
+		w = min(w, maxPrimaryWait)
+	}
+	if w > 0 {
+		sh.polls++
+	}
+	return w
+}
+
 func (sh *primaryShell) frame(frame []byte, from transport.Peer) {
 	sh.acks.Observe(frame, from)
 	_ = sh.core.Step(sh.read(), frame, from) // malformed frames are counted by the core
@@ -729,7 +817,7 @@ func (sh *primaryShell) frame(frame []byte, from transport.Peer) {
 func (sh *primaryShell) turn() (sequencer.Time, error) {
 	sh.fresh = false
 	core := sh.core
-	got, err := sh.srv.Poll(sh.onFrame, sh.idle.Wait(sh.got, maxPrimaryWait))
+	got, err := sh.srv.Poll(sh.onFrame, sh.idle.Wait(sh.got, sh.wait()))
 	if err != nil {
 		return sh.now, err
 	}
@@ -794,7 +882,24 @@ func (c *checkpointer) maybe(mono int64) {
 		if _, err := c.n.apply(fsm.AddCheckpoint{Epoch: c.epoch, Seq: seq, UnixNano: stamp}); err != nil && !errors.Is(err, errNotLeader) {
 			c.n.log.Warn("checkpoint", "seq", seq, "err", err)
 		}
+		// Stable may have moved meanwhile: the loop, perhaps blocked
+		// until its next heartbeat, looks at the next due time now.
+		c.busy.Store(false)
+		c.n.wakePrimary()
 	}()
+}
+
+// due is the mono ns at which maybe has work (a proposal of a stable that
+// moved), 0 when it has none: nothing moved, or a proposal is in flight
+// (its end wakes the loop).
+func (c *checkpointer) due() int64 {
+	if c.busy.Load() {
+		return 0
+	}
+	if s := c.n.stable.Load(); s <= c.last || s == 0 {
+		return 0
+	}
+	return max(c.next, 1)
 }
 
 func (c *checkpointer) stop() {

@@ -191,6 +191,7 @@ func (n *Node) awaitFailoverState(ctx context.Context) {
 				"epoch", st.Epoch(), "applied", st.AppliedIndex(), "commit", n.raft.CommitIndex(), "index_on_disk", from, "waited_ms", time.Since(t0).Milliseconds())
 			return
 		case <-n.applied:
+			n.signalChanged()
 		case <-poll.C:
 		}
 	}

@@ -192,6 +192,9 @@ type testCluster struct {
 	// stable is the highest seq a primary of the cluster made stable
 	// (fakeFollower.stable).
 	stable atomic.Uint64
+	// stream opens each primary's stream server (nil: an in-memory
+	// network's).
+	stream func() (transport.Server, error)
 }
 
 // sessionState is a failover state built by hand: members recorded, a
@@ -289,6 +292,9 @@ func (c *testCluster) open(self fsm.Member, ms []fsm.Member, join bool, dir stri
 	deps := Deps{
 		NewFollower: func() (Follower, error) { return m.fol, nil },
 		Stream: func() (transport.Server, error) {
+			if c.stream != nil {
+				return c.stream()
+			}
 			net, err := mem.NewNetwork(mem.Config{})
 			if err != nil {
 				return nil, err

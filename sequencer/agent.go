@@ -102,16 +102,19 @@ func newAgent(cfg Config, srv transport.Server, clock func() Time, t *Takeover) 
 // not listed in idleWait) costs at most this much delay.
 const maxIdleWait = 100 * time.Millisecond
 
-// idleWait is how long Run may block in Poll: until the core's next timed
-// work, as of the last clock reading (the next heartbeat, the earliest
-// centralized timer, the flow-limit refresh, the hot-hot activity check,
-// the expiry of abandoned reassemblies),
-// never longer than maxIdleWait; 0 when work is due now. An idle
+// idleWait is how long Run may block in Poll: IdleWait of its core.
+func (a *Agent) idleWait() time.Duration { return IdleWait(a.core) }
+
+// IdleWait is how long a shell running c may block waiting for input:
+// until the core's next timed work, as of the last clock reading (the
+// next heartbeat, the earliest centralized timer, the flow-limit refresh,
+// the hot-hot activity check, the expiry of abandoned reassemblies),
+// never longer than maxIdleWait (100 ms); 0 when work is due now. An idle
 // sequencer then wakes once per heartbeat instead of every millisecond.
-// It reads the Core's fields directly (same package) and allocates
-// nothing; the Core itself stays free of any notion of waiting.
-func (a *Agent) idleWait() time.Duration {
-	c := a.core
+// The Agent and a cluster primary's shell (cluster.Node) use it. It reads
+// the Core's fields directly (same package) and allocates nothing; the
+// Core itself stays free of any notion of waiting.
+func IdleWait(c *Core) time.Duration {
 	if !c.clockSet || c.open || c.stable != c.stableSent {
 		return 0
 	}

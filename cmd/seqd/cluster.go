@@ -170,7 +170,10 @@ func runClusterSequencer(c *cli.Context, seq sequencer.Config, log *slog.Logger)
 	fmt.Printf("sequencer: ready cluster id=%d raft=%s admin=%s\n", cfg.ID, cfg.RaftAddr, n.AdminAddr())
 	log.Info("cluster member serving", "id", cfg.ID, "raft", cfg.RaftAddr, "admin", n.AdminAddr(), "pid", os.Getpid())
 
-	tick := time.NewTicker(time.Millisecond)
+	// The Node signals each role change and each move of its failover
+	// state (Changed); the slow tick only backs that up. (A 1 ms ticker
+	// here woke every idle member a thousand times a second.)
+	tick := time.NewTicker(250 * time.Millisecond)
 	defer tick.Stop()
 	role, epoch := cluster.RoleStandby, uint64(0)
 	var first error
@@ -179,6 +182,7 @@ func runClusterSequencer(c *cli.Context, seq sequencer.Config, log *slog.Logger)
 		case err := <-errc:
 			first = err
 			continue
+		case <-n.Changed():
 		case <-tick.C:
 		}
 		r, st := n.Role(), n.State()
