@@ -44,6 +44,7 @@ func startBenchCluster(ctx context.Context, set *procSet, netArgs []string, spin
 			stopAll()
 			return nil, nil, err
 		}
+		m.admin = addrs[3*(i-1)+1]
 		members = append(members, m)
 	}
 	// The first member to print its primary line sequences: wait for the

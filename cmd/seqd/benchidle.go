@@ -8,6 +8,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/seqd/seqd/cluster"
 )
 
 // benchIdle runs `seqd bench --mode idle`: a sequencer (with
@@ -28,12 +30,16 @@ func benchIdle(ctx context.Context, o benchOptions, set *procSet, seq *proc, net
 		p    *proc
 	}
 	procs := []measured{{"sequencer", seq}}
+	var members []*proc
 	if o.sequencers == 3 {
-		procs[0].name = "primary"
 		for _, p := range set.started {
-			if strings.HasPrefix(p.name, "sequencer-") && p != seq {
-				procs = append(procs, measured{fmt.Sprintf("standby%d", len(procs)), p})
+			if strings.HasPrefix(p.name, "sequencer-") {
+				members = append(members, p)
 			}
+		}
+		procs = procs[:0]
+		for _, p := range members {
+			procs = append(procs, measured{p.name, p})
 		}
 	}
 	tail, err := set.start(ctx, "tail", true, append([]string{"tail"}, netArgs...)...)
@@ -52,6 +58,14 @@ func benchIdle(ctx context.Context, o benchOptions, set *procSet, seq *proc, net
 	if err := sleepOrDied(ctx, set, 2*time.Second); err != nil {
 		return "", err
 	}
+	epoch0 := uint64(0)
+	if members != nil {
+		// An epoch change under a loaded machine's start-up is not idle
+		// either: measure a settled group.
+		if epoch0, err = settledEpoch(ctx, set, members); err != nil {
+			return "", err
+		}
+	}
 	before := make([]schedStat, len(procs))
 	for i, p := range procs {
 		if before[i], err = readSchedStat(p.p.cmd.Process.Pid); err != nil {
@@ -64,8 +78,27 @@ func benchIdle(ctx context.Context, o benchOptions, set *procSet, seq *proc, net
 	}
 	elapsed := time.Since(start)
 	head := fmt.Sprintf("bench transport=%s mode=idle seconds=%.0f", o.transport, elapsed.Seconds())
-	if o.sequencers == 3 {
-		head += fmt.Sprintf(" sequencers=3 timeouts=%s primary=%s", o.timeouts, seq.name)
+	if members != nil {
+		// Each member is named by its role at the end; an epoch change
+		// during the measurement is said (its figures mix the roles).
+		head += fmt.Sprintf(" sequencers=3 timeouts=%s", o.timeouts)
+		standbys := 0
+		for i := range members {
+			st, err := cluster.FetchStatus(ctx, members[i].admin)
+			switch {
+			case err != nil:
+				procs[i].name = "member" + strconv.Itoa(i+1)
+			case st.Role == cluster.RolePrimary.String():
+				procs[i].name = "primary"
+				head += fmt.Sprintf(" primary_id=%d", st.ID)
+				if st.Epoch != epoch0 {
+					head += fmt.Sprintf(" epoch_changed=%d..%d", epoch0, st.Epoch)
+				}
+			default:
+				standbys++
+				procs[i].name = "standby" + strconv.Itoa(standbys)
+			}
+		}
 	}
 	fields := []string{head}
 	for i, p := range procs {
@@ -80,6 +113,38 @@ func benchIdle(ctx context.Context, o benchOptions, set *procSet, seq *proc, net
 		fields = append(fields, fmt.Sprintf("sequencer_rss_mib=%.1f", float64(rss)/1024))
 	}
 	return strings.Join(fields, " "), nil
+}
+
+// settledEpoch waits until one member of a cluster is primary and every
+// member reports the same epoch, and returns that epoch.
+func settledEpoch(ctx context.Context, set *procSet, members []*proc) (uint64, error) {
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		epoch, primaries, agreed := uint64(0), 0, true
+		for i, m := range members {
+			st, err := cluster.FetchStatus(ctx, m.admin)
+			if err != nil {
+				agreed = false
+				break
+			}
+			if i == 0 {
+				epoch = st.Epoch
+			}
+			agreed = agreed && st.Epoch == epoch
+			if st.Role == cluster.RolePrimary.String() {
+				primaries++
+			}
+		}
+		if agreed && primaries == 1 {
+			return epoch, nil
+		}
+		if time.Now().After(deadline) {
+			return 0, fmt.Errorf("bench: the cluster did not settle on one primary and epoch within 30s")
+		}
+		if err := sleepOrDied(ctx, set, 100*time.Millisecond); err != nil {
+			return 0, err
+		}
+	}
 }
 
 // sleepOrDied waits d, failing at once when a child dies unasked.

@@ -29,6 +29,7 @@ type proc struct {
 	mustRun bool // it ends only when stopped (the sequencer): any exit is a failure
 	lines   chan string
 	stderr  *prefixWriter
+	admin   string // a cluster member's control endpoint (bench --sequencers 3)
 
 	stopping atomic.Bool   // stop was called: its exit is expected
 	exited   chan struct{} // closed once it exited; exitErr is set then
