@@ -1,0 +1,62 @@
+package cluster
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/seqd/seqd/sequencer"
+)
+
+// BenchmarkStandby_Batch is the standby's in-order path as `seqd bench
+// --sequencers 3` drives it: packets of five 256-byte commands, and per
+// poll batch of 16 packets one store flush (Store.Tick) and one ack, as
+// Run does. Per packet.
+func BenchmarkStandby_Batch(b *testing.B) {
+	src := newStream(b)
+	payload := strings.Repeat("x", 256)
+	var pkts [][]byte
+	for len(src.pkts) < 20000 {
+		for range 5 {
+			src.cmdSeq++
+			src.now += 1000
+			if err := src.core.Step(sequencer.Time{Mono: src.now, Wall: src.now}, cmdFrame(b, src.cmdSeq, payload), 1); err != nil {
+				b.Fatal(err)
+			}
+		}
+		src.core.Flush(sequencer.Time{Mono: src.now, Wall: src.now})
+	}
+	pkts = src.pkts
+	fresh := func() *Standby {
+		cfg := standbyConfig(b, 2)
+		cfg.AckWritten = true
+		cfg.Store.SegmentBytes = 1 << 30
+		return newStandby(b, cfg, &fakeClient{})
+	}
+	s := fresh()
+	b.ReportAllocs()
+	b.SetBytes(5 * 256)
+	i := 0
+	for b.Loop() {
+		if i == len(pkts) {
+			b.StopTimer()
+			s.Close()
+			s = fresh()
+			i = 0
+			b.StartTimer()
+		}
+		s.frame(pkts[i], 0)
+		i++
+		if i%16 == 0 {
+			now := s.clock()
+			s.mu.Lock()
+			if err := s.store.Tick(now); err != nil {
+				b.Fatal(err)
+			}
+			s.ackLocked(now)
+			s.mu.Unlock()
+		}
+	}
+	if s.Err() != nil {
+		b.Fatal(s.Err())
+	}
+}
