@@ -231,7 +231,7 @@ func benchProcesses(ctx context.Context, o benchOptions, outDir string) error {
 
 // benchRun runs one bench and returns its result line: with
 // o.sequencers == 3 against three `seqd sequencer --cluster` members.
-func benchRun(ctx context.Context, o benchOptions, outDir string) (string, error) {
+func benchRun(ctx context.Context, o benchOptions, outDir string) (line string, err error) {
 	netArgs, err := benchNet(o.transport)
 	if err != nil {
 		return "", err
@@ -261,11 +261,20 @@ func benchRun(ctx context.Context, o benchOptions, outDir string) (string, error
 	var seq *proc
 	if o.sequencers == 3 {
 		var stopAll func()
-		seq, stopAll, err = startBenchCluster(ctx, set, netArgs, o.spin, "--timeouts", o.timeouts)
+		var primaries *atomic.Int64
+		seq, stopAll, primaries, err = startBenchCluster(ctx, set, netArgs, o.spin, "--timeouts", o.timeouts)
 		if err != nil {
 			return "", err
 		}
 		defer stopAll()
+		if o.mode == "tput" || o.mode == "rtt" {
+			// The figures hold for one primary only: say how many there were.
+			defer func() {
+				if line != "" {
+					line += fmt.Sprintf(" epochs=%d", primaries.Load())
+				}
+			}()
+		}
 	} else {
 		if seq, err = set.start(ctx, "sequencer", true, seqArgs...); err != nil {
 			return "", err

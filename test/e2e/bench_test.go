@@ -5,6 +5,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strconv"
 	"strings"
 	"syscall"
@@ -114,8 +115,9 @@ func TestCLI_BenchRTTBreakdown(t *testing.T) {
 // TestCLI_BenchThreeSequencers: `seqd bench --sequencers 3` runs the
 // bench with one sequencer and with a Raft group of three member
 // processes, and gives the group's figure as a ratio of the single one's,
-// for tput and for rtt in both delivery modes; the nodes verify each
-// stream.
+// for tput and for rtt in both delivery modes, with the count of
+// primaries during the group's run (epochs=N: more than 1 means the
+// figures include failovers); the nodes verify each stream.
 func TestCLI_BenchThreeSequencers(t *testing.T) {
 	bin := seqd(t)
 	for _, c := range []struct{ mode, delivery, count, ratio string }{
@@ -129,6 +131,7 @@ func TestCLI_BenchThreeSequencers(t *testing.T) {
 			out, err := exec.CommandContext(ctx, bin, "bench", "--transport", "udp", "--sequencers", "3", "--mode", c.mode, "--delivery", c.delivery, "--count", c.count).CombinedOutput()
 			s := string(out)
 			if err != nil || !strings.Contains(s, "sequencers=1 delivery="+c.delivery+"\n") || !strings.Contains(s, "sequencers=3 delivery="+c.delivery+"\n") ||
+				!regexp.MustCompile(` epochs=[1-9][0-9]* sequencers=3 delivery=`).MatchString(s) ||
 				!strings.Contains(s, "sequencers=3 delivery="+c.delivery+" vs_1_sequencer "+c.ratio) {
 				t.Fatalf("bench --sequencers 3: %v\n%s", err, tailOf(s, 4000))
 			}
