@@ -49,6 +49,7 @@ type Node struct {
 	start  time.Time
 	onRecv transport.Handler // method value built once
 	idle   transport.Idle    // Run goroutine only
+	yield  transport.Yield   // Run goroutine only
 	waker  transport.Waker   // the client's, if it has one
 	// sourcer and peers reach Config.Replayers: peers[i] is the Peer of
 	// receiver.Source i+1.
@@ -228,6 +229,9 @@ func (n *Node) Run(ctx context.Context) error {
 		if err != nil {
 			return n.finish(err)
 		}
+		// Out of the scheduler's sight for long, this loop would lose its
+		// P at every sysmon tick it spends in epoll_wait (transport.Yield).
+		n.yield.Maybe(now)
 	}
 }
 

@@ -22,6 +22,7 @@ type Agent struct {
 	now   Time // this iteration's reading
 	fresh bool // now was read in this iteration
 	idle  transport.Idle
+	yield transport.Yield // Run goroutine only
 
 	onFrame transport.Handler
 	// stableFn turns standby acks into stable (SetStableFunc); acks is
@@ -207,6 +208,9 @@ func (a *Agent) Run(ctx context.Context) error {
 			lastSnap = now.Mono
 			a.snapshot()
 		}
+		// Out of the scheduler's sight for long, this loop would lose its
+		// P at every sysmon tick it spends in epoll_wait (transport.Yield).
+		a.yield.Maybe(now.Mono)
 	}
 }
 
