@@ -37,6 +37,21 @@ type Timeouts struct {
 	// Seal bounds the seal round of a new primary: the control RPC to
 	// every member, waiting for a quorum of answers.
 	Seal time.Duration
+	// DeathWatch turns on the death watch (deathwatch.go) and is its
+	// stagger: when the leader's Raft connections to a follower end and
+	// the leader's port then refuses a connection (its process is gone),
+	// the surviving voter with the lowest id starts an election at once,
+	// the next one this much later if nobody has by then. 0 turns the
+	// watch off: a dead leader is noticed at the heartbeat timeout only.
+	DeathWatch time.Duration
+	// PromptCheck turns on the prompt heartbeat check (promptcheck.go)
+	// and is its stagger: a follower checks its leader Heartbeat after
+	// the leader's last contact plus its turn (this much per surviving
+	// voter of lower id), where raft alone checks anywhere from 1x to 3x
+	// Heartbeat after it: a silent leader (a partition) is replaced
+	// sooner and with less spread. 0 turns it off. It needs LeaderLease
+	// below Heartbeat.
+	PromptCheck time.Duration
 }
 
 // LANTimeouts is the default profile, for members on one LAN (round trips
@@ -47,11 +62,13 @@ type Timeouts struct {
 // these settings (fsm: TestRaft_ElectionAndFirstCommitTime).
 func LANTimeouts() Timeouts {
 	return Timeouts{
-		Heartbeat:   50 * time.Millisecond,
-		Election:    50 * time.Millisecond,
-		LeaderLease: 50 * time.Millisecond,
+		Heartbeat:   250 * time.Millisecond,
+		Election:    250 * time.Millisecond,
+		LeaderLease: 240 * time.Millisecond,
 		Commit:      5 * time.Millisecond,
 		Seal:        500 * time.Millisecond,
+		DeathWatch:  100 * time.Millisecond,
+		PromptCheck: 50 * time.Millisecond,
 	}
 }
 
@@ -65,6 +82,7 @@ func WANTimeouts() Timeouts {
 		LeaderLease: 500 * time.Millisecond,
 		Commit:      50 * time.Millisecond,
 		Seal:        5 * time.Second,
+		DeathWatch:  300 * time.Millisecond,
 	}
 }
 
@@ -78,6 +96,7 @@ func TestTimeouts() Timeouts {
 		LeaderLease: 300 * time.Millisecond,
 		Commit:      5 * time.Millisecond,
 		Seal:        2 * time.Second,
+		DeathWatch:  100 * time.Millisecond,
 	}
 }
 
@@ -102,6 +121,12 @@ func (t Timeouts) Validate() error {
 		return bad("Timeouts.Commit", t.Commit, fmt.Sprintf("1ms..Heartbeat (%v)", t.Heartbeat))
 	case t.Seal < time.Millisecond || t.Seal > time.Minute:
 		return bad("Timeouts.Seal", t.Seal, "1ms..1m")
+	case t.PromptCheck != 0 && (t.PromptCheck < time.Millisecond || t.PromptCheck > t.Heartbeat):
+		return bad("Timeouts.PromptCheck", t.PromptCheck, fmt.Sprintf("0 (off) or 1ms..Heartbeat (%v)", t.Heartbeat))
+	case t.PromptCheck != 0 && t.LeaderLease >= t.Heartbeat:
+		return bad("Timeouts.LeaderLease", t.LeaderLease, fmt.Sprintf("below Heartbeat (%v) with PromptCheck", t.Heartbeat))
+	case t.DeathWatch != 0 && (t.DeathWatch < time.Millisecond || t.DeathWatch > t.Heartbeat):
+		return bad("Timeouts.DeathWatch", t.DeathWatch, fmt.Sprintf("0 (off) or 1ms..Heartbeat (%v)", t.Heartbeat))
 	}
 	return nil
 }

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -22,6 +23,13 @@ type raftStores struct {
 	bolt  *raftboltdb.BoltStore
 	snaps *raft.FileSnapshotStore
 	trans *raft.NetworkTransport
+	// watch is the death watch on the transport's accepted connections
+	// (nil when Timeouts.DeathWatch is 0).
+	watch *deathWatch
+	// prompt is the prompt heartbeat check (nil unless
+	// Timeouts.PromptCheck); closing stopPrompt ends it.
+	prompt     *promptCheck
+	stopPrompt chan struct{}
 	// startIndex is the last index of the Raft log (or snapshot) found on
 	// disk at start: 0 for a new member. A restarted member opens its
 	// standby once the failover state has caught up past it (Node.Run).
@@ -29,6 +37,10 @@ type raftStores struct {
 }
 
 func (s *raftStores) close() {
+	if s.stopPrompt != nil {
+		close(s.stopPrompt)
+		s.stopPrompt = nil
+	}
 	if s.trans != nil {
 		s.trans.Close()
 	}
@@ -122,19 +134,31 @@ func openRaft(cfg Config, f *fsm.FSM) (*raft.Raft, *raftStores, error) {
 	// the parked sender forever (seen in TestNode_RestartedMemberRejoinsAsStandby;
 	// grafana/pyroscope#5518 found the same). The failover state commits
 	// a few entries a second: one append in flight per peer is plenty.
-	tc := &raft.NetworkTransportConfig{
-		Stream:          cfg.RaftStream,
+	stream := cfg.RaftStream
+	if stream == nil {
+		if stream, err = newTCPLayer(cfg.RaftAddr); err != nil {
+			st.close()
+			return nil, nil, fmt.Errorf("cluster: raft transport on %s: %w", cfg.RaftAddr, err)
+		}
+	}
+	log := cfg.Logger
+	if log == nil {
+		log = slog.Default()
+	}
+	log = log.With("member", cfg.ID)
+	var watch *deathWatch
+	if cfg.Timeouts.DeathWatch > 0 {
+		watch = newDeathWatch(cfg.ID, cfg.Timeouts, log)
+	}
+	stream = &watchLayer{StreamLayer: stream, w: watch}
+	st.watch = watch
+	st.trans = raft.NewNetworkTransportWithConfig(&raft.NetworkTransportConfig{
+		Stream:          stream,
 		MaxPool:         10,
 		MaxRPCsInFlight: 1,
 		Timeout:         2 * time.Second,
 		Logger:          hclog.New(&hclog.LoggerOptions{Name: "raft-net", Output: io.Discard}),
-	}
-	if cfg.RaftStream != nil {
-		st.trans = raft.NewNetworkTransportWithConfig(tc)
-	} else if st.trans, err = raft.NewTCPTransportWithConfig(cfg.RaftAddr, nil, tc); err != nil {
-		st.close()
-		return nil, nil, fmt.Errorf("cluster: raft transport on %s: %w", cfg.RaftAddr, err)
-	}
+	})
 	rc := raftConfig(cfg)
 	has, err := raft.HasExistingState(st.bolt, st.bolt, st.snaps)
 	if err != nil {
@@ -165,6 +189,14 @@ func openRaft(cfg Config, f *fsm.FSM) (*raft.Raft, *raftStores, error) {
 	if err != nil {
 		st.close()
 		return nil, nil, fmt.Errorf("cluster: start raft: %w", err)
+	}
+	if watch != nil {
+		watch.raft.Store(&raftHandle{r: r, trans: st.trans, id: rc.LocalID})
+	}
+	if cfg.Timeouts.PromptCheck > 0 {
+		st.prompt = &promptCheck{r: promptHandle{r}, self: cfg.ID, heartbeat: cfg.Timeouts.Heartbeat, stagger: cfg.Timeouts.PromptCheck, log: log}
+		st.stopPrompt = make(chan struct{})
+		go st.prompt.run(st.stopPrompt)
 	}
 	return r, st, nil
 }
