@@ -628,12 +628,15 @@ func (d *drill) soak(ctx context.Context, dur time.Duration, e0 uint64) (uint64,
 		return 0, err
 	}
 	// hashicorp/raft's lines start with an RFC 3339 UTC stamp in
-	// milliseconds: those of the soak sort at or after since.
+	// milliseconds: those of the soak sort at or after since. The death
+	// watch's (cluster/deathwatch.go) are the member's own log lines,
+	// stamped time=...: with no fault there must be none.
 	since := t0.UTC().Format("2006-01-02T15:04:05.000Z")
-	var timeouts, stepDowns int
+	var timeouts, stepDowns, watched int
 	for _, m := range d.members {
 		b, _ := os.ReadFile(filepath.Join(d.dir, m.name+".log"))
 		for _, l := range strings.Split(string(b), "\n") {
+			l = strings.TrimPrefix(l, "time=") // slog's text lines (UTC on the drill's machines)
 			if len(l) < len(since) || l[:len(since)] < since {
 				continue
 			}
@@ -643,10 +646,13 @@ func (d *drill) soak(ctx context.Context, dur time.Duration, e0 uint64) (uint64,
 			if strings.Contains(l, "failed to contact quorum of nodes, stepping down") {
 				stepDowns++
 			}
+			if strings.Contains(l, "raft leader process gone") {
+				watched++
+			}
 		}
 	}
-	fmt.Printf("drill: soak %s with no fault: epochs=%d->%d false_failovers=%d raft_heartbeat_timeouts=%d raft_lease_stepdowns=%d\n",
-		time.Since(t0).Round(time.Second), e0, e1, e1-e0, timeouts, stepDowns)
+	fmt.Printf("drill: soak %s with no fault: epochs=%d->%d false_failovers=%d raft_heartbeat_timeouts=%d raft_lease_stepdowns=%d death_watch_elections=%d\n",
+		time.Since(t0).Round(time.Second), e0, e1, e1-e0, timeouts, stepDowns, watched)
 	return e1 - e0, nil
 }
 
