@@ -37,12 +37,12 @@ type Timeouts struct {
 	// Seal bounds the seal round of a new primary: the control RPC to
 	// every member, waiting for a quorum of answers.
 	Seal time.Duration
-	// DeathWatch turns on the death watch (deathwatch.go) and is its
-	// stagger: when the leader's Raft connections to a follower end and
+	// DeathWatch turns on the death watch (deathwatch.go) and bounds its
+	// probes: when the leader's Raft connections to a follower end and
 	// the leader's port then refuses a connection (its process is gone),
-	// the surviving voter with the lowest id starts an election at once,
-	// the next one this much later if nobody has by then. 0 turns the
-	// watch off: a dead leader is noticed at the heartbeat timeout only.
+	// the surviving voter with the lowest id starts an election at once.
+	// A probe of a live port is given up after this long. 0 turns the
+	// watch off: a dead leader is then noticed at the heartbeat timeout.
 	DeathWatch time.Duration
 	// PromptCheck turns on the prompt heartbeat check (promptcheck.go)
 	// and is its stagger: a follower checks its leader Heartbeat after
@@ -62,9 +62,9 @@ type Timeouts struct {
 // these settings (fsm: TestRaft_ElectionAndFirstCommitTime).
 func LANTimeouts() Timeouts {
 	return Timeouts{
-		Heartbeat:   250 * time.Millisecond,
-		Election:    250 * time.Millisecond,
-		LeaderLease: 240 * time.Millisecond,
+		Heartbeat:   300 * time.Millisecond,
+		Election:    300 * time.Millisecond,
+		LeaderLease: 290 * time.Millisecond,
 		Commit:      5 * time.Millisecond,
 		Seal:        500 * time.Millisecond,
 		DeathWatch:  100 * time.Millisecond,
@@ -82,7 +82,7 @@ func WANTimeouts() Timeouts {
 		LeaderLease: 500 * time.Millisecond,
 		Commit:      50 * time.Millisecond,
 		Seal:        5 * time.Second,
-		DeathWatch:  300 * time.Millisecond,
+		DeathWatch:  time.Second,
 	}
 }
 

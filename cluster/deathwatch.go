@@ -45,11 +45,16 @@ import (
 // Transport untouched (raft finds its optional abilities, pre-vote among
 // them, by type assertions that a wrapper would have to repeat).
 //
-// Only one survivor should do so at once: two candidates of the same term
-// split the vote and both wait out an election timeout. So the surviving
-// voters take turns by id: the lowest starts at once, the next after
-// Timeouts.DeathWatch, and only if its term has not moved by then (the
-// first candidate's vote request raises it) and no other leader appeared.
+// Only one survivor should do so: two candidates of the same term split
+// the vote and both wait out an election timeout. So the survivor with the
+// lowest id stands; another stands only when every voter of lower id
+// (the dead leader aside) is gone too, by the same probe. Waiting a turn
+// and standing when the term had not moved did not work: the first
+// candidate writes its term and vote to disk before it asks, and on a
+// loaded machine those writes took longer than any turn, so both stood
+// (a failover of a second in the drill). If the lowest survivor is alive
+// but its watch saw nothing (starved), the prompt heartbeat check
+// (promptcheck.go) replaces the leader a heartbeat timeout later.
 //
 // Safety is raft's: the election is an ordinary one (the other survivor
 // grants only a candidate whose log is as up to date as its own), the old
@@ -102,8 +107,10 @@ const (
 	watchAlive
 	// watchNotVoter: the leader is gone, but this member cannot stand.
 	watchNotVoter
-	// watchOvertaken: while this member waited its turn, another survivor
-	// started an election (the term moved) or a leader appeared.
+	// watchDeferred: a voter of lower id is alive and stands instead.
+	watchDeferred
+	// watchOvertaken: meanwhile raft moved on (another election began, a
+	// leader appeared).
 	watchOvertaken
 	// watchElection: this member's raft was told to start an election.
 	watchElection
@@ -118,8 +125,8 @@ type watchedRaft interface {
 	LeaderWithID() (raft.ServerAddress, raft.ServerID)
 	State() raft.RaftState
 	CurrentTerm() uint64
-	// Voters are the ids of the voters of the latest configuration.
-	Voters() ([]uint64, error)
+	// Voters are the voters of the latest configuration.
+	Voters() ([]voter, error)
 	// TimeoutNow makes the local raft start an election at once.
 	TimeoutNow() error
 }
@@ -129,12 +136,10 @@ type watchedRaft interface {
 // peerClosed is safe from any goroutine; one check runs at a time (the
 // dead leader's connections all end at once; the rest are dropped).
 type deathWatch struct {
-	self    uint64
-	stagger time.Duration // Timeouts.DeathWatch
-	probe   time.Duration // the probe's dial timeout
-	dial    func(addr string, timeout time.Duration) error
-	sleep   func(time.Duration)
-	log     *slog.Logger
+	self  uint64
+	probe time.Duration // Timeouts.DeathWatch: bounds a probe
+	dial  func(addr string, timeout time.Duration) error
+	log   *slog.Logger
 
 	raft atomic.Pointer[raftHandle] // nil until raft runs
 	busy atomic.Bool
@@ -146,15 +151,7 @@ type deathWatch struct {
 }
 
 func newDeathWatch(self uint64, t Timeouts, log *slog.Logger) *deathWatch {
-	return &deathWatch{
-		self:    self,
-		stagger: t.DeathWatch,
-		// Past a heartbeat timeout raft's own timer has acted anyway.
-		probe: t.Heartbeat,
-		dial:  dialProbe,
-		sleep: time.Sleep,
-		log:   log,
-	}
+	return &deathWatch{self: self, probe: t.DeathWatch, dial: dialProbe, log: log}
 }
 
 // dialProbe connects to addr and waits, until timeout, for the other
@@ -217,15 +214,17 @@ func (w *deathWatch) check(r watchedRaft) watchOutcome {
 		w.log.Warn("death watch: raft configuration", "err", err)
 		return watchFailed
 	}
-	rank, ok := watchRank(w.self, leader, voters)
+	rank, ok := watchRank(w.self, leader, voterIDs(voters))
 	if !ok {
 		return watchNotVoter
 	}
-	if rank > 0 {
-		w.sleep(time.Duration(rank) * w.stagger)
+	for _, v := range voters {
+		if v.id != leader && v.id < w.self && !probeGone(w.dial(v.addr, w.probe)) {
+			return watchDeferred
+		}
 	}
-	// Whoever went first raised this member's term with its vote request,
-	// and a new leader's first heartbeat names it.
+	// A vote request of another candidate raised this member's term, and
+	// a new leader's first heartbeat names it.
 	if r.State() != raft.Follower || r.CurrentTerm() != term {
 		return watchOvertaken
 	}
@@ -253,21 +252,36 @@ func (h *raftHandle) LeaderWithID() (raft.ServerAddress, raft.ServerID) { return
 func (h *raftHandle) State() raft.RaftState                             { return h.r.State() }
 func (h *raftHandle) CurrentTerm() uint64                               { return h.r.CurrentTerm() }
 
-func (h *raftHandle) Voters() ([]uint64, error) { return voterIDs(h.r) }
+func (h *raftHandle) Voters() ([]voter, error) { return votersOf(h.r) }
 
-// voterIDs are the ids of the voters of r's latest configuration.
-func voterIDs(r *raft.Raft) ([]uint64, error) {
+// voter is a voter of a raft configuration.
+type voter struct {
+	id   uint64
+	addr string
+}
+
+// votersOf are the voters of r's latest configuration.
+func votersOf(r *raft.Raft) ([]voter, error) {
 	f := r.GetConfiguration()
 	if err := f.Error(); err != nil {
 		return nil, err
 	}
-	var ids []uint64
+	var vs []voter
 	for _, s := range f.Configuration().Servers {
 		if s.Suffrage == raft.Voter {
-			ids = append(ids, parseServerID(s.ID))
+			vs = append(vs, voter{id: parseServerID(s.ID), addr: string(s.Address)})
 		}
 	}
-	return ids, nil
+	return vs, nil
+}
+
+// voterIDs are the ids of vs.
+func voterIDs(vs []voter) []uint64 {
+	ids := make([]uint64, len(vs))
+	for i, v := range vs {
+		ids[i] = v.id
+	}
+	return ids
 }
 
 // TimeoutNow sends raft's TimeoutNow RPC to this member itself: raft.go's

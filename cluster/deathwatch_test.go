@@ -16,21 +16,20 @@ import (
 	"github.com/seqd/seqd/fsm"
 )
 
-// fakeRaft is a watchedRaft whose answers the test sets; during sleeps
-// (a survivor waiting its turn) onSleep may change them.
+// fakeRaft is a watchedRaft whose answers the test sets.
 type fakeRaft struct {
 	state    raft.RaftState
 	leader   raft.ServerAddress
 	leaderID raft.ServerID
 	term     uint64
-	voters   []uint64
+	voters   []voter
 	timeouts int // TimeoutNow calls
 }
 
 func (f *fakeRaft) LeaderWithID() (raft.ServerAddress, raft.ServerID) { return f.leader, f.leaderID }
 func (f *fakeRaft) State() raft.RaftState                             { return f.state }
 func (f *fakeRaft) CurrentTerm() uint64                               { return f.term }
-func (f *fakeRaft) Voters() ([]uint64, error)                         { return f.voters, nil }
+func (f *fakeRaft) Voters() ([]voter, error)                          { return f.voters, nil }
 func (f *fakeRaft) TimeoutNow() error                                 { f.timeouts++; return nil }
 
 // refused is what net.Dial returns for a port nobody listens on.
@@ -44,66 +43,54 @@ var reset error = &net.OpError{Op: "read", Net: "tcp", Err: os.NewSyscallError("
 var timedOut error = &net.OpError{Op: "dial", Net: "tcp", Err: os.ErrDeadlineExceeded}
 
 // TestDeathWatch_Decisions: the watch starts an election only when the
-// leader it follows, not itself, refuses a connection, and then at once
-// only on the surviving voter with the lowest id; the next waits its turn
-// and stands only if nobody did meanwhile.
+// leader it follows, not itself, refuses a connection, and then only on
+// the surviving voter with the lowest id that is alive: a member whose
+// lower peer answers leaves the election to it.
 func TestDeathWatch_Decisions(t *testing.T) {
-	const stagger = 40 * time.Millisecond
+	const leaderAddr = "10.0.0.1:7000"
+	voters := []voter{{1, leaderAddr}, {2, "10.0.0.2:7000"}, {3, "10.0.0.3:7000"}}
 	follower := func() *fakeRaft {
-		return &fakeRaft{state: raft.Follower, leader: "10.0.0.1:7000", leaderID: "1", term: 5, voters: []uint64{1, 2, 3}}
+		return &fakeRaft{state: raft.Follower, leader: leaderAddr, leaderID: "1", term: 5, voters: voters}
 	}
 	cases := []struct {
 		name      string
 		self      uint64
 		raft      *fakeRaft
-		probe     error
-		onSleep   func(*fakeRaft)
+		probes    map[string]error // by address; nil: connected
 		want      watchOutcome
-		wantSleep []time.Duration
+		wantProbe []string
 	}{
-		{name: "refused, lowest survivor", self: 2, raft: follower(), probe: refused, want: watchElection},
-		{name: "refused, next survivor, nobody stood", self: 3, raft: follower(), probe: refused,
-			want: watchElection, wantSleep: []time.Duration{stagger}},
-		{name: "refused, next survivor, the first raised the term", self: 3, raft: follower(), probe: refused,
-			onSleep: func(f *fakeRaft) { f.term++ }, want: watchOvertaken, wantSleep: []time.Duration{stagger}},
-		{name: "refused, next survivor, a new leader", self: 3, raft: follower(), probe: refused,
-			onSleep: func(f *fakeRaft) { f.leader, f.leaderID = "10.0.0.2:7000", "2" }, want: watchOvertaken, wantSleep: []time.Duration{stagger}},
-		{name: "refused, next survivor, electing already", self: 3, raft: follower(), probe: refused,
-			onSleep: func(f *fakeRaft) { f.state = raft.Candidate }, want: watchOvertaken, wantSleep: []time.Duration{stagger}},
-		{name: "accepted, then reset: the listener was closing", self: 2, raft: follower(), probe: reset, want: watchElection},
-		{name: "connected: alive, or a drill's partition", self: 2, raft: follower(), probe: nil, want: watchAlive},
-		{name: "timed out: unreachable host", self: 2, raft: follower(), probe: timedOut, want: watchAlive},
-		{name: "this member leads", self: 1, raft: &fakeRaft{state: raft.Leader, leader: "10.0.0.1:7000", leaderID: "1", voters: []uint64{1, 2, 3}}, probe: refused, want: watchNotFollower},
-		{name: "this member is the known leader", self: 1, raft: follower(), probe: refused, want: watchNoLeader},
-		{name: "no leader known", self: 2, raft: &fakeRaft{state: raft.Follower, voters: []uint64{1, 2, 3}}, probe: refused, want: watchNoLeader},
-		{name: "candidate already", self: 2, raft: &fakeRaft{state: raft.Candidate, voters: []uint64{1, 2, 3}}, probe: refused, want: watchNotFollower},
-		{name: "non-voter", self: 4, raft: follower(), probe: refused, want: watchNotVoter},
+		{name: "refused, lowest survivor", self: 2, raft: follower(), probes: map[string]error{leaderAddr: refused},
+			want: watchElection, wantProbe: []string{leaderAddr}},
+		{name: "accepted, then reset: the listener was closing", self: 2, raft: follower(), probes: map[string]error{leaderAddr: reset},
+			want: watchElection, wantProbe: []string{leaderAddr}},
+		{name: "refused, next survivor, the lowest is alive", self: 3, raft: follower(), probes: map[string]error{leaderAddr: refused},
+			want: watchDeferred, wantProbe: []string{leaderAddr, "10.0.0.2:7000"}},
+		{name: "refused, next survivor, the lowest is gone too", self: 3, raft: follower(), probes: map[string]error{leaderAddr: refused, "10.0.0.2:7000": refused},
+			want: watchElection, wantProbe: []string{leaderAddr, "10.0.0.2:7000"}},
+		{name: "connected: alive, or a drill's partition", self: 2, raft: follower(), want: watchAlive, wantProbe: []string{leaderAddr}},
+		{name: "timed out: unreachable host", self: 2, raft: follower(), probes: map[string]error{leaderAddr: timedOut},
+			want: watchAlive, wantProbe: []string{leaderAddr}},
+		{name: "this member leads", self: 1, raft: &fakeRaft{state: raft.Leader, leader: leaderAddr, leaderID: "1", voters: voters},
+			probes: map[string]error{leaderAddr: refused}, want: watchNotFollower},
+		{name: "this member is the known leader", self: 1, raft: follower(), probes: map[string]error{leaderAddr: refused}, want: watchNoLeader},
+		{name: "no leader known", self: 2, raft: &fakeRaft{state: raft.Follower, voters: voters}, want: watchNoLeader},
+		{name: "candidate already", self: 2, raft: &fakeRaft{state: raft.Candidate, voters: voters}, want: watchNotFollower},
+		{name: "non-voter", self: 4, raft: follower(), probes: map[string]error{leaderAddr: refused}, want: watchNotVoter, wantProbe: []string{leaderAddr}},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			var slept []time.Duration
-			var dialed []string
-			w := newDeathWatch(tc.self, Timeouts{Heartbeat: 150 * time.Millisecond, DeathWatch: stagger}, slog.New(slog.NewTextHandler(io.Discard, nil)))
-			w.dial = func(addr string, _ time.Duration) error { dialed = append(dialed, addr); return tc.probe }
-			w.sleep = func(d time.Duration) {
-				slept = append(slept, d)
-				if tc.onSleep != nil {
-					tc.onSleep(tc.raft)
-				}
-			}
+			var probed []string
+			w := newDeathWatch(tc.self, Timeouts{Heartbeat: 150 * time.Millisecond, DeathWatch: 100 * time.Millisecond}, slog.New(slog.NewTextHandler(io.Discard, nil)))
+			w.dial = func(addr string, _ time.Duration) error { probed = append(probed, addr); return tc.probes[addr] }
 			if got := w.check(tc.raft); got != tc.want {
 				t.Fatalf("outcome %d, want %d", got, tc.want)
 			}
-			if fmt.Sprint(slept) != fmt.Sprint(tc.wantSleep) {
-				t.Errorf("slept %v, want %v", slept, tc.wantSleep)
+			if fmt.Sprint(probed) != fmt.Sprint(tc.wantProbe) {
+				t.Errorf("probed %v, want %v", probed, tc.wantProbe)
 			}
 			if want := map[bool]int{true: 1}[tc.want == watchElection]; tc.raft.timeouts != want {
 				t.Errorf("TimeoutNow called %d times, want %d", tc.raft.timeouts, want)
-			}
-			// The leader is probed once whenever it is another member.
-			probed := tc.want != watchNotFollower && tc.want != watchNoLeader
-			if probed && (len(dialed) != 1 || dialed[0] != "10.0.0.1:7000") || !probed && len(dialed) != 0 {
-				t.Errorf("probed %v (probe wanted: %v, of the leader's address)", dialed, probed)
 			}
 		})
 	}
@@ -171,9 +158,6 @@ type watchGroup struct {
 func newWatchGroup(t *testing.T) *watchGroup {
 	t.Helper()
 	tm := TestTimeouts()
-	// Long enough that the second survivor never stands while the first
-	// is still campaigning (a split vote would wait out the minute).
-	tm.DeathWatch = 5 * time.Second
 	g := &watchGroup{}
 	var members []fsm.Member
 	for i := range 3 {
@@ -243,7 +227,7 @@ func (w tlogWriter) Write(p []byte) (int, error) { w.t.Log(string(p)); return le
 // and its connections end, as when its process is killed. With a minute
 // of heartbeat timeout, the survivors elect a new leader anyway: the
 // surviving voter with the lowest id, told by its death watch, and only
-// it (the other waits its turn, and by then the term has moved).
+// it (the other finds it alive and leaves the election to it).
 func TestDeathWatch_KilledLeaderIsReplacedAtOnce(t *testing.T) {
 	g := newWatchGroup(t)
 	old := g.leader(t, -1)

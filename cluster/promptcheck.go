@@ -76,8 +76,8 @@ type promptedRaft interface {
 	LastContact() time.Time
 	ReloadableConfig() raft.ReloadableConfig
 	ReloadConfig(raft.ReloadableConfig) error
-	// Voters are the ids of the voters of the latest configuration.
-	Voters() ([]uint64, error)
+	// Voters are the voters of the latest configuration.
+	Voters() ([]voter, error)
 }
 
 // promptCheck runs the prompt check of one member until stop closes.
@@ -122,7 +122,7 @@ func (p *promptCheck) turn(leader uint64) int {
 	if err != nil {
 		return 0
 	}
-	rank, _ := watchRank(p.self, leader, voters)
+	rank, _ := watchRank(p.self, leader, voterIDs(voters))
 	return rank
 }
 
@@ -148,4 +148,4 @@ func (p *promptCheck) force() bool {
 // promptHandle is promptedRaft over a running raft.
 type promptHandle struct{ *raft.Raft }
 
-func (h promptHandle) Voters() ([]uint64, error) { return voterIDs(h.Raft) }
+func (h promptHandle) Voters() ([]voter, error) { return votersOf(h.Raft) }

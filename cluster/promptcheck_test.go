@@ -48,7 +48,9 @@ func (f *fakePrompted) LeaderWithID() (raft.ServerAddress, raft.ServerID) {
 }
 func (f *fakePrompted) LastContact() time.Time                  { return time.Time{} }
 func (f *fakePrompted) ReloadableConfig() raft.ReloadableConfig { return f.rc }
-func (f *fakePrompted) Voters() ([]uint64, error)               { return []uint64{1, 2, 3}, nil }
+func (f *fakePrompted) Voters() ([]voter, error) {
+	return []voter{{1, "a:1"}, {2, "a:2"}, {3, "a:3"}}, nil
+}
 func (f *fakePrompted) ReloadConfig(rc raft.ReloadableConfig) error {
 	if rc.HeartbeatTimeout < f.lease {
 		return raft.ErrUnsupportedProtocol // any error: raft's ValidateConfig refused
