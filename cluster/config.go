@@ -55,11 +55,16 @@ type Timeouts struct {
 }
 
 // LANTimeouts is the default profile, for members on one LAN (round trips
-// well under a millisecond): a dead primary is noticed within 50-100 ms
-// (the heartbeat timeout plus raft's random extra), a vote takes a round
-// trip, and the epoch change (seal, catch-up, one commit) a few more. On
-// loopback with bolt stores raft alone elects and commits in ~110 ms at
-// these settings (fsm: TestRaft_ElectionAndFirstCommitTime).
+// well under a millisecond). A killed primary is not waited for: the death
+// watch sees its connections end and its port refuse, and the lowest
+// surviving voter stands at once (drill: 10-60 ms from the kill to the
+// new epoch on every node). The timeouts only matter for a silent leader
+// (a partition, a dead host): the prompt check notices it 300 ms after
+// its last contact, and the second survivor 50 ms later wins (~360 ms in
+// the drill). They are long so that a leader process starved of CPU on a
+// loaded machine (stalls of 55-150 ms, more at load 20) keeps its 290 ms
+// lease: a false failover costs the nodes a pause and a new epoch
+// (docs/failover-timing.md).
 func LANTimeouts() Timeouts {
 	return Timeouts{
 		Heartbeat:   300 * time.Millisecond,

@@ -29,8 +29,16 @@
 // failover state of package fsm, bootstrapped from Config.Members, with
 // members added and removed live (AddMember, RemoveMember: raft's
 // configuration and the fsm's member table). Timings come in named
-// profiles: LANTimeouts (50 ms heartbeat, election and leader lease, the
-// default), WANTimeouts and TestTimeouts.
+// profiles: LANTimeouts (300 ms heartbeat and election, 290 ms leader
+// lease, the default), WANTimeouts and TestTimeouts. A dead leader process
+// is not left to the heartbeat timeout: the death watch (deathwatch.go)
+// sees the leader's connections end, finds its Raft port refusing, and
+// has the lowest surviving voter start an election at once (raft's
+// TimeoutNow, sent to itself); a silent leader (a partition) is checked
+// exactly a heartbeat timeout after its last contact (promptcheck.go);
+// pooled Raft connections whose peer restarted are redialed before a
+// request, not failed by it (freshconn.go). The timeouts can then be long
+// enough to ride out a starved leader (docs/failover-timing.md).
 //
 // The Raft leader is the primary. On becoming leader a Node records the
 // bootstrap members still missing before epoch 1 (a bootstrap leader
