@@ -25,23 +25,30 @@ var gosched = runtime.Gosched
 // the frame that woke it. In `seqd bench --mode rtt` that was a futex wake
 // of another thread in every 25th round trip or so of each process (about
 // 2500 a run of 30000 round trips; 1100 with the yields, most of them
-// the yields' own). A yield costs about one wake-up of another thread, and
-// is paid only while the loop comes around faster than YieldInterval.
+// the yields' own). A yield costs about one wake-up of another thread
+// (the runtime starts one spinning for the goroutine it queued), and is
+// paid only in stretches of YieldInterval or more of continuous work.
 //
 // The zero value is ready; a Yield belongs to one loop.
 type Yield struct {
-	prev, last int64 // the previous iteration's reading, the last yield's
-	count      uint64
+	// prev is the previous iteration's reading, since the first of the
+	// current busy stretch (iterations less than YieldInterval apart),
+	// last the last yield's.
+	prev, since, last int64
+	count             uint64
 }
 
 // Maybe is called once per loop iteration with the loop's monotonic clock
-// reading (ns). It yields when the previous iteration came less than
-// YieldInterval ago (the loop is busy) and the last yield is at least
-// YieldInterval old; it reports whether it did.
+// reading (ns). It yields when the loop has been busy (every iteration
+// less than YieldInterval after the one before) for YieldInterval and the
+// last yield is at least YieldInterval old; it reports whether it did. An
+// idle loop, even one that goes round twice per wake-up, never yields.
 func (y *Yield) Maybe(now int64) bool {
-	busy := now-y.prev < int64(YieldInterval)
+	if now-y.prev >= int64(YieldInterval) {
+		y.since = now // after a pause: a new busy stretch, perhaps
+	}
 	y.prev = now
-	if !busy || now-y.last < int64(YieldInterval) {
+	if now-y.since < int64(YieldInterval) || now-y.last < int64(YieldInterval) {
 		return false
 	}
 	y.last = now

@@ -40,23 +40,30 @@ func TestYield_OnlyWhileBusyAtMostOncePerInterval(t *testing.T) {
 	}
 }
 
-// After an idle stretch, the first busy iterations yield at once: the
-// loop has not been rescheduled for as long as it was idle.
-func TestYield_BurstAfterIdleYieldsAtOnce(t *testing.T) {
+// An idle loop that goes round twice per wake-up (the frame, then the
+// work it queued) never yields; a burst after idle yields once it has
+// lasted YieldInterval.
+func TestYield_ShortBurstsDoNotYield(t *testing.T) {
 	calls := countGosched(t)
 	var y Yield
 	now := int64(time.Hour)
-	for i := 0; i < 5; i++ { // idle
+	for i := 0; i < 100; i++ { // idle: two iterations per 50 ms
 		now += int64(50 * time.Millisecond)
 		y.Maybe(now)
+		now += int64(50 * time.Microsecond)
+		y.Maybe(now)
 	}
-	now += int64(50 * time.Microsecond) // the first frame of a burst
+	if *calls != 0 {
+		t.Fatalf("idle loop with two iterations per wake-up: %d yields, want 0", *calls)
+	}
+	start := now + int64(50*time.Millisecond)
+	for now = start; now < start+int64(YieldInterval); now += int64(100 * time.Microsecond) {
+		if y.Maybe(now) {
+			t.Fatalf("yielded %v into a burst, before it lasted %v", time.Duration(now-start), YieldInterval)
+		}
+	}
 	if !y.Maybe(now) || *calls != 1 {
-		t.Fatalf("first busy iteration after idle: no yield (%d calls)", *calls)
-	}
-	now += int64(50 * time.Microsecond)
-	if y.Maybe(now) {
-		t.Fatal("yielded again 50 us later")
+		t.Fatalf("burst of %v: %d yields, want 1", time.Duration(now-start), *calls)
 	}
 }
 
