@@ -44,11 +44,13 @@ func TestCLI_TailFindsReplayerByGossip(t *testing.T) {
 
 	// Gossip refreshes the replayer's highest seq every second.
 	out, errOut, err = run("tail", "--format", "json", "--from", "1", "--count", fmt.Sprint(last), "--gossip", gossip, "--gossip.wait", "20s")
+	// A failure shows the replayer's log too: once, under heavy load, the
+	// tail found its gossip port refused for 20 s (not reproduced since).
 	if err != nil {
-		t.Fatalf("tail --gossip: %v\n%s%s", err, out, errOut)
+		t.Fatalf("tail --gossip: %v\n%s%s\nreplayer:\n%s", err, out, errOut, tailOf(rep.stderr.String(), 3000))
 	}
 	if !strings.Contains(errOut, "gossip: replayer selected") || !strings.Contains(errOut, "name=rep-1") {
-		t.Fatalf("the tail did not select the replayer by gossip:\n%s", errOut)
+		t.Fatalf("the tail did not select the replayer by gossip:\n%s\nreplayer:\n%s", errOut, tailOf(rep.stderr.String(), 3000))
 	}
 	checkWholeStream(t, out, last, "EARLY", count)
 
