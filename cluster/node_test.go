@@ -238,10 +238,14 @@ func newTestCluster(t *testing.T, k int) *testCluster {
 
 // unitTimeouts is TestTimeouts with longer raft timeouts still: these
 // tests assert which epoch a change makes, and a machine loaded by other
-// jobs (load 10 on two cores) deposed 300 ms leaders now and then.
+// jobs (load 10 on two cores) deposed 300 ms leaders now and then. The
+// election timeout is also how long raft gives a leadership transfer's
+// target to win (TransferPrimary): 1 s ran out under a full `go test
+// ./...` beside other jobs ("leadership transfer timeout"). A follower
+// still campaigns after one heartbeat timeout.
 func unitTimeouts() Timeouts {
 	t := TestTimeouts()
-	t.Heartbeat, t.Election, t.LeaderLease = time.Second, time.Second, time.Second
+	t.Heartbeat, t.Election, t.LeaderLease = time.Second, 3*time.Second, time.Second
 	return t
 }
 
