@@ -151,44 +151,47 @@ func itoa(n int) string {
 }
 
 // BenchmarkReceiverDeliverSafeLag is safe delivery behind a sequencer
-// group: each packet's stable lags about 12k records (the standbys' round
-// trip in seqd bench --sequencers 3), so every record waits; held in its
-// packet (hold.go) or, with hold=0, copied into the ring. Packets of the
-// default size and of 64 KiB (GSO); per packet, 256-byte records.
+// group: each packet's stable lags by lag records (the standbys' round
+// trip: about 12k in seqd bench --sequencers 3), so every record waits;
+// held in its packet (hold.go) or, with hold=0, copied into the ring.
+// Packets of the default size and of 64 KiB (GSO); per packet, 256-byte
+// records.
 func BenchmarkReceiverDeliverSafeLag(b *testing.B) {
 	for _, pkt := range []int{wire.DefaultMaxPacketBytes, 65507} {
-		for _, hold := range []int{DefaultConfig().HoldBytes, 0} {
-			b.Run("packet="+itoa(pkt)+"/hold="+itoa(hold), func(b *testing.B) {
-				const size = 256
-				per := max(1, (pkt-wire.PacketHeaderBytes)/(wire.RecordHeaderBytes+size))
-				lag := 12000 / per
-				cfg := testConfig()
-				cfg.PendingRecords = DefaultConfig().PendingRecords
-				cfg.HoldBytes = hold
-				r := newTest(b, cfg)
-				f := newFeed(b, per, size)
-				step := func() {
-					f.stamp(max(f.next+f.count-1, uint64(lag*per)) - uint64(lag*per))
-					if err := r.Step(0, f.frame, Sequencer); err != nil {
-						b.Fatal(err)
+		for _, lagRecords := range []int{2000, 12000} {
+			for _, hold := range []int{DefaultConfig().HoldBytes, 0} {
+				b.Run("packet="+itoa(pkt)+"/lag="+itoa(lagRecords)+"/hold="+itoa(hold), func(b *testing.B) {
+					const size = 256
+					per := max(1, (pkt-wire.PacketHeaderBytes)/(wire.RecordHeaderBytes+size))
+					lag := max(1, lagRecords/per)
+					cfg := testConfig()
+					cfg.PendingRecords = DefaultConfig().PendingRecords
+					cfg.HoldBytes = hold
+					r := newTest(b, cfg)
+					f := newFeed(b, per, size)
+					step := func() {
+						f.stamp(max(f.next+f.count-1, uint64(lag*per)) - uint64(lag*per))
+						if err := r.Step(0, f.frame, Sequencer); err != nil {
+							b.Fatal(err)
+						}
+						consume(r)
 					}
-					consume(r)
-				}
-				for range 2 * lag {
-					step()
-				}
-				b.ReportAllocs()
-				b.SetBytes(int64(per * size))
-				for b.Loop() {
-					step()
-				}
-				if want := f.next - uint64(lag*per); r.Next() != want {
-					b.Fatalf("next %d, want %d (%+v)", r.Next(), want, r.Stats())
-				}
-				if held := r.Stats().HeldPackets; (held > 0) != (hold > 0) {
-					b.Fatalf("%d packets held with HoldBytes %d", held, hold)
-				}
-			})
+					for range 2 * lag {
+						step()
+					}
+					b.ReportAllocs()
+					b.SetBytes(int64(per * size))
+					for b.Loop() {
+						step()
+					}
+					if want := f.next - uint64(lag*per); r.Next() != want {
+						b.Fatalf("next %d, want %d (%+v)", r.Next(), want, r.Stats())
+					}
+					if held := r.Stats().HeldPackets; (held > 0) != (hold > 0) {
+						b.Fatalf("%d packets held with HoldBytes %d", held, hold)
+					}
+				})
+			}
 		}
 	}
 }
