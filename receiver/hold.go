@@ -14,12 +14,15 @@ import "github.com/seqd/seqd/wire"
 // them, as the hot path reads a live packet (their payloads are views of
 // the held copy, valid until Advance).
 //
-// The hold takes only the in-order run from next on: whole records of the
-// current epoch, while the ring holds nothing at or above the run's end
-// (anything else, and everything once the arena or the entry ring is
-// full, goes to the ring as before). So the held seqs are exactly
-// [next, hold.end) minus what was delivered, they are whole, and the ring
-// holds none of them: drain empties the hold first, then the ring.
+// The hold takes one in-order run at a time: whole records of the current
+// epoch, each the seq after the run (or, to start a run, the seq after
+// everything held with no gap), while the ring holds nothing at or above
+// it (anything else, and everything once the arena or the entry ring is
+// full, goes to the ring as before). So the undelivered held seqs are
+// exactly [hold.start, hold.end), whole, and the ring holds none of them;
+// the ring may hold seqs below the run (a gap repaired before it began)
+// and above it (after a gap at its end): drain takes from the ring and
+// the hold in turn, whichever holds next.
 
 // heldPacket is one packet held whole: its seqs from..to wait for stable.
 type heldPacket struct {
@@ -31,15 +34,16 @@ type heldPacket struct {
 // hold is the arena of held packets, a ring of variable-size copies, and
 // the ring of their entries, oldest first.
 type hold struct {
-	buf  []byte // allocated on first use: only safe receivers behind a group hold
-	ents []heldPacket
-	head int    // index of the oldest entry
-	n    int    // entries in use
-	w    int    // where the next copy goes
-	end  uint64 // one past the last seq held (0 when nothing is)
-	cur  int    // entry of the packet being stepped, -1 before its first held record
-	pkt  wire.Packet
-	rec  wire.Record
+	buf   []byte // allocated on first use: only safe receivers behind a group hold
+	ents  []heldPacket
+	head  int    // index of the oldest entry
+	n     int    // entries in use
+	w     int    // where the next copy goes
+	start uint64 // first held seq not delivered (while end != 0)
+	end   uint64 // one past the last seq held (0 when nothing waits)
+	cur   int    // entry of the packet being stepped, -1 before its first held record
+	pkt   wire.Packet
+	rec   wire.Record
 }
 
 // heldPacketBytes sizes the entry ring: one entry per this many arena
@@ -49,9 +53,19 @@ type hold struct {
 // packets, the rest going to the ring.
 const heldPacketBytes = 512
 
-// heldEnd is the next seq the hold can take: one past the last held, or
-// next when nothing waits there.
-func (r *Receiver) heldEnd() uint64 { return max(r.next, r.hold.end) }
+// holdNext is the seq the hold can take next: the one after its run, or,
+// with no run, the one after everything held with no gap.
+func (r *Receiver) holdNext() uint64 {
+	if r.hold.end != 0 {
+		return r.hold.end
+	}
+	return r.contig + 1
+}
+
+// inHold reports whether seq q waits in the hold.
+func (r *Receiver) inHold(q uint64) bool {
+	return r.hold.end != 0 && q >= r.hold.start && q < r.hold.end
+}
 
 // holdRecord holds rec, the seq after the run held (see hold), by holding
 // the frame that carries it: the packet's first held record copies it.
@@ -67,8 +81,13 @@ func (r *Receiver) holdRecord(frame []byte, rec *wire.Record, epoch uint32) bool
 		r.stats.HeldPackets++
 	}
 	h.ents[h.cur].to = rec.Seq
+	if h.end == 0 {
+		h.start = rec.Seq
+	}
 	h.end = rec.Seq + 1
-	r.contig = max(r.contig, rec.Seq)
+	if r.contig+1 == rec.Seq {
+		r.contig = rec.Seq // else a hole below the run waits for a repair (store jumps the run)
+	}
 	return true
 }
 
@@ -96,15 +115,20 @@ func (r *Receiver) pushHeld(frame []byte) int {
 	if h.n == 0 {
 		h.head, off = 0, 0
 	} else if start := h.ents[h.head].off; h.w >= start {
-		// In use: [start, w). Free: [0, start), then [w, len). The
-		// start of the arena first: the copies then cycle through about
-		// twice the bytes held, which stay in the caches, instead of
+		// In use: [start, w). Free: [0, start) and [w, len). Back to
+		// the arena's start as soon as the room there is twice what is
+		// held, and two packets more (the new copies then do not catch
+		// up with the old ones being delivered, even when the lag
+		// doubles meanwhile): the copies cycle through about three
+		// times the bytes held, which stay in the caches, instead of
 		// sweeping the whole arena (a 12k-record lag in packets of
 		// 1472 bytes took 2-3x longer so).
-		if n < start {
+		if n < start && start >= 2*(h.w-start)+2*n {
 			off = 0
 		} else if h.w+n <= len(h.buf) {
 			off = h.w
+		} else if n < start {
+			off = 0
 		}
 	} else if h.w+n < start {
 		// Wrapped, in use: [start, len) and [0, w). Free: [w, start),
@@ -137,6 +161,9 @@ func (r *Receiver) drainHold() {
 		if e.to < r.next {
 			continue // delivered: reclaimed after the next Advance
 		}
+		if e.from > r.next {
+			break // next is in the ring, below the run
+		}
 		p, rec := &h.pkt, &h.rec
 		if wire.DecodePacket(h.buf[e.off:e.off+e.n], p) != nil {
 			panic("receiver: a held packet no longer decodes") // it did when held, and nothing writes over it
@@ -154,8 +181,10 @@ func (r *Receiver) drainHold() {
 			break // stable is inside this packet
 		}
 	}
-	if r.next >= h.end && h.n > 0 {
+	if r.next >= h.end {
 		h.end = 0 // every held record delivered: the entries wait only for the next Advance
+	} else {
+		h.start = max(h.start, r.next)
 	}
 }
 
@@ -167,35 +196,41 @@ func (r *Receiver) trimHold(start uint64) {
 	if h.end == 0 {
 		return
 	}
+	cut := h.end // first seq dropped
 	for h.n > 0 {
 		i := h.head + h.n - 1
 		if i >= len(h.ents) {
 			i -= len(h.ents)
 		}
 		e := &h.ents[i]
+		if e.to < h.start {
+			break // delivered
+		}
 		bound := r.cutBound(e.epoch, start)
 		if e.to < bound {
 			break
 		}
-		r.stats.DroppedByEpoch += e.to + 1 - max(bound, e.from)
-		if e.from < bound {
-			e.to = bound - 1
+		from := max(bound, e.from, h.start)
+		r.stats.DroppedByEpoch += e.to + 1 - from
+		cut = from
+		if e.from < from {
+			e.to = from - 1
 			break
 		}
 		h.w = e.off
 		h.n--
 	}
-	h.end = 0
-	if h.n > 0 {
-		i := h.head + h.n - 1
-		if i >= len(h.ents) {
-			i -= len(h.ents)
-		}
-		if to := h.ents[i].to; to >= r.next {
-			h.end = to + 1
-		}
+	if cut == h.end {
+		return
 	}
-	r.contig = max(r.next-1, min(r.contig, r.heldEnd()-1))
+	if cut <= h.start {
+		h.end = 0
+	} else {
+		h.end = cut
+	}
+	if cut <= r.contig {
+		r.contig = max(r.next-1, cut-1)
+	}
 }
 
 // resetHold forgets everything held.

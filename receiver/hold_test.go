@@ -58,6 +58,39 @@ func TestReceiver_SafeHoldsPacketsNotRecords(t *testing.T) {
 	}
 }
 
+func TestReceiver_HoldResumesAfterAGap(t *testing.T) {
+	// A packet lost while stable lags: the packets after it go to the
+	// ring, and under steady load next never catches up with the ring
+	// (stable always lags the newest record). Once the gap is repaired,
+	// the hold takes the next in-order run after the ring's contents, so
+	// one loss does not cost the hold for the rest of the stream.
+	s := newStream(t)
+	d := &drive{t: t, r: newTest(t, holdConfig(DefaultConfig().HoldBytes))}
+	pkts := lagStream(s, 1, 200, 5, 12)
+	for i, p := range pkts {
+		if i == 2 {
+			continue // lost
+		}
+		if err := d.step(0, Sequencer, p); err != nil {
+			t.Fatal(err)
+		}
+		if i == 9 {
+			if err := d.step(0, Sequencer, pkts[2]); err != nil { // the repair
+				t.Fatal(err)
+			}
+		}
+	}
+	if err := d.step(0, Sequencer, s.heartbeat(201, 200, 0)); err != nil {
+		t.Fatal(err)
+	}
+	if got := d.seqs(); !slices.Equal(got, seqRange(1, 200)) {
+		t.Fatalf("delivered %v", got)
+	}
+	if held := d.r.Stats().HeldPackets; held < uint64(len(pkts))-12 {
+		t.Fatalf("%d of %d packets held: the hold did not resume after the gap", held, len(pkts))
+	}
+}
+
 func TestReceiver_HeldPayloadsStayValidUntilAdvance(t *testing.T) {
 	// A shell may step many packets before Advance: the arena must not
 	// reuse a packet whose records the Ready still views, even when it

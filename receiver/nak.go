@@ -69,6 +69,10 @@ func (r *Receiver) sendNak(now int64) {
 	from := r.nakFrom
 	to := r.gapEnd()
 	for to > from {
+		if r.inHold(to) {
+			to = r.hold.start - 1
+			continue
+		}
 		s := &r.ring[to&r.mask]
 		if s.state != slotFull || s.seq != to {
 			break
@@ -142,7 +146,7 @@ func (r *Receiver) onGone(now int64, from Source) {
 			to = limit
 			break
 		}
-		if r.held(to + 1) {
+		if r.held(to+1) || r.inHold(to+1) {
 			break
 		}
 		to++

@@ -113,8 +113,8 @@ func (r *Receiver) discard(s *slot) {
 func (r *Receiver) dropSlot(s *slot) {
 	s.state = slotEmpty
 	r.discard(s)
-	if s.seq <= r.contig {
-		r.contig = max(r.heldEnd()-1, s.seq-1)
+	if s.seq >= r.next && s.seq <= r.contig {
+		r.contig = s.seq - 1 // a slot left from below next loses nothing
 	}
 }
 
@@ -199,8 +199,15 @@ func (r *Receiver) store(rec *wire.Record, epoch uint32) bool {
 	s.epoch = epoch
 	s.instance = rec.Instance
 	s.flags = rec.Flags &^ wire.FlagFragment
-	r.contig = max(r.contig, r.heldEnd()-1) // messages emitted in this batch are not settled yet
-	for r.contig+1-r.released < uint64(len(r.ring)) {
+	r.contig = max(r.contig, r.next-1) // messages emitted in this batch are not settled yet
+	for {
+		if h := &r.hold; h.end != 0 && r.contig+1 == h.start {
+			r.contig = h.end - 1 // the held run (hold.go)
+			continue
+		}
+		if r.contig+1-r.released >= uint64(len(r.ring)) {
+			break
+		}
 		x := &r.ring[(r.contig+1)&r.mask]
 		if x.state != slotFull || x.seq != r.contig+1 {
 			break

@@ -395,7 +395,7 @@ func (r *Receiver) onPacket(now int64, frame []byte) {
 			fresh = true
 			continue
 		}
-		if holdOK && rec.Seq > r.stable && rec.Seq == r.heldEnd() && rec.Seq > r.maxStored &&
+		if holdOK && rec.Seq > r.stable && rec.Seq == r.holdNext() && rec.Seq > r.maxStored &&
 			rec.Flags&wire.FlagFragment == 0 && rec.Seq >= p.EpochStart && r.holdRecord(frame, rec, p.Epoch) {
 			fresh = true
 			continue
@@ -434,7 +434,7 @@ func (r *Receiver) slowRecord(p *wire.Packet, rec *wire.Record, current bool, li
 		r.duplicate(rec)
 		return r.err == nil
 	}
-	if rec.Seq < r.hold.end {
+	if r.inHold(rec.Seq) {
 		r.stats.Duplicates++ // held, not delivered: nothing can diverge yet
 		return true
 	}
@@ -579,8 +579,8 @@ func (r *Receiver) newEpoch(p *wire.Packet) bool {
 			r.stats.DroppedByEpoch++
 		}
 	}
-	r.contig = max(r.heldEnd()-1, min(r.contig, start-1))
-	r.tail = max(r.heldEnd()-1, min(r.tail, start-1))
+	r.contig = max(r.next-1, min(r.contig, start-1))
+	r.tail = max(r.next-1, min(r.tail, start-1))
 	r.sealed = min(r.sealed, r.tail)
 	r.nakArmed, r.asked, r.tried = false, false, 0
 	r.src = r.cfg.PreferredSource
@@ -654,22 +654,28 @@ func (r *Receiver) settle() {
 // drain delivers held records from next on while they are whole and, in
 // safe mode, stable.
 func (r *Receiver) drain() {
-	if r.hold.end > r.next {
-		r.drainHold()
-	}
-	// Nothing is held at or above next unless something was stored
-	// there: an in-order stream never touches the ring.
-	for r.err == nil && r.next <= r.maxStored {
-		s := &r.ring[r.next&r.mask]
-		if s.state != slotFull || s.seq != r.next || r.cfg.Mode == Safe && r.next > r.stable {
+	for r.err == nil {
+		before := r.next
+		if r.hold.end != 0 && r.hold.start == r.next {
+			r.drainHold() // the held run (hold.go)
+		}
+		// Nothing is held at or above next unless something was stored
+		// there: an in-order stream never touches the ring.
+		for r.err == nil && r.next <= r.maxStored {
+			s := &r.ring[r.next&r.mask]
+			if s.state != slotFull || s.seq != r.next || r.cfg.Mode == Safe && r.next > r.stable {
+				break
+			}
+			s.state = slotEmpty
+			if s.owned && cap(s.buf) > bigBufferBytes {
+				r.releaseLater = append(r.releaseLater, s.seq)
+				r.slowAdvance = true
+			}
+			r.emit(s.seq, s.time, s.epoch, s.account, s.instance, s.cmdSeq, s.flags, s.buf[:s.total])
+		}
+		if r.next == before || r.hold.end == 0 {
 			break
 		}
-		s.state = slotEmpty
-		if s.owned && cap(s.buf) > bigBufferBytes {
-			r.releaseLater = append(r.releaseLater, s.seq)
-			r.slowAdvance = true
-		}
-		r.emit(s.seq, s.time, s.epoch, s.account, s.instance, s.cmdSeq, s.flags, s.buf[:s.total])
 	}
 	r.settle()
 }
@@ -735,8 +741,10 @@ func (r *Receiver) checkInvariants() {
 		panic(fmt.Sprintf("receiver: reassembly bytes %d outside 0..%d", r.used, r.cfg.MaxReassemblyBytes))
 	case r.released > r.next:
 		panic(fmt.Sprintf("receiver: released %d beyond next %d", r.released, r.next))
-	case r.contig+1 < r.heldEnd():
-		panic(fmt.Sprintf("receiver: contiguous %d below the held run's end %d", r.contig, r.heldEnd()))
+	case r.inHold(r.contig + 1):
+		panic(fmt.Sprintf("receiver: contiguous %d inside the held run %d..%d", r.contig, r.hold.start, r.hold.end-1))
+	case r.hold.end != 0 && (r.hold.start < r.next || r.hold.start >= r.hold.end):
+		panic(fmt.Sprintf("receiver: held run %d..%d, next %d", r.hold.start, r.hold.end-1, r.next))
 	case r.hold.end > r.next && r.cfg.Mode != Safe:
 		panic("receiver: a fast receiver holds packets")
 	}
