@@ -204,12 +204,23 @@ func TestNode_IdlePrimaryIsWokenToStop(t *testing.T) {
 			to = m
 		}
 	}
+	// Changed reports role changes (seqd sequencer --cluster prints them
+	// from it instead of polling every millisecond).
+	select {
+	case <-old.node.Changed():
+	default:
+	}
 	if _, err := old.node.TransferPrimary(context.Background(), to.cfg.ID); err != nil {
 		t.Fatal(err)
 	}
 	p := c.primary()
 	if p != to {
 		t.Fatalf("primary %d after the handover, want %d", p.cfg.ID, to.cfg.ID)
+	}
+	select {
+	case <-old.node.Changed():
+	default:
+		t.Fatal("the old primary's role changed with no token on Changed")
 	}
 	srv := waitStream(t, p)
 	deadline := time.Now().Add(wait)
@@ -261,5 +272,23 @@ func waitStream(t *testing.T, p *member) *wakeOnlyServer {
 			t.Fatal("the primary has no wakeable stream")
 		}
 		time.Sleep(time.Millisecond)
+	}
+}
+
+// TestNode_RoleChangeSignalsChanged: every role change leaves a token on
+// Changed, whatever the FSM does (seqd sequencer --cluster prints the
+// role lines from it, with no 1 ms poll of Role).
+func TestNode_RoleChangeSignalsChanged(t *testing.T) {
+	n := &Node{changed: make(chan struct{}, 1)}
+	for _, r := range []Role{RoleSealing, RolePrimary, RoleStandby, RoleStopped} {
+		n.setRole(r)
+		select {
+		case <-n.Changed():
+		default:
+			t.Fatalf("no token on Changed after the role became %v", r)
+		}
+		if n.Role() != r {
+			t.Fatalf("role %v, want %v", n.Role(), r)
+		}
 	}
 }
