@@ -241,6 +241,14 @@ func (n *Node) sealQuorum(ctx context.Context, st *fsm.State) (uint64, []string,
 	// would have to drop (its standby diverges). A dead member's
 	// connection is refused at once on a LAN, so the grace is rarely
 	// waited out.
+	// noQuorum says how many answered and how many of those counted: an
+	// answer from the sealed epoch's own primary that does not hold all
+	// it published raises the cut but is not part of the quorum, so "2
+	// of 3 answered" can still be too few.
+	noQuorum := func() error {
+		return fmt.Errorf("%w: epoch %d: %d of %d answered, %d counted toward the quorum (member %d, the sealed epoch's primary, counts only when it holds all it published), need %d: %v",
+			ErrNoQuorum, epoch, len(ok), len(voters), counted, st.Primary(), max(quorum, 1), errors.Join(errs...))
+	}
 	var grace <-chan time.Time
 collect:
 	for range voters {
@@ -253,7 +261,7 @@ collect:
 			if counted >= quorum && len(ok) > 0 {
 				break collect
 			}
-			return 0, nil, fmt.Errorf("%w: epoch %d: %d of %d answered, need %d: %v", ErrNoQuorum, epoch, len(ok), len(voters), max(quorum, 1), errors.Join(errs...))
+			return 0, nil, noQuorum()
 		}
 		if a.err != nil {
 			errs = append(errs, fmt.Errorf("member %d: %w", a.m.ID, a.err))
@@ -276,7 +284,7 @@ collect:
 	if counted < quorum || len(ok) == 0 {
 		// A quorum of 0 (the only voter is the sealed epoch's primary)
 		// still needs one answer: without any, no cut is known.
-		return 0, nil, fmt.Errorf("%w: epoch %d: %d of %d answered, need %d: %v", ErrNoQuorum, epoch, len(ok), len(voters), max(quorum, 1), errors.Join(errs...))
+		return 0, nil, noQuorum()
 	}
 	slices.SortFunc(ok, func(a, b got) int {
 		switch {

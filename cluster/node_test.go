@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"os"
 	"slices"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -707,8 +708,14 @@ func TestSeal_PrimaryThatHoldsItsEpochCounts(t *testing.T) {
 	}
 	// After a restart (nothing known of its own epoch) it does not count.
 	old.node.own.Store(nil)
-	if _, _, err := lag1.node.sealQuorum(context.Background(), st); !errors.Is(err, ErrNoQuorum) {
+	_, _, err = lag1.node.sealQuorum(context.Background(), st)
+	if !errors.Is(err, ErrNoQuorum) {
 		t.Fatalf("seal with a restarted ex-primary and a silent standby: %v, want ErrNoQuorum", err)
+	}
+	// The error says why three answers were too few (it said only "3 of 5
+	// answered, need 3").
+	if want := "3 of 5 answered, 2 counted toward the quorum"; !strings.Contains(err.Error(), want) {
+		t.Fatalf("no-quorum error %q does not say %q", err, want)
 	}
 }
 
