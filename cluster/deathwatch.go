@@ -6,6 +6,7 @@ import (
 	"io"
 	"log/slog"
 	"net"
+	"sync"
 	"sync/atomic"
 	"syscall"
 	"time"
@@ -309,10 +310,21 @@ func (h *raftHandle) TimeoutNow() error {
 
 // watchLayer is the raft.StreamLayer of a member: its accepted
 // connections tell the death watch (when there is one) that their peer
-// closed them, and its dialed ones are freshConns.
+// closed them, and its dialed ones are freshConns. Close (raft's
+// transport shutting down) closes the listener and then every connection
+// it dialed, as the kernel does for a process that dies: the peers' death
+// watches then see a member that shuts down (a leader whose Node is
+// closed, the demo's kill) at once, not a heartbeat timeout later (raft
+// leaves its pooled connections open at shutdown).
+//
+// Safe for concurrent use; mu guards dialed (at most raft's pool and its
+// requests in flight: each connection leaves when closed).
 type watchLayer struct {
 	raft.StreamLayer
-	w *deathWatch
+	w      *deathWatch
+	mu     sync.Mutex
+	dialed map[*freshConn]struct{}
+	closed bool
 }
 
 func (l *watchLayer) Accept() (net.Conn, error) {
@@ -328,7 +340,40 @@ func (l *watchLayer) Dial(addr raft.ServerAddress, timeout time.Duration) (net.C
 	if err != nil {
 		return nil, err
 	}
-	return &freshConn{Conn: c, dial: func() (net.Conn, error) { return l.StreamLayer.Dial(addr, timeout) }}, nil
+	fc := &freshConn{Conn: c, dial: func() (net.Conn, error) { return l.StreamLayer.Dial(addr, timeout) }}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.closed {
+		c.Close()
+		return nil, net.ErrClosed
+	}
+	if l.dialed == nil {
+		l.dialed = map[*freshConn]struct{}{}
+	}
+	l.dialed[fc] = struct{}{}
+	fc.onClose = func() {
+		l.mu.Lock()
+		delete(l.dialed, fc)
+		l.mu.Unlock()
+	}
+	return fc, nil
+}
+
+// Close stops listening first (a peer's probe is then refused), then
+// closes the connections this member dialed.
+func (l *watchLayer) Close() error {
+	err := l.StreamLayer.Close()
+	l.mu.Lock()
+	l.closed = true
+	open := make([]*freshConn, 0, len(l.dialed))
+	for c := range l.dialed {
+		open = append(open, c)
+	}
+	l.mu.Unlock()
+	for _, c := range open {
+		c.Close()
+	}
+	return err
 }
 
 // watchConn is an accepted Raft connection. Read costs one comparison

@@ -345,3 +345,30 @@ func TestDialProbe(t *testing.T) {
 		t.Errorf("listener closed with the probe queued: %v, want reset", err)
 	}
 }
+
+// TestDeathWatch_ShutDownLeaderIsReplacedAtOnce: a leader whose raft shuts
+// down (Node.Close, the demo's kill) closes the connections it dialed, as
+// a dying process's kernel does, so the survivors' death watches replace
+// it at once; raft alone leaves its pooled connections open, and only the
+// minute of heartbeat timeout would.
+func TestDeathWatch_ShutDownLeaderIsReplacedAtOnce(t *testing.T) {
+	g := newWatchGroup(t)
+	old := g.leader(t, -1)
+	term := g.rafts[old].CurrentTerm()
+	if err := g.rafts[old].Shutdown().Error(); err != nil {
+		t.Fatal(err)
+	}
+	l := g.leader(t, old)
+	if got := g.rafts[l].CurrentTerm(); got <= term {
+		t.Errorf("new leader's term %d, want above %d", got, term)
+	}
+	var n uint64
+	for i := range g.rafts {
+		if i != old {
+			n += g.stores[i].watch.elections.Load()
+		}
+	}
+	if n != 1 {
+		t.Errorf("death watches started %d elections, want 1", n)
+	}
+}

@@ -30,6 +30,7 @@ type freshConn struct {
 	started  bool // a Read happened: the next Write begins a request
 	deadline time.Time
 	closed   bool
+	onClose  func() // the layer forgets it (called once, without mu)
 }
 
 func (c *freshConn) conn() net.Conn {
@@ -76,9 +77,14 @@ func (c *freshConn) SetDeadline(t time.Time) error {
 
 func (c *freshConn) Close() error {
 	c.mu.Lock()
-	defer c.mu.Unlock()
+	first := !c.closed
 	c.closed = true
-	return c.Conn.Close()
+	err := c.Conn.Close()
+	c.mu.Unlock()
+	if first && c.onClose != nil {
+		c.onClose()
+	}
+	return err
 }
 
 // peerGone peeks, without blocking, at whether the peer has closed c: a
