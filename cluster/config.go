@@ -78,8 +78,9 @@ func LANTimeouts() Timeouts {
 }
 
 // WANTimeouts is for members in different sites (round trips of tens of
-// milliseconds, occasional stalls): elections take ~1-2 s, and a slow
-// link does not depose a healthy primary.
+// milliseconds, occasional stalls): a silent primary is replaced in ~1-2 s
+// (a killed one at once, by the death watch), and a slow link does not
+// depose a healthy primary. No prompt check: not measured across sites.
 func WANTimeouts() Timeouts {
 	return Timeouts{
 		Heartbeat:   1000 * time.Millisecond,
