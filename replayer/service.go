@@ -121,7 +121,8 @@ type Service struct {
 	err     error // fatal, sticky
 	checked bool  // the stream's session was checked against the store's
 
-	lastSnap int64 // mono time of the last stats snapshot
+	lastSnap int64           // mono time of the last stats snapshot
+	yield    transport.Yield // Run goroutine only
 
 	onStream transport.Handler
 	onNak    transport.Handler
@@ -310,9 +311,13 @@ func (s *Service) Run(ctx context.Context) (err error) {
 		if got == 0 {
 			wait = s.cfg.PollWait
 		}
-		if got, err = s.turn(wait); err != nil {
+		var now int64
+		if got, now, err = s.turn(wait); err != nil {
 			return err
 		}
+		// Out of the scheduler's sight for long, this loop would lose its
+		// P at every sysmon tick it spends in epoll_wait (transport.Yield).
+		s.yield.Maybe(now)
 	}
 }
 
@@ -325,7 +330,7 @@ func (s *Service) Work() error {
 	if s.err != nil {
 		return s.err
 	}
-	_, err := s.turn(0)
+	_, _, err := s.turn(0)
 	return err
 }
 
@@ -335,40 +340,41 @@ func (s *Service) Close() error { return s.shutdown(nil) }
 
 // turn is one iteration of Run: the stream (waiting up to wait), the
 // receiver's timers, the NAK endpoint, the store's fsync policy, the
-// flushes, the Do requests, and the stats snapshot every 10 ms.
-func (s *Service) turn(wait time.Duration) (int, error) {
+// flushes, the Do requests, and the stats snapshot every 10 ms. It
+// returns the frames it handled and its clock reading.
+func (s *Service) turn(wait time.Duration) (int, int64, error) {
 	n, err := s.follow.Poll(s.onStream, wait)
 	if err != nil {
-		return 0, fmt.Errorf("replayer: follow the stream: %w", err)
+		return 0, 0, fmt.Errorf("replayer: follow the stream: %w", err)
 	}
 	if s.err != nil {
-		return 0, s.err
+		return 0, 0, s.err
 	}
 	now := s.mono()
 	s.r.Tick(now)
 	s.handleReady()
 	m, err := s.srv.Poll(s.onNak, 0)
 	if err != nil {
-		return 0, fmt.Errorf("replayer: nak endpoint: %w", err)
+		return 0, 0, fmt.Errorf("replayer: nak endpoint: %w", err)
 	}
 	s.tickStore(now)
 	if s.err != nil {
-		return 0, s.err
+		return 0, 0, s.err
 	}
 	// Only a closed transport is fatal: anything else a Flush reports
 	// is loss, which the transport counts and the protocol repairs.
 	if err := s.follow.Flush(); errors.Is(err, transport.ErrClosed) {
-		return 0, fmt.Errorf("replayer: follow the stream: %w", err)
+		return 0, 0, fmt.Errorf("replayer: follow the stream: %w", err)
 	}
 	if err := s.srv.Flush(); errors.Is(err, transport.ErrClosed) {
-		return 0, fmt.Errorf("replayer: nak endpoint: %w", err)
+		return 0, 0, fmt.Errorf("replayer: nak endpoint: %w", err)
 	}
 	s.runDos()
 	if now-s.lastSnap >= int64(10*time.Millisecond) {
 		s.lastSnap = now
 		s.snapshot()
 	}
-	return n + m, nil
+	return n + m, now, nil
 }
 
 // stream is the follow transport's handler.
