@@ -157,7 +157,27 @@ func TestRewindServer_BoundsConnections(t *testing.T) {
 	s.Tick(1)
 	cfg := DefaultRewindConfig()
 	cfg.MaxRewinds = 2
-	_, addr := startRewindServer(t, s.Tip(), cfg)
+	// Without the bound the last connection below would be closed only
+	// after RequestTimeout: far beyond the generous read deadline there.
+	cfg.RequestTimeout = 10 * time.Minute
+	srv, addr := startRewindServer(t, s.Tip(), cfg)
+	// conns waits until the server's table holds n connections: it drops
+	// a connection only after its answer is written, so a client may read
+	// the answer before the table has shrunk.
+	conns := func(n int) {
+		t.Helper()
+		for deadline := time.Now().Add(time.Minute); ; time.Sleep(time.Millisecond) {
+			srv.mu.Lock()
+			k := len(srv.conns)
+			srv.mu.Unlock()
+			if k == n {
+				return
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("the server holds %d connections, want %d", k, n)
+			}
+		}
+	}
 	for i := 0; i < 2; i++ {
 		c, _, rep := rewindClient(t, addr, 0, 1, wire.RewindFollow)
 		defer c.Close()
@@ -170,6 +190,7 @@ func TestRewindServer_BoundsConnections(t *testing.T) {
 	if rep.Status != wire.RewindUnavailable {
 		t.Fatalf("third rewind: status %d, want RewindUnavailable", rep.Status)
 	}
+	conns(2)
 	// Two idle connections fill the table (2 streaming + 2 idle = 4).
 	for i := 0; i < 2; i++ {
 		c, err := net.Dial("tcp", addr)
@@ -178,14 +199,15 @@ func TestRewindServer_BoundsConnections(t *testing.T) {
 		}
 		defer c.Close()
 	}
+	conns(4)
 	c, err := net.Dial("tcp", addr)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer c.Close()
 	// Without the bound it would wait for its request (RequestTimeout,
-	// 5 s): the deadline is below that.
-	c.SetReadDeadline(time.Now().Add(2 * time.Second))
+	// 10 min): the deadline is far below that.
+	c.SetReadDeadline(time.Now().Add(time.Minute))
 	var b [1]byte
 	if _, err := c.Read(b[:]); err != io.EOF {
 		t.Fatalf("connection beyond the bound: read %v, want EOF (closed at once)", err)

@@ -138,9 +138,20 @@ func TestService_FollowsPersistsAndAnswers(t *testing.T) {
 	}
 	wg.Add(1)
 	go func() { defer wg.Done(); _ = sender.n.Run(runCtx) }()
-	const count = 3000
+	// The service has no repair source but the sequencer's ring (64
+	// packets): what it misses (a drop, or its goroutine kept off a
+	// loaded machine's cores while the sender streams) must still be in
+	// the ring when it asks. So the sender sends a batch of fewer
+	// commands than the ring holds packets, then waits until the service
+	// has stored all that is sequenced, instead of assuming it keeps up.
+	const count, batch = 3000, 32
 	p := make([]byte, 300)
 	for i := 0; i < count; i++ {
+		if i%batch == 0 && i > 0 {
+			waitFor(t, ctx, "the sender's batch in the stream", func() bool { return sender.count() >= i })
+			seq := agent.LastSeq()
+			waitFor(t, ctx, "the service to store the batch", func() bool { return svc.Contiguous() >= seq })
+		}
 		if _, err := sender.n.SendContext(ctx, p[:20+i%250]); err != nil {
 			t.Fatal(err)
 		}
