@@ -755,8 +755,9 @@ type primaryShell struct {
 	fresh   bool // now was read in this turn
 	onFrame transport.Handler
 	ackBuf  []sequencer.StandbyAck
-	idle    transport.Idle // Config.IdleSpin
-	got     int            // frames the last Poll delivered
+	idle    transport.Idle  // Config.IdleSpin
+	yield   transport.Yield // the loop's goroutine only
+	got     int             // frames the last Poll delivered
 	// wakeable: the server is a transport.Waker that the Node wakes when
 	// the loop must look (sequence); the turn may then block until its
 	// next timed work.
@@ -837,6 +838,9 @@ func (sh *primaryShell) turn() (sequencer.Time, error) {
 	sh.n.stable.Store(core.Stable())
 	sh.n.published.Store(core.Published())
 	sh.n.lastStamp.Store(core.LastTime())
+	// Out of the scheduler's sight for long, the loop would lose its P at
+	// every sysmon tick it spends in epoll_wait (transport.Yield).
+	sh.yield.Maybe(t.Mono)
 	return t, nil
 }
 

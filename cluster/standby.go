@@ -142,6 +142,7 @@ type Standby struct {
 	client transport.Client
 	waker  transport.Waker // nil when the client cannot be woken
 	clock  func() int64
+	yield  transport.Yield // Run goroutine only
 
 	// mu guards everything below; Run holds it per stream frame and per
 	// loop turn, never while it waits in Poll. Lock order: mu, then
@@ -353,6 +354,9 @@ func (s *Standby) Run(ctx context.Context) error {
 		if ferr := s.client.Flush(); errors.Is(ferr, transport.ErrClosed) {
 			return fmt.Errorf("cluster: standby %d: %w", s.cfg.Member, ferr)
 		}
+		// Out of the scheduler's sight for long, this loop would lose its
+		// P at every sysmon tick it spends in epoll_wait (transport.Yield).
+		s.yield.Maybe(now)
 	}
 }
 

@@ -1,0 +1,105 @@
+package cluster
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/seqd/seqd/fsm"
+	"github.com/seqd/seqd/sequencer"
+	"github.com/seqd/seqd/transport"
+	"github.com/seqd/seqd/transport/mem"
+)
+
+// yieldCases: a loop whose iterations are 100 us apart (2000 of them, 200
+// ms of fake time) yields about once per transport.YieldInterval; one
+// idle between iterations (50 ms apart) never.
+var yieldCases = []struct {
+	step     time.Duration // fake time per loop iteration
+	min, max uint64
+}{
+	{100 * time.Microsecond, 30, 41},
+	{50 * time.Millisecond, 0, 0},
+}
+
+// steppedServer is a stream server whose every Poll returns at once and
+// moves the fake clock on by step.
+type steppedServer struct {
+	transport.Server
+	mono *int64
+	step time.Duration
+}
+
+func (s *steppedServer) Poll(transport.Handler, time.Duration) (int, error) {
+	*s.mono += int64(s.step)
+	return 0, nil
+}
+
+// A busy primary's loop passes through the Go scheduler about once per
+// transport.YieldInterval, an idle one never (transport.Yield says why).
+func TestPrimaryShell_BusyLoopYieldsToTheScheduler(t *testing.T) {
+	for _, tc := range yieldCases {
+		net, err := mem.NewNetwork(mem.Config{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		cfg := sequencer.DefaultConfig()
+		cfg.Session, cfg.Standalone = 7, false
+		cfg.RingBytes = 1 << 20
+		var mono int64
+		srv := &steppedServer{Server: net.Server(), mono: &mono, step: tc.step}
+		core, err := sequencer.New(cfg, sequencer.ServerSink{Server: srv})
+		if err != nil {
+			t.Fatal(err)
+		}
+		n := &Node{deps: Deps{Clock: func() sequencer.Time {
+			return sequencer.Time{Mono: mono, Wall: 1_700_000_000_000_000_000 + mono}
+		}}}
+		acks := NewQuorumAcks(Epoch{Session: 7, Epoch: 1, FirstSeq: 1, Self: 1, Members: []fsm.Member{{ID: 1}, {ID: 2}, {ID: 3}}})
+		sh := newPrimaryShell(n, core, srv, acks)
+		for range 2000 {
+			if _, err := sh.turn(); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if y := sh.yield.Count(); y < tc.min || y > tc.max {
+			t.Errorf("step %v: %d yields in %v of fake time, want %d..%d", tc.step, y, time.Duration(mono), tc.min, tc.max)
+		}
+	}
+}
+
+// steppedClient is a standby's client whose every Poll returns at once,
+// moves the fake clock on by step and, at the stopAt'th, cancels Run.
+type steppedClient struct {
+	fakeClient
+	mono          *int64
+	step          time.Duration
+	polls, stopAt int
+	cancel        func()
+}
+
+func (c *steppedClient) Poll(transport.Handler, time.Duration) (int, error) {
+	*c.mono += int64(c.step)
+	if c.polls++; c.polls == c.stopAt {
+		c.cancel()
+	}
+	return 0, nil
+}
+
+// A busy standby's Run passes through the Go scheduler about once per
+// transport.YieldInterval, an idle one never (transport.Yield says why).
+func TestStandby_BusyLoopYieldsToTheScheduler(t *testing.T) {
+	for _, tc := range yieldCases {
+		ctx, cancel := context.WithCancel(context.Background())
+		var mono int64
+		c := &steppedClient{mono: &mono, step: tc.step, stopAt: 2000, cancel: cancel}
+		cfg := standbyConfig(t, 2)
+		cfg.Clock = func() int64 { return mono }
+		s := newStandby(t, cfg, c)
+		_ = s.Run(ctx)
+		cancel()
+		if y := s.yield.Count(); y < tc.min || y > tc.max {
+			t.Errorf("step %v: %d yields in %v of fake time, want %d..%d", tc.step, y, time.Duration(mono), tc.min, tc.max)
+		}
+	}
+}
