@@ -2,6 +2,8 @@ package replayer
 
 import (
 	"context"
+	"io"
+	"log/slog"
 	"testing"
 	"time"
 
@@ -48,6 +50,7 @@ func TestService_BusyLoopYieldsToTheScheduler(t *testing.T) {
 		var mono int64
 		cfg := DefaultServiceConfig()
 		cfg.Dir = t.TempDir()
+		cfg.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
 		cfg.Clock = func() int64 { mono += int64(tc.step); return mono }
 		s, err := NewService(cfg, cl, naks.Server())
 		if err != nil {
