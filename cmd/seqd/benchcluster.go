@@ -54,14 +54,26 @@ func startBenchCluster(ctx context.Context, set *procSet, netArgs []string, spin
 	// line on every member's output at once. Every member's output is
 	// drained for the cluster's life (a member must never block on a full
 	// pipe), counting the primaries announced.
+	// Once the bench stops the first primary (at the end of a run, to
+	// read its stopped line) the survivors elect another at once (the
+	// death watch): that primary is the bench's shutdown, not a failover
+	// during the run, and is not counted.
 	found := make(chan *proc, 3)
 	primaries := new(atomic.Int64)
+	var first atomic.Pointer[proc]
 	wctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
 	for _, m := range members {
 		go func() {
 			for l := range m.lines {
-				if strings.HasPrefix(l, "sequencer: primary ") && primaries.Add(1) == 1 {
+				if !strings.HasPrefix(l, "sequencer: primary ") {
+					continue
+				}
+				if f := first.Load(); f != nil && f.stopping.Load() {
+					continue
+				}
+				if primaries.Add(1) == 1 {
+					first.Store(m)
 					found <- m
 				}
 			}
