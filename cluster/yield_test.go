@@ -9,18 +9,8 @@ import (
 	"github.com/seqd/seqd/sequencer"
 	"github.com/seqd/seqd/transport"
 	"github.com/seqd/seqd/transport/mem"
+	"github.com/seqd/seqd/transport/transporttest"
 )
-
-// yieldCases: a loop whose iterations are 100 us apart (2000 of them, 200
-// ms of fake time) yields about once per transport.YieldInterval; one
-// idle between iterations (50 ms apart) never.
-var yieldCases = []struct {
-	step     time.Duration // fake time per loop iteration
-	min, max uint64
-}{
-	{100 * time.Microsecond, 30, 41},
-	{50 * time.Millisecond, 0, 0},
-}
 
 // steppedServer is a stream server whose every Poll returns at once and
 // moves the fake clock on by step.
@@ -38,7 +28,7 @@ func (s *steppedServer) Poll(transport.Handler, time.Duration) (int, error) {
 // A busy primary's loop passes through the Go scheduler about once per
 // transport.YieldInterval, an idle one never (transport.Yield says why).
 func TestPrimaryShell_BusyLoopYieldsToTheScheduler(t *testing.T) {
-	for _, tc := range yieldCases {
+	for _, tc := range transporttest.YieldCases {
 		net, err := mem.NewNetwork(mem.Config{})
 		if err != nil {
 			t.Fatal(err)
@@ -47,7 +37,7 @@ func TestPrimaryShell_BusyLoopYieldsToTheScheduler(t *testing.T) {
 		cfg.Session, cfg.Standalone = 7, false
 		cfg.RingBytes = 1 << 20
 		var mono int64
-		srv := &steppedServer{Server: net.Server(), mono: &mono, step: tc.step}
+		srv := &steppedServer{Server: net.Server(), mono: &mono, step: tc.Step}
 		core, err := sequencer.New(cfg, sequencer.ServerSink{Server: srv})
 		if err != nil {
 			t.Fatal(err)
@@ -62,9 +52,7 @@ func TestPrimaryShell_BusyLoopYieldsToTheScheduler(t *testing.T) {
 				t.Fatal(err)
 			}
 		}
-		if y := sh.yield.Count(); y < tc.min || y > tc.max {
-			t.Errorf("step %v: %d yields in %v of fake time, want %d..%d", tc.step, y, time.Duration(mono), tc.min, tc.max)
-		}
+		tc.Check(t, sh.yield.Count(), time.Duration(mono))
 	}
 }
 
@@ -89,17 +77,15 @@ func (c *steppedClient) Poll(transport.Handler, time.Duration) (int, error) {
 // A busy standby's Run passes through the Go scheduler about once per
 // transport.YieldInterval, an idle one never (transport.Yield says why).
 func TestStandby_BusyLoopYieldsToTheScheduler(t *testing.T) {
-	for _, tc := range yieldCases {
+	for _, tc := range transporttest.YieldCases {
 		ctx, cancel := context.WithCancel(context.Background())
 		var mono int64
-		c := &steppedClient{mono: &mono, step: tc.step, stopAt: 2000, cancel: cancel}
+		c := &steppedClient{mono: &mono, step: tc.Step, stopAt: 2000, cancel: cancel}
 		cfg := standbyConfig(t, 2)
 		cfg.Clock = func() int64 { return mono }
 		s := newStandby(t, cfg, c)
 		_ = s.Run(ctx)
 		cancel()
-		if y := s.yield.Count(); y < tc.min || y > tc.max {
-			t.Errorf("step %v: %d yields in %v of fake time, want %d..%d", tc.step, y, time.Duration(mono), tc.min, tc.max)
-		}
+		tc.Check(t, s.yield.Count(), time.Duration(mono))
 	}
 }

@@ -8,6 +8,7 @@ import (
 
 	"github.com/seqd/seqd/transport"
 	"github.com/seqd/seqd/transport/mem"
+	"github.com/seqd/seqd/transport/transporttest"
 )
 
 // waitRecorder records the wait of every Poll and returns at once.
@@ -77,13 +78,7 @@ func TestNode_IdleWaitsUntilItsNextTimedWork(t *testing.T) {
 // A busy Run loop passes through the Go scheduler about once per
 // transport.YieldInterval, an idle one never (transport.Yield says why).
 func TestNode_BusyLoopYieldsToTheScheduler(t *testing.T) {
-	for _, tc := range []struct {
-		step     time.Duration // fake time per clock reading
-		min, max uint64
-	}{
-		{100 * time.Microsecond, 30, 41}, // 2000 loops, 200 ms or a little more: ~40 yields
-		{50 * time.Millisecond, 0, 0},    // idle between iterations: none
-	} {
+	for _, tc := range transporttest.YieldCases {
 		net, err := mem.NewNetwork(mem.DefaultConfig())
 		if err != nil {
 			t.Fatal(err)
@@ -97,11 +92,9 @@ func TestNode_BusyLoopYieldsToTheScheduler(t *testing.T) {
 			t.Fatal(err)
 		}
 		var mono int64
-		n.clock = func() int64 { mono += int64(tc.step); return mono }
+		n.clock = func() int64 { mono += int64(tc.Step); return mono }
 		_ = n.Run(ctx)
 		cancel()
-		if y := n.yield.Count(); y < tc.min || y > tc.max {
-			t.Errorf("step %v: %d yields in %v of fake time, want %d..%d", tc.step, y, time.Duration(mono), tc.min, tc.max)
-		}
+		tc.Check(t, n.yield.Count(), time.Duration(mono))
 	}
 }

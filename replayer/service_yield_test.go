@@ -9,6 +9,7 @@ import (
 
 	"github.com/seqd/seqd/transport"
 	"github.com/seqd/seqd/transport/mem"
+	"github.com/seqd/seqd/transport/transporttest"
 )
 
 // pollCounter returns from every Poll at once (so Run spins through its
@@ -30,13 +31,7 @@ func (c *pollCounter) Poll(h transport.Handler, wait time.Duration) (int, error)
 // A busy service passes through the Go scheduler about once per
 // transport.YieldInterval, an idle one never (transport.Yield says why).
 func TestService_BusyLoopYieldsToTheScheduler(t *testing.T) {
-	for _, tc := range []struct {
-		step     time.Duration // fake time per clock reading
-		min, max uint64
-	}{
-		{100 * time.Microsecond, 30, 41}, // 2000 loops, 200 ms: ~40 yields
-		{50 * time.Millisecond, 0, 0},    // idle between iterations: none
-	} {
+	for _, tc := range transporttest.YieldCases {
 		follow, err := mem.NewNetwork(mem.DefaultConfig())
 		if err != nil {
 			t.Fatal(err)
@@ -51,15 +46,13 @@ func TestService_BusyLoopYieldsToTheScheduler(t *testing.T) {
 		cfg := DefaultServiceConfig()
 		cfg.Dir = t.TempDir()
 		cfg.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
-		cfg.Clock = func() int64 { mono += int64(tc.step); return mono }
+		cfg.Clock = func() int64 { mono += int64(tc.Step); return mono }
 		s, err := NewService(cfg, cl, naks.Server())
 		if err != nil {
 			t.Fatal(err)
 		}
 		_ = s.Run(ctx)
 		cancel()
-		if n := s.yield.Count(); n < tc.min || n > tc.max {
-			t.Errorf("step %v: %d yields in %v of fake time, want %d..%d", tc.step, n, time.Duration(mono), tc.min, tc.max)
-		}
+		tc.Check(t, s.yield.Count(), time.Duration(mono))
 	}
 }

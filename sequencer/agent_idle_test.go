@@ -7,6 +7,7 @@ import (
 
 	"github.com/seqd/seqd/transport"
 	"github.com/seqd/seqd/transport/mem"
+	"github.com/seqd/seqd/transport/transporttest"
 )
 
 // waitRecorder records the wait of every Poll and returns at once, so Run
@@ -115,13 +116,7 @@ func TestAgent_IdleWaitsLongerAsHeartbeatsBackOff(t *testing.T) {
 // A busy agent passes through the Go scheduler about once per
 // transport.YieldInterval, an idle one never (transport.Yield says why).
 func TestAgent_BusyLoopYieldsToTheScheduler(t *testing.T) {
-	for _, tc := range []struct {
-		step     time.Duration // fake time per clock reading
-		min, max uint64
-	}{
-		{100 * time.Microsecond, 30, 41}, // 2000 loops, 200 ms or a little more: ~40 yields
-		{50 * time.Millisecond, 0, 0},    // idle between iterations: none
-	} {
+	for _, tc := range transporttest.YieldCases {
 		net, err := mem.NewNetwork(mem.DefaultConfig())
 		if err != nil {
 			t.Fatal(err)
@@ -129,14 +124,12 @@ func TestAgent_BusyLoopYieldsToTheScheduler(t *testing.T) {
 		ctx, cancel := context.WithCancel(context.Background())
 		srv := &waitRecorder{Server: net.Server(), stopAt: 2000, cancel: cancel}
 		var mono int64
-		a, err := NewAgent(testConfig(), srv, func() Time { mono += int64(tc.step); return at(mono) })
+		a, err := NewAgent(testConfig(), srv, func() Time { mono += int64(tc.Step); return at(mono) })
 		if err != nil {
 			t.Fatal(err)
 		}
 		_ = a.Run(ctx)
 		cancel()
-		if n := a.yield.Count(); n < tc.min || n > tc.max {
-			t.Errorf("step %v: %d yields in %v of fake time, want %d..%d", tc.step, n, time.Duration(mono), tc.min, tc.max)
-		}
+		tc.Check(t, a.yield.Count(), time.Duration(mono))
 	}
 }
