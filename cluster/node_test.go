@@ -340,6 +340,23 @@ func (m *member) stop() {
 	}
 }
 
+// primaryAndOthers waits for the primary of a three-member cluster (as
+// primary) and returns it with the two other members, in member order.
+func (c *testCluster) primaryAndOthers() (p, b, s *member) {
+	c.t.Helper()
+	p = c.primary()
+	for _, m := range c.members {
+		switch {
+		case m == p:
+		case b == nil:
+			b = m
+		default:
+			s = m
+		}
+	}
+	return p, b, s
+}
+
 // primary waits until exactly one member is sequencing and every running
 // member has applied the epoch it began.
 func (c *testCluster) primary() *member {
@@ -779,17 +796,8 @@ func TestSeal_StaleTailCountsOnlyToItsEpochsCut(t *testing.T) {
 // missed (the simulator's members are told the same on every open).
 func TestNode_OpenedFollowerKnowsEveryEpochStart(t *testing.T) {
 	c := newTestCluster(t, 3)
-	a := c.primary() // epoch 1
-	var b, s *member
-	for _, m := range c.members {
-		switch {
-		case m == a:
-		case b == nil:
-			b = m
-		default:
-			s = m
-		}
-	}
+	// a is the primary of epoch 1.
+	a, b, s := c.primaryAndOthers()
 	// Every member holds what the primary published, before each transfer.
 	for _, m := range c.members {
 		m.fol.set(a.node.Status().Published)
@@ -888,17 +896,8 @@ func (c *testCluster) transfer(from, to *member) {
 // learns that start a moment later (EpochStarts' sorted insert).
 func TestNode_RestartedMemberKnowsEpochsItMissed(t *testing.T) {
 	c := newTestCluster(t, 3)
-	a := c.primary() // epoch 1
-	var b, s *member
-	for _, m := range c.members {
-		switch {
-		case m == a:
-		case b == nil:
-			b = m
-		default:
-			s = m
-		}
-	}
+	// a is the primary of epoch 1.
+	a, b, s := c.primaryAndOthers()
 	s.stop()
 	c.transfer(a, b) // epoch 2
 	c.transfer(b, a) // epoch 3
@@ -934,17 +933,8 @@ func TestNode_RestartedMemberKnowsEpochsItMissed(t *testing.T) {
 // reopened (it may have missed the epoch's stream while cut off).
 func TestNode_RunningFollowerToldEachNewEpoch(t *testing.T) {
 	c := newTestCluster(t, 3)
-	a := c.primary() // epoch 1
-	var b, s *member
-	for _, m := range c.members {
-		switch {
-		case m == a:
-		case b == nil:
-			b = m
-		default:
-			s = m
-		}
-	}
+	// a is the primary of epoch 1.
+	a, b, s := c.primaryAndOthers()
 	c.transfer(a, b) // epoch 2
 	c.transfer(b, a) // epoch 3
 	want := epochStartsOf(t, a.node.State())

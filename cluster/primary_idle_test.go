@@ -37,9 +37,10 @@ func (s *clockedServer) Poll(h transport.Handler, d time.Duration) (int, error) 
 
 func (s *clockedServer) Wake() {}
 
-// idlePrimaryShell is a primary's shell over a clockedServer, after its
-// first turn (the epoch start).
-func idlePrimaryShell(t *testing.T, wakeable bool) (*primaryShell, *clockedServer) {
+// fakeClockPrimaryShell is the shell of an epoch-1 primary of a
+// three-member group (session 7, a 1 MiB ring) whose clock reads *mono,
+// over wrap of a mem stream server; it returns the shell and its Core.
+func fakeClockPrimaryShell(t *testing.T, mono *int64, wrap func(transport.Server) transport.Server) (*primaryShell, *sequencer.Core) {
 	t.Helper()
 	net, err := mem.NewNetwork(mem.Config{})
 	if err != nil {
@@ -48,17 +49,28 @@ func idlePrimaryShell(t *testing.T, wakeable bool) (*primaryShell, *clockedServe
 	cfg := sequencer.DefaultConfig()
 	cfg.Session, cfg.Standalone = 7, false
 	cfg.RingBytes = 1 << 20
-	var mono int64 = 1_000_000_000
-	srv := &clockedServer{Server: net.Server(), mono: &mono}
+	srv := wrap(net.Server())
 	core, err := sequencer.New(cfg, sequencer.ServerSink{Server: srv})
 	if err != nil {
 		t.Fatal(err)
 	}
 	n := &Node{deps: Deps{Clock: func() sequencer.Time {
-		return sequencer.Time{Mono: mono, Wall: 1_700_000_000_000_000_000 + mono}
+		return sequencer.Time{Mono: *mono, Wall: 1_700_000_000_000_000_000 + *mono}
 	}}}
 	acks := NewQuorumAcks(Epoch{Session: 7, Epoch: 1, FirstSeq: 1, Self: 1, Members: []fsm.Member{{ID: 1}, {ID: 2}, {ID: 3}}})
-	sh := newPrimaryShell(n, core, srv, acks)
+	return newPrimaryShell(n, core, srv, acks), core
+}
+
+// idlePrimaryShell is a primary's shell over a clockedServer, after its
+// first turn (the epoch start).
+func idlePrimaryShell(t *testing.T, wakeable bool) (*primaryShell, *clockedServer) {
+	t.Helper()
+	var mono int64 = 1_000_000_000
+	var srv *clockedServer
+	sh, core := fakeClockPrimaryShell(t, &mono, func(s transport.Server) transport.Server {
+		srv = &clockedServer{Server: s, mono: &mono}
+		return srv
+	})
 	sh.wakeable = wakeable
 	core.Flush(sh.read())
 	if _, err := sh.turn(); err != nil {

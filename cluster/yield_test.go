@@ -5,10 +5,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/seqd/seqd/fsm"
-	"github.com/seqd/seqd/sequencer"
 	"github.com/seqd/seqd/transport"
-	"github.com/seqd/seqd/transport/mem"
 	"github.com/seqd/seqd/transport/transporttest"
 )
 
@@ -29,24 +26,10 @@ func (s *steppedServer) Poll(transport.Handler, time.Duration) (int, error) {
 // transport.YieldInterval, an idle one never (transport.Yield says why).
 func TestPrimaryShell_BusyLoopYieldsToTheScheduler(t *testing.T) {
 	for _, tc := range transporttest.YieldCases {
-		net, err := mem.NewNetwork(mem.Config{})
-		if err != nil {
-			t.Fatal(err)
-		}
-		cfg := sequencer.DefaultConfig()
-		cfg.Session, cfg.Standalone = 7, false
-		cfg.RingBytes = 1 << 20
 		var mono int64
-		srv := &steppedServer{Server: net.Server(), mono: &mono, step: tc.Step}
-		core, err := sequencer.New(cfg, sequencer.ServerSink{Server: srv})
-		if err != nil {
-			t.Fatal(err)
-		}
-		n := &Node{deps: Deps{Clock: func() sequencer.Time {
-			return sequencer.Time{Mono: mono, Wall: 1_700_000_000_000_000_000 + mono}
-		}}}
-		acks := NewQuorumAcks(Epoch{Session: 7, Epoch: 1, FirstSeq: 1, Self: 1, Members: []fsm.Member{{ID: 1}, {ID: 2}, {ID: 3}}})
-		sh := newPrimaryShell(n, core, srv, acks)
+		sh, _ := fakeClockPrimaryShell(t, &mono, func(s transport.Server) transport.Server {
+			return &steppedServer{Server: s, mono: &mono, step: tc.Step}
+		})
 		for range 2000 {
 			if _, err := sh.turn(); err != nil {
 				t.Fatal(err)

@@ -5,6 +5,7 @@ import (
 	"encoding/binary"
 	"fmt"
 	"net"
+	"net/netip"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -131,27 +132,36 @@ func TestBlastReport_RoundTrip(t *testing.T) {
 	}
 }
 
-// The echo peer says which CPU each ping arrived on, past the ping's tag.
-func TestServeEcho_SaysWhichCPU(t *testing.T) {
-	if cpuid.Current() < 0 {
-		t.Skip("CPU not readable here")
-	}
+// echoPair starts the echo peer's loop on a loopback socket and returns
+// a socket to ping it from (reads time out after 30 s) and its address;
+// both close when the test ends.
+func echoPair(t *testing.T) (*net.UDPConn, netip.AddrPort) {
+	t.Helper()
 	echo, err := listenLoopbackUDP()
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer echo.Close()
+	t.Cleanup(func() { echo.Close() })
 	go serveEcho(echo)
 	conn, err := listenLoopbackUDP()
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer conn.Close()
+	t.Cleanup(func() { conn.Close() })
 	if err := conn.SetReadDeadline(time.Now().Add(30 * time.Second)); err != nil {
 		t.Fatal(err)
 	}
+	return conn, echo.LocalAddr().(*net.UDPAddr).AddrPort()
+}
+
+// The echo peer says which CPU each ping arrived on, past the ping's tag.
+func TestServeEcho_SaysWhichCPU(t *testing.T) {
+	if cpuid.Current() < 0 {
+		t.Skip("CPU not readable here")
+	}
+	conn, to := echoPair(t)
 	ping := []byte("tag-0001\x00\x00rest")
-	if _, err := conn.WriteToUDPAddrPort(ping, echo.LocalAddr().(*net.UDPAddr).AddrPort()); err != nil {
+	if _, err := conn.WriteToUDPAddrPort(ping, to); err != nil {
 		t.Fatal(err)
 	}
 	pong := make([]byte, 64)
@@ -170,21 +180,7 @@ func TestServeEcho_SaysWhichCPU(t *testing.T) {
 // The echo loop and the round-trip loop are the measurement: they must not
 // allocate, or the baseline would include the garbage collector.
 func TestEchoRoundTrip_NoAllocs(t *testing.T) {
-	echo, err := listenLoopbackUDP()
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer echo.Close()
-	go serveEcho(echo)
-	conn, err := listenLoopbackUDP()
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer conn.Close()
-	if err := conn.SetReadDeadline(time.Now().Add(30 * time.Second)); err != nil {
-		t.Fatal(err)
-	}
-	to := echo.LocalAddr().(*net.UDPAddr).AddrPort()
+	conn, to := echoPair(t)
 	ping, pong := make([]byte, 256), make([]byte, 2048)
 	allocs := testing.AllocsPerRun(1000, func() {
 		if _, err := conn.WriteToUDPAddrPort(ping, to); err != nil {
