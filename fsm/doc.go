@@ -24,38 +24,14 @@
 //
 // # Rules in brief
 //
-// Session ids and epochs only grow (across sessions too, so receivers fence
-// by epoch alone). NewSession and BeginEpoch are compare-and-set (the
-// previous session id; the epoch must be current+1), so a stale or repeated
-// proposal is rejected, never applied twice. A cut never falls below the
-// current epoch's start-1 nor below a recorded checkpoint (a checkpoint
-// names a seq a quorum held). A checkpoint names the current epoch, so a
-// deposed primary's late checkpoint is fenced; checkpoints grow in seq and
-// never go back in time. The primary is a voting member and cannot be
-// removed or demoted while primary. Tables are bounded by constants (MaxCheckpoints,
-// MaxCuts, MaxMembers), which are part of the format so every member trims
-// the same way. Rejections are deterministic: every member rejects the same
-// entry with the same error and changes only its applied index.
-//
-// # How the cluster uses it
-//
-// Bootstrap: AddMember for each configured member, NewSession{Prev: 0},
-// BeginEpoch{Epoch: 1, Primary: leader, PrevCut: 0}. While sequencing, the
-// primary proposes AddCheckpoint{epoch, stable seq, its stamp} now and
-// then. On failover the new Raft leader seals the current epoch on a quorum
-// (fenced by its Raft term), takes the cut, and only then proposes
-// BeginEpoch{e+1, itself, cut}: the cut is part of the command, so "commit
-// epoch e+1 through Raft" (DESIGN.md) happens after the seal, and the new
-// epoch starts at the committed cut+1. A leader that dies between seal and
-// commit changes nothing here; its successor seals again, and a late
-// proposal of the dead one fails with ErrEpochNotNext. The cut is at least
-// every recorded checkpoint: a checkpoint is a seq a quorum held, and the
-// cut is the highest contiguous seq reported by a quorum of sealed members,
-// which intersects it.
-// Membership changes go through Raft twice: the cluster changes the Raft
-// configuration (AddVoter, AddNonvoter, RemoveServer) and records the member
-// here with AddMember, SetRole and RemoveMember; Member.ID in decimal is
-// the raft.ServerID.
+// Session ids and epochs only grow; NewSession and BeginEpoch are
+// compare-and-set, so a stale or repeated proposal is rejected, never
+// applied twice; tables are bounded by constants that are part of the
+// format; every member rejects the same entry with the same error. The
+// new Raft leader seals the epoch first and only then proposes
+// BeginEpoch{e+1, itself, cut}, so the new epoch starts at the committed
+// cut + 1. The rules in full, and how the cluster uses the FSM
+// (bootstrap, checkpoints, failover, membership): docs/fsm.md.
 //
 // # Concurrency contract
 //
