@@ -65,6 +65,7 @@ type Runner struct {
 	now     int64 // the last iteration's reading
 	frames  int   // what the last Poll delivered
 	waited  uint64
+	started bool // now holds a reading
 }
 
 // NewRunner validates cfg and returns a Runner.
@@ -94,8 +95,13 @@ func (r *Runner) Run(ctx context.Context, a Agent) error {
 	}
 }
 
-// Once runs one iteration: Poll, the clock, DoWork, the yield.
+// Once runs one iteration: Poll, the clock, DoWork, the yield. The
+// first also reads the clock before its Poll.
 func (r *Runner) Once(a Agent) error {
+	if !r.started {
+		// The first wait counts from now, not from the clock's zero.
+		r.now, r.started = r.clock(), true
+	}
 	wait := r.Wait(a)
 	if wait > 0 {
 		r.waited++
