@@ -95,13 +95,8 @@ func (r *Runner) Run(ctx context.Context, a Agent) error {
 	}
 }
 
-// Once runs one iteration: Poll, the clock, DoWork, the yield. The
-// first also reads the clock before its Poll.
+// Once runs one iteration: Poll, the clock, DoWork, the yield.
 func (r *Runner) Once(a Agent) error {
-	if !r.started {
-		// The first wait counts from now, not from the clock's zero.
-		r.now, r.started = r.clock(), true
-	}
 	wait := r.Wait(a)
 	if wait > 0 {
 		r.waited++
@@ -111,7 +106,7 @@ func (r *Runner) Once(a Agent) error {
 		return err
 	}
 	r.frames = frames
-	r.now = r.clock()
+	r.now, r.started = r.clock(), true
 	if _, err := a.DoWork(r.now); err != nil {
 		return err
 	}
@@ -120,8 +115,12 @@ func (r *Runner) Once(a Agent) error {
 }
 
 // Wait is how long the next Poll may block: until a's next timed work as
-// of the last reading, at most MaxWait, 0 while spinning.
+// of the last reading, at most MaxWait, 0 while spinning. The first
+// Poll does not block: there is no reading yet to count from.
 func (r *Runner) Wait(a Agent) time.Duration {
+	if !r.started {
+		return 0
+	}
 	w := r.maxWait
 	if due, ok := a.NextDue(); ok {
 		w = min(w, time.Duration(max(0, due-r.now)))
