@@ -1,9 +1,7 @@
 package main
 
 import (
-	"bytes"
 	"context"
-	"encoding/binary"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -95,59 +93,14 @@ func (k *checker) check(m *node.Message) {
 	}
 }
 
-// benchPattern[j] = byte(j), for 256 starts and a 64 KiB window: a
-// payload's bytes are windows of it, so filling and checking one are
-// copies and compares (a loop per byte cost a throughput node 20% of its
-// CPU).
-var benchPattern = func() []byte {
-	b := make([]byte, 256+benchChunk)
-	for i := range b {
-		b[i] = byte(i)
-	}
-	return b
-}()
+// fillBenchPayload writes command cmd's pattern (check.FillPayload), so
+// the sender can verify its own messages end to end.
+func fillBenchPayload(p []byte, cmd uint64) { check.FillPayload(p, cmd) }
 
-// benchChunk is a multiple of 256, so that successive windows continue
-// one another.
-const benchChunk = 64 << 10
+func checkBenchPayload(p []byte, cmd uint64) bool { return check.PayloadOK(p, cmd) }
 
-// benchWindow is bytes off..off+n (n <= benchChunk, off a multiple of
-// benchChunk or within the first chunk) of command cmd's pattern.
-func benchWindow(cmd uint64, off, n int) []byte {
-	start := int(byte(cmd) + byte(off))
-	return benchPattern[start : start+n]
-}
-
-// fillBenchPayload writes the command number and a pattern derived from it
-// (byte i is byte(cmd)+byte(i)), so the sender can verify its own messages
-// end to end.
-func fillBenchPayload(p []byte, cmd uint64) {
-	for off := 0; off < len(p); off += benchChunk {
-		n := min(len(p)-off, benchChunk)
-		copy(p[off:off+n], benchWindow(cmd, off, n))
-	}
-	if len(p) >= 8 {
-		binary.LittleEndian.PutUint64(p, cmd)
-	}
-}
-
-func checkBenchPayload(p []byte, cmd uint64) bool {
-	from := 0
-	if len(p) >= 8 {
-		if binary.LittleEndian.Uint64(p) != cmd {
-			return false
-		}
-		from = 8
-	}
-	for off := 0; off < len(p); off += benchChunk {
-		n := min(len(p)-off, benchChunk)
-		lo := max(from-off, 0)
-		if lo < n && !bytes.Equal(p[off+lo:off+n], benchWindow(cmd, off, n)[lo:]) {
-			return false
-		}
-	}
-	return true
-}
+// benchChunk is the pattern's period (its payloads' tests cross it).
+const benchChunk = check.PayloadChunk
 
 type cliNode struct {
 	n      *node.Node
