@@ -29,9 +29,17 @@ func clusterFlags() []cli.Flag {
 		strFlag("fetch-addr", "", "cluster: host:port this member serves its stored stream on, for a new primary catching up (default: its entry in --peers)"),
 		strFlag("peers", "", "cluster: every member, this one included: ID@RAFT_ADDR@ADMIN_ADDR@FETCH_ADDR,... (used to bootstrap a new cluster)"),
 		strFlag("timeouts", "lan", "cluster: timing profile: lan (300 ms heartbeat and election, 290 ms lease; a killed primary is replaced in ~20 ms by the death watch) | wan (1 s, lease 500 ms) | test (300 ms, no prompt check)"),
-		strFlag("standby.ack", "written", "cluster: what a standby acks, so what stable means: written (the record is in its store's file: it survives the process, and a quorum of processes on separate machines is the durability, as in Aeron Cluster and Kafka) | durable (fsynced first: survives a power loss of the whole group, and costs one fsync in every safe-mode round trip, about 1-4 ms)"),
+		strFlag("standby.ack", standbyAck(cluster.DefaultDataConfig()), "cluster: what a standby acks, so what stable means: written (the record is in its store's file: it survives the process, and a quorum of processes on separate machines is the durability, as in Aeron Cluster and Kafka) | durable (fsynced first: survives a power loss of the whole group, and costs one fsync in every safe-mode round trip, about 1-4 ms)"),
 		boolFlag("join", false, "cluster: join a running cluster instead of bootstrapping (then: seqd admin add-member on the primary)"),
 	}, faultFlags()...)
+}
+
+// standbyAck is the --standby.ack name of a data path's ack mode.
+func standbyAck(d cluster.DataConfig) string {
+	if d.AckWritten {
+		return "written"
+	}
+	return "durable"
 }
 
 // clusterConfig reads the cluster keys into a cluster.Config; seq is the
@@ -130,45 +138,40 @@ func runClusterSequencer(c *cli.Context, seq sequencer.Config, log *slog.Logger)
 		return configError(err, map[string]string{"FaultAddr": "fault-addr"})
 	}
 	defer flt.Close()
-	dp, err := openDataPath(cfg.ID, filepath.Join(cfg.Dir, "stream"), fetchAddr(c, cfg), seq.MaxSenders,
-		func() (transport.Client, error) {
+	data := cluster.DefaultDataConfig()
+	data.Dir, data.FetchAddr = filepath.Join(cfg.Dir, "stream"), fetchAddr(c, cfg)
+	data.IdleSpin = c.Duration("sequencer.idle-spin")
+	switch ack := c.String("standby.ack"); ack {
+	case "written", "durable":
+		data.AckWritten = ack == "written"
+	default:
+		return oneOf("standby.ack", ack, "written", "durable")
+	}
+	p, err := cluster.NewProcess(cfg, data, cluster.Opens{
+		Client: func() (transport.Client, error) {
 			cl, err := openClient(c, log, "standby")
 			if err != nil {
 				return nil, err
 			}
 			return flt.Client(cl)
-		}, log)
-	if err != nil {
-		return err
-	}
-	defer dp.close()
-	dp.idleSpin = c.Duration("sequencer.idle-spin")
-	switch ack := c.String("standby.ack"); ack {
-	case "written", "durable":
-		dp.ackWritten = ack == "written"
-	default:
-		return oneOf("standby.ack", ack, "written", "durable")
-	}
-	deps := cluster.Deps{
-		NewFollower: dp.newFollower,
-		Stream: func() (transport.Server, error) {
+		},
+		Server: func() (transport.Server, error) {
 			s, err := openServer(c, log)
 			if err != nil {
 				return nil, err
 			}
 			return flt.Server(s)
 		},
-		Acks: newAcks,
-	}
-	n, err := cluster.New(cfg, deps)
+	})
 	if err != nil {
 		return err
 	}
+	defer p.Close()
+	n := p.Node
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	errc := make(chan error, 2)
-	go func() { errc <- dp.run(ctx) }()
-	go func() { errc <- n.Run(ctx) }()
+	errc := make(chan error, 1)
+	go func() { errc <- p.Run(ctx) }()
 	fmt.Printf("sequencer: ready cluster id=%d raft=%s admin=%s\n", cfg.ID, cfg.RaftAddr, n.AdminAddr())
 	log.Info("cluster member serving", "id", cfg.ID, "raft", cfg.RaftAddr, "admin", n.AdminAddr(), "pid", os.Getpid())
 
@@ -201,16 +204,12 @@ func runClusterSequencer(c *cli.Context, seq sequencer.Config, log *slog.Logger)
 		}
 	}
 	cancel()
-	// Both goroutines end on cancel; wait for the other one.
-	second := <-errc
 	st := n.State()
 	fmt.Printf("sequencer: stopped cluster id=%d epoch=%d primary=%d\n", cfg.ID, st.Epoch(), st.Primary())
-	for _, err := range []error{first, second} {
-		if err != nil && !errors.Is(err, context.Canceled) {
-			return err
-		}
+	if errors.Is(first, context.Canceled) {
+		return nil
 	}
-	return nil
+	return first
 }
 
 // clusterTCPListen sets --tcp.listen, unless given, to this member's
