@@ -5,6 +5,7 @@ import (
 
 	"github.com/urfave/cli/v2"
 
+	"github.com/seqd/seqd/ops/options"
 	"github.com/seqd/seqd/test/demo"
 )
 
@@ -36,7 +37,7 @@ With --sequencers 1: one sequencer over a lossy in-memory network (--loss).`,
 			cfg := demo.DefaultConfig()
 			cfg.Sequencers = c.Int("sequencers")
 			if cfg.Sequencers != 1 && cfg.Sequencers != 3 {
-				return keyError("sequencers", fmt.Sprint(cfg.Sequencers), "1 or 3")
+				return options.KeyError("sequencers", fmt.Sprint(cfg.Sequencers), "1 or 3")
 			}
 			cfg.Nodes, cfg.CommandsPerNode, cfg.RatePerSecond, cfg.Timeouts = c.Int("nodes"), c.Int("count"), c.Int("rate"), c.String("timeouts")
 			cfg.Faults.Loss, cfg.Faults.Seed = c.Float64("loss"), c.Uint64("seed")
