@@ -5,7 +5,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"hash/crc32"
 	"os"
 	"slices"
 	"strconv"
@@ -15,10 +14,8 @@ import (
 
 	"github.com/seqd/seqd/node"
 	"github.com/seqd/seqd/ops/options"
-	"github.com/seqd/seqd/wire"
+	"github.com/seqd/seqd/ops/tail"
 )
-
-var castagnoli = crc32.MakeTable(crc32.Castagnoli)
 
 func tailCommand() *cli.Command {
 	flags, before := options.WithConfig(append(append(transportFlags(false),
@@ -56,111 +53,6 @@ stopped it; 1 on any error.`,
 		Before: before,
 		Action: runTail,
 	}
-}
-
-type tailer struct {
-	w        *bufio.Writer
-	json     bool
-	internal bool
-	count    int
-	seen     int
-	buf      []byte
-	done     chan struct{}
-	n        *node.Node
-}
-
-const (
-	tailFlushTimer = 1
-	tailFlushEvery = 100 * time.Millisecond
-)
-
-// OnLocalTimer flushes buffered lines and re-arms itself.
-func (t *tailer) OnLocalTimer(id uint64) {
-	if id == tailFlushTimer {
-		t.w.Flush()
-		t.n.SetLocalTimer(tailFlushTimer, tailFlushEvery)
-	}
-}
-
-func (t *tailer) OnMessage(m *node.Message) {
-	if t.seen == t.count && t.count > 0 {
-		return
-	}
-	if m.Internal() && !t.internal {
-		return
-	}
-	t.buf = appendMessage(t.buf[:0], m, t.json)
-	t.w.Write(t.buf)
-	t.seen++
-	if t.count > 0 && t.seen == t.count {
-		close(t.done)
-	}
-}
-
-// appendMessage renders one message; the JSON keys are stable so that two
-// tails can be compared with standard tools (jq, diff).
-func appendMessage(b []byte, m *node.Message, json bool) []byte {
-	crc := crc32.Checksum(m.Payload, castagnoli)
-	if json {
-		b = append(b, `{"seq":`...)
-		b = strconv.AppendUint(b, m.Seq, 10)
-		b = append(b, `,"epoch":`...)
-		b = strconv.AppendUint(b, uint64(m.Epoch), 10)
-		b = append(b, `,"time":`...)
-		b = strconv.AppendInt(b, m.Time, 10)
-		// An internal record is about a sender (whose incarnation,
-		// activation or timer): its account and instance are that
-		// sender's, from the payload.
-		acct, inst := m.Account, m.Instance
-		var in wire.Internal
-		internal := m.Internal() && m.DecodeInternal(&in) == nil
-		if internal {
-			acct, inst = in.Account, in.Instance
-		}
-		b = append(b, `,"account":`...)
-		b = strconv.AppendQuote(b, acct.String())
-		b = append(b, `,"instance":`...)
-		b = strconv.AppendUint(b, uint64(inst), 10)
-		b = append(b, `,"cmd_seq":`...)
-		b = strconv.AppendUint(b, m.CmdSeq, 10)
-		b = append(b, `,"size":`...)
-		b = strconv.AppendInt(b, int64(len(m.Payload)), 10)
-		b = append(b, `,"crc":`...)
-		b = strconv.AppendUint(b, uint64(crc), 10)
-		b = append(b, `,"internal":`...)
-		b = strconv.AppendBool(b, m.Internal())
-		if internal {
-			b = append(b, `,"type":`...)
-			b = strconv.AppendQuote(b, in.Type.String())
-		}
-		return append(b, "}\n"...)
-	}
-	b = strconv.AppendUint(b, m.Seq, 10)
-	b = append(b, ' ')
-	b = time.Unix(0, m.Time).UTC().AppendFormat(b, "15:04:05.000000000")
-	b = append(b, ' ')
-	if m.Internal() {
-		var in wire.Internal
-		if m.DecodeInternal(&in) == nil {
-			b = append(b, "internal "...)
-			b = append(b, in.Type.String()...)
-			b = append(b, ' ')
-			b = append(b, in.Account.String()...)
-			b = append(b, '/')
-			b = strconv.AppendUint(b, uint64(in.Instance), 10)
-			return append(b, '\n')
-		}
-	}
-	b = append(b, m.Account.String()...)
-	b = append(b, '/')
-	b = strconv.AppendUint(b, uint64(m.Instance), 10)
-	b = append(b, " cmd="...)
-	b = strconv.AppendUint(b, m.CmdSeq, 10)
-	b = append(b, " size="...)
-	b = strconv.AppendInt(b, int64(len(m.Payload)), 10)
-	b = append(b, " crc="...)
-	b = strconv.AppendUint(b, uint64(crc), 16)
-	return append(b, '\n')
 }
 
 func runTail(cc *cli.Context) error {
@@ -210,8 +102,9 @@ func runTail(cc *cli.Context) error {
 		return err
 	}
 	defer client.Close()
-	t := &tailer{w: bufio.NewWriterSize(os.Stdout, 1<<16), json: format == "json", internal: cc.Bool("internal"), count: cc.Int("count"), done: make(chan struct{})}
-	defer t.w.Flush()
+	out := bufio.NewWriterSize(os.Stdout, 1<<16)
+	defer out.Flush()
+	t := tail.NewTailer(out, format == "json", cc.Bool("internal"), cc.Int("count"))
 	n, err := node.New(cfg, t, client)
 	if err != nil {
 		return options.Keyed(err, nodeKeys)
@@ -229,13 +122,10 @@ func runTail(cc *cli.Context) error {
 	errc := make(chan error, 1)
 	go func() { errc <- n.Run(ctx) }()
 	go watchStream(ctx, log, client, listenAddress(cc), cc.Duration("stream-warn-after"))
-	// The writer belongs to the node's goroutine; a local timer flushes it
-	// there so that a slow stream still shows up promptly.
-	t.n = n
-	n.SetLocalTimer(tailFlushTimer, tailFlushEvery)
+	t.Attach(n)
 	for {
 		select {
-		case <-t.done:
+		case <-t.Done():
 			cancel()
 			<-errc
 			return nil
