@@ -5,9 +5,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net"
-	"slices"
 	"strconv"
-	"sync"
 	"time"
 
 	"github.com/urfave/cli/v2"
@@ -67,63 +65,13 @@ func startGossip(c *cli.Context, log *slog.Logger, meta tiered.MetaFunc) (*tiere
 	return a, nil
 }
 
-// replayerMeta is what `seqd replayer --gossip` announces: its addresses
-// and tier, the session and the seqs its store holds (read on the
-// service's goroutine through Do), and as load the NAKs it answered per
-// second since the last refresh.
-type replayerMeta struct {
-	svc        *replayer.Service
-	nak        string
-	rewind     string
-	tier       uint8
-	ctx        context.Context
-	mu         sync.Mutex
-	session    uint64
-	lowest     uint64
-	lastNaks   uint64
-	lastAt     time.Time
-	lastLoadPS uint32
-}
-
-func (r *replayerMeta) meta() tiered.Meta {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	ctx, cancel := context.WithTimeout(r.ctx, 200*time.Millisecond)
-	defer cancel()
-	// On timeout (the service busy) the last values are announced.
-	_ = r.svc.Do(ctx, func(s *replayer.Store) {
-		r.session = s.Session()
-		if o, ok := s.Oldest(); ok {
-			r.lowest = o.FirstSeq
-			if o.Fragment && o.FragFrom > 0 {
-				r.lowest++
-			}
-		}
-	})
-	naks, now := r.svc.Stats().Naks.Naks, time.Now()
-	if !r.lastAt.IsZero() {
-		if el := now.Sub(r.lastAt).Seconds(); el > 0 {
-			r.lastLoadPS = uint32(min(float64(naks-r.lastNaks)/el, 1<<32-1))
-		}
-	}
-	r.lastNaks, r.lastAt = naks, now
-	hi := r.svc.Contiguous()
-	lo := r.lowest
-	if hi == 0 || lo > hi {
-		lo, hi = 0, 0
-	}
-	return tiered.Meta{Role: tiered.RoleReplayer, NAKAddr: r.nak, RewindAddr: r.rewind, Tier: r.tier,
-		Session: r.session, Lowest: lo, Highest: hi, Load: r.lastLoadPS}
-}
-
 // startReplayerGossip is `seqd replayer --gossip`: nil when gossip is off.
 func startReplayerGossip(c *cli.Context, ctx context.Context, log *slog.Logger, svc *replayer.Service, nak, rewind string) (*tiered.Agent, error) {
 	if !gossipOn(c) {
 		return nil, nil
 	}
 	tier := c.Int("gossip.tier")
-	rm := &replayerMeta{svc: svc, nak: nak, rewind: rewind, tier: uint8(tier), ctx: ctx}
-	return startGossip(c, log, rm.meta)
+	return startGossip(c, log, tiered.ReplayerMeta(ctx, svc, nak, rewind, uint8(tier)))
 }
 
 // tailGossip is `seqd tail --gossip`: it waits (gossip.wait at most) for
@@ -141,24 +89,10 @@ func tailGossip(c *cli.Context, log *slog.Logger, from uint64) (agent *tiered.Ag
 	// A rewind goes to the highest tier that holds it: tier-2 replayers
 	// serve late joiners so that tier 1 is left alone.
 	q := tiered.Query{From: max(from, 1), NeedNAK: true, NeedRewind: from > 0, HighTierFirst: from > 0}
-	deadline := time.Now().Add(c.Duration("gossip.wait"))
-	for {
-		if m, ok := agent.Select(q); ok {
-			log.Info("gossip: replayer selected", "name", m.Name, "tier", m.Tier, "load", m.Load,
-				"seqs", fmt.Sprintf("%d..%d", m.Lowest, m.Highest), "nak", m.NAKAddr, "rewind", m.RewindAddr)
-			return agent, m.NAKAddr, m.RewindAddr, nil
-		}
-		if time.Now().After(deadline) || c.Context.Err() != nil {
-			var seen []string
-			for _, m := range agent.Members() {
-				seen = append(seen, fmt.Sprintf("%s(%s %d..%d)", m.Name, m.Meta.Role, m.Meta.Lowest, m.Meta.Highest))
-			}
-			slices.Sort(seen)
-			log.Warn("gossip: no replayer holds the seqs wanted; going on without one", "from", q.From, "members", seen)
-			return agent, "", "", nil
-		}
-		time.Sleep(50 * time.Millisecond)
+	if m, ok := tiered.WaitReplayer(c.Context, agent, q, c.Duration("gossip.wait"), log); ok {
+		return agent, m.NAKAddr, m.RewindAddr, nil
 	}
+	return agent, "", "", nil
 }
 
 // gossipField is the ready line's gossip=ADDR (empty when gossip is off).

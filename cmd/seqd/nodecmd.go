@@ -19,6 +19,8 @@ import (
 	"github.com/seqd/seqd/node"
 	"github.com/seqd/seqd/ops/options"
 	"github.com/seqd/seqd/test/check"
+	"github.com/seqd/seqd/tiered"
+	"github.com/seqd/seqd/transport"
 	"github.com/seqd/seqd/wire"
 )
 
@@ -276,7 +278,7 @@ func runNode(cc *cli.Context) error {
 	if err != nil {
 		return options.Keyed(err, nodeKeys)
 	}
-	setRewind(c.n, log, rewinds, agent, cfg.Session)
+	tiered.SetRewind(c.n, log, rewinds, agent, cfg.Session)
 	c.n.SetIdleSpin(cc.Duration("node.idle-spin"))
 	// cc.Context is done on SIGTERM or SIGINT, even one sent during
 	// start-up: the node then stops with exitInterrupted.
@@ -284,7 +286,7 @@ func runNode(cc *cli.Context) error {
 	defer cancel()
 	runErr := make(chan error, 1)
 	go func() { runErr <- c.n.Run(ctx) }()
-	go watchStream(ctx, log, client, listenAddress(cc), cc.Duration("stream-warn-after"))
+	go transport.WarnSilence(ctx, log, client, listenAddress(cc), cc.Duration("stream-warn-after"))
 
 	start := time.Now()
 	if count == 0 && c.expect == 0 {

@@ -180,7 +180,7 @@ func runReplayer(c *cli.Context) error {
 			}
 		}()
 	}
-	go watchStream(runCtx, log, follow, listenAddress(c), c.Duration("stream-warn-after"))
+	go transport.WarnSilence(runCtx, log, follow, listenAddress(c), c.Duration("stream-warn-after"))
 	fmt.Printf("replayer: ready transport=%s nak=%s dir=%s session=%d contiguous=%d%s%s\n",
 		kind, nakAddr, cfg.Dir, svc.Store().Session(), svc.Contiguous(), upstreamField, gossipField(agent))
 	log.Info("replayer serving", "dir", cfg.Dir, "nak_addr", nakAddr, "transport", kind, "pid", os.Getpid())

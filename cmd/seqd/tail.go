@@ -15,6 +15,8 @@ import (
 	"github.com/seqd/seqd/node"
 	"github.com/seqd/seqd/ops/options"
 	"github.com/seqd/seqd/ops/tail"
+	"github.com/seqd/seqd/tiered"
+	"github.com/seqd/seqd/transport"
 )
 
 func tailCommand() *cli.Command {
@@ -113,7 +115,7 @@ func runTail(cc *cli.Context) error {
 		if from == 0 {
 			return options.KeyError("rewind", fmt.Sprintf("%q", a), "empty without --from N (a tail from the live tail has no history to rewind)")
 		}
-		setRewind(n, log, rewindAddrs(a), agent, cfg.Session)
+		tiered.SetRewind(n, log, rewindAddrs(a), agent, cfg.Session)
 	}
 	// Done on SIGTERM or SIGINT, even one sent during start-up: the tail
 	// then ends with status 0 like one stopped while printing.
@@ -121,7 +123,7 @@ func runTail(cc *cli.Context) error {
 	defer cancel()
 	errc := make(chan error, 1)
 	go func() { errc <- n.Run(ctx) }()
-	go watchStream(ctx, log, client, listenAddress(cc), cc.Duration("stream-warn-after"))
+	go transport.WarnSilence(ctx, log, client, listenAddress(cc), cc.Duration("stream-warn-after"))
 	t.Attach(n)
 	for {
 		select {
