@@ -1,9 +1,7 @@
 package main
 
 import (
-	"bytes"
 	"context"
-	"encoding/binary"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -19,31 +17,35 @@ import (
 
 	"github.com/seqd/seqd/cmd/seqd/internal/stopsignal"
 	"github.com/seqd/seqd/node"
+	"github.com/seqd/seqd/ops/options"
+	"github.com/seqd/seqd/test/check"
+	"github.com/seqd/seqd/tiered"
+	"github.com/seqd/seqd/transport"
 	"github.com/seqd/seqd/wire"
 )
 
 func nodeCommand() *cli.Command {
 	d := node.DefaultConfig()
-	flags, before := withConfig(append(append(transportFlags(false),
-		strFlag("account", "", "this node's account (1..8 ASCII bytes); empty with --read-only"),
-		intFlag("instance", 1, "instance id (hot-hot pairs share an account)"),
-		intFlag("count", 1000, "commands to send; the node exits 0 once all are acknowledged"),
-		intFlag("size", 256, "payload bytes per command"),
-		intFlag("rate", 0, "commands per second (0: as fast as the window allows)"),
-		intFlag("expect", 0, "also wait until this many messages of other accounts were delivered"),
-		boolFlag("read-only", false, "send nothing; only read and verify the stream"),
-		strFlag("node.mode", "safe", "safe (deliver what the group holds as stable) | fast (deliver on arrival)"),
-		intFlag("node.window", d.Window, "commands in flight before Send blocks"),
-		intFlag("node.window-bytes", d.WindowBytes, "payload bytes in flight before Send blocks (one command always goes)"),
-		durFlag("node.resend-interval", d.ResendInterval, "first resend timeout of a command not seen in the stream, until the round trip is measured"),
-		durFlag("node.min-resend-interval", d.MinResendInterval, "lower bound of the measured resend timeout (srtt + 4*rttvar)"),
-		durFlag("node.max-resend-interval", d.MaxResendInterval, "upper bound of the resend timeout, backoff included"),
-		intFlag("node.max-packet-bytes", 0, "largest command frame; 0: the path MTU (smaller: less batching)"),
-		durFlag("node.idle-spin", 0, "keep polling without blocking this long after each frame (lower latency, costs a core)"),
-		boolFlag("rtt", false, "round-trip mode: send a command, wait to see it, repeat; report percentiles"),
-		strFlag("samples", "", "rtt mode: write the round trips (ns, one per line) to this file"),
-		strFlag("stamps", "", "rtt mode: note when each round trip passed each hop and write it to this file (seq sent out stamp in delivered, wall ns; for seqd bench's latency breakdown)"),
-		durFlag("timeout", 10*time.Minute, "give up after this long"),
+	flags, before := options.WithConfig(append(append(transportFlags(false),
+		options.String("account", "", "this node's account (1..8 ASCII bytes); empty with --read-only"),
+		options.Int("instance", 1, "instance id (hot-hot pairs share an account)"),
+		options.Int("count", 1000, "commands to send; the node exits 0 once all are acknowledged"),
+		options.Int("size", 256, "payload bytes per command"),
+		options.Int("rate", 0, "commands per second (0: as fast as the window allows)"),
+		options.Int("expect", 0, "also wait until this many messages of other accounts were delivered"),
+		options.Bool("read-only", false, "send nothing; only read and verify the stream"),
+		options.String("node.mode", "safe", "safe (deliver what the group holds as stable) | fast (deliver on arrival)"),
+		options.Int("node.window", d.Window, "commands in flight before Send blocks"),
+		options.Int("node.window-bytes", d.WindowBytes, "payload bytes in flight before Send blocks (one command always goes)"),
+		options.Duration("node.resend-interval", d.ResendInterval, "first resend timeout of a command not seen in the stream, until the round trip is measured"),
+		options.Duration("node.min-resend-interval", d.MinResendInterval, "lower bound of the measured resend timeout (srtt + 4*rttvar)"),
+		options.Duration("node.max-resend-interval", d.MaxResendInterval, "upper bound of the resend timeout, backoff included"),
+		options.Int("node.max-packet-bytes", 0, "largest command frame; 0: the path MTU (smaller: less batching)"),
+		options.Duration("node.idle-spin", 0, "keep polling without blocking this long after each frame (lower latency, costs a core)"),
+		options.Bool("rtt", false, "round-trip mode: send a command, wait to see it, repeat; report percentiles"),
+		options.String("samples", "", "rtt mode: write the round trips (ns, one per line) to this file"),
+		options.String("stamps", "", "rtt mode: note when each round trip passed each hop and write it to this file (seq sent out stamp in delivered, wall ns; for seqd bench's latency breakdown)"),
+		options.Duration("timeout", 10*time.Minute, "give up after this long"),
 		replayerFlag(),
 		rewindFlag(),
 		streamWarnFlag(),
@@ -66,138 +68,42 @@ printing "node: stopped ..."; 1 on any error (configuration, verification,
 }
 
 // checker verifies a delivered stream: dense sequence numbers, each
-// sender's commands once and in order, and this node's own payloads intact.
-// The zero value is ready (self unset).
+// sender's commands once and in order (test/check), and this node's own
+// payloads intact. The zero value is ready (self unset). It stops at the
+// first fault (err).
 type checker struct {
 	self     wire.Account
 	instance uint8
+	stream   check.Stream
 	last     uint64
 	err      error
-
-	// lastCmd[senders[s]] is sender s's last cmdSeq (0: none in this
-	// incarnation). The stream comes in runs of one sender's commands,
-	// so the last sender's index is kept: one map lookup per run, not a
-	// lookup and an update per message.
-	senders  map[senderKey]int
-	lastCmd  []uint64
-	cacheKey senderKey
-	cacheIdx int // valid once lastCmd is not empty
-}
-
-// senderKey names a sender: its account and instance.
-type senderKey struct {
-	account  wire.Account
-	instance uint8
-}
-
-// index returns s's slot in lastCmd, making one if s is new.
-func (k *checker) index(s senderKey) int {
-	if len(k.lastCmd) > 0 && s == k.cacheKey {
-		return k.cacheIdx
-	}
-	i, ok := k.senders[s]
-	if !ok {
-		if k.senders == nil {
-			k.senders = map[senderKey]int{}
-		}
-		i = len(k.lastCmd)
-		k.lastCmd = append(k.lastCmd, 0)
-		k.senders[s] = i
-	}
-	k.cacheKey, k.cacheIdx = s, i
-	return i
 }
 
 func (k *checker) check(m *node.Message) {
 	if k.err != nil {
 		return
 	}
-	if k.last != 0 && m.Seq != k.last+1 {
-		k.err = fmt.Errorf("stream gap or repeat: seq %d after %d", m.Seq, k.last)
+	v := k.stream.Observe(m)
+	if v.Fault != check.SeqRepeat && v.Fault != check.SeqGap {
+		k.last = m.Seq
+	}
+	if v.Fault != check.OK {
+		k.err = v.Err()
 		return
 	}
-	k.last = m.Seq
-	if m.Internal() {
-		// A restarted sender announces a new incarnation and numbers its
-		// commands from 1 again.
-		var in wire.Internal
-		if m.DecodeInternal(&in) == nil && in.Type == wire.InternalIncarnation {
-			k.lastCmd[k.index(senderKey{in.Account, in.Instance})] = 0
-		}
-		return
-	}
-	// The node reads the stream from seq 1, so it sees every incarnation
-	// start: each one's commands are 1, 2, 3... A first command other
-	// than 1 means command 1 was lost.
-	i := k.index(senderKey{m.Account, m.Instance})
-	prev := k.lastCmd[i]
-	if m.CmdSeq != prev+1 {
-		if prev == 0 {
-			k.err = fmt.Errorf("seq %d: first command of %v/%d in this incarnation is %d, want 1: lost", m.Seq, m.Account, m.Instance, m.CmdSeq)
-			return
-		}
-		k.err = fmt.Errorf("seq %d: command %d of %v/%d after %d: lost or duplicated", m.Seq, m.CmdSeq, m.Account, m.Instance, prev)
-		return
-	}
-	k.lastCmd[i] = m.CmdSeq
-	if m.Account == k.self && m.Instance == k.instance && !checkBenchPayload(m.Payload, m.CmdSeq) {
+	if !m.Internal() && m.Account == k.self && m.Instance == k.instance && !checkBenchPayload(m.Payload, m.CmdSeq) {
 		k.err = fmt.Errorf("seq %d: my command %d came back corrupt", m.Seq, m.CmdSeq)
 	}
 }
 
-// benchPattern[j] = byte(j), for 256 starts and a 64 KiB window: a
-// payload's bytes are windows of it, so filling and checking one are
-// copies and compares (a loop per byte cost a throughput node 20% of its
-// CPU).
-var benchPattern = func() []byte {
-	b := make([]byte, 256+benchChunk)
-	for i := range b {
-		b[i] = byte(i)
-	}
-	return b
-}()
+// fillBenchPayload writes command cmd's pattern (check.FillPayload), so
+// the sender can verify its own messages end to end.
+func fillBenchPayload(p []byte, cmd uint64) { check.FillPayload(p, cmd) }
 
-// benchChunk is a multiple of 256, so that successive windows continue
-// one another.
-const benchChunk = 64 << 10
+func checkBenchPayload(p []byte, cmd uint64) bool { return check.PayloadOK(p, cmd) }
 
-// benchWindow is bytes off..off+n (n <= benchChunk, off a multiple of
-// benchChunk or within the first chunk) of command cmd's pattern.
-func benchWindow(cmd uint64, off, n int) []byte {
-	start := int(byte(cmd) + byte(off))
-	return benchPattern[start : start+n]
-}
-
-// fillBenchPayload writes the command number and a pattern derived from it
-// (byte i is byte(cmd)+byte(i)), so the sender can verify its own messages
-// end to end.
-func fillBenchPayload(p []byte, cmd uint64) {
-	for off := 0; off < len(p); off += benchChunk {
-		n := min(len(p)-off, benchChunk)
-		copy(p[off:off+n], benchWindow(cmd, off, n))
-	}
-	if len(p) >= 8 {
-		binary.LittleEndian.PutUint64(p, cmd)
-	}
-}
-
-func checkBenchPayload(p []byte, cmd uint64) bool {
-	from := 0
-	if len(p) >= 8 {
-		if binary.LittleEndian.Uint64(p) != cmd {
-			return false
-		}
-		from = 8
-	}
-	for off := 0; off < len(p); off += benchChunk {
-		n := min(len(p)-off, benchChunk)
-		lo := max(from-off, 0)
-		if lo < n && !bytes.Equal(p[off+lo:off+n], benchWindow(cmd, off, n)[lo:]) {
-			return false
-		}
-	}
-	return true
-}
+// benchChunk is the pattern's period (its payloads' tests cross it).
+const benchChunk = check.PayloadChunk
 
 type cliNode struct {
 	n      *node.Node
@@ -292,7 +198,7 @@ func (c *cliNode) sendRTT(cmd uint64) error {
 }
 
 func runNode(cc *cli.Context) error {
-	log := newLogger(cc)
+	log := options.NewLogger(cc)
 	cfg := node.DefaultConfig()
 	// The built-in node verifies and counts (--expect) the stream from
 	// seq 1, as it always did; library nodes start live by default.
@@ -312,7 +218,7 @@ func runNode(cc *cli.Context) error {
 	cfg.BlockWhenFull = true
 	cfg.Replayers = cc.StringSlice("replayer")
 	mode := cc.String("node.mode")
-	if err := oneOf("node.mode", mode, "safe", "fast"); err != nil {
+	if err := options.OneOf("node.mode", mode, "safe", "fast"); err != nil {
 		return err
 	}
 	if mode == "fast" {
@@ -323,13 +229,13 @@ func runNode(cc *cli.Context) error {
 		count = 0
 	}
 	if cc.Int("instance") < 0 || cc.Int("instance") > 255 {
-		return keyError("instance", fmt.Sprint(cc.Int("instance")), "0..255")
+		return options.KeyError("instance", fmt.Sprint(cc.Int("instance")), "0..255")
 	}
 	if size < 0 || size > cfg.MaxMessageBytes {
-		return keyError("size", fmt.Sprint(size), fmt.Sprintf("0..%d", cfg.MaxMessageBytes))
+		return options.KeyError("size", fmt.Sprint(size), fmt.Sprintf("0..%d", cfg.MaxMessageBytes))
 	}
 	if err := cfg.Validate(); err != nil {
-		return configError(err, nodeKeys)
+		return options.Keyed(err, nodeKeys)
 	}
 	client, err := openClient(cc, log, "node")
 	if err != nil {
@@ -340,7 +246,7 @@ func runNode(cc *cli.Context) error {
 	if cfg.Account != "" {
 		c.check.self, err = wire.ParseAccount(cfg.Account)
 		if err != nil {
-			return keyError("account", fmt.Sprintf("%q", cfg.Account), "1..8 printable ASCII bytes")
+			return options.KeyError("account", fmt.Sprintf("%q", cfg.Account), "1..8 printable ASCII bytes")
 		}
 	}
 	c.check.instance = cfg.Instance
@@ -370,9 +276,9 @@ func runNode(cc *cli.Context) error {
 	}
 	c.n, err = node.New(cfg, c, nodeClient)
 	if err != nil {
-		return configError(err, nodeKeys)
+		return options.Keyed(err, nodeKeys)
 	}
-	setRewind(c.n, log, rewinds, agent, cfg.Session)
+	tiered.SetRewind(c.n, log, rewinds, agent, cfg.Session)
 	c.n.SetIdleSpin(cc.Duration("node.idle-spin"))
 	// cc.Context is done on SIGTERM or SIGINT, even one sent during
 	// start-up: the node then stops with exitInterrupted.
@@ -380,7 +286,7 @@ func runNode(cc *cli.Context) error {
 	defer cancel()
 	runErr := make(chan error, 1)
 	go func() { runErr <- c.n.Run(ctx) }()
-	go watchStream(ctx, log, client, listenAddress(cc), cc.Duration("stream-warn-after"))
+	go transport.WarnSilence(ctx, log, client, listenAddress(cc), cc.Duration("stream-warn-after"))
 
 	start := time.Now()
 	if count == 0 && c.expect == 0 {

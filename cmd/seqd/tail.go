@@ -5,7 +5,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"hash/crc32"
 	"os"
 	"slices"
 	"strconv"
@@ -14,22 +13,23 @@ import (
 	"github.com/urfave/cli/v2"
 
 	"github.com/seqd/seqd/node"
-	"github.com/seqd/seqd/wire"
+	"github.com/seqd/seqd/ops/options"
+	"github.com/seqd/seqd/ops/tail"
+	"github.com/seqd/seqd/tiered"
+	"github.com/seqd/seqd/transport"
 )
 
-var castagnoli = crc32.MakeTable(crc32.Castagnoli)
-
 func tailCommand() *cli.Command {
-	flags, before := withConfig(append(append(transportFlags(false),
-		strFlag("format", "text", "text | json (one object per message per line: seq epoch time account instance cmd_seq size crc internal, and type for an internal message)"),
-		strFlag("from", "live", "live: start at the live tail of the stream; N (>= 1): rewind from seq N, which the sequencer's retransmit ring or a --replayer must still hold"),
-		intFlag("count", 0, "stop after this many messages (0: until interrupted)"),
-		boolFlag("internal", true, "also print internal (sequencer-generated) messages; their account and instance are those of the sender the record is about (incarnation, activation, timer), empty and 0 for session and epoch records"),
-		strFlag("node.mode", "safe", "safe | fast"),
+	flags, before := options.WithConfig(append(append(transportFlags(false),
+		options.String("format", "text", "text | json (one object per message per line: seq epoch time account instance cmd_seq size crc internal, and type for an internal message)"),
+		options.String("from", "live", "live: start at the live tail of the stream; N (>= 1): rewind from seq N, which the sequencer's retransmit ring or a --replayer must still hold"),
+		options.Int("count", 0, "stop after this many messages (0: until interrupted)"),
+		options.Bool("internal", true, "also print internal (sequencer-generated) messages; their account and instance are those of the sender the record is about (incarnation, activation, timer), empty and 0 for session and epoch records"),
+		options.String("node.mode", "safe", "safe | fast"),
 		replayerFlag(),
-		strFlag("archive", "", "read this session archive directory (a replayer's segment files) instead of the live stream: prints from --from (live: the archive's first seq) to its end, or --count messages"),
-		boolFlag("follow", false, "with --archive: at the archive's end, keep printing what its replayer goes on writing (as tail -f does), until --count or a signal"),
-		durFlag("follow-poll", 100*time.Millisecond, "with --follow: how often to look for new records at the archive's end"),
+		options.String("archive", "", "read this session archive directory (a replayer's segment files) instead of the live stream: prints from --from (live: the archive's first seq) to its end, or --count messages"),
+		options.Bool("follow", false, "with --archive: at the archive's end, keep printing what its replayer goes on writing (as tail -f does), until --count or a signal"),
+		options.Duration("follow-poll", 100*time.Millisecond, "with --follow: how often to look for new records at the archive's end"),
 		rewindFlag(),
 		streamWarnFlag(),
 	), gossipFlags(false)...))
@@ -57,125 +57,20 @@ stopped it; 1 on any error.`,
 	}
 }
 
-type tailer struct {
-	w        *bufio.Writer
-	json     bool
-	internal bool
-	count    int
-	seen     int
-	buf      []byte
-	done     chan struct{}
-	n        *node.Node
-}
-
-const (
-	tailFlushTimer = 1
-	tailFlushEvery = 100 * time.Millisecond
-)
-
-// OnLocalTimer flushes buffered lines and re-arms itself.
-func (t *tailer) OnLocalTimer(id uint64) {
-	if id == tailFlushTimer {
-		t.w.Flush()
-		t.n.SetLocalTimer(tailFlushTimer, tailFlushEvery)
-	}
-}
-
-func (t *tailer) OnMessage(m *node.Message) {
-	if t.seen == t.count && t.count > 0 {
-		return
-	}
-	if m.Internal() && !t.internal {
-		return
-	}
-	t.buf = appendMessage(t.buf[:0], m, t.json)
-	t.w.Write(t.buf)
-	t.seen++
-	if t.count > 0 && t.seen == t.count {
-		close(t.done)
-	}
-}
-
-// appendMessage renders one message; the JSON keys are stable so that two
-// tails can be compared with standard tools (jq, diff).
-func appendMessage(b []byte, m *node.Message, json bool) []byte {
-	crc := crc32.Checksum(m.Payload, castagnoli)
-	if json {
-		b = append(b, `{"seq":`...)
-		b = strconv.AppendUint(b, m.Seq, 10)
-		b = append(b, `,"epoch":`...)
-		b = strconv.AppendUint(b, uint64(m.Epoch), 10)
-		b = append(b, `,"time":`...)
-		b = strconv.AppendInt(b, m.Time, 10)
-		// An internal record is about a sender (whose incarnation,
-		// activation or timer): its account and instance are that
-		// sender's, from the payload.
-		acct, inst := m.Account, m.Instance
-		var in wire.Internal
-		internal := m.Internal() && m.DecodeInternal(&in) == nil
-		if internal {
-			acct, inst = in.Account, in.Instance
-		}
-		b = append(b, `,"account":`...)
-		b = strconv.AppendQuote(b, acct.String())
-		b = append(b, `,"instance":`...)
-		b = strconv.AppendUint(b, uint64(inst), 10)
-		b = append(b, `,"cmd_seq":`...)
-		b = strconv.AppendUint(b, m.CmdSeq, 10)
-		b = append(b, `,"size":`...)
-		b = strconv.AppendInt(b, int64(len(m.Payload)), 10)
-		b = append(b, `,"crc":`...)
-		b = strconv.AppendUint(b, uint64(crc), 10)
-		b = append(b, `,"internal":`...)
-		b = strconv.AppendBool(b, m.Internal())
-		if internal {
-			b = append(b, `,"type":`...)
-			b = strconv.AppendQuote(b, in.Type.String())
-		}
-		return append(b, "}\n"...)
-	}
-	b = strconv.AppendUint(b, m.Seq, 10)
-	b = append(b, ' ')
-	b = time.Unix(0, m.Time).UTC().AppendFormat(b, "15:04:05.000000000")
-	b = append(b, ' ')
-	if m.Internal() {
-		var in wire.Internal
-		if m.DecodeInternal(&in) == nil {
-			b = append(b, "internal "...)
-			b = append(b, in.Type.String()...)
-			b = append(b, ' ')
-			b = append(b, in.Account.String()...)
-			b = append(b, '/')
-			b = strconv.AppendUint(b, uint64(in.Instance), 10)
-			return append(b, '\n')
-		}
-	}
-	b = append(b, m.Account.String()...)
-	b = append(b, '/')
-	b = strconv.AppendUint(b, uint64(m.Instance), 10)
-	b = append(b, " cmd="...)
-	b = strconv.AppendUint(b, m.CmdSeq, 10)
-	b = append(b, " size="...)
-	b = strconv.AppendInt(b, int64(len(m.Payload)), 10)
-	b = append(b, " crc="...)
-	b = strconv.AppendUint(b, uint64(crc), 16)
-	return append(b, '\n')
-}
-
 func runTail(cc *cli.Context) error {
 	if dir := cc.String("archive"); dir != "" {
 		return runTailArchive(cc, dir)
 	}
 	if cc.Bool("follow") {
-		return keyError("follow", "true", "only with --archive DIR (a tail of the live stream always follows it)")
+		return options.KeyError("follow", "true", "only with --archive DIR (a tail of the live stream always follows it)")
 	}
-	log := newLogger(cc)
+	log := options.NewLogger(cc)
 	format := cc.String("format")
-	if err := oneOf("format", format, "text", "json"); err != nil {
+	if err := options.OneOf("format", format, "text", "json"); err != nil {
 		return err
 	}
 	mode := cc.String("node.mode")
-	if err := oneOf("node.mode", mode, "safe", "fast"); err != nil {
+	if err := options.OneOf("node.mode", mode, "safe", "fast"); err != nil {
 		return err
 	}
 	cfg := node.DefaultConfig()
@@ -209,17 +104,18 @@ func runTail(cc *cli.Context) error {
 		return err
 	}
 	defer client.Close()
-	t := &tailer{w: bufio.NewWriterSize(os.Stdout, 1<<16), json: format == "json", internal: cc.Bool("internal"), count: cc.Int("count"), done: make(chan struct{})}
-	defer t.w.Flush()
+	out := bufio.NewWriterSize(os.Stdout, 1<<16)
+	defer out.Flush()
+	t := tail.NewTailer(out, format == "json", cc.Bool("internal"), cc.Int("count"))
 	n, err := node.New(cfg, t, client)
 	if err != nil {
-		return configError(err, nodeKeys)
+		return options.Keyed(err, nodeKeys)
 	}
 	if a := rewindAddr; a != "" {
 		if from == 0 {
-			return keyError("rewind", fmt.Sprintf("%q", a), "empty without --from N (a tail from the live tail has no history to rewind)")
+			return options.KeyError("rewind", fmt.Sprintf("%q", a), "empty without --from N (a tail from the live tail has no history to rewind)")
 		}
-		setRewind(n, log, rewindAddrs(a), agent, cfg.Session)
+		tiered.SetRewind(n, log, rewindAddrs(a), agent, cfg.Session)
 	}
 	// Done on SIGTERM or SIGINT, even one sent during start-up: the tail
 	// then ends with status 0 like one stopped while printing.
@@ -227,14 +123,11 @@ func runTail(cc *cli.Context) error {
 	defer cancel()
 	errc := make(chan error, 1)
 	go func() { errc <- n.Run(ctx) }()
-	go watchStream(ctx, log, client, listenAddress(cc), cc.Duration("stream-warn-after"))
-	// The writer belongs to the node's goroutine; a local timer flushes it
-	// there so that a slow stream still shows up promptly.
-	t.n = n
-	n.SetLocalTimer(tailFlushTimer, tailFlushEvery)
+	go transport.WarnSilence(ctx, log, client, listenAddress(cc), cc.Duration("stream-warn-after"))
+	t.Attach(n)
 	for {
 		select {
-		case <-t.done:
+		case <-t.Done():
 			cancel()
 			<-errc
 			return nil
@@ -263,7 +156,7 @@ func parseFrom(v string) (uint64, error) {
 	}
 	n, err := strconv.ParseUint(v, 10, 64)
 	if err != nil || n == 0 {
-		return 0, keyError("from", fmt.Sprintf("%q", v), "live, or a seq >= 1")
+		return 0, options.KeyError("from", fmt.Sprintf("%q", v), "live, or a seq >= 1")
 	}
 	return n, nil
 }
