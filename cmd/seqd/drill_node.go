@@ -14,6 +14,7 @@ import (
 	"github.com/urfave/cli/v2"
 
 	"github.com/seqd/seqd/node"
+	"github.com/seqd/seqd/test/bench"
 	"github.com/seqd/seqd/wire"
 )
 
@@ -248,7 +249,7 @@ func (d *drillNode) send(ctx context.Context, log interface{ Error(string, ...an
 				return
 			default:
 			}
-			fillBenchPayload(p, i+1)
+			bench.FillPayload(p, i+1)
 			if _, err := d.n.SendContext(ctx, p); err != nil {
 				if ctx.Err() == nil {
 					log.Error("send", "cmd", i+1, "err", err)

@@ -1,9 +1,7 @@
 package main
 
 import (
-	"bytes"
 	"context"
-	"encoding/binary"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -19,6 +17,7 @@ import (
 
 	"github.com/seqd/seqd/cmd/seqd/internal/stopsignal"
 	"github.com/seqd/seqd/node"
+	"github.com/seqd/seqd/test/bench"
 	"github.com/seqd/seqd/wire"
 )
 
@@ -140,63 +139,9 @@ func (k *checker) check(m *node.Message) {
 		return
 	}
 	k.lastCmd[i] = m.CmdSeq
-	if m.Account == k.self && m.Instance == k.instance && !checkBenchPayload(m.Payload, m.CmdSeq) {
+	if m.Account == k.self && m.Instance == k.instance && !bench.CheckPayload(m.Payload, m.CmdSeq) {
 		k.err = fmt.Errorf("seq %d: my command %d came back corrupt", m.Seq, m.CmdSeq)
 	}
-}
-
-// benchPattern[j] = byte(j), for 256 starts and a 64 KiB window: a
-// payload's bytes are windows of it, so filling and checking one are
-// copies and compares (a loop per byte cost a throughput node 20% of its
-// CPU).
-var benchPattern = func() []byte {
-	b := make([]byte, 256+benchChunk)
-	for i := range b {
-		b[i] = byte(i)
-	}
-	return b
-}()
-
-// benchChunk is a multiple of 256, so that successive windows continue
-// one another.
-const benchChunk = 64 << 10
-
-// benchWindow is bytes off..off+n (n <= benchChunk, off a multiple of
-// benchChunk or within the first chunk) of command cmd's pattern.
-func benchWindow(cmd uint64, off, n int) []byte {
-	start := int(byte(cmd) + byte(off))
-	return benchPattern[start : start+n]
-}
-
-// fillBenchPayload writes the command number and a pattern derived from it
-// (byte i is byte(cmd)+byte(i)), so the sender can verify its own messages
-// end to end.
-func fillBenchPayload(p []byte, cmd uint64) {
-	for off := 0; off < len(p); off += benchChunk {
-		n := min(len(p)-off, benchChunk)
-		copy(p[off:off+n], benchWindow(cmd, off, n))
-	}
-	if len(p) >= 8 {
-		binary.LittleEndian.PutUint64(p, cmd)
-	}
-}
-
-func checkBenchPayload(p []byte, cmd uint64) bool {
-	from := 0
-	if len(p) >= 8 {
-		if binary.LittleEndian.Uint64(p) != cmd {
-			return false
-		}
-		from = 8
-	}
-	for off := 0; off < len(p); off += benchChunk {
-		n := min(len(p)-off, benchChunk)
-		lo := max(from-off, 0)
-		if lo < n && !bytes.Equal(p[off+lo:off+n], benchWindow(cmd, off, n)[lo:]) {
-			return false
-		}
-	}
-	return true
 }
 
 type cliNode struct {
@@ -217,8 +162,8 @@ type cliNode struct {
 	sentAt  int64
 	samples []int64
 	payload []byte
-	trace   *tracedClient // with --stamps
-	stamps  []rttStamps
+	trace   *bench.TracedClient // with --stamps
+	stamps  []bench.RTTStamps
 
 	allocs0 atomic.Uint64
 }
@@ -254,9 +199,9 @@ func (c *cliNode) OnMessage(m *node.Message) {
 			}
 			c.samples = append(c.samples, now.UnixNano()-c.sentAt)
 			if c.trace != nil {
-				out, in := c.trace.take()
-				outCPU, inCPU := c.trace.cpus()
-				c.stamps = append(c.stamps, rttStamps{Seq: m.Seq, Sent: c.sentAt, Out: out, Stamp: m.Time, In: in, Delivered: now.UnixNano(),
+				out, in := c.trace.Take()
+				outCPU, inCPU := c.trace.CPUs()
+				c.stamps = append(c.stamps, bench.RTTStamps{Seq: m.Seq, Sent: c.sentAt, Out: out, Stamp: m.Time, In: in, Delivered: now.UnixNano(),
 					OutCPU: outCPU, InCPU: inCPU, SeqInCPU: -1, SeqOutCPU: -1})
 			}
 			if c.mine < c.count {
@@ -281,7 +226,7 @@ func (c *cliNode) OnMessage(m *node.Message) {
 
 // sendRTT sends command cmd of a round-trip run and notes when.
 func (c *cliNode) sendRTT(cmd uint64) error {
-	fillBenchPayload(c.payload, cmd)
+	bench.FillPayload(c.payload, cmd)
 	c.sentAt = time.Now().UnixNano()
 	// TrySend: this runs inside OnMessage, and one command is in flight
 	// at a time, so the window always has room.
@@ -348,8 +293,8 @@ func runNode(cc *cli.Context) error {
 	if c.rtt {
 		c.samples = make([]int64, 0, count)
 		if cc.String("stamps") != "" {
-			nodeClient, c.trace = traceClient(client)
-			c.stamps = make([]rttStamps, 0, count)
+			nodeClient, c.trace = bench.TraceClient(client)
+			c.stamps = make([]bench.RTTStamps, 0, count)
 		}
 	}
 	// --gossip: a replayer that holds seq 1 found by gossip serves the
@@ -431,14 +376,14 @@ func runNode(cc *cli.Context) error {
 		orDash(cfg.Account), count, c.mine, delivered, c.others, c.check.last, span.Seconds(), rate, allocs, time.Since(start).Seconds(),
 		st.Resends, st.ResendScans, st.SmoothedRTT.Microseconds(), st.ResendTimeout.Microseconds())
 	if c.rtt {
-		fields += " " + summarize(c.samples).fields()
+		fields += " " + bench.Summarize(c.samples).Fields()
 		if p := cc.String("samples"); p != "" {
 			if err := writeSamples(p, c.samples); err != nil {
 				return err
 			}
 		}
 		if p := cc.String("stamps"); p != "" {
-			if err := writeStamps(p, c.stamps); err != nil {
+			if err := bench.WriteStamps(p, c.stamps); err != nil {
 				return err
 			}
 		}
@@ -463,7 +408,7 @@ func (c *cliNode) sendAll(ctx context.Context, log *slog.Logger, rate, size int)
 	}
 	next := time.Now()
 	for i := 1; i <= c.count && ctx.Err() == nil; i++ {
-		fillBenchPayload(p, uint64(i))
+		bench.FillPayload(p, uint64(i))
 		if _, err := c.n.SendContext(ctx, p); err != nil {
 			if ctx.Err() == nil {
 				log.Error("send", "cmd", i, "err", err)

@@ -15,8 +15,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/urfave/cli/v2"
-
 	"github.com/seqd/seqd/internal/cpuid"
 )
 
@@ -61,19 +59,17 @@ type peerCommandFunc func(args ...string) *exec.Cmd
 //
 //	bench transport=udp mode=baseline size=S udp_rtt_p50_us=.. udp_rtt_p999_us=.. udp_blast_rate=R msg/s
 //
-// and, when outDir is not empty, the round-trip histogram files made by
-// writeHistogram(outDir, "baseline_rtt", ...).
-func runBaseline(ctx context.Context, size, count int, batch bool, outDir string) error {
-	return runBaselineWith(ctx, baselineOptions{size: size, count: count, batch: batch, outDir: outDir}, selfPeerCommand, os.Stdout)
+// and, when o.OutDir is not empty, the round-trip histogram files made by
+// writeHistogram(o.OutDir, "baseline_rtt", ...).
+func runBaseline(ctx context.Context, o Config) error {
+	return runBaselineWith(ctx, baselineOptions{size: o.SizeBytes, count: o.Count, batch: o.Batch, outDir: o.OutDir}, peerCommandOf(o.Exe), o.Out)
 }
 
-// selfPeerCommand runs this very binary as the peer.
-func selfPeerCommand(args ...string) *exec.Cmd {
-	exe, err := os.Executable()
-	if err != nil {
-		exe = os.Args[0]
+// peerCommandOf runs exe, the seqd binary, as the peer.
+func peerCommandOf(exe string) peerCommandFunc {
+	return func(args ...string) *exec.Cmd {
+		return exec.Command(exe, append([]string{"bench-peer"}, args...)...)
 	}
-	return exec.Command(exe, append([]string{"bench-peer"}, args...)...)
 }
 
 type baselineOptions struct {
@@ -102,7 +98,7 @@ func runBaselineWith(ctx context.Context, o baselineOptions, peerCommand peerCom
 			return fmt.Errorf("bench baseline: %w", err)
 		}
 	}
-	s := summarize(samples)
+	s := Summarize(samples)
 	cross := ""
 	if hops.known > 0 {
 		cross = fmt.Sprintf(" udp_rtt_hops_cross_cpu_pct=%.0f", 100*float64(hops.cross)/float64(hops.known))
@@ -425,22 +421,28 @@ func (p *peerProcess) stopInto(err *error) {
 	}
 }
 
-// benchPeerCommand is the child side of `bench --mode baseline`. It is
-// hidden: only the bench runs it.
-func benchPeerCommand() *cli.Command {
-	return &cli.Command{
-		Name:   "bench-peer",
-		Usage:  "the other process of bench --mode baseline (echo or sink UDP on loopback)",
-		Hidden: true,
-		Flags: []cli.Flag{
-			&cli.StringFlag{Name: "role", Required: true, Usage: "echo | sink"},
-			&cli.StringFlag{Name: "addr", Value: "127.0.0.1:0", Usage: "UDP address to listen on"},
-			&cli.IntFlag{Name: "size", Value: 256, Usage: "bytes per message (the sink counts datagram bytes / size)"},
-		},
-		Action: func(c *cli.Context) error {
-			return runBenchPeer(c.String("role"), c.String("addr"), c.Int("size"), os.Stdin, os.Stdout)
-		},
-	}
+// PeerConfig is the child side of the baseline (`seqd bench-peer`, run
+// only by the bench): a UDP socket on loopback that echoes or sinks.
+type PeerConfig struct {
+	// Role is echo (send every datagram back) or sink (count them).
+	Role string
+	// Addr is the UDP address to listen on.
+	Addr string
+	// SizeBytes is the bytes per message: the sink counts datagram bytes
+	// divided by it.
+	SizeBytes int
+}
+
+// DefaultPeerConfig is `seqd bench-peer` with no flags but --role.
+func DefaultPeerConfig() PeerConfig {
+	return PeerConfig{Addr: "127.0.0.1:0", SizeBytes: 256}
+}
+
+// RunPeer listens on cfg.Addr, prints "listening <addr:port>" on stdout,
+// and serves cfg.Role until stdin reaches EOF (the bench closes it, or
+// the kernel does when the bench dies).
+func RunPeer(cfg PeerConfig, stdin io.Reader, stdout io.Writer) error {
+	return runBenchPeer(cfg.Role, cfg.Addr, cfg.SizeBytes, stdin, stdout)
 }
 
 // runBenchPeer listens on addr, prints "listening <addr:port>" on stdout,

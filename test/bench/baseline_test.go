@@ -3,6 +3,7 @@ package bench
 import (
 	"context"
 	"encoding/binary"
+	"flag"
 	"fmt"
 	"net"
 	"net/netip"
@@ -15,19 +16,23 @@ import (
 	"testing"
 	"time"
 
-	"github.com/urfave/cli/v2"
-
 	"github.com/seqd/seqd/internal/cpuid"
 )
 
 // benchPeerEnv makes the test binary act as `seqd bench-peer`: the baseline
-// needs a second process, and cmd/seqd's own binary is not built by tests.
+// needs a second process, and the seqd binary is not built by tests.
 const benchPeerEnv = "SEQD_BENCH_PEER"
 
 func TestMain(m *testing.M) {
 	if os.Getenv(benchPeerEnv) != "" {
-		app := &cli.App{Name: "seqd", Commands: []*cli.Command{benchPeerCommand()}}
-		if err := app.Run(os.Args); err != nil {
+		// os.Args: the test binary, "bench-peer", then seqd bench-peer's flags.
+		cfg := DefaultPeerConfig()
+		fs := flag.NewFlagSet("bench-peer", flag.ExitOnError)
+		fs.StringVar(&cfg.Role, "role", cfg.Role, "echo | sink")
+		fs.StringVar(&cfg.Addr, "addr", cfg.Addr, "UDP address to listen on")
+		fs.IntVar(&cfg.SizeBytes, "size", cfg.SizeBytes, "bytes per message")
+		_ = fs.Parse(os.Args[2:])
+		if err := RunPeer(cfg, os.Stdin, os.Stdout); err != nil {
 			fmt.Fprintln(os.Stderr, err)
 			os.Exit(1)
 		}

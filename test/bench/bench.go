@@ -1,15 +1,15 @@
 package bench
 
 import (
+	"context"
 	"errors"
 	"fmt"
+	"io"
+	"os"
 	"runtime"
 	"time"
 
-	"github.com/urfave/cli/v2"
-
 	"github.com/seqd/seqd/cluster"
-	"github.com/seqd/seqd/cmd/seqd/internal/stopsignal"
 	"github.com/seqd/seqd/node"
 	"github.com/seqd/seqd/sequencer"
 	"github.com/seqd/seqd/transport"
@@ -17,108 +17,123 @@ import (
 	"github.com/seqd/seqd/wire"
 )
 
-func benchCommand() *cli.Command {
-	return &cli.Command{
-		Name:  "bench",
-		Usage: "measure end-to-end throughput or round trip, verifying the received stream",
-		Flags: []cli.Flag{
-			&cli.StringFlag{Name: "transport", Value: "mem", Usage: "mem | udp | tcp"},
-			&cli.StringFlag{Name: "mode", Value: "tput", Usage: "tput | rtt | baseline | rewind (a replayer holds --count messages; one node rewinds them over TCP; --transport defaults to tcp) | idle (a sequencer, a tail and a read-only node with no traffic for --idle-for: the share of a core each uses)"},
-			&cli.DurationFlag{Name: "idle-for", Value: 20 * time.Second, Usage: "--mode idle: how long the processes are measured"},
-			&cli.IntFlag{Name: "size", Value: 256, Usage: "payload bytes per message"},
-			&cli.IntFlag{Name: "nodes", Value: 3, Usage: "sending nodes"},
-			&cli.IntFlag{Name: "count", Value: 3_000_000, Usage: "messages in all"},
-			&cli.BoolFlag{Name: "batch", Usage: "let nodes put several commands in one frame (the sequencer always batches)"},
-			&cli.DurationFlag{Name: "spin", Usage: "processes poll without blocking this long after each frame (sequencer.idle-spin, node.idle-spin)"},
-			&cli.StringFlag{Name: "out", Usage: "write latency histograms (CSV and PNG) into this directory"},
-			&cli.IntFlag{Name: "sequencers", Value: 1, Usage: "1 | 3: with 3, the bench runs with one sequencer, then with a Raft group of three seqd sequencer --cluster processes (udp only), and gives the group's figure as a ratio of the single one's; with --mode idle, only the group runs and each member's share of a core is printed"},
-			&cli.StringFlag{Name: "timeouts", Value: "lan", Usage: "with --sequencers 3: the members' raft timing profile (lan, wan, test)"},
-			&cli.StringFlag{Name: "delivery", Value: "safe", Usage: "safe | fast: the nodes' delivery mode (node.mode)"},
-		},
-		Action: func(c *cli.Context) error {
-			opt := benchOptions{
-				transport:  c.String("transport"),
-				mode:       c.String("mode"),
-				size:       c.Int("size"),
-				nodes:      c.Int("nodes"),
-				count:      c.Int("count"),
-				batch:      c.Bool("batch"),
-				spin:       c.Duration("spin"),
-				sequencers: c.Int("sequencers"),
-				delivery:   c.String("delivery"),
-				idleFor:    c.Duration("idle-for"),
-				timeouts:   c.String("timeouts"),
-			}
-			if opt.mode == "rewind" && !c.IsSet("transport") {
-				opt.transport = "tcp"
-			}
-			if err := opt.validate(); err != nil {
-				return err
-			}
-			if opt.mode == "baseline" {
-				return runBaseline(c.Context, opt.size, opt.count, opt.batch, c.String("out"))
-			}
-			switch opt.transport {
-			case "mem":
-				if opt.mode != "tput" {
-					return fmt.Errorf("bench: --mode %s needs a real transport (udp or tcp)", opt.mode)
-				}
-				return benchMem(opt)
-			case "udp", "tcp":
-				err := benchProcesses(c.Context, opt, c.String("out"))
-				if err != nil && stopsignal.Received() != nil {
-					// The children were killed because the bench was
-					// asked to stop: say that, not how they died.
-					return fmt.Errorf("bench: interrupted by %v", stopsignal.Received())
-				}
-				return err
-			}
-			return fmt.Errorf("bench: --transport %q not supported yet (want mem, udp or tcp)", opt.transport)
-		},
+// Config is one run of the bench: `seqd bench`'s flags, field by field.
+type Config struct {
+	// Transport is mem, udp or tcp (the flag --transport).
+	Transport string
+	// Mode is tput, rtt, baseline, rewind or idle (--mode).
+	Mode string
+	// IdleFor is how long --mode idle measures the processes (--idle-for).
+	IdleFor time.Duration
+	// SizeBytes is the payload of each message (--size).
+	SizeBytes int
+	// Nodes is the count of sending nodes (--nodes).
+	Nodes int
+	// Count is the messages in all (--count).
+	Count int
+	// Batch lets nodes put several commands in one frame (--batch); the
+	// sequencer always batches.
+	Batch bool
+	// Spin is how long processes poll without blocking after each frame
+	// (--spin: sequencer.idle-spin, node.idle-spin).
+	Spin time.Duration
+	// OutDir receives the latency histograms (CSV and PNG) when not empty
+	// (--out).
+	OutDir string
+	// Sequencers is 1, or 3: a Raft group of three `seqd sequencer
+	// --cluster` processes measured against a single one (--sequencers).
+	Sequencers int
+	// Timeouts is the group members' raft timing profile with
+	// Sequencers 3: lan, wan or test (--timeouts).
+	Timeouts string
+	// Delivery is the nodes' delivery mode, safe or fast (--delivery).
+	Delivery string
+
+	// Exe is the seqd binary the bench starts its processes from (`seqd
+	// sequencer`, `seqd node`, `seqd bench-peer`...); empty: this
+	// process's own executable.
+	Exe string
+	// Out receives the result lines; nil: os.Stdout.
+	Out io.Writer
+}
+
+// DefaultConfig is `seqd bench` with no flags.
+func DefaultConfig() Config {
+	return Config{
+		Transport:  "mem",
+		Mode:       "tput",
+		IdleFor:    20 * time.Second,
+		SizeBytes:  256,
+		Nodes:      3,
+		Count:      3_000_000,
+		Sequencers: 1,
+		Timeouts:   "lan",
+		Delivery:   "safe",
 	}
 }
 
-type benchOptions struct {
-	transport, mode string
-	size, nodes     int
-	count           int
-	batch           bool
-	spin            time.Duration
-	sequencers      int    // 1, or 3: a Raft group compared with 1
-	delivery        string // the nodes' node.mode: safe | fast
-	idleFor         time.Duration
-	timeouts        string // the cluster members' raft profile (--sequencers 3)
-}
-
-func (o benchOptions) validate() error {
+// Validate names the flag at fault and its allowed values.
+func (o Config) Validate() error {
 	switch {
-	case o.size < 1 || o.size > wire.MaxMessageBytes:
-		return fmt.Errorf("bench: --size %d out of range (1..%d)", o.size, wire.MaxMessageBytes)
-	case o.nodes < 1 || o.nodes > 64:
-		return fmt.Errorf("bench: --nodes %d out of range (1..64)", o.nodes)
-	case o.count < o.nodes:
-		return fmt.Errorf("bench: --count %d must be at least --nodes", o.count)
+	case o.SizeBytes < 1 || o.SizeBytes > wire.MaxMessageBytes:
+		return fmt.Errorf("bench: --size %d out of range (1..%d)", o.SizeBytes, wire.MaxMessageBytes)
+	case o.Nodes < 1 || o.Nodes > 64:
+		return fmt.Errorf("bench: --nodes %d out of range (1..64)", o.Nodes)
+	case o.Count < o.Nodes:
+		return fmt.Errorf("bench: --count %d must be at least --nodes", o.Count)
 	}
-	switch o.mode {
+	switch o.Mode {
 	case "tput", "rtt", "baseline", "rewind":
 	case "idle":
-		if o.idleFor <= 0 {
-			return fmt.Errorf("bench: --idle-for %v must be positive", o.idleFor)
+		if o.IdleFor <= 0 {
+			return fmt.Errorf("bench: --idle-for %v must be positive", o.IdleFor)
 		}
 	default:
-		return fmt.Errorf("bench: --mode %q (want tput, rtt, baseline, rewind or idle)", o.mode)
+		return fmt.Errorf("bench: --mode %q (want tput, rtt, baseline, rewind or idle)", o.Mode)
 	}
 	switch {
-	case o.sequencers != 1 && o.sequencers != 3:
-		return fmt.Errorf("bench: --sequencers %d (want 1 or 3)", o.sequencers)
-	case o.delivery != "safe" && o.delivery != "fast":
-		return fmt.Errorf("bench: --delivery %q (want safe or fast)", o.delivery)
-	case o.sequencers == 3 && (o.transport != "udp" || (o.mode != "tput" && o.mode != "rtt" && o.mode != "idle")):
+	case o.Sequencers != 1 && o.Sequencers != 3:
+		return fmt.Errorf("bench: --sequencers %d (want 1 or 3)", o.Sequencers)
+	case o.Delivery != "safe" && o.Delivery != "fast":
+		return fmt.Errorf("bench: --delivery %q (want safe or fast)", o.Delivery)
+	case o.Sequencers == 3 && (o.Transport != "udp" || (o.Mode != "tput" && o.Mode != "rtt" && o.Mode != "idle")):
 		return fmt.Errorf("bench: --sequencers 3 runs with --transport udp and --mode tput, rtt or idle (a cluster's stream is udp multicast)")
-	case o.sequencers == 3 && cluster.Profiles[o.timeouts] == nil:
-		return fmt.Errorf("bench: --timeouts %q (want lan, wan or test)", o.timeouts)
+	case o.Sequencers == 3 && cluster.Profiles[o.Timeouts] == nil:
+		return fmt.Errorf("bench: --timeouts %q (want lan, wan or test)", o.Timeouts)
 	}
 	return nil
+}
+
+// Run validates cfg, runs the bench it describes and writes its result
+// lines to cfg.Out. It returns when the bench is done or failed, or
+// soon after ctx ends (its processes killed).
+func Run(ctx context.Context, cfg Config) error {
+	if err := cfg.Validate(); err != nil {
+		return err
+	}
+	if cfg.Out == nil {
+		cfg.Out = os.Stdout
+	}
+	if cfg.Exe == "" {
+		exe, err := os.Executable()
+		if err != nil {
+			return fmt.Errorf("bench: the seqd binary to start: %w", err)
+		}
+		cfg.Exe = exe
+	}
+	if cfg.Mode == "baseline" {
+		return runBaseline(ctx, cfg)
+	}
+	switch cfg.Transport {
+	case "mem":
+		if cfg.Mode != "tput" {
+			return fmt.Errorf("bench: --mode %s needs a real transport (udp or tcp)", cfg.Mode)
+		}
+		return benchMem(cfg)
+	case "udp", "tcp":
+		return benchProcesses(ctx, cfg, cfg.OutDir)
+	}
+	return fmt.Errorf("bench: --transport %q not supported yet (want mem, udp or tcp)", cfg.Transport)
 }
 
 // benchReceiver verifies the stream it delivers: dense seqs and each
@@ -169,7 +184,7 @@ const memFrameBytes = 65507
 // benchMem runs the sequencer, the senders and one receiving node on one
 // goroutine over the mem transport: the cost of the protocol itself,
 // without system calls.
-func benchMem(o benchOptions) error {
+func benchMem(o Config) error {
 	net, err := mem.NewNetwork(mem.Config{})
 	if err != nil {
 		return err
@@ -199,13 +214,13 @@ func benchMem(o benchOptions) error {
 	}
 	var peers []peer
 	now := time.Now().UnixNano()
-	for i := 0; i <= o.nodes; i++ {
+	for i := 0; i <= o.Nodes; i++ {
 		cfg := node.DefaultConfig()
 		cfg.Account = fmt.Sprintf("B%d", i)
 		cfg.Rewind = true // the receiver checks the stream from seq 1
 		cfg.Incarnation = 1
 		var h node.Handler = benchSender{}
-		if i == o.nodes {
+		if i == o.Nodes {
 			cfg.Account = "RECV"
 			cfg.ReadOnly = true
 			h = recv
@@ -214,7 +229,7 @@ func benchMem(o benchOptions) error {
 		}
 		cfg.Window = 4096
 		cfg.MaxPacketBytes = memFrameBytes
-		if one := wire.CommandHeaderBytes + wire.CommandRecordBytes + o.size; !o.batch && one <= memFrameBytes {
+		if one := wire.CommandHeaderBytes + wire.CommandRecordBytes + o.SizeBytes; !o.Batch && one <= memFrameBytes {
 			cfg.MaxPacketBytes = one
 		}
 		cl := net.Client()
@@ -226,10 +241,10 @@ func benchMem(o benchOptions) error {
 		p.handler = func(f []byte, _ transport.Peer) { _ = core.Step(now, f) }
 		peers = append(peers, p)
 	}
-	payload := make([]byte, o.size)
-	perNode := o.count / o.nodes
-	total := perNode * o.nodes
-	sent := make([]int, o.nodes)
+	payload := make([]byte, o.SizeBytes)
+	perNode := o.Count / o.Nodes
+	total := perNode * o.Nodes
+	sent := make([]int, o.Nodes)
 
 	var ms0, ms1 runtime.MemStats
 	runtime.GC()
@@ -239,7 +254,7 @@ func benchMem(o benchOptions) error {
 	for rounds := 0; recv.msgs < total; rounds++ {
 		snow = clock()
 		now = snow.Wall
-		for i := 0; i < o.nodes; i++ {
+		for i := 0; i < o.Nodes; i++ {
 			c := peers[i].core
 			for k := 0; k < 64 && sent[i] < perNode; k++ {
 				if _, err := c.Send(now, payload); err != nil {
@@ -274,7 +289,7 @@ func benchMem(o benchOptions) error {
 	elapsed := time.Since(start)
 	runtime.ReadMemStats(&ms1)
 	allocs := float64(ms1.Mallocs-ms0.Mallocs) / float64(total)
-	fmt.Printf("bench transport=mem mode=tput size=%d nodes=%d msgs=%d rate=%.0f msg/s allocs_per_msg=%.4f\n",
-		o.size, o.nodes, total, float64(total)/elapsed.Seconds(), allocs)
-	return nil
+	_, err = fmt.Fprintf(o.Out, "bench transport=mem mode=tput size=%d nodes=%d msgs=%d rate=%.0f msg/s allocs_per_msg=%.4f\n",
+		o.SizeBytes, o.Nodes, total, float64(total)/elapsed.Seconds(), allocs)
+	return err
 }

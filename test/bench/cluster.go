@@ -94,24 +94,24 @@ func startBenchCluster(ctx context.Context, set *procSet, netArgs []string, spin
 // benchCompareCluster runs the bench with one sequencer, then with a Raft
 // group of three, and prints both lines and the ratios of the group's
 // figures to the single sequencer's (tput: rate; rtt: p50 and p99).
-func benchCompareCluster(ctx context.Context, o benchOptions, outDir string) error {
+func benchCompareCluster(ctx context.Context, o Config, outDir string) error {
 	one := o
-	one.sequencers = 1
+	one.Sequencers = 1
 	l1, err := benchRun(ctx, one, "")
 	if err != nil {
 		return err
 	}
-	fmt.Printf("%s sequencers=1 delivery=%s\n", l1, o.delivery)
+	fmt.Fprintf(o.Out, "%s sequencers=1 delivery=%s\n", l1, o.Delivery)
 	l3, err := benchRun(ctx, o, outDir)
 	if err != nil {
 		return err
 	}
-	fmt.Printf("%s sequencers=3 delivery=%s\n", l3, o.delivery)
+	fmt.Fprintf(o.Out, "%s sequencers=3 delivery=%s\n", l3, o.Delivery)
 	if n, err := field(l3, "epochs"); err == nil && n > 1 {
 		fmt.Fprintf(os.Stderr, "bench: the group changed primary %d times during the run: its figures include the failovers (on a loaded machine use --timeouts test)\n", int(n)-1)
 	}
 	keys := []string{"rate"}
-	if o.mode == "rtt" {
+	if o.Mode == "rtt" {
 		keys = []string{"p50_us", "p99_us"}
 	}
 	var ratios []string
@@ -128,6 +128,6 @@ func benchCompareCluster(ctx context.Context, o benchOptions, outDir string) err
 			ratios = append(ratios, fmt.Sprintf("%s_ratio=%.2f", strings.TrimSuffix(k, "_us"), b/a))
 		}
 	}
-	fmt.Printf("bench transport=%s mode=%s sequencers=3 delivery=%s vs_1_sequencer %s\n", o.transport, o.mode, o.delivery, strings.Join(ratios, " "))
+	fmt.Fprintf(o.Out, "bench transport=%s mode=%s sequencers=3 delivery=%s vs_1_sequencer %s\n", o.Transport, o.Mode, o.Delivery, strings.Join(ratios, " "))
 	return nil
 }

@@ -16,14 +16,14 @@ import (
 // --sequencers 3, the three members of a cluster: the primary and two
 // standbys), a `seqd tail` and a read-only `seqd node` (waiting for
 // messages that never come), all idle (the stream carries heartbeats
-// only), for o.idleFor, and prints the share of one core each used, how
+// only), for o.IdleFor, and prints the share of one core each used, how
 // often each was woken (scheduled onto a CPU) per second, and the
 // sequencer's (the primary's) resident memory. CPU time comes from the
 // scheduler's own account of each thread (/proc/PID/task/*/schedstat, in
 // nanoseconds), not from the 100 Hz tick sampling that ps and top show: a
 // process that wakes a hundred times a second for a few microseconds is
 // over- or under-counted by the ticks, depending on how its wake-ups fall.
-func benchIdle(ctx context.Context, o benchOptions, set *procSet, seq *proc, netArgs []string) (string, error) {
+func benchIdle(ctx context.Context, o Config, set *procSet, seq *proc, netArgs []string) (string, error) {
 	// With a cluster, every member is measured under its role's name.
 	type measured struct {
 		name string
@@ -31,7 +31,7 @@ func benchIdle(ctx context.Context, o benchOptions, set *procSet, seq *proc, net
 	}
 	procs := []measured{{"sequencer", seq}}
 	var members []*proc
-	if o.sequencers == 3 {
+	if o.Sequencers == 3 {
 		for _, p := range set.started {
 			if strings.HasPrefix(p.name, "sequencer-") {
 				members = append(members, p)
@@ -47,7 +47,7 @@ func benchIdle(ctx context.Context, o benchOptions, set *procSet, seq *proc, net
 		return "", err
 	}
 	defer tail.stop()
-	nd, err := set.start(ctx, "node", true, append(append([]string{"node"}, netArgs...), "--read-only", "--expect", "1000000000", "--node.idle-spin", o.spin.String())...)
+	nd, err := set.start(ctx, "node", true, append(append([]string{"node"}, netArgs...), "--read-only", "--expect", "1000000000", "--node.idle-spin", o.Spin.String())...)
 	if err != nil {
 		return "", err
 	}
@@ -73,15 +73,15 @@ func benchIdle(ctx context.Context, o benchOptions, set *procSet, seq *proc, net
 		}
 	}
 	start := time.Now()
-	if err := sleepOrDied(ctx, set, o.idleFor); err != nil {
+	if err := sleepOrDied(ctx, set, o.IdleFor); err != nil {
 		return "", err
 	}
 	elapsed := time.Since(start)
-	head := fmt.Sprintf("bench transport=%s mode=idle seconds=%.0f", o.transport, elapsed.Seconds())
+	head := fmt.Sprintf("bench transport=%s mode=idle seconds=%.0f", o.Transport, elapsed.Seconds())
 	if members != nil {
 		// Each member is named by its role at the end; an epoch change
 		// during the measurement is said (its figures mix the roles).
-		head += fmt.Sprintf(" sequencers=3 timeouts=%s", o.timeouts)
+		head += fmt.Sprintf(" sequencers=3 timeouts=%s", o.Timeouts)
 		standbys := 0
 		for i := range members {
 			st, err := cluster.FetchStatus(ctx, members[i].admin)

@@ -41,20 +41,17 @@ type proc struct {
 // with that child's error instead of waiting for a line that will never
 // come.
 type procSet struct {
+	exe  string // the seqd binary every child runs
 	died chan *proc
 	// started is every child in the order started (start is called from
 	// one goroutine): the idle bench of a cluster finds its members here.
 	started []*proc
 }
 
-func newProcSet() *procSet { return &procSet{died: make(chan *proc, 128)} }
+func newProcSet(exe string) *procSet { return &procSet{exe: exe, died: make(chan *proc, 128)} }
 
 func (set *procSet) start(ctx context.Context, name string, mustRun bool, args ...string) (*proc, error) {
-	exe, err := os.Executable()
-	if err != nil {
-		return nil, err
-	}
-	cmd := exec.CommandContext(ctx, exe, args...)
+	cmd := exec.CommandContext(ctx, set.exe, args...)
 	p := &proc{name: name, cmd: cmd, set: set, mustRun: mustRun, lines: make(chan string, 64), exited: make(chan struct{}),
 		stderr: &prefixWriter{prefix: name + ": ", w: os.Stderr}}
 	cmd.Stderr = p.stderr
@@ -217,33 +214,33 @@ func benchNet(transportName string) ([]string, error) {
 // every node are separate processes on loopback. With --sequencers 3 it
 // runs twice, with one sequencer and then with a Raft group of three, and
 // gives the second figure as a ratio of the first (benchcluster.go).
-func benchProcesses(ctx context.Context, o benchOptions, outDir string) error {
-	if o.sequencers == 3 && o.mode != "idle" {
+func benchProcesses(ctx context.Context, o Config, outDir string) error {
+	if o.Sequencers == 3 && o.Mode != "idle" {
 		return benchCompareCluster(ctx, o, outDir)
 	}
 	line, err := benchRun(ctx, o, outDir)
 	if err != nil {
 		return err
 	}
-	fmt.Println(line)
+	fmt.Fprintln(o.Out, line)
 	return nil
 }
 
 // benchRun runs one bench and returns its result line: with
-// o.sequencers == 3 against three `seqd sequencer --cluster` members.
-func benchRun(ctx context.Context, o benchOptions, outDir string) (line string, err error) {
-	netArgs, err := benchNet(o.transport)
+// o.Sequencers == 3 against three `seqd sequencer --cluster` members.
+func benchRun(ctx context.Context, o Config, outDir string) (line string, err error) {
+	netArgs, err := benchNet(o.Transport)
 	if err != nil {
 		return "", err
 	}
 	ctx, cancel := context.WithTimeout(ctx, 10*time.Minute)
 	defer cancel()
 	seqArgs := append([]string{"sequencer"}, netArgs...)
-	seqArgs = append(seqArgs, "--session", strconv.FormatInt(time.Now().UnixNano(), 10), "--sequencer.idle-spin", o.spin.String())
+	seqArgs = append(seqArgs, "--session", strconv.FormatInt(time.Now().UnixNano(), 10), "--sequencer.idle-spin", o.Spin.String())
 	// The rtt latency breakdown: the sequencer notes when each packet
 	// went out, the node when each round trip passed each hop.
 	var publishTimes, stamps string
-	if o.mode == "rtt" {
+	if o.Mode == "rtt" {
 		// With --out the raw instants stay there for a closer look.
 		dir := outDir
 		if dir == "" {
@@ -257,17 +254,17 @@ func benchRun(ctx context.Context, o benchOptions, outDir string) (line string, 
 		publishTimes, stamps = filepath.Join(dir, "rtt_publish_times_ns.txt"), filepath.Join(dir, "rtt_stamps_ns.txt")
 		seqArgs = append(seqArgs, "--publish-times", publishTimes)
 	}
-	set := newProcSet()
+	set := newProcSet(o.Exe)
 	var seq *proc
-	if o.sequencers == 3 {
+	if o.Sequencers == 3 {
 		var stopAll func()
 		var primaries *atomic.Int64
-		seq, stopAll, primaries, err = startBenchCluster(ctx, set, netArgs, o.spin, "--timeouts", o.timeouts)
+		seq, stopAll, primaries, err = startBenchCluster(ctx, set, netArgs, o.Spin, "--timeouts", o.Timeouts)
 		if err != nil {
 			return "", err
 		}
 		defer stopAll()
-		if o.mode == "tput" || o.mode == "rtt" {
+		if o.Mode == "tput" || o.Mode == "rtt" {
 			// The figures hold for one primary only: say how many there were.
 			defer func() {
 				if line != "" {
@@ -286,8 +283,8 @@ func benchRun(ctx context.Context, o benchOptions, outDir string) (line string, 
 	}
 	nodeArgs := func(extra ...string) []string {
 		a := append([]string{"node"}, netArgs...)
-		a = append(a, "--size", strconv.Itoa(o.size), "--node.window", "4096", "--node.idle-spin", o.spin.String(), "--node.mode", o.delivery)
-		if one := wire.CommandHeaderBytes + wire.CommandRecordBytes + o.size; !o.batch && one <= 65507 {
+		a = append(a, "--size", strconv.Itoa(o.SizeBytes), "--node.window", "4096", "--node.idle-spin", o.Spin.String(), "--node.mode", o.Delivery)
+		if one := wire.CommandHeaderBytes + wire.CommandRecordBytes + o.SizeBytes; !o.Batch && one <= 65507 {
 			// One command per frame: the frame limit fits exactly one.
 			// (A larger command is fragmented over several frames anyway.)
 			// The node's smallest frame limit holds a fragment header
@@ -297,10 +294,10 @@ func benchRun(ctx context.Context, o benchOptions, outDir string) (line string, 
 		}
 		return append(a, extra...)
 	}
-	if o.mode == "rewind" {
+	if o.Mode == "rewind" {
 		return "", benchRewind(ctx, o, set, netArgs, nodeArgs)
 	}
-	if o.mode == "idle" {
+	if o.Mode == "idle" {
 		return benchIdle(ctx, o, set, seq, netArgs)
 	}
 	var procs []*proc
@@ -309,7 +306,7 @@ func benchRun(ctx context.Context, o benchOptions, outDir string) (line string, 
 			p.stop()
 		}
 	}()
-	if o.mode == "rtt" {
+	if o.Mode == "rtt" {
 		samples := ""
 		if outDir != "" {
 			if err := os.MkdirAll(outDir, 0o755); err != nil {
@@ -317,7 +314,7 @@ func benchRun(ctx context.Context, o benchOptions, outDir string) (line string, 
 			}
 			samples = filepath.Join(outDir, "rtt_samples_ns.txt")
 		}
-		args := nodeArgs("--account", "RTT", "--rtt", "--count", strconv.Itoa(o.count), "--stamps", stamps)
+		args := nodeArgs("--account", "RTT", "--rtt", "--count", strconv.Itoa(o.Count), "--stamps", stamps)
 		if samples != "" {
 			args = append(args, "--samples", samples)
 		}
@@ -331,28 +328,28 @@ func benchRun(ctx context.Context, o benchOptions, outDir string) (line string, 
 			return "", err
 		}
 		spin := ""
-		if o.spin > 0 {
-			spin = fmt.Sprintf(" spin_us=%d", o.spin.Microseconds())
+		if o.Spin > 0 {
+			spin = fmt.Sprintf(" spin_us=%d", o.Spin.Microseconds())
 		}
-		if o.sequencers == 3 {
+		if o.Sequencers == 3 {
 			// No per-hop breakdown: a cluster member does not note its
 			// publish times.
-			return fmt.Sprintf("bench transport=%s mode=rtt size=%d msgs=%d %s%s", o.transport, o.size, o.count, latencyFields(line), spin), nil
+			return fmt.Sprintf("bench transport=%s mode=rtt size=%d msgs=%d %s%s", o.Transport, o.SizeBytes, o.Count, latencyFields(line), spin), nil
 		}
 		hops, err := rttHops(seq, publishTimes, stamps)
 		if err != nil {
 			return "", err
 		}
-		result := fmt.Sprintf("bench transport=%s mode=rtt size=%d msgs=%d %s%s %s", o.transport, o.size, o.count, latencyFields(line), spin, hops.fields())
+		result := fmt.Sprintf("bench transport=%s mode=rtt size=%d msgs=%d %s%s %s", o.Transport, o.SizeBytes, o.Count, latencyFields(line), spin, hops.fields())
 		if outDir != "" {
-			path, err := hops.writeCSV(outDir, o.transport)
+			path, err := hops.writeCSV(outDir, o.Transport)
 			if err != nil {
 				return "", err
 			}
 			fmt.Fprintf(os.Stderr, "bench: hops %s\n", path)
 		}
 		if samples != "" {
-			if err := histogramFromFile(outDir, o.transport, samples); err != nil {
+			if err := histogramFromFile(outDir, o.Transport, samples); err != nil {
 				return "", err
 			}
 		}
@@ -363,10 +360,10 @@ func benchRun(ctx context.Context, o benchOptions, outDir string) (line string, 
 	// one verifies the whole stream (dense, every sender's commands once
 	// and in order, its own payloads intact) and reports the rate at which
 	// it delivered it; the slowest one is the figure.
-	per := o.count / o.nodes
-	total := per * o.nodes
+	per := o.Count / o.Nodes
+	total := per * o.Nodes
 	var senders []*proc
-	for i := 0; i < o.nodes; i++ {
+	for i := 0; i < o.Nodes; i++ {
 		p, err := set.start(ctx, fmt.Sprintf("sender%d", i), false, nodeArgs("--account", fmt.Sprintf("B%d", i),
 			"--count", strconv.Itoa(per), "--expect", strconv.Itoa(total-per))...)
 		if err != nil {
@@ -407,7 +404,7 @@ func benchRun(ctx context.Context, o benchOptions, outDir string) (line string, 
 	// resends: commands the nodes sent again; duplicates: copies the
 	// sequencer dropped (resends that were not needed, and repeats).
 	return fmt.Sprintf("bench transport=%s mode=tput size=%d nodes=%d msgs=%d rate=%.0f msg/s allocs_per_msg=%.4f resends=%.0f duplicates=%.0f",
-		o.transport, o.size, o.nodes, total, rate, worst, resends, dups), nil
+		o.Transport, o.SizeBytes, o.Nodes, total, rate, worst, resends, dups), nil
 }
 
 // rttHops stops the sequencer, so that it writes when it published each

@@ -16,7 +16,7 @@ import (
 // joins, rewinds the whole stream from the replayer over TCP on loopback
 // (its live stream idle: heartbeats only) and verifies it. Its delivery
 // rate, from its first message to its last, is the figure.
-func benchRewind(ctx context.Context, o benchOptions, set *procSet, netArgs []string, nodeArgs func(...string) []string) error {
+func benchRewind(ctx context.Context, o Config, set *procSet, netArgs []string, nodeArgs func(...string) []string) error {
 	dir, err := os.MkdirTemp("", "seqd-bench-rewind-")
 	if err != nil {
 		return err
@@ -49,7 +49,7 @@ func benchRewind(ctx context.Context, o benchOptions, set *procSet, netArgs []st
 	// Load: one node publishes every message, batched (the load is not
 	// what is measured).
 	loadArgs := append([]string{"node"}, netArgs...)
-	loadArgs = append(loadArgs, "--account", "LOAD", "--count", strconv.Itoa(o.count), "--size", strconv.Itoa(o.size), "--node.window", "8192")
+	loadArgs = append(loadArgs, "--account", "LOAD", "--count", strconv.Itoa(o.Count), "--size", strconv.Itoa(o.SizeBytes), "--node.window", "8192")
 	loader, err := set.start(ctx, "loader", false, loadArgs...)
 	if err != nil {
 		return err
@@ -59,7 +59,7 @@ func benchRewind(ctx context.Context, o benchOptions, set *procSet, netArgs []st
 		return err
 	}
 	// The rewinding node: reads from seq 1, counts the loader's messages.
-	rw, err := set.start(ctx, "rewinder", false, nodeArgs("--read-only", "--count", "0", "--expect", strconv.Itoa(o.count), "--rewind", rewindAddr)...)
+	rw, err := set.start(ctx, "rewinder", false, nodeArgs("--read-only", "--count", "0", "--expect", strconv.Itoa(o.Count), "--rewind", rewindAddr)...)
 	if err != nil {
 		return err
 	}
@@ -73,11 +73,24 @@ func benchRewind(ctx context.Context, o benchOptions, set *procSet, netArgs []st
 		return err
 	}
 	allocs, _ := field(line, "allocs_per_msg")
-	fmt.Printf("bench transport=%s mode=rewind size=%d msgs=%d rate=%.0f msg/s allocs_per_msg=%.4f\n", o.transport, o.size, o.count, rate, allocs)
+	fmt.Fprintf(o.Out, "bench transport=%s mode=rewind size=%d msgs=%d rate=%.0f msg/s allocs_per_msg=%.4f\n", o.Transport, o.SizeBytes, o.Count, rate, allocs)
 	return nil
 }
 
 // freeTCP returns a loopback TCP address free a moment ago.
 func freeTCP() (string, error) {
 	return freeport.Addr()
+}
+
+// freeAddrs returns n loopback addresses free a moment ago.
+func freeAddrs(n int) ([]string, error) {
+	var out []string
+	for range n {
+		a, err := freeport.Addr()
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, a)
+	}
+	return out, nil
 }

@@ -1,0 +1,28 @@
+// Package bench is `seqd bench`: end-to-end throughput, round trip,
+// rewind and idle measurements of seqd, and the baselines they are read
+// against (plain UDP between two processes on loopback, no seqd protocol).
+//
+// Run takes a Config (the command's flags, field by field) and prints one
+// result line per run, `bench transport=... mode=... key=value...`, on
+// Config.Out; scripts/bench-table.sh and the README parse those lines, so
+// their fields are an interface. Modes:
+//
+//   - tput over mem: the sequencer, the senders and a receiving node on
+//     one goroutine (the protocol's own cost, no system calls);
+//   - tput, rtt, rewind and idle over udp or tcp: the sequencer (or a Raft
+//     group of three, Sequencers 3) and every node are separate seqd
+//     processes started from Config.Exe, each verifying the stream;
+//   - baseline: a `seqd bench-peer` child echoes or sinks UDP (RunPeer).
+//
+// The rtt breakdown's instruments live here too, used by `seqd node
+// --stamps` (TraceClient, RTTStamps, WriteStamps) and `seqd sequencer
+// --publish-times` (NewTracedServer); Summarize gives every mode's
+// percentiles; FillPayload and CheckPayload are the payload a bench
+// sender writes and checks when its command comes back (`seqd node` and
+// the drill's nodes use them).
+//
+// Concurrency: Run blocks until its bench ends; it starts goroutines
+// that read its children's output and ends them before it returns. The
+// traced transports are used by one goroutine, the one that drives the
+// transport they wrap.
+package bench
