@@ -14,6 +14,7 @@ import (
 	"github.com/seqd/seqd/cluster"
 	"github.com/seqd/seqd/sequencer"
 	"github.com/seqd/seqd/transport"
+	"github.com/seqd/seqd/transport/open"
 )
 
 // clusterFlags are the keys of `seqd sequencer --cluster`.
@@ -119,7 +120,7 @@ func runClusterSequencer(c *cli.Context, seq sequencer.Config, log *slog.Logger)
 			return err
 		}
 	default:
-		return oneOf("transport", c.String("transport"), serverTransports...)
+		return oneOf("transport", c.String("transport"), open.ServerKinds...)
 	}
 	// --fault-addr (drills): Raft and the stream sockets go through
 	// switchable fault injection (drill_fault.go).

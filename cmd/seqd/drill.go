@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bufio"
 	"context"
 	"encoding/json"
 	"errors"
@@ -17,12 +16,12 @@ import (
 	"strconv"
 	"strings"
 	"sync"
-	"syscall"
 	"time"
 
 	"github.com/urfave/cli/v2"
 
 	"github.com/seqd/seqd/cluster"
+	child "github.com/seqd/seqd/test/proc"
 )
 
 func drillCommand() *cli.Command {
@@ -70,42 +69,22 @@ exiting 1 on any violation or when any child dies on its own.`,
 	}
 }
 
-// drillProc is one child process and what it printed.
+// drillProc is one child process (a member, the replayer or a node) of
+// the drill, across its restarts.
 type drillProc struct {
-	name   string
-	id     int    // members: 1..3
-	admin  string // members: control endpoint
-	fault  string // members: fault endpoint
-	args   []string
-	cmd    *exec.Cmd
-	stdin  io.WriteCloser
-	exited chan struct{}
-	mu     sync.Mutex
-	lines  []string
-	killed bool // the drill killed it: its exit is no failure
-	err    error
+	name  string
+	id    int    // members: 1..3
+	admin string // members: control endpoint
+	fault string // members: fault endpoint
+	args  []string
+	p     *child.Proc // the running (or last) incarnation
 }
 
-func (p *drillProc) snapshot() []string {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	return p.lines
-}
+func (p *drillProc) snapshot() []string { return p.p.Lines() }
 
-func (p *drillProc) alive() bool {
-	select {
-	case <-p.exited:
-		return false
-	default:
-		return true
-	}
-}
+func (p *drillProc) alive() bool { return p.p.Alive() }
 
-func (p *drillProc) send(line string) {
-	if p.stdin != nil {
-		_, _ = io.WriteString(p.stdin, line+"\n")
-	}
-}
+func (p *drillProc) send(line string) { p.p.Send(line) }
 
 var drillPrimaryLine = regexp.MustCompile(`^sequencer: primary id=(\d+) epoch=(\d+) first_seq=(\d+) started_ns=(\d+)`)
 
@@ -146,76 +125,67 @@ type drill struct {
 	members []*drillProc
 	nodes   []*drillProc // senders, then the checker, then the fast node
 	all     []*drillProc
-	died    chan error // a child that exited on its own
+	// procs are the children; the first that exits on its own (Died)
+	// fails the drill.
+	procs *child.Set
 	// fastStops counts the fast node's stops with ErrDiverged.
 	fastStops int
 }
 
+func (d *drill) logPath(name string) string { return filepath.Join(d.dir, name+".log") }
+
+// start starts (or restarts) p, its stdout and stderr appended to its log.
 func (d *drill) start(ctx context.Context, p *drillProc) error {
-	logf, err := os.OpenFile(filepath.Join(d.dir, p.name+".log"), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+	logf, err := os.OpenFile(d.logPath(p.name), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
 	if err != nil {
 		return err
 	}
-	p.cmd = exec.CommandContext(ctx, d.exe, p.args...)
-	p.cmd.Stderr = logf
-	out, err := p.cmd.StdoutPipe()
+	log := &syncWriter{w: logf}
+	p.p, err = d.procs.Start(ctx, child.Spec{Name: p.name, Args: p.args, MustRun: true, Stdin: true,
+		Stderr: log, Stdout: log,
+		// A fast node stopped by ErrDiverged: the contract of fast
+		// mode; the drill restarts it between rounds.
+		Expected: func(err error) bool {
+			var ee *exec.ExitError
+			return errors.As(err, &ee) && ee.ExitCode() == exitDiverged
+		}})
 	if err != nil {
 		logf.Close()
 		return err
 	}
-	if p.stdin, err = p.cmd.StdinPipe(); err != nil {
-		logf.Close()
-		return err
-	}
-	if err := p.cmd.Start(); err != nil {
-		logf.Close()
-		return err
-	}
-	p.exited = make(chan struct{})
-	p.mu.Lock()
-	p.killed, p.lines, p.err = false, nil, nil
-	p.mu.Unlock()
 	go func() {
-		sc := bufio.NewScanner(out)
-		for sc.Scan() {
-			fmt.Fprintln(logf, sc.Text())
-			p.mu.Lock()
-			p.lines = append(p.lines, sc.Text())
-			p.mu.Unlock()
-		}
-		err := p.cmd.Wait()
+		<-p.p.Exited()
 		logf.Close()
-		p.mu.Lock()
-		killed := p.killed
-		p.err = err
-		p.mu.Unlock()
-		var ee *exec.ExitError
-		switch {
-		case killed || ctx.Err() != nil:
-		case errors.As(err, &ee) && ee.ExitCode() == exitDiverged:
-			// A fast node stopped by ErrDiverged: the contract of fast
-			// mode; the drill restarts it between rounds.
-		default:
-			d.died <- fmt.Errorf("%s exited on its own (%v); its log: %s", p.name, err, logf.Name())
-		}
-		close(p.exited)
 	}()
 	return nil
 }
 
-func (d *drill) kill(p *drillProc) {
-	p.mu.Lock()
-	p.killed = true
-	p.mu.Unlock()
-	_ = p.cmd.Process.Signal(syscall.SIGKILL)
-	<-p.exited
+// syncWriter serializes the writes of a child's stdout and stderr
+// goroutines to its log.
+type syncWriter struct {
+	mu sync.Mutex
+	w  io.Writer
+}
+
+func (s *syncWriter) Write(b []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.w.Write(b)
+}
+
+func (d *drill) kill(p *drillProc) { p.p.Kill() }
+
+// died is the error of the first child that exited on its own.
+func (d *drill) died() error {
+	p := d.procs.Dead()
+	return fmt.Errorf("%s exited on its own (%v); its log: %s", p.Name(), p.Err(), d.logPath(p.Name()))
 }
 
 // sleep waits for dt, failing early when a child dies.
 func (d *drill) sleep(ctx context.Context, dt time.Duration) error {
 	select {
-	case err := <-d.died:
-		return err
+	case <-d.procs.Died():
+		return d.died()
 	case <-ctx.Done():
 		return ctx.Err()
 	case <-time.After(dt):
@@ -459,14 +429,12 @@ func runDrillFailover(c *cli.Context) error {
 	r := rand.New(rand.NewPCG(seed, 0x5eed))
 	port := 20000 + r.IntN(30000)
 	a, b := 1+r.IntN(250), 1+r.IntN(250)
-	d := &drill{exe: exe, dir: dir, died: make(chan error, 16),
+	d := &drill{exe: exe, dir: dir, procs: child.NewSet("drill"),
 		net: []string{"--transport", "udp", "--udp.stream-group", fmt.Sprintf("239.83.%d.%d:%d", a, b, port), "--udp.command-group", fmt.Sprintf("239.84.%d.%d:%d", a, b, port+1)}}
 	defer func() {
 		cancel()
-		for _, p := range d.all {
-			if p.exited != nil {
-				<-p.exited
-			}
+		for _, p := range d.procs.Started() {
+			<-p.Exited()
 		}
 	}()
 	addrs, err := freeAddrs(13)

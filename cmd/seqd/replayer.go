@@ -105,10 +105,7 @@ func runReplayer(c *cli.Context) error {
 		return err // names the field; its key is store.* or repair.*
 	}
 	kind := c.String("transport")
-	if err := oneOf("transport", kind, clientTransports...); err != nil {
-		return err
-	}
-	if err := validateTransport(c, kind); err != nil {
+	if err := validateTransport(c, false); err != nil {
 		return err
 	}
 	nakAddr := c.String("nak-addr")

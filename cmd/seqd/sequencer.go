@@ -114,10 +114,7 @@ func runSequencer(c *cli.Context) error {
 	if err := cfg.Validate(); err != nil {
 		return configError(err, sequencerKeys)
 	}
-	if err := oneOf("transport", c.String("transport"), serverTransports...); err != nil {
-		return err
-	}
-	if err := validateTransport(c, c.String("transport")); err != nil {
+	if err := validateTransport(c, true); err != nil {
 		return err
 	}
 	if c.Bool("dry-run") && c.Bool("cluster") {

@@ -1,26 +1,16 @@
 package main
 
 import (
-	"fmt"
 	"log/slog"
-	"net"
-	"os"
 	"strings"
-	"time"
 
 	"github.com/urfave/cli/v2"
 
 	"github.com/seqd/seqd/multicast"
 	"github.com/seqd/seqd/transport"
 	"github.com/seqd/seqd/transport/fault"
-	"github.com/seqd/seqd/transport/hybrid"
+	"github.com/seqd/seqd/transport/open"
 	"github.com/seqd/seqd/transport/tcp"
-)
-
-// Transports each role accepts: only the sequencer serves both at once.
-var (
-	serverTransports = []string{"udp", "tcp", "hybrid"}
-	clientTransports = []string{"udp", "tcp"}
 )
 
 // cliReadBufferBytes is the SO_RCVBUF the CLI asks for by default. The
@@ -54,10 +44,6 @@ func transportFlags(server bool) []cli.Flag {
 	}
 	return flags
 }
-
-// clusterReconnectMax is the longest wait between two rounds of dials of a
-// client given several sequencer addresses.
-const clusterReconnectMax = 20 * time.Millisecond
 
 // tcpAddrs is the list --tcp.addr holds (one address, or a cluster's
 // members).
@@ -102,10 +88,7 @@ func tcpConfig(c *cli.Context, faults fault.Config, log *slog.Logger) tcp.Config
 		// A cluster's members: a client tries them in turn, and the
 		// sequencer listens on its own (--tcp.listen, clusterTCPListen).
 		tc.Addr, tc.Addrs = addrs[0], addrs
-		// Only the primary accepts, and a refused dial on a LAN costs a
-		// round trip: look for the new one often, so that a failover
-		// is not followed by a long backoff.
-		tc.ReconnectMax = clusterReconnectMax
+		tc.ReconnectMax = open.ClusterReconnectMax
 	}
 	if a := c.String("tcp.listen"); a != "" && c.IsSet("tcp.listen") {
 		tc.Addr = a
@@ -115,28 +98,23 @@ func tcpConfig(c *cli.Context, faults fault.Config, log *slog.Logger) tcp.Config
 	return tc
 }
 
+// transportConfig is the transport the flags configure; faults and the
+// logger are the caller's.
+func transportConfig(c *cli.Context, faults fault.Config, log *slog.Logger) open.Config {
+	return open.Config{
+		Transport: c.String("transport"),
+		Multicast: multicastConfig(c, faults),
+		TCP:       tcpConfig(c, faults, log),
+		Faults:    faults,
+		Logger:    log,
+	}
+}
+
 // autoPacketBytes is the largest datagram the configured path carries
-// without IP fragmentation: the interface MTU less the IPv4 and UDP
-// headers (1472 on Ethernet, 65507 on loopback), or the largest wire frame
-// over TCP. DESIGN.md: messages are batched up to the path MTU.
+// (open.PacketBytes), reported on the flags.
 func autoPacketBytes(c *cli.Context) (int, error) {
-	const maxUDPPayload = 65507
-	if c.String("transport") == "tcp" {
-		return maxUDPPayload, nil
-	}
-	name := c.String("udp.interface")
-	ifi, err := net.InterfaceByName(name)
-	if err != nil {
-		return 0, keyError("udp.interface", fmt.Sprintf("%q", name), fmt.Sprintf("a network interface of this host (%v)", err))
-	}
-	n := ifi.MTU - 28
-	if n > maxUDPPayload || ifi.MTU <= 0 {
-		n = maxUDPPayload
-	}
-	if n < 576-28 {
-		return 0, keyError("udp.interface", fmt.Sprintf("%q", name), fmt.Sprintf("an interface with an MTU of at least 576 (it has %d)", ifi.MTU))
-	}
-	return n, nil
+	n, err := open.PacketBytes(transportConfig(c, fault.Config{}, nil))
+	return n, configError(err, transportKeys)
 }
 
 // packetBytes resolves a max-packet-bytes key: 0 means the path MTU.
@@ -148,6 +126,7 @@ func packetBytes(c *cli.Context, key string) (int, error) {
 }
 
 var transportKeys = map[string]string{
+	"Transport":        "transport",
 	"StreamGroup":      "udp.stream-group",
 	"CommandGroup":     "udp.command-group",
 	"Interface":        "udp.interface",
@@ -157,120 +136,42 @@ var transportKeys = map[string]string{
 	"Addr":             "tcp.addr",
 }
 
-// validateTransport checks the transport keys without opening anything.
-func validateTransport(c *cli.Context, kind string) error {
-	if kind == "udp" || kind == "hybrid" {
-		if err := multicastConfig(c, fault.Config{}).Validate(); err != nil {
-			return configError(err, transportKeys)
-		}
+// validateTransport checks the transport keys without opening anything:
+// a server's (the sequencer's) or a client's.
+func validateTransport(c *cli.Context, server bool) error {
+	cfg := transportConfig(c, fault.Config{}, nil)
+	if server {
+		return configError(cfg.ValidateServer(), transportKeys)
 	}
-	if kind == "tcp" || kind == "hybrid" {
-		if err := tcpConfig(c, fault.Config{}, nil).Validate(); err != nil {
-			return configError(err, transportKeys)
-		}
-	}
-	return nil
+	return configError(cfg.ValidateClient(), transportKeys)
 }
 
-// openServer opens the sequencer's end of the configured transport and
-// says what it got (groups, addresses, the buffers the kernel granted).
+// openServer opens the sequencer's end of the configured transport.
 func openServer(c *cli.Context, log *slog.Logger) (transport.Server, error) {
-	kind := c.String("transport")
-	if err := oneOf("transport", kind, serverTransports...); err != nil {
-		return nil, err
-	}
-	if err := validateTransport(c, kind); err != nil {
-		return nil, err
+	cfg := transportConfig(c, fault.Config{}, log)
+	if err := cfg.ValidateServer(); err != nil {
+		return nil, configError(err, transportKeys)
 	}
 	faults, err := faultsFromEnv(log, "sequencer")
 	if err != nil {
 		return nil, err
 	}
-	var servers []transport.Server
-	if kind == "udp" || kind == "hybrid" {
-		s, err := multicast.NewServer(multicastConfig(c, faults))
-		if err != nil {
-			return nil, fmt.Errorf("udp: %w", err)
-		}
-		log.Info("udp multicast", "socket", s.SocketInfo())
-		servers = append(servers, s)
-	}
-	if kind == "tcp" || kind == "hybrid" {
-		s, err := tcp.NewServer(tcpConfig(c, faults, log))
-		if err != nil {
-			for _, o := range servers {
-				o.Close()
-			}
-			return nil, err // "tcp: listen ...": the package names itself
-		}
-		log.Info("tcp listening", "addr", s.Addr().String())
-		servers = append(servers, s)
-	}
-	if len(servers) == 1 {
-		return servers[0], nil
-	}
-	return hybrid.NewServer(servers...), nil
+	return open.Server(transportConfig(c, faults, log))
 }
 
-// openClient opens a node's end of the configured transport.
+// openClient opens a node's end of the configured transport (a cluster
+// member's for role "standby").
 func openClient(c *cli.Context, log *slog.Logger, role string) (transport.Client, error) {
-	kind := c.String("transport")
-	if kind == "hybrid" && role == "standby" {
-		// A hybrid cluster's standbys follow over multicast, as nodes
-		// near the sequencers do; remote nodes over TCP.
-		kind = "udp"
-	}
-	if err := oneOf("transport", kind, clientTransports...); err != nil {
-		return nil, err
-	}
-	if err := validateTransport(c, kind); err != nil {
-		return nil, err
+	cfg := transportConfig(c, fault.Config{}, log)
+	cfg.Standby = role == "standby"
+	if err := cfg.ValidateClient(); err != nil {
+		return nil, configError(err, transportKeys)
 	}
 	faults, err := faultsFromEnv(log, role)
 	if err != nil {
 		return nil, err
 	}
-	if kind == "udp" {
-		mc := multicastConfig(c, faults)
-		// Processes that share a fault seed must not drop the same frames.
-		mc.FaultStream = uint64(os.Getpid())
-		cl, err := multicast.NewClient(mc)
-		if err != nil {
-			return nil, fmt.Errorf("udp: %w", err)
-		}
-		log.Info("udp multicast", "socket", cl.SocketInfo())
-		return cl, nil
-	}
-	tc := tcpConfig(c, faults, log)
-	if role == "standby" {
-		// A cluster member starts before any primary is elected, and
-		// follows whichever member is primary (its own address
-		// refuses while it is a standby).
-		tc.DialTimeout = time.Second
-		return tcp.Open(tc)
-	}
-	tc.DialTimeout = 5 * time.Second
-	cl, err := dialTCP(tc)
-	if err != nil {
-		return nil, err // "tcp: dial ...": the package names itself
-	}
-	return cl, nil
-}
-
-// clusterDialWait is how long a node given a cluster's members waits for
-// one to accept: none does during an election.
-const clusterDialWait = 5 * time.Second
-
-// dialTCP connects a node: to the one sequencer at once, or, given a
-// cluster's members, to whichever is primary within clusterDialWait
-// (every address refusing all that time fails with each one's error).
-func dialTCP(tc tcp.Config) (*tcp.Client, error) {
-	deadline := time.Now().Add(clusterDialWait)
-	for {
-		cl, err := tcp.Dial(tc)
-		if err == nil || len(tc.Addrs) < 2 || time.Now().After(deadline) {
-			return cl, err
-		}
-		time.Sleep(tc.ReconnectMin)
-	}
+	cfg = transportConfig(c, faults, log)
+	cfg.Standby = role == "standby"
+	return open.Client(cfg)
 }

@@ -1,16 +1,20 @@
 // Command pinger is the README's node in twenty lines: it sends the time,
 // waits to see its own message in the stream, and sends again three
-// seconds later. Run it beside `seqd sequencer` (same host, defaults).
+// seconds later. Run it beside `seqd sequencer` (same host, defaults; --transport tcp
+// beside `seqd sequencer --transport tcp`).
 package main
 
 import (
 	"context"
+	"flag"
 	"fmt"
 	"log"
 	"time"
 
 	"github.com/seqd/seqd/multicast"
 	"github.com/seqd/seqd/node"
+	"github.com/seqd/seqd/transport/open"
+	"github.com/seqd/seqd/transport/tcp"
 )
 
 type Pinger struct{ n *node.Node }
@@ -26,7 +30,10 @@ func (p *Pinger) OnMessage(m *node.Message) {
 func (p *Pinger) OnLocalTimer(id uint64) { p.n.TrySendString("TIME-" + time.Now().String()) }
 
 func main() {
-	client, err := multicast.NewClient(multicast.DefaultConfig())
+	kind := flag.String("transport", open.UDP, "udp (multicast) | tcp: as the sequencer's --transport")
+	flag.Parse()
+	client, err := open.Client(open.Config{Transport: *kind,
+		Multicast: multicast.DefaultConfig(), TCP: tcp.DefaultConfig()})
 	if err != nil {
 		log.Fatal(err)
 	}

@@ -3,7 +3,6 @@ package e2e
 import (
 	"context"
 	"fmt"
-	"os/exec"
 	"regexp"
 	"strconv"
 	"strings"
@@ -21,8 +20,7 @@ type drillNodeProc struct {
 
 func startDrillNode(t *testing.T, ctx context.Context, bin, name string, args []string) *drillNodeProc {
 	t.Helper()
-	cmd := exec.CommandContext(ctx, bin, append([]string{"drill", "node"}, args...)...)
-	return &drillNodeProc{name: name, lineProc: startLineProc(t, cmd, "node "+name, true)}
+	return &drillNodeProc{name: name, lineProc: startLineProc(t, ctx, bin, append([]string{"drill", "node"}, args...), "node "+name, true)}
 }
 
 var (
@@ -101,7 +99,7 @@ func killPrimaryUnderLoad(t *testing.T, name string, seqNet, netAF, netBR []stri
 	// leadership by itself meanwhile.
 	old, e0, _ = r.primary(ctx, e0)
 	killed := time.Now()
-	if err := old.cmd.Process.Signal(syscall.SIGKILL); err != nil {
+	if err := old.Signal(syscall.SIGKILL); err != nil {
 		t.Fatal(err)
 	}
 	<-old.exited
@@ -130,7 +128,7 @@ func killPrimaryUnderLoad(t *testing.T, name string, seqNet, netAF, netBR []stri
 	time.Sleep(time.Second) // load on the new primary
 	for i, n := range nodes {
 		if specs[i].account != "" && !diverged[n.name] {
-			fmt.Fprintln(n.stdin, "stop")
+			n.Send("stop")
 		}
 	}
 	sent := map[string]uint64{}
@@ -158,7 +156,7 @@ func killPrimaryUnderLoad(t *testing.T, name string, seqNet, netAF, netBR []stri
 				continue
 			}
 			from := n.lineCount()
-			fmt.Fprintln(n.stdin, "report")
+			n.Send("report")
 			m := n.await(t, ctx, drillReport, from, "report")
 			reports = append(reports, append(m, specs[i].name))
 		}

@@ -70,8 +70,7 @@ func startCluster(t *testing.T, ctx context.Context, bin string, net []string, t
 func (r *clusterRun) start(ctx context.Context, id int, args []string) *clusterProc {
 	t := r.t
 	t.Helper()
-	cmd := exec.CommandContext(ctx, r.bin, args...)
-	return &clusterProc{id: id, args: args, lineProc: startLineProc(t, cmd, fmt.Sprintf("member %d", id), false)}
+	return &clusterProc{id: id, args: args, lineProc: startLineProc(t, ctx, r.bin, args, fmt.Sprintf("member %d", id), false)}
 }
 
 // primary waits for a process that began epoch >= min as primary and is
@@ -143,7 +142,7 @@ func TestCluster_KillPrimaryUnderLoad(t *testing.T) {
 		time.Sleep(1500 * time.Millisecond)
 		old, e0, _ = r.primary(ctx, epoch)
 		killed := time.Now()
-		if err := old.cmd.Process.Signal(syscall.SIGKILL); err != nil {
+		if err := old.Signal(syscall.SIGKILL); err != nil {
 			t.Fatal(err)
 		}
 		<-old.exited

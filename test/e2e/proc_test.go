@@ -3,15 +3,14 @@ package e2e
 import (
 	"bufio"
 	"context"
-	"io"
 	"os"
 	"os/exec"
 	"regexp"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
-	"time"
+
+	"github.com/seqd/seqd/test/proc"
 )
 
 // The helpers below start and stop the seqd processes of these tests in
@@ -93,99 +92,50 @@ func startBackground(t *testing.T, cmd *exec.Cmd) (*syncBuffer, <-chan error) {
 }
 
 // lineProc is a process whose stdout lines a goroutine collects while the
-// test polls them (find, await), with its stderr kept. It is killed when
-// the test ends, and what it printed is logged if the test failed.
+// test polls them (find, await), with its stderr kept (test/proc). It is
+// killed when the test ends, and what it printed is logged if the test
+// failed.
 type lineProc struct {
-	label  string // "member 2", "node A": names it in failures
-	cmd    *exec.Cmd
-	stdin  io.WriteCloser // nil unless asked for
-	mu     sync.Mutex
-	lines  []string
-	stderr *syncBuffer
-	exited chan struct{}
+	label string // "member 2", "node A": names it in failures
+	*proc.Proc
+	exited <-chan struct{}
 }
 
-// startLineProc starts cmd (with a pipe to its stdin if stdin is set).
-func startLineProc(t *testing.T, cmd *exec.Cmd, label string, stdin bool) *lineProc {
+// startLineProc starts bin args (with a pipe to its stdin if stdin is
+// set); it ends with ctx. Each has a set of its own: a test kills members
+// on purpose, and says itself which deaths fail it.
+func startLineProc(t *testing.T, ctx context.Context, bin string, args []string, label string, stdin bool) *lineProc {
 	t.Helper()
-	p := &lineProc{label: label, cmd: cmd, stderr: &syncBuffer{}, exited: make(chan struct{})}
-	cmd.Stderr = p.stderr
-	var err error
-	if stdin {
-		if p.stdin, err = cmd.StdinPipe(); err != nil {
-			t.Fatal(err)
-		}
-	}
-	out, err := cmd.StdoutPipe()
+	p, err := proc.NewSet("").Start(ctx, proc.Spec{Name: label, Path: bin, Args: args, Stdin: stdin})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	go func() {
-		sc := bufio.NewScanner(out)
-		for sc.Scan() {
-			p.mu.Lock()
-			p.lines = append(p.lines, sc.Text())
-			p.mu.Unlock()
-		}
-		_ = cmd.Wait()
-		close(p.exited)
-	}()
+	lp := &lineProc{label: label, Proc: p, exited: p.Exited()}
 	t.Cleanup(func() {
-		_ = cmd.Process.Kill()
-		<-p.exited
+		p.Kill()
 		if t.Failed() {
-			t.Logf("%s stdout:\n%s\nstderr:\n%s", p.label, tailOf(strings.Join(p.output(), "\n"), 3000), tailOf(p.stderr.String(), 3000))
+			t.Logf("%s stdout:\n%s\nstderr:\n%s", label, tailOf(strings.Join(p.Lines(), "\n"), 3000), tailOf(p.Stderr(), 3000))
 		}
 	})
-	return p
+	return lp
 }
 
 // output is a copy of the lines printed so far.
-func (p *lineProc) output() []string {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	return append([]string(nil), p.lines...)
-}
+func (p *lineProc) output() []string { return p.Lines() }
 
 // find returns the first line (from the i-th on) matching re.
-func (p *lineProc) find(re *regexp.Regexp, from int) ([]string, int) {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	for i := from; i < len(p.lines); i++ {
-		if m := re.FindStringSubmatch(p.lines[i]); m != nil {
-			return m, i
-		}
-	}
-	return nil, len(p.lines)
-}
+func (p *lineProc) find(re *regexp.Regexp, from int) ([]string, int) { return p.Find(re, from) }
 
-func (p *lineProc) lineCount() int {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	return len(p.lines)
-}
+func (p *lineProc) lineCount() int { return p.LineCount() }
 
 // await waits for a line matching re printed at or after line from.
 func (p *lineProc) await(t *testing.T, ctx context.Context, re *regexp.Regexp, from int, what string) []string {
 	t.Helper()
-	for ctx.Err() == nil {
-		if m, _ := p.find(re, from); m != nil {
-			return m
-		}
-		select {
-		case <-p.exited:
-			if m, _ := p.find(re, from); m != nil {
-				return m
-			}
-			t.Fatalf("%s exited before %s", p.label, what)
-		case <-time.After(5 * time.Millisecond):
-		}
+	m, err := p.Await(ctx, re, from, what)
+	if err != nil {
+		t.Fatal(err)
 	}
-	t.Fatalf("%s: no %s", p.label, what)
-	return nil
+	return m
 }
 
 func tailOf(s string, n int) string {

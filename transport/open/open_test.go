@@ -1,4 +1,4 @@
-package main
+package open
 
 import (
 	"testing"
@@ -31,12 +31,12 @@ func TestDialTCP_WaitsForAClusterPrimary(t *testing.T) {
 		}
 		up <- s
 	}()
-	cl, err := dialTCP(tc)
+	cl, err := DialTCP(tc)
 	if s := <-up; s != nil {
 		defer s.Close()
 	}
 	if err != nil {
-		t.Fatalf("dialTCP = %v, want the member that came up", err)
+		t.Fatalf("DialTCP = %v, want the member that came up", err)
 	}
 	defer cl.Close()
 	if cl.ServerAddr() != b {
@@ -45,7 +45,7 @@ func TestDialTCP_WaitsForAClusterPrimary(t *testing.T) {
 
 	// One address: no cluster, no wait.
 	tc.Addr, tc.Addrs = freeLoopback(t), nil
-	if _, err := dialTCP(tc); err == nil {
-		t.Fatal("dialTCP to a single dead address succeeded")
+	if _, err := DialTCP(tc); err == nil {
+		t.Fatal("DialTCP to a single dead address succeeded")
 	}
 }

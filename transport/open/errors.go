@@ -1,0 +1,7 @@
+package open
+
+import "errors"
+
+// ErrConfig is wrapped by every Config error (a config.Error naming the
+// field).
+var ErrConfig = errors.New("open: invalid configuration")
