@@ -5,89 +5,121 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"sync/atomic"
 	"time"
+
+	"github.com/seqd/seqd/test/proc"
 )
 
+// benchCluster is the Raft group of a bench run: three `seqd sequencer
+// --cluster` members on one host, each with its own directory.
+type benchCluster struct {
+	members []*proc.Proc
+	admins  []string   // members[i]'s control endpoint
+	primary *proc.Proc // the first member to become primary
+	// primaries counts the primaries the members announced during the
+	// run: 1 unless the group failed over (a loaded machine's starved
+	// leader loses its lease, see --timeouts).
+	primaries atomic.Int64
+	// shutdown is set once the bench stops the first primary (at the end
+	// of a run, to read its stopped line) or the group: the survivors
+	// then elect another at once (the death watch), which is the bench's
+	// shutdown, not a failover during the run, and is not counted.
+	shutdown atomic.Bool
+	dir      string
+	// endWatch ends the goroutines that watch the members' lines.
+	endWatch context.CancelFunc
+}
+
+// stopPrimary stops the first primary; later primaries are not counted.
+func (c *benchCluster) stopPrimary() {
+	c.shutdown.Store(true)
+	c.primary.Stop()
+}
+
+// stop stops every member and removes their directories.
+func (c *benchCluster) stop() {
+	c.shutdown.Store(true)
+	c.endWatch()
+	for _, m := range c.members {
+		m.Stop()
+	}
+	os.RemoveAll(c.dir)
+}
+
+// primaryLine is what a member prints when it becomes primary.
+var primaryLine = regexp.MustCompile(`^sequencer: primary `)
+
 // startBenchCluster starts three `seqd sequencer --cluster` members on
-// netArgs (udp multicast, each with its own directory) and returns the
-// first to become primary, once it sequences, a function that stops all
-// three and removes their directories, and the count of primaries the
-// members announced so far (1 unless the group failed over: a loaded
-// machine's starved leader loses its lease, see --timeouts). extra goes
-// to each member's command line (--timeouts).
-func startBenchCluster(ctx context.Context, set *procSet, netArgs []string, spin time.Duration, extra ...string) (*proc, func(), *atomic.Int64, error) {
+// netArgs (udp multicast) and returns the group once its first primary
+// sequences. extra goes to each member's command line (--timeouts).
+func startBenchCluster(ctx context.Context, set *children, netArgs []string, spin time.Duration, extra ...string) (*benchCluster, error) {
 	dir, err := os.MkdirTemp("", "seqd-bench-cluster-")
 	if err != nil {
-		return nil, nil, nil, err
+		return nil, err
 	}
 	addrs, err := freeAddrs(9)
 	if err != nil {
 		os.RemoveAll(dir)
-		return nil, nil, nil, err
+		return nil, err
 	}
 	var peers []string
 	for i := range 3 {
 		peers = append(peers, fmt.Sprintf("%d@%s@%s@%s", i+1, addrs[3*i], addrs[3*i+1], addrs[3*i+2]))
 	}
-	var members []*proc
-	stopAll := func() {
-		for _, m := range members {
-			m.stop()
-		}
-		os.RemoveAll(dir)
-	}
+	watchCtx, endWatch := context.WithCancel(ctx)
+	c := &benchCluster{dir: dir, endWatch: endWatch}
 	for i := 1; i <= 3; i++ {
 		args := append([]string{"sequencer", "--cluster", "--id", fmt.Sprint(i), "--dir", filepath.Join(dir, fmt.Sprint(i)),
 			"--peers", strings.Join(peers, ","), "--sequencer.idle-spin", spin.String()}, netArgs...)
 		args = append(args, extra...)
 		m, err := set.start(ctx, fmt.Sprintf("sequencer-%d", i), true, args...)
 		if err != nil {
-			stopAll()
-			return nil, nil, nil, err
+			c.stop()
+			return nil, err
 		}
-		m.admin = addrs[3*(i-1)+1]
-		members = append(members, m)
+		c.members = append(c.members, m)
+		c.admins = append(c.admins, addrs[3*(i-1)+1])
 	}
-	// The first member to print its primary line sequences: wait for the
-	// line on every member's output at once. Every member's output is
-	// drained for the cluster's life (a member must never block on a full
-	// pipe), counting the primaries announced.
-	// Once the bench stops the first primary (at the end of a run, to
-	// read its stopped line) the survivors elect another at once (the
-	// death watch): that primary is the bench's shutdown, not a failover
-	// during the run, and is not counted.
-	found := make(chan *proc, 3)
-	primaries := new(atomic.Int64)
-	var first atomic.Pointer[proc]
+	// The first member to print its primary line sequences: watch every
+	// member's output at once, for the group's life, counting the
+	// primaries announced.
+	found := make(chan *proc.Proc, 3)
+	for _, m := range c.members {
+		go c.watch(watchCtx, m, found)
+	}
 	wctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
-	for _, m := range members {
-		go func() {
-			for l := range m.lines {
-				if !strings.HasPrefix(l, "sequencer: primary ") {
-					continue
-				}
-				if f := first.Load(); f != nil && f.stopping.Load() {
-					continue
-				}
-				if primaries.Add(1) == 1 {
-					first.Store(m)
-					found <- m
-				}
-			}
-		}()
-	}
 	select {
 	case p := <-found:
-		return p, stopAll, primaries, nil
-	case d := <-set.died:
-		stopAll()
-		return nil, nil, nil, d.failure()
+		c.primary = p
+		return c, nil
+	case <-set.Died():
+		c.stop()
+		return nil, set.Dead().Failure()
 	case <-wctx.Done():
-		stopAll()
-		return nil, nil, nil, fmt.Errorf("bench: no cluster member became primary within 30s")
+		c.stop()
+		return nil, fmt.Errorf("bench: no cluster member became primary within 30s")
+	}
+}
+
+// watch counts m's primary lines until m exits or ctx ends; the first
+// primary of the group goes to found.
+func (c *benchCluster) watch(ctx context.Context, m *proc.Proc, found chan<- *proc.Proc) {
+	for from := 0; ; {
+		if _, err := m.Await(ctx, primaryLine, from, "primary line"); err != nil {
+			return
+		}
+		_, at := m.Find(primaryLine, from)
+		from = at + 1
+		if c.shutdown.Load() {
+			continue
+		}
+		if c.primaries.Add(1) == 1 {
+			found <- m
+		}
 	}
 }
 

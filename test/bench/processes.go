@@ -8,12 +8,29 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
-	"sync/atomic"
 	"time"
 
 	"github.com/seqd/seqd/internal/freeport"
+	"github.com/seqd/seqd/test/proc"
 	"github.com/seqd/seqd/wire"
 )
+
+// children is one run's seqd processes, started from exe under one death
+// watch (test/proc): the first that dies unasked ends whatever the bench
+// waits for, with its exit status and last stderr lines.
+type children struct {
+	*proc.Set
+	exe string
+}
+
+func newChildren(exe string) *children { return &children{Set: proc.NewSet("bench"), exe: exe} }
+
+// start starts `seqd args...` under name, its stderr copied to ours with
+// the name before each line. mustRun: it ends only when stopped (the
+// sequencer), so any exit is a failure.
+func (c *children) start(ctx context.Context, name string, mustRun bool, args ...string) (*proc.Proc, error) {
+	return c.Start(ctx, proc.Spec{Name: name, Path: c.exe, Args: args, MustRun: mustRun, Stderr: os.Stderr, Prefix: name + ": "})
+}
 
 // field reads key=value out of a result line.
 func field(line, key string) (float64, error) {
@@ -87,21 +104,22 @@ func benchRun(ctx context.Context, o Config, outDir string) (line string, err er
 		publishTimes, stamps = filepath.Join(dir, "rtt_publish_times_ns.txt"), filepath.Join(dir, "rtt_stamps_ns.txt")
 		seqArgs = append(seqArgs, "--publish-times", publishTimes)
 	}
-	set := newProcSet(o.Exe)
-	var seq *proc
+	set := newChildren(o.Exe)
+	var seq *proc.Proc
+	var group *benchCluster // with o.Sequencers == 3
+	stopSeq := func() { seq.Stop() }
 	if o.Sequencers == 3 {
-		var stopAll func()
-		var primaries *atomic.Int64
-		seq, stopAll, primaries, err = startBenchCluster(ctx, set, netArgs, o.Spin, "--timeouts", o.Timeouts)
+		group, err = startBenchCluster(ctx, set, netArgs, o.Spin, "--timeouts", o.Timeouts)
 		if err != nil {
 			return "", err
 		}
-		defer stopAll()
+		defer group.stop()
+		seq, stopSeq = group.primary, group.stopPrimary
 		if o.Mode == "tput" || o.Mode == "rtt" {
 			// The figures hold for one primary only: say how many there were.
 			defer func() {
 				if line != "" {
-					line += fmt.Sprintf(" epochs=%d", primaries.Load())
+					line += fmt.Sprintf(" epochs=%d", group.primaries.Load())
 				}
 			}()
 		}
@@ -109,8 +127,8 @@ func benchRun(ctx context.Context, o Config, outDir string) (line string, err er
 		if seq, err = set.start(ctx, "sequencer", true, seqArgs...); err != nil {
 			return "", err
 		}
-		defer seq.stop()
-		if _, err := seq.waitLine("sequencer: ready", 10*time.Second); err != nil {
+		defer seq.Stop()
+		if _, err := seq.WaitLine("sequencer: ready", 10*time.Second); err != nil {
 			return "", err
 		}
 	}
@@ -131,12 +149,12 @@ func benchRun(ctx context.Context, o Config, outDir string) (line string, err er
 		return "", benchRewind(ctx, o, set, netArgs, nodeArgs)
 	}
 	if o.Mode == "idle" {
-		return benchIdle(ctx, o, set, seq, netArgs)
+		return benchIdle(ctx, o, set, seq, group, netArgs)
 	}
-	var procs []*proc
+	var procs []*proc.Proc
 	defer func() {
 		for _, p := range procs {
-			p.stop()
+			p.Stop()
 		}
 	}()
 	if o.Mode == "rtt" {
@@ -156,7 +174,7 @@ func benchRun(ctx context.Context, o Config, outDir string) (line string, err er
 			return "", err
 		}
 		procs = append(procs, p)
-		line, err := p.waitLine("node: ok", 10*time.Minute)
+		line, err := p.WaitLine("node: ok", 10*time.Minute)
 		if err != nil {
 			return "", err
 		}
@@ -195,7 +213,7 @@ func benchRun(ctx context.Context, o Config, outDir string) (line string, err er
 	// it delivered it; the slowest one is the figure.
 	per := o.Count / o.Nodes
 	total := per * o.Nodes
-	var senders []*proc
+	var senders []*proc.Proc
 	for i := 0; i < o.Nodes; i++ {
 		p, err := set.start(ctx, fmt.Sprintf("sender%d", i), false, nodeArgs("--account", fmt.Sprintf("B%d", i),
 			"--count", strconv.Itoa(per), "--expect", strconv.Itoa(total-per))...)
@@ -207,7 +225,7 @@ func benchRun(ctx context.Context, o Config, outDir string) (line string, err er
 	}
 	rate, worst, resends, dups := 0.0, 0.0, 0.0, 0.0
 	for i, s := range senders {
-		l, err := s.waitLine("node: ok", 10*time.Minute)
+		l, err := s.WaitLine("node: ok", 10*time.Minute)
 		if err != nil {
 			return "", err
 		}
@@ -225,8 +243,8 @@ func benchRun(ctx context.Context, o Config, outDir string) (line string, err er
 			resends += r
 		}
 	}
-	seq.stop()
-	if l, err := seq.waitLine("sequencer: stopped", 5*time.Second); err == nil {
+	stopSeq()
+	if l, err := seq.WaitLine("sequencer: stopped", 5*time.Second); err == nil {
 		if a, err := field(l, "allocs_per_msg"); err == nil && a > worst {
 			worst = a
 		}
@@ -242,9 +260,9 @@ func benchRun(ctx context.Context, o Config, outDir string) (line string, err er
 
 // rttHops stops the sequencer, so that it writes when it published each
 // packet, and joins that with the rtt node's stamps.
-func rttHops(seq *proc, publishTimes, stamps string) (hopSummary, error) {
-	seq.stop()
-	if _, err := seq.waitLine("sequencer: stopped", 5*time.Second); err != nil {
+func rttHops(seq *proc.Proc, publishTimes, stamps string) (hopSummary, error) {
+	seq.Stop()
+	if _, err := seq.WaitLine("sequencer: stopped", 5*time.Second); err != nil {
 		return hopSummary{}, err
 	}
 	spans, err := readPublishSpans(publishTimes)

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/seqd/seqd/internal/freeport"
+	"github.com/seqd/seqd/test/proc"
 )
 
 // benchRewind runs `seqd bench --mode rewind`: with the sequencer up, a
@@ -16,7 +17,7 @@ import (
 // joins, rewinds the whole stream from the replayer over TCP on loopback
 // (its live stream idle: heartbeats only) and verifies it. Its delivery
 // rate, from its first message to its last, is the figure.
-func benchRewind(ctx context.Context, o Config, set *procSet, netArgs []string, nodeArgs func(...string) []string) error {
+func benchRewind(ctx context.Context, o Config, set *children, netArgs []string, nodeArgs func(...string) []string) error {
 	dir, err := os.MkdirTemp("", "seqd-bench-rewind-")
 	if err != nil {
 		return err
@@ -30,10 +31,10 @@ func benchRewind(ctx context.Context, o Config, set *procSet, netArgs []string, 
 	if err != nil {
 		return err
 	}
-	var procs []*proc
+	var procs []*proc.Proc
 	defer func() {
 		for _, p := range procs {
-			p.stop()
+			p.Stop()
 		}
 	}()
 	repArgs := append([]string{"replayer"}, netArgs...)
@@ -43,7 +44,7 @@ func benchRewind(ctx context.Context, o Config, set *procSet, netArgs []string, 
 		return err
 	}
 	procs = append(procs, rep)
-	if _, err := rep.waitLine("replayer: ready", 10*time.Second); err != nil {
+	if _, err := rep.WaitLine("replayer: ready", 10*time.Second); err != nil {
 		return err
 	}
 	// Load: one node publishes every message, batched (the load is not
@@ -55,7 +56,7 @@ func benchRewind(ctx context.Context, o Config, set *procSet, netArgs []string, 
 		return err
 	}
 	procs = append(procs, loader)
-	if _, err := loader.waitLine("node: ok", 10*time.Minute); err != nil {
+	if _, err := loader.WaitLine("node: ok", 10*time.Minute); err != nil {
 		return err
 	}
 	// The rewinding node: reads from seq 1, counts the loader's messages.
@@ -64,7 +65,7 @@ func benchRewind(ctx context.Context, o Config, set *procSet, netArgs []string, 
 		return err
 	}
 	procs = append(procs, rw)
-	line, err := rw.waitLine("node: ok", 10*time.Minute)
+	line, err := rw.WaitLine("node: ok", 10*time.Minute)
 	if err != nil {
 		return err
 	}
