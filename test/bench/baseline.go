@@ -1,7 +1,6 @@
 package bench
 
 import (
-	"bufio"
 	"bytes"
 	"context"
 	"encoding/binary"
@@ -11,11 +10,11 @@ import (
 	"net"
 	"net/netip"
 	"os"
-	"os/exec"
 	"strings"
 	"time"
 
 	"github.com/seqd/seqd/internal/cpuid"
+	"github.com/seqd/seqd/test/proc"
 )
 
 // The baseline measures what this machine does with no seqd protocol at
@@ -44,16 +43,13 @@ const (
 	rttMaxLost = 20
 	// peerStartTimeout bounds the wait for a peer to print its address.
 	peerStartTimeout = 10 * time.Second
-	// peerStopTimeout is how long a peer gets to exit once its stdin is
-	// closed before it is killed.
-	peerStopTimeout = 2 * time.Second
 	// blastReportTimeout bounds the wait for the sink's report.
 	blastReportTimeout = 5 * time.Second
 )
 
-// peerCommandFunc makes the command that runs `seqd bench-peer args...`.
-// Tests substitute one that re-executes the test binary.
-type peerCommandFunc func(args ...string) *exec.Cmd
+// peerCommandFunc makes the spec of the child that runs `seqd bench-peer
+// args...`. Tests substitute one that re-executes the test binary.
+type peerCommandFunc func(args ...string) proc.Spec
 
 // runBaseline prints exactly one line:
 //
@@ -67,8 +63,8 @@ func runBaseline(ctx context.Context, o Config) error {
 
 // peerCommandOf runs exe, the seqd binary, as the peer.
 func peerCommandOf(exe string) peerCommandFunc {
-	return func(args ...string) *exec.Cmd {
-		return exec.Command(exe, append([]string{"bench-peer"}, args...)...)
+	return func(args ...string) proc.Spec {
+		return proc.Spec{Path: exe, Args: append([]string{"bench-peer"}, args...)}
 	}
 }
 
@@ -315,76 +311,38 @@ func listenLoopbackUDP() (*net.UDPConn, error) {
 	return conn, nil
 }
 
-// peerProcess is a running bench-peer child and the address it listens on.
+// peerProcess is a running bench-peer child (under test/proc, as the
+// bench's other children) and the address it listens on.
 type peerProcess struct {
-	cmd    *exec.Cmd
-	stdin  io.WriteCloser
-	stdout *os.File
-	stderr *bytes.Buffer
-	exited chan struct{}
-	err    error // of cmd.Wait, once exited is closed
-	addr   netip.AddrPort
+	*proc.Proc
+	set  *proc.Set
+	addr netip.AddrPort
 }
 
 // startPeer starts the peer and waits for the address it prints. On any
 // error the child has been stopped already.
 func startPeer(ctx context.Context, peerCommand peerCommandFunc, args ...string) (*peerProcess, error) {
-	p := &peerProcess{cmd: peerCommand(args...), stderr: new(bytes.Buffer), exited: make(chan struct{})}
-	// The child exits when its stdin closes: when we stop it, and also when
-	// this process dies without stopping it, since the kernel closes the pipe.
-	stdin, err := p.cmd.StdinPipe()
+	spec := peerCommand(args...)
+	spec.Name = fmt.Sprintf("peer %v", args)
+	// It runs until stopped, and exits when its stdin closes: when we
+	// stop it, and also when this process dies without stopping it,
+	// since the kernel closes the pipe.
+	spec.MustRun = true
+	spec.Stdin = true
+	set := proc.NewSet("")
+	child, err := set.Start(ctx, spec)
 	if err != nil {
-		return nil, err
-	}
-	p.stdin = stdin
-	// A pipe of our own rather than StdoutPipe, which must not be read
-	// after Wait, and Wait runs as soon as the child starts.
-	r, w, err := os.Pipe()
-	if err != nil {
-		return nil, err
-	}
-	p.cmd.Stdout = w
-	p.cmd.Stderr = p.stderr
-	if err := p.cmd.Start(); err != nil {
-		r.Close()
-		w.Close()
 		return nil, fmt.Errorf("start peer %v: %w", args, err)
 	}
-	w.Close()
-	p.stdout = r
-	go func() {
-		p.err = p.cmd.Wait()
-		close(p.exited)
-	}()
-
-	line := make(chan string, 1)
-	go func() {
-		s, _ := bufio.NewReader(r).ReadString('\n')
-		line <- strings.TrimSpace(s)
-	}()
-	timeout := time.NewTimer(peerStartTimeout)
-	defer timeout.Stop()
-	var got string
-	select {
-	case got = <-line:
-	case <-p.exited:
-		// The line may have been printed just before the exit.
-		select {
-		case got = <-line:
-		default:
-		}
-	case <-timeout.C:
-		err = fmt.Errorf("peer %v printed no address in %v", args, peerStartTimeout)
-	case <-ctx.Done():
-		err = ctx.Err()
-	}
-	if err == nil {
-		addr, ok := strings.CutPrefix(got, "listening ")
-		if p.addr, err = netip.ParseAddrPort(addr); !ok || err != nil {
-			err = fmt.Errorf("peer %v printed %q, want \"listening <addr:port>\"", args, got)
-		}
-	}
+	p := &peerProcess{Proc: child, set: set}
+	got, err := p.WaitLine("listening ", peerStartTimeout)
 	if err != nil {
+		// The error says how the peer died, with its stderr.
+		p.Kill()
+		return nil, err
+	}
+	if p.addr, err = netip.ParseAddrPort(strings.TrimPrefix(got, "listening ")); err != nil {
+		err = fmt.Errorf("peer %v printed %q, want \"listening <addr:port>\"", args, got)
 		if stopErr := p.stop(); stopErr != nil {
 			err = fmt.Errorf("%w (%v)", err, stopErr)
 		}
@@ -393,23 +351,19 @@ func startPeer(ctx context.Context, peerCommand peerCommandFunc, args ...string)
 	return p, nil
 }
 
-// stop closes the child's stdin, which asks it to exit, and kills it if it
-// has not exited within peerStopTimeout. It returns the child's failure,
-// with what it wrote on stderr.
+// stop ends the child (it keeps nothing worth a graceful end: a socket)
+// and returns its failure, with what it wrote on stderr, if it died on
+// its own before.
 func (p *peerProcess) stop() error {
-	p.stdin.Close()
-	timer := time.NewTimer(peerStopTimeout)
-	defer timer.Stop()
 	select {
-	case <-p.exited:
-	case <-timer.C:
-		_ = p.cmd.Process.Kill() // SIGKILL
-		<-p.exited
+	case <-p.Exited():
+		if p.set.Dead() != nil {
+			return p.Failure()
+		}
+		return nil
+	default:
 	}
-	p.stdout.Close()
-	if p.err != nil {
-		return fmt.Errorf("peer: %w: %s", p.err, strings.TrimSpace(p.stderr.String()))
-	}
+	p.Kill()
 	return nil
 }
 

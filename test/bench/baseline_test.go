@@ -8,7 +8,6 @@ import (
 	"net"
 	"net/netip"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"regexp"
 	"strconv"
@@ -17,6 +16,7 @@ import (
 	"time"
 
 	"github.com/seqd/seqd/internal/cpuid"
+	"github.com/seqd/seqd/test/proc"
 )
 
 // benchPeerEnv makes the test binary act as `seqd bench-peer`: the baseline
@@ -42,10 +42,8 @@ func TestMain(m *testing.M) {
 }
 
 // testPeerCommand re-executes the test binary as the peer.
-func testPeerCommand(args ...string) *exec.Cmd {
-	cmd := exec.Command(os.Args[0], append([]string{"bench-peer"}, args...)...)
-	cmd.Env = append(os.Environ(), benchPeerEnv+"=1")
-	return cmd
+func testPeerCommand(args ...string) proc.Spec {
+	return proc.Spec{Path: os.Args[0], Args: append([]string{"bench-peer"}, args...), Env: []string{benchPeerEnv + "=1"}}
 }
 
 var baselineLine = regexp.MustCompile(`^bench transport=udp mode=baseline size=(\d+) udp_rtt_p50_us=([0-9.]+) udp_rtt_p999_us=([0-9.]+)(?: udp_rtt_hops_cross_cpu_pct=(\d+))? udp_blast_rate=(\d+) msg/s\n$`)
