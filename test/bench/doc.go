@@ -14,6 +14,14 @@
 //     processes started from Config.Exe, each verifying the stream;
 //   - baseline: a `seqd bench-peer` child echoes or sinks UDP (RunPeer).
 //
+// Every child runs under test/proc, the supervisor the drills share: the
+// first child that dies unasked ends the run at once with its exit status
+// and last stderr lines.
+//
+// Files: bench.go (Config, Run), mem.go, processes.go (the real-socket
+// runs), cluster.go, rewind.go, idle.go, baseline.go (and the peer),
+// breakdown.go (the rtt hops), histogram.go, payload.go.
+//
 // The rtt breakdown's instruments live here too, used by `seqd node
 // --stamps` (TraceClient, RTTStamps, WriteStamps) and `seqd sequencer
 // --publish-times` (NewTracedServer); Summarize gives every mode's
