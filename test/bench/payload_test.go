@@ -54,3 +54,20 @@ func BenchmarkBenchPayload(b *testing.B) {
 		}
 	}
 }
+
+// TestPayload_FillAndCheckAllocateNothing: `seqd node` fills and checks
+// a payload per command, on its hot path.
+func TestPayload_FillAndCheckAllocateNothing(t *testing.T) {
+	p := make([]byte, 3*payloadChunk+300)
+	cmd := uint64(0)
+	allocs := testing.AllocsPerRun(100, func() {
+		cmd++
+		FillPayload(p, cmd)
+		if !CheckPayload(p, cmd) {
+			t.Fatal("check failed")
+		}
+	})
+	if allocs != 0 {
+		t.Fatalf("FillPayload+CheckPayload: %v allocs per run, want 0", allocs)
+	}
+}
