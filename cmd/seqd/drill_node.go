@@ -15,6 +15,7 @@ import (
 
 	"github.com/seqd/seqd/node"
 	"github.com/seqd/seqd/test/bench"
+	"github.com/seqd/seqd/test/check"
 	"github.com/seqd/seqd/wire"
 )
 
@@ -57,89 +58,52 @@ type drillNode struct {
 	self     wire.Account
 	instance uint8
 	mu       sync.Mutex // guards the rest; held per message (a drill, not a hot path)
-	last     uint64
-	epoch    uint32
-	digest   uint64
-	lost     uint64
-	dup      uint64
-	sent     uint64
-	acked    uint64
-	lastCmd  map[senderKey]uint64
-	received map[senderKey]uint64
+	// check counts, instead of stopping at, what a drill checks: seqs
+	// and commands lost or repeated, and the digest.
+	check *check.Stream
+	epoch uint32
+	sent  uint64
 }
 
-const fnvPrime = 1099511628211
-
-func fnvByte(h uint64, b byte) uint64 { return (h ^ uint64(b)) * fnvPrime }
-
-func fnvU64(h, v uint64) uint64 {
-	for i := 0; i < 8; i++ {
-		h = fnvByte(h, byte(v>>(8*i)))
-	}
-	return h
+func newDrillNode(self wire.Account, instance uint8) *drillNode {
+	return &drillNode{self: self, instance: instance, check: check.New(check.Config{Digest: true})}
 }
 
 func (d *drillNode) OnMessage(m *node.Message) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
-	switch {
-	case d.last != 0 && m.Seq <= d.last:
-		d.dup++
+	if d.check.Observe(m).Fault == check.SeqRepeat {
 		return
-	case d.last != 0 && m.Seq > d.last+1:
-		d.lost += m.Seq - d.last - 1
 	}
-	d.last = m.Seq
 	if m.Epoch > d.epoch {
 		d.epoch = m.Epoch
 		fmt.Printf("drillnode: epoch=%d seq=%d ns=%d\n", m.Epoch, m.Seq, time.Now().UnixNano())
 	}
-	h := fnvU64(d.digest, m.Seq)
-	h = fnvU64(h, uint64(m.Epoch))
-	h = fnvU64(h, uint64(m.Account))
-	h = fnvU64(h, m.CmdSeq)
-	h = fnvByte(fnvByte(h, m.Instance), m.Flags)
-	for _, b := range m.Payload {
-		h = fnvByte(h, b)
+}
+
+// acked is how many of its own commands the node delivered.
+func (d *drillNode) acked() uint64 {
+	if d.self == 0 {
+		return 0
 	}
-	d.digest = h
-	if m.Internal() {
-		var in wire.Internal
-		if m.DecodeInternal(&in) == nil && in.Type == wire.InternalIncarnation {
-			d.lastCmd[senderKey{in.Account, in.Instance}] = 0
-		}
-		return
-	}
-	k := senderKey{m.Account, m.Instance}
-	prev := d.lastCmd[k]
-	switch {
-	case m.CmdSeq <= prev:
-		d.dup++
-		return
-	case m.CmdSeq > prev+1:
-		d.lost += m.CmdSeq - prev - 1
-	}
-	d.lastCmd[k] = m.CmdSeq
-	d.received[k]++
-	if m.Account == d.self && m.Instance == d.instance && d.self != 0 {
-		d.acked++
-	}
+	return d.check.Received(check.Sender{Account: d.self, Instance: d.instance})
 }
 
 func (d *drillNode) report() {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	var ss []string
-	for k, n := range d.received {
-		ss = append(ss, fmt.Sprintf("%s/%d:%d", k.account, k.instance, n))
-	}
+	d.check.Senders(func(k check.Sender, n uint64) {
+		ss = append(ss, fmt.Sprintf("%s/%d:%d", k.Account, k.Instance, n))
+	})
 	sort.Strings(ss)
 	resends := uint64(0)
 	if d.n != nil {
 		resends = d.n.Stats().Resends
 	}
+	k := d.check
 	fmt.Printf("drillnode: report last=%d digest=%016x lost=%d dup=%d sent=%d acked=%d senders=%s self=%s/%d resends=%d\n",
-		d.last, d.digest, d.lost, d.dup, d.sent, d.acked, orDash(strings.Join(ss, ",")), d.self, d.instance, resends)
+		k.Last, k.Digest, k.Lost, k.Dup, d.sent, d.acked(), orDash(strings.Join(ss, ",")), d.self, d.instance, resends)
 }
 
 func runDrillNode(cc *cli.Context) error {
@@ -160,13 +124,14 @@ func runDrillNode(cc *cli.Context) error {
 	if err := cfg.Validate(); err != nil {
 		return configError(err, nodeKeys)
 	}
-	d := &drillNode{lastCmd: map[senderKey]uint64{}, received: map[senderKey]uint64{}, instance: cfg.Instance}
+	var self wire.Account
 	if cfg.Account != "" {
 		var err error
-		if d.self, err = wire.ParseAccount(cfg.Account); err != nil {
+		if self, err = wire.ParseAccount(cfg.Account); err != nil {
 			return keyError("account", fmt.Sprintf("%q", cfg.Account), "1..8 printable ASCII bytes")
 		}
 	}
+	d := newDrillNode(self, cfg.Instance)
 	client, err := openClient(cc, log, "node")
 	if err != nil {
 		return err
@@ -269,7 +234,7 @@ func (d *drillNode) waitAcked(ctx context.Context, sendDone chan struct{}) {
 	<-sendDone
 	for ctx.Err() == nil {
 		d.mu.Lock()
-		sent, acked := d.sent, d.acked
+		sent, acked := d.sent, d.acked()
 		d.mu.Unlock()
 		if acked >= sent {
 			fmt.Printf("drillnode: stopped sent=%d acked=%d\n", sent, acked)

@@ -18,6 +18,7 @@ import (
 	"github.com/seqd/seqd/cmd/seqd/internal/stopsignal"
 	"github.com/seqd/seqd/node"
 	"github.com/seqd/seqd/test/bench"
+	"github.com/seqd/seqd/test/check"
 	"github.com/seqd/seqd/wire"
 )
 
@@ -65,81 +66,30 @@ printing "node: stopped ..."; 1 on any error (configuration, verification,
 }
 
 // checker verifies a delivered stream: dense sequence numbers, each
-// sender's commands once and in order, and this node's own payloads intact.
-// The zero value is ready (self unset).
+// sender's commands once and in order (test/check), and this node's own
+// payloads intact. The zero value is ready (self unset). It stops at the
+// first fault (err).
 type checker struct {
 	self     wire.Account
 	instance uint8
+	stream   check.Stream
 	last     uint64
 	err      error
-
-	// lastCmd[senders[s]] is sender s's last cmdSeq (0: none in this
-	// incarnation). The stream comes in runs of one sender's commands,
-	// so the last sender's index is kept: one map lookup per run, not a
-	// lookup and an update per message.
-	senders  map[senderKey]int
-	lastCmd  []uint64
-	cacheKey senderKey
-	cacheIdx int // valid once lastCmd is not empty
-}
-
-// senderKey names a sender: its account and instance.
-type senderKey struct {
-	account  wire.Account
-	instance uint8
-}
-
-// index returns s's slot in lastCmd, making one if s is new.
-func (k *checker) index(s senderKey) int {
-	if len(k.lastCmd) > 0 && s == k.cacheKey {
-		return k.cacheIdx
-	}
-	i, ok := k.senders[s]
-	if !ok {
-		if k.senders == nil {
-			k.senders = map[senderKey]int{}
-		}
-		i = len(k.lastCmd)
-		k.lastCmd = append(k.lastCmd, 0)
-		k.senders[s] = i
-	}
-	k.cacheKey, k.cacheIdx = s, i
-	return i
 }
 
 func (k *checker) check(m *node.Message) {
 	if k.err != nil {
 		return
 	}
-	if k.last != 0 && m.Seq != k.last+1 {
-		k.err = fmt.Errorf("stream gap or repeat: seq %d after %d", m.Seq, k.last)
+	v := k.stream.Observe(m)
+	if v.Fault != check.SeqRepeat && v.Fault != check.SeqGap {
+		k.last = m.Seq
+	}
+	if v.Fault != check.OK {
+		k.err = v.Err()
 		return
 	}
-	k.last = m.Seq
-	if m.Internal() {
-		// A restarted sender announces a new incarnation and numbers its
-		// commands from 1 again.
-		var in wire.Internal
-		if m.DecodeInternal(&in) == nil && in.Type == wire.InternalIncarnation {
-			k.lastCmd[k.index(senderKey{in.Account, in.Instance})] = 0
-		}
-		return
-	}
-	// The node reads the stream from seq 1, so it sees every incarnation
-	// start: each one's commands are 1, 2, 3... A first command other
-	// than 1 means command 1 was lost.
-	i := k.index(senderKey{m.Account, m.Instance})
-	prev := k.lastCmd[i]
-	if m.CmdSeq != prev+1 {
-		if prev == 0 {
-			k.err = fmt.Errorf("seq %d: first command of %v/%d in this incarnation is %d, want 1: lost", m.Seq, m.Account, m.Instance, m.CmdSeq)
-			return
-		}
-		k.err = fmt.Errorf("seq %d: command %d of %v/%d after %d: lost or duplicated", m.Seq, m.CmdSeq, m.Account, m.Instance, prev)
-		return
-	}
-	k.lastCmd[i] = m.CmdSeq
-	if m.Account == k.self && m.Instance == k.instance && !bench.CheckPayload(m.Payload, m.CmdSeq) {
+	if !m.Internal() && m.Account == k.self && m.Instance == k.instance && !bench.CheckPayload(m.Payload, m.CmdSeq) {
 		k.err = fmt.Errorf("seq %d: my command %d came back corrupt", m.Seq, m.CmdSeq)
 	}
 }

@@ -18,6 +18,7 @@ import (
 	"github.com/seqd/seqd/multicast"
 	"github.com/seqd/seqd/node"
 	"github.com/seqd/seqd/sequencer"
+	"github.com/seqd/seqd/test/check"
 	"github.com/seqd/seqd/transport"
 	"github.com/seqd/seqd/transport/fault"
 	"github.com/seqd/seqd/transport/hybrid"
@@ -36,6 +37,7 @@ type recorder struct {
 	name     string
 	n        *node.Node
 	mu       sync.Mutex
+	check    *check.Stream // every node reads from seq 1
 	stream   []entry
 	mine     int
 	commands int
@@ -45,8 +47,8 @@ type recorder struct {
 func (r *recorder) OnMessage(m *node.Message) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	if want := uint64(len(r.stream)) + 1; m.Seq != want && r.err == nil {
-		r.err = fmt.Errorf("%s: seq %d, want %d", r.name, m.Seq, want)
+	if v := r.check.Observe(m); (v.Fault == check.SeqGap || v.Fault == check.SeqRepeat) && r.err == nil {
+		r.err = fmt.Errorf("%s: seq %d, want %d", r.name, m.Seq, v.PrevSeq+1)
 	}
 	r.stream = append(r.stream, entry{uint64(m.Account), m.Instance, m.CmdSeq, crc32.ChecksumIEEE(m.Payload)})
 	if !m.Internal() {
@@ -166,7 +168,7 @@ func runScenario(t *testing.T, sc scenario) {
 			t.Fatalf("client %d: %v", i, err)
 		}
 		defer cl.Close()
-		r := &recorder{name: fmt.Sprintf("N%d", i)}
+		r := &recorder{name: fmt.Sprintf("N%d", i), check: check.New(check.Config{FirstSeq: 1})}
 		cfg := node.DefaultConfig()
 		cfg.Account = r.name
 		cfg.Rewind = true // the checker compares whole streams from seq 1

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/seqd/seqd/node"
+	"github.com/seqd/seqd/test/check"
 	"github.com/seqd/seqd/transport"
 	"github.com/seqd/seqd/wire"
 )
@@ -42,9 +43,11 @@ type simNode struct {
 	// Per sender, as seen in the delivered stream: its incarnation (from
 	// InternalIncarnation records; 0 = not seen yet, for a late joiner)
 	// and the last command delivered in it.
-	inc     map[senderKey]uint64
-	lastCmd map[senderKey]uint64
-	buf     []byte
+	inc map[senderKey]uint64
+	// stream checks the numbering of seqs and of each sender's commands
+	// (test/check).
+	stream *check.Stream
+	buf    []byte
 
 	timerID   uint64          // last centralized timer id used
 	periodic  map[uint64]int  // this node's periodic timers: fires seen
@@ -140,7 +143,10 @@ func (n *simNode) start() error {
 	n.core = core
 	n.delivered = 0
 	n.inc = map[senderKey]uint64{}
-	n.lastCmd = map[senderKey]uint64{}
+	n.stream = check.New(check.Config{FirstSeq: 1})
+	if n.late {
+		n.stream = check.New(check.Config{Late: true}) // a late joiner starts at the live tail
+	}
 	n.periodic = map[uint64]int{}
 	n.cancelled = map[uint64]bool{}
 	n.gone = map[uint64]bool{}
@@ -314,10 +320,8 @@ func (n *simNode) OnMessage(m *node.Message) {
 // tampered deliveries.
 func (n *simNode) check(m *node.Message) {
 	w := n.w
-	if n.late && n.delivered == 0 {
-		n.delivered = m.Seq - 1 // a late joiner starts at the live tail
-	}
-	if m.Seq != n.delivered+1 {
+	v := n.stream.Observe(m)
+	if v.Fault == check.SeqRepeat || v.Fault == check.SeqGap {
 		w.fail("%s delivered seq %d after %d (gap or repeat)", n.name, m.Seq, n.delivered)
 		return
 	}
@@ -355,16 +359,11 @@ func (n *simNode) check(m *node.Message) {
 		// A timer request is a command: it takes its place in its
 		// sender's numbering.
 	}
-	k := senderKey{m.Account, m.Instance}
-	last, seen := n.lastCmd[k]
-	if !seen && n.late && n.inc[k] == 0 {
-		last = m.CmdSeq - 1 // its first commands went by before this node joined
-	}
-	if m.CmdSeq != last+1 {
-		w.fail("%s got command %d of %v/%d after %d: not exactly once", n.name, m.CmdSeq, m.Account, m.Instance, last)
+	if v.Fault != check.OK {
+		w.fail("%s got command %d of %v/%d after %d: not exactly once", n.name, m.CmdSeq, m.Account, m.Instance, v.PrevCmd)
 		return
 	}
-	n.lastCmd[k] = m.CmdSeq
+	k := senderKey{m.Account, m.Instance}
 	inc := n.inc[k]
 	if inc == 0 || m.Internal() {
 		return // a late joiner that missed this incarnation's announcement
@@ -387,8 +386,7 @@ func (n *simNode) checkInternal(m *node.Message, e *entry) {
 	switch x.Type {
 	case wire.InternalIncarnation:
 		k := senderKey{x.Account, x.Instance}
-		n.inc[k] = x.Value
-		delete(n.lastCmd, k)
+		n.inc[k] = x.Value // the check numbers its commands from 1 again
 	case wire.InternalTimer:
 		if int64(x.Value) > m.Time {
 			w.fail("%s seq %d: timer %d of %v fired at %d, before its time %d", n.name, m.Seq, x.ID, x.Account, m.Time, x.Value)
@@ -416,7 +414,7 @@ func (n *simNode) finalCheck() error {
 		if inc := n.inc[k]; inc != 0 && inc != s.incarnation {
 			return fmt.Errorf("%w: %s last saw incarnation %d of %s, which is at %d", ErrInvariant, n.name, inc, s.name, s.incarnation)
 		}
-		if got := n.lastCmd[k]; got != s.cmds {
+		if got := n.stream.LastCmd(check.Sender{Account: s.account, Instance: s.instance}); got != s.cmds {
 			return fmt.Errorf("%w: %s delivered %d commands of %s (incarnation %d), which sent %d", ErrInvariant, n.name, got, s.name, s.incarnation, s.cmds)
 		}
 	}
