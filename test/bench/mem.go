@@ -8,35 +8,31 @@ import (
 
 	"github.com/seqd/seqd/node"
 	"github.com/seqd/seqd/sequencer"
+	"github.com/seqd/seqd/test/check"
 	"github.com/seqd/seqd/transport"
 	"github.com/seqd/seqd/transport/mem"
 	"github.com/seqd/seqd/wire"
 )
 
-// benchReceiver verifies the stream it delivers: dense seqs and each
-// sender's commands once, in order.
+// benchReceiver verifies the stream it delivers with test/check: dense
+// seqs from 1 and each sender's commands once, in order, and no message
+// from an account that is not one of the bench's senders.
 type benchReceiver struct {
-	last     uint64
+	stream   *check.Stream
 	msgs     int
-	lastCmd  [64]uint64
-	accounts [64]wire.Account
+	accounts []wire.Account // the senders'
 	err      error
 }
 
 func (r *benchReceiver) OnMessage(m *node.Message) {
-	if m.Seq != r.last+1 && r.err == nil {
-		r.err = fmt.Errorf("bench: receiver got seq %d after %d", m.Seq, r.last)
+	if v := r.stream.Observe(m); v.Fault != check.OK && r.err == nil {
+		r.err = fmt.Errorf("bench: receiver: %w", v.Err())
 	}
-	r.last = m.Seq
 	if m.Internal() {
 		return
 	}
-	for i, a := range r.accounts {
+	for _, a := range r.accounts {
 		if a == m.Account {
-			if m.CmdSeq != r.lastCmd[i]+1 && r.err == nil {
-				r.err = fmt.Errorf("bench: command %d of %v after %d", m.CmdSeq, a, r.lastCmd[i])
-			}
-			r.lastCmd[i] = m.CmdSeq
 			r.msgs++
 			return
 		}
@@ -83,7 +79,7 @@ func benchMem(o Config) error {
 	snow := clock()
 	onSrv := func(f []byte, from transport.Peer) { _ = seq.Step(snow, f, from) }
 
-	recv := &benchReceiver{}
+	recv := &benchReceiver{stream: check.New(check.Config{FirstSeq: 1})}
 	type peer struct {
 		client  transport.Client
 		core    *node.Core
@@ -102,7 +98,7 @@ func benchMem(o Config) error {
 			cfg.ReadOnly = true
 			h = recv
 		} else {
-			recv.accounts[i] = wire.MustAccount(cfg.Account)
+			recv.accounts = append(recv.accounts, wire.MustAccount(cfg.Account))
 		}
 		cfg.Window = 4096
 		cfg.MaxPacketBytes = memFrameBytes
