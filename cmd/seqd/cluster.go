@@ -13,6 +13,7 @@ import (
 
 	"github.com/seqd/seqd/cluster"
 	"github.com/seqd/seqd/sequencer"
+	"github.com/seqd/seqd/test/drill"
 	"github.com/seqd/seqd/transport"
 	"github.com/seqd/seqd/transport/open"
 )
@@ -124,18 +125,18 @@ func runClusterSequencer(c *cli.Context, seq sequencer.Config, log *slog.Logger)
 	}
 	// --fault-addr (drills): Raft and the stream sockets go through
 	// switchable fault injection (drill_fault.go).
-	flt, err := startFaults(c, &cfg, log)
+	flt, err := drill.StartFaults(c.String("fault-addr"), c.Uint64("fault-seed"), &cfg, log)
 	if err != nil {
-		return err
+		return configError(err, map[string]string{"FaultAddr": "fault-addr"})
 	}
-	defer flt.close()
+	defer flt.Close()
 	dp, err := openDataPath(cfg.ID, filepath.Join(cfg.Dir, "stream"), fetchAddr(c, cfg), seq.MaxSenders,
 		func() (transport.Client, error) {
 			cl, err := openClient(c, log, "standby")
 			if err != nil {
 				return nil, err
 			}
-			return flt.client(cl)
+			return flt.Client(cl)
 		}, log)
 	if err != nil {
 		return err
@@ -155,7 +156,7 @@ func runClusterSequencer(c *cli.Context, seq sequencer.Config, log *slog.Logger)
 			if err != nil {
 				return nil, err
 			}
-			return flt.server(s)
+			return flt.Server(s)
 		},
 		Acks: newAcks,
 	}

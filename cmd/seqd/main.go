@@ -12,6 +12,7 @@ import (
 	"github.com/urfave/cli/v2"
 
 	"github.com/seqd/seqd/cmd/seqd/internal/stopsignal"
+	"github.com/seqd/seqd/internal/freeport"
 )
 
 // Exit statuses (README, "Exit status").
@@ -120,3 +121,6 @@ func usageError(c *cli.Context, err error, _ bool) error {
 	}
 	return fmt.Errorf("%w (see %s --help)", err, name)
 }
+
+// freeAddrs is n loopback addresses free for TCP and UDP (the bench's).
+func freeAddrs(n int) ([]string, error) { return freeport.Addrs(n) }

@@ -89,7 +89,7 @@ func (k *checker) check(m *node.Message) {
 		k.err = v.Err()
 		return
 	}
-	if !m.Internal() && m.Account == k.self && m.Instance == k.instance && !bench.CheckPayload(m.Payload, m.CmdSeq) {
+	if !m.Internal() && m.Account == k.self && m.Instance == k.instance && !check.PayloadOK(m.Payload, m.CmdSeq) {
 		k.err = fmt.Errorf("seq %d: my command %d came back corrupt", m.Seq, m.CmdSeq)
 	}
 }
@@ -176,7 +176,7 @@ func (c *cliNode) OnMessage(m *node.Message) {
 
 // sendRTT sends command cmd of a round-trip run and notes when.
 func (c *cliNode) sendRTT(cmd uint64) error {
-	bench.FillPayload(c.payload, cmd)
+	check.FillPayload(c.payload, cmd)
 	c.sentAt = time.Now().UnixNano()
 	// TrySend: this runs inside OnMessage, and one command is in flight
 	// at a time, so the window always has room.
@@ -358,7 +358,7 @@ func (c *cliNode) sendAll(ctx context.Context, log *slog.Logger, rate, size int)
 	}
 	next := time.Now()
 	for i := 1; i <= c.count && ctx.Err() == nil; i++ {
-		bench.FillPayload(p, uint64(i))
+		check.FillPayload(p, uint64(i))
 		if _, err := c.n.SendContext(ctx, p); err != nil {
 			if ctx.Err() == nil {
 				log.Error("send", "cmd", i, "err", err)

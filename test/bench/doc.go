@@ -20,14 +20,14 @@
 //
 // Files: bench.go (Config, Run), mem.go, processes.go (the real-socket
 // runs), cluster.go, rewind.go, idle.go, baseline.go (and the peer),
-// breakdown.go (the rtt hops), histogram.go, payload.go.
+// breakdown.go (the rtt hops) and histogram.go.
 //
 // The rtt breakdown's instruments live here too, used by `seqd node
 // --stamps` (TraceClient, RTTStamps, WriteStamps) and `seqd sequencer
 // --publish-times` (NewTracedServer); Summarize gives every mode's
-// percentiles; FillPayload and CheckPayload are the payload a bench
-// sender writes and checks when its command comes back (`seqd node` and
-// the drill's nodes use them).
+// percentiles. The payload a bench sender writes and checks when its
+// command comes back is test/check's (FillPayload, PayloadOK), and so is
+// the mem bench receiver's stream check.
 //
 // Concurrency: Run blocks until its bench ends; it starts goroutines
 // that read its children's output and ends them before it returns. The

@@ -1,4 +1,4 @@
-package main
+package drill
 
 import (
 	"math"
@@ -10,7 +10,7 @@ import (
 // datagram is dropped and counted; healed, none is; a seeded loss drops
 // the same datagrams for the same seed and others for another seed.
 func TestFaults_PartitionDropsAllAndLossIsSeeded(t *testing.T) {
-	newFaults := func(seed uint64) *faults { return &faults{rng: rand.New(rand.NewPCG(seed, 1))} }
+	newFaults := func(seed uint64) *Faults { return &Faults{rng: rand.New(rand.NewPCG(seed, 1))} }
 	f := newFaults(1)
 	f.on.Store(true)
 	for i := 0; i < 100; i++ {

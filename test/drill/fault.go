@@ -1,4 +1,4 @@
-package main
+package drill
 
 import (
 	"encoding/json"
@@ -14,9 +14,8 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/urfave/cli/v2"
-
 	"github.com/seqd/seqd/cluster"
+	"github.com/seqd/seqd/config"
 	"github.com/seqd/seqd/multicast"
 	"github.com/seqd/seqd/transport"
 )
@@ -41,15 +40,9 @@ import (
 // A member started without --fault-addr has neither the endpoint nor the
 // wrappers.
 
-func faultFlags() []cli.Flag {
-	return []cli.Flag{
-		strFlag("fault-addr", "", "drills only: serve the fault-injection endpoint on this host:port (partition of Raft and the stream sockets, seeded stream loss); empty: no fault injection at all"),
-		uintFlag("fault-seed", 1, "drills only: seed of the injected stream loss"),
-	}
-}
-
-// faults is a member's switchable fault injection.
-type faults struct {
+// Faults is a member's switchable fault injection. A nil *Faults is no
+// fault injection: its methods pass everything through.
+type Faults struct {
 	raft    *cluster.PartitionLayer
 	on      atomic.Bool
 	loss    atomic.Uint64 // math.Float64bits of the drop fraction
@@ -59,10 +52,11 @@ type faults struct {
 	srv     *http.Server
 }
 
-// startFaults serves the fault endpoint when --fault-addr is set and puts
-// a PartitionLayer under cfg's Raft; nil (no faults) otherwise.
-func startFaults(c *cli.Context, cfg *cluster.Config, log *slog.Logger) (*faults, error) {
-	addr := c.String("fault-addr")
+// StartFaults serves the fault endpoint on addr (a member's --fault-addr)
+// and puts a PartitionLayer under cfg's Raft; seed seeds the injected
+// stream loss. An empty addr is no fault injection: nil, nil. A bad addr
+// is a config.Error on the field "FaultAddr".
+func StartFaults(addr string, seed uint64, cfg *cluster.Config, log *slog.Logger) (*Faults, error) {
 	if addr == "" {
 		return nil, nil
 	}
@@ -73,10 +67,9 @@ func startFaults(c *cli.Context, cfg *cluster.Config, log *slog.Logger) (*faults
 	ln, err := net.Listen("tcp", addr)
 	if err != nil {
 		pl.Close()
-		return nil, keyError("fault-addr", addr, err.Error())
+		return nil, &config.Error{Field: "FaultAddr", Value: addr, Allowed: err.Error(), Err: ErrConfig}
 	}
-	seed := c.Uint64("fault-seed")
-	f := &faults{raft: pl, rng: rand.New(rand.NewPCG(seed, cfg.ID))}
+	f := &Faults{raft: pl, rng: rand.New(rand.NewPCG(seed, cfg.ID))}
 	cfg.RaftStream = pl
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /v1/fault", f.status)
@@ -113,21 +106,22 @@ func startFaults(c *cli.Context, cfg *cluster.Config, log *slog.Logger) (*faults
 	return f, nil
 }
 
-func (f *faults) status(w http.ResponseWriter, _ *http.Request) {
+func (f *Faults) status(w http.ResponseWriter, _ *http.Request) {
 	w.Header().Set("Content-Type", "application/json")
 	json.NewEncoder(w).Encode(map[string]any{
 		"partitioned": f.on.Load(), "loss": math.Float64frombits(f.loss.Load()), "dropped": f.dropped.Load(),
 	})
 }
 
-func (f *faults) close() {
+// Close stops the fault endpoint.
+func (f *Faults) Close() {
 	if f != nil {
 		f.srv.Close()
 	}
 }
 
 // drop decides whether one datagram is lost now.
-func (f *faults) drop() bool {
+func (f *Faults) drop() bool {
 	if f.on.Load() {
 		f.dropped.Add(1)
 		return true
@@ -146,7 +140,8 @@ func (f *faults) drop() bool {
 }
 
 // server wraps the primary's stream server (nil f: unchanged).
-func (f *faults) server(s transport.Server) (transport.Server, error) {
+// Server wraps a member's stream server in the switchable faults.
+func (f *Faults) Server(s transport.Server) (transport.Server, error) {
 	if f == nil {
 		return s, nil
 	}
@@ -161,7 +156,8 @@ func (f *faults) server(s transport.Server) (transport.Server, error) {
 }
 
 // client wraps a standby's stream client (nil f: unchanged).
-func (f *faults) client(c transport.Client) (transport.Client, error) {
+// Client wraps a member's stream client in the switchable faults.
+func (f *Faults) Client(c transport.Client) (transport.Client, error) {
 	if f == nil {
 		return c, nil
 	}
@@ -179,7 +175,7 @@ func (f *faults) client(c transport.Client) (transport.Client, error) {
 // its other abilities (Retainer, Stats) by embedding.
 type faultServer struct {
 	*multicast.Server
-	f       *faults
+	f       *Faults
 	h       transport.Handler
 	discard transport.Handler // built once
 }
@@ -220,7 +216,7 @@ func (s *faultServer) onDiscard(frame []byte, from transport.Peer) {
 // Sourcer and Stats kept by embedding).
 type faultClient struct {
 	*multicast.Client
-	f    *faults
+	f    *Faults
 	h    transport.Handler
 	pass transport.Handler // built once
 }

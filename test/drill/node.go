@@ -1,57 +1,43 @@
-package main
+package drill
 
 import (
 	"bufio"
 	"context"
 	"errors"
 	"fmt"
+	"io"
+	"log/slog"
 	"os"
 	"sort"
 	"strings"
 	"sync"
 	"time"
 
-	"github.com/urfave/cli/v2"
-
 	"github.com/seqd/seqd/node"
-	"github.com/seqd/seqd/test/bench"
 	"github.com/seqd/seqd/test/check"
+	"github.com/seqd/seqd/transport"
 	"github.com/seqd/seqd/wire"
 )
 
-// `seqd drill node` is the node process of a failover drill (hidden: the
-// drill starts it from its own binary). It reads the stream from seq 1
-// and counts, instead of stopping at, what a drill checks: seqs skipped
-// or repeated, each sender's commands lost or repeated, and a digest of
-// the whole stream; a sending node sends paced commands until told to
-// stop. It talks with the drill on stdin and stdout, one line each:
-//
-//	stdout: drillnode: ready account=A mode=M
-//	        drillnode: epoch=E seq=S ns=T     the first message of epoch E, delivered at wall time T
-//	        drillnode: report last=L digest=D lost=N dup=N sent=N acked=N senders=ACC/I:n,... self=ACC/I resends=N
-//	        drillnode: stopped sent=N acked=N  (after "stop": every command sent is acked)
-//	        drillnode: diverged err=...        (fast mode: ErrDiverged; exit status 3)
-//	stdin:  report | stop
-//
-// It exits when stdin ends (the drill is gone) or when its node stops.
-func drillNodeCommand() *cli.Command {
-	return &cli.Command{
-		Name:   "node",
-		Usage:  "a drill's node process (started by seqd drill failover)",
-		Hidden: true,
-		Flags: append(transportFlags(false),
-			strFlag("account", "", "account of a sending node; empty: read-only"),
-			strFlag("node.mode", "safe", "safe | fast"),
-			intFlag("rate", 1000, "commands per second"),
-			intFlag("size", 64, "payload bytes per command"),
-			replayerFlag(),
-		),
-		Action: runDrillNode,
-	}
-}
+// ExitDiverged is the exit status of a drill node stopped by ErrDiverged.
+const ExitDiverged = 3
 
-// exitDiverged is the exit status of a drill node stopped by ErrDiverged.
-const exitDiverged = 3
+// NodeConfig is one drill node.
+type NodeConfig struct {
+	// Node configures the node; the drill node rewinds from seq 1 and
+	// blocks when its window is full (RunNode sets both); an empty
+	// Account is a read-only node.
+	Node node.Config
+	// RatePerSecond and PayloadBytes shape a sending node's commands.
+	RatePerSecond, PayloadBytes int
+	// Mode is printed on the ready line ("safe" or "fast", as Node.Mode).
+	Mode string
+	// Stdin carries the drill's commands (report, stop); Out receives the
+	// node's lines. nil: os.Stdin, os.Stdout.
+	Stdin io.Reader
+	Out   io.Writer
+	Log   *slog.Logger
+}
 
 type drillNode struct {
 	n        *node.Node
@@ -63,10 +49,11 @@ type drillNode struct {
 	check *check.Stream
 	epoch uint32
 	sent  uint64
+	out   io.Writer
 }
 
 func newDrillNode(self wire.Account, instance uint8) *drillNode {
-	return &drillNode{self: self, instance: instance, check: check.New(check.Config{Digest: true})}
+	return &drillNode{self: self, instance: instance, check: check.New(check.Config{Digest: true}), out: os.Stdout}
 }
 
 func (d *drillNode) OnMessage(m *node.Message) {
@@ -77,7 +64,7 @@ func (d *drillNode) OnMessage(m *node.Message) {
 	}
 	if m.Epoch > d.epoch {
 		d.epoch = m.Epoch
-		fmt.Printf("drillnode: epoch=%d seq=%d ns=%d\n", m.Epoch, m.Seq, time.Now().UnixNano())
+		d.printf("drillnode: epoch=%d seq=%d ns=%d\n", m.Epoch, m.Seq, time.Now().UnixNano())
 	}
 }
 
@@ -102,61 +89,73 @@ func (d *drillNode) report() {
 		resends = d.n.Stats().Resends
 	}
 	k := d.check
-	fmt.Printf("drillnode: report last=%d digest=%016x lost=%d dup=%d sent=%d acked=%d senders=%s self=%s/%d resends=%d\n",
+	d.printf("drillnode: report last=%d digest=%016x lost=%d dup=%d sent=%d acked=%d senders=%s self=%s/%d resends=%d\n",
 		k.Last, k.Digest, k.Lost, k.Dup, d.sent, d.acked(), orDash(strings.Join(ss, ",")), d.self, d.instance, resends)
 }
 
-func runDrillNode(cc *cli.Context) error {
-	log := newLogger(cc)
-	cfg := node.DefaultConfig()
-	cfg.Rewind = true
-	cfg.BlockWhenFull = true
-	cfg.Replayers = cc.StringSlice("replayer")
-	cfg.Account = cc.String("account")
-	cfg.ReadOnly = cfg.Account == ""
-	mode := cc.String("node.mode")
-	if err := oneOf("node.mode", mode, "safe", "fast"); err != nil {
-		return err
+// The node's lines go to out (os.Stdout by default): one Printf per line.
+func (d *drillNode) printf(format string, a ...any) { fmt.Fprintf(d.out, format, a...) }
+
+// RunNode is `seqd drill node`, the node process of a failover drill (hidden: the
+// drill starts it from its own binary). It reads the stream from seq 1
+// and counts, instead of stopping at, what a drill checks: seqs skipped
+// or repeated, each sender's commands lost or repeated, and a digest of
+// the whole stream; a sending node sends paced commands until told to
+// stop. It talks with the drill on stdin and stdout, one line each:
+//
+//	stdout: drillnode: ready account=A mode=M
+//	        drillnode: epoch=E seq=S ns=T     the first message of epoch E, delivered at wall time T
+//	        drillnode: report last=L digest=D lost=N dup=N sent=N acked=N senders=ACC/I:n,... self=ACC/I resends=N
+//	        drillnode: stopped sent=N acked=N  (after "stop": every command sent is acked)
+//	        drillnode: diverged err=...        (fast mode: ErrDiverged; exit status 3)
+//	stdin:  report | stop
+//
+// It exits when stdin ends (the drill is gone) or when its node stops.
+func RunNode(ctx context.Context, cfg NodeConfig, client transport.Client) error {
+	if cfg.Out == nil {
+		cfg.Out = os.Stdout
 	}
-	if mode == "fast" {
-		cfg.Mode = node.Fast
+	if cfg.Stdin == nil {
+		cfg.Stdin = os.Stdin
 	}
-	if err := cfg.Validate(); err != nil {
-		return configError(err, nodeKeys)
-	}
+	ncfg := cfg.Node
+	ncfg.Rewind = true
+	ncfg.BlockWhenFull = true
 	var self wire.Account
-	if cfg.Account != "" {
+	if ncfg.Account != "" {
 		var err error
-		if self, err = wire.ParseAccount(cfg.Account); err != nil {
-			return keyError("account", fmt.Sprintf("%q", cfg.Account), "1..8 printable ASCII bytes")
+		if self, err = wire.ParseAccount(ncfg.Account); err != nil {
+			return err
 		}
 	}
-	d := newDrillNode(self, cfg.Instance)
-	client, err := openClient(cc, log, "node")
-	if err != nil {
+	d := newDrillNode(self, ncfg.Instance)
+	d.out = cfg.Out
+	var err error
+	if d.n, err = node.New(ncfg, d, client); err != nil {
 		return err
 	}
-	defer client.Close()
-	if d.n, err = node.New(cfg, d, client); err != nil {
-		return configError(err, nodeKeys)
+	log := cfg.Log
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
 	}
-	ctx, cancel := context.WithCancel(cc.Context)
+	mode := cfg.Mode
+	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	runErr := make(chan error, 1)
 	go func() { runErr <- d.n.Run(ctx) }()
-	fmt.Printf("drillnode: ready account=%s mode=%s\n", orDash(cfg.Account), mode)
+	d.printf("drillnode: ready account=%s mode=%s\n", orDash(ncfg.Account), mode)
 
 	stopSend := make(chan struct{})
 	sendDone := make(chan struct{})
-	if cfg.ReadOnly {
+	if ncfg.ReadOnly {
 		close(sendDone)
 	} else {
-		go d.send(ctx, log, cc.Int("rate"), cc.Int("size"), stopSend, sendDone)
+		go d.send(ctx, log, cfg.RatePerSecond, cfg.PayloadBytes, stopSend, sendDone)
 	}
 	cmds := make(chan string)
 	go func() {
 		defer close(cmds)
-		sc := bufio.NewScanner(os.Stdin)
+		sc := bufio.NewScanner(cfg.Stdin)
 		for sc.Scan() {
 			cmds <- strings.TrimSpace(sc.Text())
 		}
@@ -166,8 +165,8 @@ func runDrillNode(cc *cli.Context) error {
 		select {
 		case err := <-runErr:
 			if errors.Is(err, node.ErrDiverged) {
-				fmt.Printf("drillnode: diverged err=%q\n", err.Error())
-				return &codedError{code: exitDiverged, err: err}
+				d.printf("drillnode: diverged err=%q\n", err.Error())
+				return err // the caller exits with ExitDiverged
 			}
 			if err == nil {
 				err = errors.New("node stopped")
@@ -214,7 +213,7 @@ func (d *drillNode) send(ctx context.Context, log interface{ Error(string, ...an
 				return
 			default:
 			}
-			bench.FillPayload(p, i+1)
+			check.FillPayload(p, i+1)
 			if _, err := d.n.SendContext(ctx, p); err != nil {
 				if ctx.Err() == nil {
 					log.Error("send", "cmd", i+1, "err", err)
@@ -237,9 +236,16 @@ func (d *drillNode) waitAcked(ctx context.Context, sendDone chan struct{}) {
 		sent, acked := d.sent, d.acked()
 		d.mu.Unlock()
 		if acked >= sent {
-			fmt.Printf("drillnode: stopped sent=%d acked=%d\n", sent, acked)
+			d.printf("drillnode: stopped sent=%d acked=%d\n", sent, acked)
 			return
 		}
 		time.Sleep(10 * time.Millisecond)
 	}
+}
+
+func orDash(s string) string {
+	if s == "" {
+		return "-"
+	}
+	return s
 }

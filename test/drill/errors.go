@@ -1,0 +1,7 @@
+package drill
+
+import "errors"
+
+// ErrConfig is wrapped by every Config error (a config.Error naming the
+// field).
+var ErrConfig = errors.New("drill: invalid configuration")
