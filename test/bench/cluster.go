@@ -10,6 +10,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/seqd/seqd/internal/freeport"
 	"github.com/seqd/seqd/test/proc"
 )
 
@@ -60,7 +61,7 @@ func startBenchCluster(ctx context.Context, set *children, netArgs []string, spi
 	if err != nil {
 		return nil, err
 	}
-	addrs, err := freeAddrs(9)
+	addrs, err := freeport.Addrs(9)
 	if err != nil {
 		os.RemoveAll(dir)
 		return nil, err

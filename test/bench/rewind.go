@@ -23,11 +23,11 @@ func benchRewind(ctx context.Context, o Config, set *children, netArgs []string,
 		return err
 	}
 	defer os.RemoveAll(dir)
-	nakAddr, err := freeTCP()
+	nakAddr, err := freeport.Addr()
 	if err != nil {
 		return err
 	}
-	rewindAddr, err := freeTCP()
+	rewindAddr, err := freeport.Addr()
 	if err != nil {
 		return err
 	}
@@ -76,22 +76,4 @@ func benchRewind(ctx context.Context, o Config, set *children, netArgs []string,
 	allocs, _ := field(line, "allocs_per_msg")
 	fmt.Fprintf(o.Out, "bench transport=%s mode=rewind size=%d msgs=%d rate=%.0f msg/s allocs_per_msg=%.4f\n", o.Transport, o.SizeBytes, o.Count, rate, allocs)
 	return nil
-}
-
-// freeTCP returns a loopback TCP address free a moment ago.
-func freeTCP() (string, error) {
-	return freeport.Addr()
-}
-
-// freeAddrs returns n loopback addresses free a moment ago.
-func freeAddrs(n int) ([]string, error) {
-	var out []string
-	for range n {
-		a, err := freeport.Addr()
-		if err != nil {
-			return nil, err
-		}
-		out = append(out, a)
-	}
-	return out, nil
 }
