@@ -12,6 +12,7 @@ import (
 	"github.com/urfave/cli/v2"
 
 	"github.com/seqd/seqd/cluster"
+	"github.com/seqd/seqd/ops/options"
 	"github.com/seqd/seqd/sequencer"
 	"github.com/seqd/seqd/test/drill"
 	"github.com/seqd/seqd/transport"
@@ -21,17 +22,25 @@ import (
 // clusterFlags are the keys of `seqd sequencer --cluster`.
 func clusterFlags() []cli.Flag {
 	return append([]cli.Flag{
-		boolFlag("cluster", false, "run as a member of a Raft sequencer group (primary while Raft leader, standby otherwise) instead of alone"),
-		uintFlag("id", 0, "cluster: this member's id (>= 1)"),
-		strFlag("dir", "", "cluster: directory of the raft log (raft.db), raft snapshots and the standby's stream store"),
-		strFlag("raft-addr", "", "cluster: host:port of this member's Raft transport (default: its entry in --peers)"),
-		strFlag("admin-addr", "", "cluster: host:port of this member's control and admin endpoint (default: its entry in --peers; keep it on loopback or a trusted network)"),
-		strFlag("fetch-addr", "", "cluster: host:port this member serves its stored stream on, for a new primary catching up (default: its entry in --peers)"),
-		strFlag("peers", "", "cluster: every member, this one included: ID@RAFT_ADDR@ADMIN_ADDR@FETCH_ADDR,... (used to bootstrap a new cluster)"),
-		strFlag("timeouts", "lan", "cluster: timing profile: lan (300 ms heartbeat and election, 290 ms lease; a killed primary is replaced in ~20 ms by the death watch) | wan (1 s, lease 500 ms) | test (300 ms, no prompt check)"),
-		strFlag("standby.ack", "written", "cluster: what a standby acks, so what stable means: written (the record is in its store's file: it survives the process, and a quorum of processes on separate machines is the durability, as in Aeron Cluster and Kafka) | durable (fsynced first: survives a power loss of the whole group, and costs one fsync in every safe-mode round trip, about 1-4 ms)"),
-		boolFlag("join", false, "cluster: join a running cluster instead of bootstrapping (then: seqd admin add-member on the primary)"),
+		options.Bool("cluster", false, "run as a member of a Raft sequencer group (primary while Raft leader, standby otherwise) instead of alone"),
+		options.Uint("id", 0, "cluster: this member's id (>= 1)"),
+		options.String("dir", "", "cluster: directory of the raft log (raft.db), raft snapshots and the standby's stream store"),
+		options.String("raft-addr", "", "cluster: host:port of this member's Raft transport (default: its entry in --peers)"),
+		options.String("admin-addr", "", "cluster: host:port of this member's control and admin endpoint (default: its entry in --peers; keep it on loopback or a trusted network)"),
+		options.String("fetch-addr", "", "cluster: host:port this member serves its stored stream on, for a new primary catching up (default: its entry in --peers)"),
+		options.String("peers", "", "cluster: every member, this one included: ID@RAFT_ADDR@ADMIN_ADDR@FETCH_ADDR,... (used to bootstrap a new cluster)"),
+		options.String("timeouts", "lan", "cluster: timing profile: lan (300 ms heartbeat and election, 290 ms lease; a killed primary is replaced in ~20 ms by the death watch) | wan (1 s, lease 500 ms) | test (300 ms, no prompt check)"),
+		options.String("standby.ack", standbyAck(cluster.DefaultDataConfig()), "cluster: what a standby acks, so what stable means: written (the record is in its store's file: it survives the process, and a quorum of processes on separate machines is the durability, as in Aeron Cluster and Kafka) | durable (fsynced first: survives a power loss of the whole group, and costs one fsync in every safe-mode round trip, about 1-4 ms)"),
+		options.Bool("join", false, "cluster: join a running cluster instead of bootstrapping (then: seqd admin add-member on the primary)"),
 	}, faultFlags()...)
+}
+
+// standbyAck is the --standby.ack name of a data path's ack mode.
+func standbyAck(d cluster.DataConfig) string {
+	if d.AckWritten {
+		return "written"
+	}
+	return "durable"
 }
 
 // clusterConfig reads the cluster keys into a cluster.Config; seq is the
@@ -46,12 +55,12 @@ func clusterConfig(c *cli.Context, seq sequencer.Config, log *slog.Logger) (clus
 	cfg.Logger = log
 	prof, ok := cluster.Profiles[c.String("timeouts")]
 	if !ok {
-		return cfg, oneOf("timeouts", c.String("timeouts"), "lan", "wan", "test")
+		return cfg, options.OneOf("timeouts", c.String("timeouts"), "lan", "wan", "test")
 	}
 	cfg.Timeouts = prof()
 	ms, err := parseMembers(c.String("peers"))
 	if err != nil {
-		return cfg, keyError("peers", fmt.Sprintf("%q", c.String("peers")), err.Error())
+		return cfg, options.KeyError("peers", fmt.Sprintf("%q", c.String("peers")), err.Error())
 	}
 	cfg.Members = ms
 	for _, m := range ms {
@@ -66,10 +75,10 @@ func clusterConfig(c *cli.Context, seq sequencer.Config, log *slog.Logger) (clus
 		cfg.AdminAddr = a
 	}
 	if cfg.Dir == "" {
-		return cfg, keyError("dir", `""`, "a directory for the raft log, snapshots and stream store")
+		return cfg, options.KeyError("dir", `""`, "a directory for the raft log, snapshots and stream store")
 	}
 	if err := cfg.Validate(); err != nil {
-		return cfg, configError(err, clusterKeys)
+		return cfg, options.Keyed(err, clusterKeys)
 	}
 	return cfg, nil
 }
@@ -121,54 +130,49 @@ func runClusterSequencer(c *cli.Context, seq sequencer.Config, log *slog.Logger)
 			return err
 		}
 	default:
-		return oneOf("transport", c.String("transport"), open.ServerKinds...)
+		return options.OneOf("transport", c.String("transport"), open.ServerKinds...)
 	}
 	// --fault-addr (drills): Raft and the stream sockets go through
 	// switchable fault injection (drill_fault.go).
 	flt, err := drill.StartFaults(c.String("fault-addr"), c.Uint64("fault-seed"), &cfg, log)
 	if err != nil {
-		return configError(err, map[string]string{"FaultAddr": "fault-addr"})
+		return options.Keyed(err, map[string]string{"FaultAddr": "fault-addr"})
 	}
 	defer flt.Close()
-	dp, err := openDataPath(cfg.ID, filepath.Join(cfg.Dir, "stream"), fetchAddr(c, cfg), seq.MaxSenders,
-		func() (transport.Client, error) {
+	data := cluster.DefaultDataConfig()
+	data.Dir, data.FetchAddr = filepath.Join(cfg.Dir, "stream"), fetchAddr(c, cfg)
+	data.IdleSpin = c.Duration("sequencer.idle-spin")
+	switch ack := c.String("standby.ack"); ack {
+	case "written", "durable":
+		data.AckWritten = ack == "written"
+	default:
+		return options.OneOf("standby.ack", ack, "written", "durable")
+	}
+	p, err := cluster.NewProcess(cfg, data, cluster.Opens{
+		Client: func() (transport.Client, error) {
 			cl, err := openClient(c, log, "standby")
 			if err != nil {
 				return nil, err
 			}
 			return flt.Client(cl)
-		}, log)
-	if err != nil {
-		return err
-	}
-	defer dp.close()
-	dp.idleSpin = c.Duration("sequencer.idle-spin")
-	switch ack := c.String("standby.ack"); ack {
-	case "written", "durable":
-		dp.ackWritten = ack == "written"
-	default:
-		return oneOf("standby.ack", ack, "written", "durable")
-	}
-	deps := cluster.Deps{
-		NewFollower: dp.newFollower,
-		Stream: func() (transport.Server, error) {
+		},
+		Server: func() (transport.Server, error) {
 			s, err := openServer(c, log)
 			if err != nil {
 				return nil, err
 			}
 			return flt.Server(s)
 		},
-		Acks: newAcks,
-	}
-	n, err := cluster.New(cfg, deps)
+	})
 	if err != nil {
 		return err
 	}
+	defer p.Close()
+	n := p.Node
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	errc := make(chan error, 2)
-	go func() { errc <- dp.run(ctx) }()
-	go func() { errc <- n.Run(ctx) }()
+	errc := make(chan error, 1)
+	go func() { errc <- p.Run(ctx) }()
 	fmt.Printf("sequencer: ready cluster id=%d raft=%s admin=%s\n", cfg.ID, cfg.RaftAddr, n.AdminAddr())
 	log.Info("cluster member serving", "id", cfg.ID, "raft", cfg.RaftAddr, "admin", n.AdminAddr(), "pid", os.Getpid())
 
@@ -201,16 +205,12 @@ func runClusterSequencer(c *cli.Context, seq sequencer.Config, log *slog.Logger)
 		}
 	}
 	cancel()
-	// Both goroutines end on cancel; wait for the other one.
-	second := <-errc
 	st := n.State()
 	fmt.Printf("sequencer: stopped cluster id=%d epoch=%d primary=%d\n", cfg.ID, st.Epoch(), st.Primary())
-	for _, err := range []error{first, second} {
-		if err != nil && !errors.Is(err, context.Canceled) {
-			return err
-		}
+	if errors.Is(first, context.Canceled) {
+		return nil
 	}
-	return nil
+	return first
 }
 
 // clusterTCPListen sets --tcp.listen, unless given, to this member's
@@ -230,9 +230,9 @@ func clusterTCPListen(c *cli.Context, cfg cluster.Config) error {
 			continue
 		}
 		if i >= len(addrs) {
-			return keyError("tcp.addr", fmt.Sprintf("%q", c.String("tcp.addr")), fmt.Sprintf("one stream address per member of --peers (member %d is number %d), or --tcp.listen", cfg.ID, i+1))
+			return options.KeyError("tcp.addr", fmt.Sprintf("%q", c.String("tcp.addr")), fmt.Sprintf("one stream address per member of --peers (member %d is number %d), or --tcp.listen", cfg.ID, i+1))
 		}
 		return c.Set("tcp.listen", addrs[i])
 	}
-	return keyError("tcp.listen", `""`, fmt.Sprintf("this member's stream address (member %d is not in --peers)", cfg.ID))
+	return options.KeyError("tcp.listen", `""`, fmt.Sprintf("this member's stream address (member %d is not in --peers)", cfg.ID))
 }

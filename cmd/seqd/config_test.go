@@ -7,6 +7,7 @@ import (
 	"github.com/seqd/seqd/config"
 	"github.com/seqd/seqd/multicast"
 	"github.com/seqd/seqd/node"
+	"github.com/seqd/seqd/ops/options"
 	"github.com/seqd/seqd/sequencer"
 )
 
@@ -35,14 +36,14 @@ func TestConfigError_NamesTheKeyOfTheFieldAtFault(t *testing.T) {
 		{hb.Validate(), sequencerKeys, "sequencer.heartbeat-interval"},
 		{nd.Validate(), nodeKeys, "node.max-resend-interval"},
 		{mc.Validate(), transportKeys, "udp.stream-group"},
-		{oneOf("node.mode", "turbo", "safe", "fast"), nil, "node.mode"},
+		{options.OneOf("node.mode", "turbo", "safe", "fast"), nil, "node.mode"},
 	} {
 		err := tc.err
 		if tc.keys != nil {
-			err = configError(err, tc.keys)
+			err = options.Keyed(err, tc.keys)
 		}
 		var ce *config.Error
-		if !errors.As(err, &ce) || ce.Field != tc.key || !errors.Is(err, errConfig) {
+		if !errors.As(err, &ce) || ce.Field != tc.key || !errors.Is(err, options.ErrConfig) {
 			t.Errorf("%v: reported on %q, want key %s", err, fieldOf(ce), tc.key)
 		}
 	}

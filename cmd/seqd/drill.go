@@ -9,6 +9,7 @@ import (
 
 	"github.com/seqd/seqd/cluster"
 	"github.com/seqd/seqd/node"
+	"github.com/seqd/seqd/ops/options"
 	"github.com/seqd/seqd/test/drill"
 	"github.com/seqd/seqd/wire"
 )
@@ -72,7 +73,7 @@ func runDrillFailover(c *cli.Context) error {
 	}
 	cfg.Timeouts = c.String("timeouts")
 	if _, ok := cluster.Profiles[cfg.Timeouts]; !ok {
-		return oneOf("timeouts", cfg.Timeouts, "lan", "wan", "test")
+		return options.OneOf("timeouts", cfg.Timeouts, "lan", "wan", "test")
 	}
 	cfg.Seed, cfg.Keep = c.Uint64("seed"), c.Bool("keep")
 	return drill.Run(c.Context, cfg)
@@ -84,10 +85,10 @@ func drillNodeCommand() *cli.Command {
 		Usage:  "a drill's node process (started by seqd drill failover)",
 		Hidden: true,
 		Flags: append(transportFlags(false),
-			strFlag("account", "", "account of a sending node; empty: read-only"),
-			strFlag("node.mode", "safe", "safe | fast"),
-			intFlag("rate", 1000, "commands per second"),
-			intFlag("size", 64, "payload bytes per command"),
+			options.String("account", "", "account of a sending node; empty: read-only"),
+			options.String("node.mode", "safe", "safe | fast"),
+			options.Int("rate", 1000, "commands per second"),
+			options.Int("size", 64, "payload bytes per command"),
 			replayerFlag(),
 		),
 		Action: runDrillNode,
@@ -95,7 +96,7 @@ func drillNodeCommand() *cli.Command {
 }
 
 func runDrillNode(cc *cli.Context) error {
-	log := newLogger(cc)
+	log := options.NewLogger(cc)
 	cfg := drill.NodeConfig{Node: node.DefaultConfig(), RatePerSecond: cc.Int("rate"), PayloadBytes: cc.Int("size"), Log: log}
 	nc := &cfg.Node
 	nc.Rewind = true
@@ -104,18 +105,18 @@ func runDrillNode(cc *cli.Context) error {
 	nc.Account = cc.String("account")
 	nc.ReadOnly = nc.Account == ""
 	cfg.Mode = cc.String("node.mode")
-	if err := oneOf("node.mode", cfg.Mode, "safe", "fast"); err != nil {
+	if err := options.OneOf("node.mode", cfg.Mode, "safe", "fast"); err != nil {
 		return err
 	}
 	if cfg.Mode == "fast" {
 		nc.Mode = node.Fast
 	}
 	if err := nc.Validate(); err != nil {
-		return configError(err, nodeKeys)
+		return options.Keyed(err, nodeKeys)
 	}
 	if nc.Account != "" {
 		if _, err := wire.ParseAccount(nc.Account); err != nil {
-			return keyError("account", fmt.Sprintf("%q", nc.Account), "1..8 printable ASCII bytes")
+			return options.KeyError("account", fmt.Sprintf("%q", nc.Account), "1..8 printable ASCII bytes")
 		}
 	}
 	client, err := openClient(cc, log, "node")
@@ -127,12 +128,12 @@ func runDrillNode(cc *cli.Context) error {
 	if errors.Is(err, node.ErrDiverged) {
 		return &codedError{code: drill.ExitDiverged, err: err}
 	}
-	return configError(err, nodeKeys)
+	return options.Keyed(err, nodeKeys)
 }
 
 func faultFlags() []cli.Flag {
 	return []cli.Flag{
-		strFlag("fault-addr", "", "drills only: serve the fault-injection endpoint on this host:port (partition of Raft and the stream sockets, seeded stream loss); empty: no fault injection at all"),
-		uintFlag("fault-seed", 1, "drills only: seed of the injected stream loss"),
+		options.String("fault-addr", "", "drills only: serve the fault-injection endpoint on this host:port (partition of Raft and the stream sockets, seeded stream loss); empty: no fault injection at all"),
+		options.Uint("fault-seed", 1, "drills only: seed of the injected stream loss"),
 	}
 }

@@ -13,6 +13,7 @@ import (
 	"github.com/urfave/cli/v2"
 	"github.com/urfave/cli/v2/altsrc"
 
+	"github.com/seqd/seqd/ops/options"
 	"github.com/seqd/seqd/replayer"
 	"github.com/seqd/seqd/tiered"
 )
@@ -21,17 +22,17 @@ import (
 // `seqd tail`: members find each other with hashicorp/memberlist.
 func gossipFlags(withTier bool) []cli.Flag {
 	fl := []cli.Flag{
-		altsrc.NewStringFlag(&cli.StringFlag{Name: "gossip", EnvVars: []string{tiered.SeedsEnv, envName("gossip")},
+		altsrc.NewStringFlag(&cli.StringFlag{Name: "gossip", EnvVars: []string{tiered.SeedsEnv, options.EnvName("gossip")},
 			Usage: "join replayer discovery by gossip through these seeds (host[:port], comma-separated; port " + strconv.Itoa(tiered.DefaultGossipPort) + " by default); also " + tiered.SeedsEnv}),
-		strFlag("gossip.bind", "", "host:port gossip listens on (UDP and TCP; default 127.0.0.1:0, a free port on loopback); setting it alone starts gossip with no seed (the member others name as theirs)"),
-		strFlag("gossip.name", "", "this member's name in gossip (default: hostname-pid)"),
-		durFlag("gossip.wait", 5*time.Second, "seqd tail and node: how long to wait for gossip to show a replayer that holds --from (seq 1 for a node)"),
+		options.String("gossip.bind", "", "host:port gossip listens on (UDP and TCP; default 127.0.0.1:0, a free port on loopback); setting it alone starts gossip with no seed (the member others name as theirs)"),
+		options.String("gossip.name", "", "this member's name in gossip (default: hostname-pid)"),
+		options.Duration("gossip.wait", 5*time.Second, "seqd tail and node: how long to wait for gossip to show a replayer that holds --from (seq 1 for a node)"),
 	}
 	if withTier {
-		fl = append(fl, altsrc.NewIntFlag(&cli.IntFlag{Name: "gossip.tier", Aliases: []string{"tier"}, Value: 1, EnvVars: []string{envName("gossip.tier")},
+		fl = append(fl, altsrc.NewIntFlag(&cli.IntFlag{Name: "gossip.tier", Aliases: []string{"tier"}, Value: 1, EnvVars: []string{options.EnvName("gossip.tier")},
 			Usage: "this replayer's tier: 1 follows the stream itself; 2 (or more) follows a lower-tier replayer's store over TCP (--upstream, or one gossip selects) and serves late joiners' rewinds so they leave tier 1 alone"}),
-			strFlag("upstream", "", "with --tier 2: the rewind addresses (host:port, comma-separated) of tier-1 replayers to follow, in turn when one dies (with --gossip: used when gossip shows none)"),
-			durFlag("upstream.failover-wait", tiered.DefaultUpstreamConfig().FailoverWait, "with --tier 2: stop with an error once no upstream replayer served the next seq for this long"))
+			options.String("upstream", "", "with --tier 2: the rewind addresses (host:port, comma-separated) of tier-1 replayers to follow, in turn when one dies (with --gossip: used when gossip shows none)"),
+			options.Duration("upstream.failover-wait", tiered.DefaultUpstreamConfig().FailoverWait, "with --tier 2: stop with an error once no upstream replayer served the next seq for this long"))
 	}
 	return fl
 }
@@ -50,11 +51,11 @@ func startGossip(c *cli.Context, log *slog.Logger, meta tiered.MetaFunc) (*tiere
 	host, port, err := net.SplitHostPort(bind)
 	p, perr := strconv.Atoi(port)
 	if err != nil || net.ParseIP(host) == nil || perr != nil || p < 0 || p > 65535 {
-		return nil, keyError("gossip.bind", fmt.Sprintf("%q", bind), "IP:port (port 0: a free one)")
+		return nil, options.KeyError("gossip.bind", fmt.Sprintf("%q", bind), "IP:port (port 0: a free one)")
 	}
 	cfg.BindAddr, cfg.BindPort = host, p
 	if cfg.Seeds, err = tiered.ParseSeeds(c.String("gossip")); err != nil {
-		return nil, keyError("gossip", fmt.Sprintf("%q", c.String("gossip")), "host[:port],... ("+err.Error()+")")
+		return nil, options.KeyError("gossip", fmt.Sprintf("%q", c.String("gossip")), "host[:port],... ("+err.Error()+")")
 	}
 	cfg.Name = c.String("gossip.name")
 	cfg.Logger = log

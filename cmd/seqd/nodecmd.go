@@ -17,6 +17,7 @@ import (
 
 	"github.com/seqd/seqd/cmd/seqd/internal/stopsignal"
 	"github.com/seqd/seqd/node"
+	"github.com/seqd/seqd/ops/options"
 	"github.com/seqd/seqd/test/bench"
 	"github.com/seqd/seqd/test/check"
 	"github.com/seqd/seqd/wire"
@@ -24,26 +25,26 @@ import (
 
 func nodeCommand() *cli.Command {
 	d := node.DefaultConfig()
-	flags, before := withConfig(append(append(transportFlags(false),
-		strFlag("account", "", "this node's account (1..8 ASCII bytes); empty with --read-only"),
-		intFlag("instance", 1, "instance id (hot-hot pairs share an account)"),
-		intFlag("count", 1000, "commands to send; the node exits 0 once all are acknowledged"),
-		intFlag("size", 256, "payload bytes per command"),
-		intFlag("rate", 0, "commands per second (0: as fast as the window allows)"),
-		intFlag("expect", 0, "also wait until this many messages of other accounts were delivered"),
-		boolFlag("read-only", false, "send nothing; only read and verify the stream"),
-		strFlag("node.mode", "safe", "safe (deliver what the group holds as stable) | fast (deliver on arrival)"),
-		intFlag("node.window", d.Window, "commands in flight before Send blocks"),
-		intFlag("node.window-bytes", d.WindowBytes, "payload bytes in flight before Send blocks (one command always goes)"),
-		durFlag("node.resend-interval", d.ResendInterval, "first resend timeout of a command not seen in the stream, until the round trip is measured"),
-		durFlag("node.min-resend-interval", d.MinResendInterval, "lower bound of the measured resend timeout (srtt + 4*rttvar)"),
-		durFlag("node.max-resend-interval", d.MaxResendInterval, "upper bound of the resend timeout, backoff included"),
-		intFlag("node.max-packet-bytes", 0, "largest command frame; 0: the path MTU (smaller: less batching)"),
-		durFlag("node.idle-spin", 0, "keep polling without blocking this long after each frame (lower latency, costs a core)"),
-		boolFlag("rtt", false, "round-trip mode: send a command, wait to see it, repeat; report percentiles"),
-		strFlag("samples", "", "rtt mode: write the round trips (ns, one per line) to this file"),
-		strFlag("stamps", "", "rtt mode: note when each round trip passed each hop and write it to this file (seq sent out stamp in delivered, wall ns; for seqd bench's latency breakdown)"),
-		durFlag("timeout", 10*time.Minute, "give up after this long"),
+	flags, before := options.WithConfig(append(append(transportFlags(false),
+		options.String("account", "", "this node's account (1..8 ASCII bytes); empty with --read-only"),
+		options.Int("instance", 1, "instance id (hot-hot pairs share an account)"),
+		options.Int("count", 1000, "commands to send; the node exits 0 once all are acknowledged"),
+		options.Int("size", 256, "payload bytes per command"),
+		options.Int("rate", 0, "commands per second (0: as fast as the window allows)"),
+		options.Int("expect", 0, "also wait until this many messages of other accounts were delivered"),
+		options.Bool("read-only", false, "send nothing; only read and verify the stream"),
+		options.String("node.mode", "safe", "safe (deliver what the group holds as stable) | fast (deliver on arrival)"),
+		options.Int("node.window", d.Window, "commands in flight before Send blocks"),
+		options.Int("node.window-bytes", d.WindowBytes, "payload bytes in flight before Send blocks (one command always goes)"),
+		options.Duration("node.resend-interval", d.ResendInterval, "first resend timeout of a command not seen in the stream, until the round trip is measured"),
+		options.Duration("node.min-resend-interval", d.MinResendInterval, "lower bound of the measured resend timeout (srtt + 4*rttvar)"),
+		options.Duration("node.max-resend-interval", d.MaxResendInterval, "upper bound of the resend timeout, backoff included"),
+		options.Int("node.max-packet-bytes", 0, "largest command frame; 0: the path MTU (smaller: less batching)"),
+		options.Duration("node.idle-spin", 0, "keep polling without blocking this long after each frame (lower latency, costs a core)"),
+		options.Bool("rtt", false, "round-trip mode: send a command, wait to see it, repeat; report percentiles"),
+		options.String("samples", "", "rtt mode: write the round trips (ns, one per line) to this file"),
+		options.String("stamps", "", "rtt mode: note when each round trip passed each hop and write it to this file (seq sent out stamp in delivered, wall ns; for seqd bench's latency breakdown)"),
+		options.Duration("timeout", 10*time.Minute, "give up after this long"),
 		replayerFlag(),
 		rewindFlag(),
 		streamWarnFlag(),
@@ -187,7 +188,7 @@ func (c *cliNode) sendRTT(cmd uint64) error {
 }
 
 func runNode(cc *cli.Context) error {
-	log := newLogger(cc)
+	log := options.NewLogger(cc)
 	cfg := node.DefaultConfig()
 	// The built-in node verifies and counts (--expect) the stream from
 	// seq 1, as it always did; library nodes start live by default.
@@ -207,7 +208,7 @@ func runNode(cc *cli.Context) error {
 	cfg.BlockWhenFull = true
 	cfg.Replayers = cc.StringSlice("replayer")
 	mode := cc.String("node.mode")
-	if err := oneOf("node.mode", mode, "safe", "fast"); err != nil {
+	if err := options.OneOf("node.mode", mode, "safe", "fast"); err != nil {
 		return err
 	}
 	if mode == "fast" {
@@ -218,13 +219,13 @@ func runNode(cc *cli.Context) error {
 		count = 0
 	}
 	if cc.Int("instance") < 0 || cc.Int("instance") > 255 {
-		return keyError("instance", fmt.Sprint(cc.Int("instance")), "0..255")
+		return options.KeyError("instance", fmt.Sprint(cc.Int("instance")), "0..255")
 	}
 	if size < 0 || size > cfg.MaxMessageBytes {
-		return keyError("size", fmt.Sprint(size), fmt.Sprintf("0..%d", cfg.MaxMessageBytes))
+		return options.KeyError("size", fmt.Sprint(size), fmt.Sprintf("0..%d", cfg.MaxMessageBytes))
 	}
 	if err := cfg.Validate(); err != nil {
-		return configError(err, nodeKeys)
+		return options.Keyed(err, nodeKeys)
 	}
 	client, err := openClient(cc, log, "node")
 	if err != nil {
@@ -235,7 +236,7 @@ func runNode(cc *cli.Context) error {
 	if cfg.Account != "" {
 		c.check.self, err = wire.ParseAccount(cfg.Account)
 		if err != nil {
-			return keyError("account", fmt.Sprintf("%q", cfg.Account), "1..8 printable ASCII bytes")
+			return options.KeyError("account", fmt.Sprintf("%q", cfg.Account), "1..8 printable ASCII bytes")
 		}
 	}
 	c.check.instance = cfg.Instance
@@ -265,7 +266,7 @@ func runNode(cc *cli.Context) error {
 	}
 	c.n, err = node.New(cfg, c, nodeClient)
 	if err != nil {
-		return configError(err, nodeKeys)
+		return options.Keyed(err, nodeKeys)
 	}
 	setRewind(c.n, log, rewinds, agent, cfg.Session)
 	c.n.SetIdleSpin(cc.Duration("node.idle-spin"))

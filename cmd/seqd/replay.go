@@ -16,19 +16,20 @@ import (
 	"golang.org/x/term"
 
 	"github.com/seqd/seqd/node"
+	"github.com/seqd/seqd/ops/options"
 )
 
 func replayCommand() *cli.Command {
-	flags, before := withConfig([]cli.Flag{
-		uintFlag("from", 0, "first seq to replay (0: the archive's first, 1 unless its replayer started from the live tail)"),
-		uintFlag("to", 0, "last seq to replay (0: to the end of the archive)"),
-		strFlag("account", "", "replay as a node of this account: messages it sent are Mine (shown with --format json as \"mine\")"),
-		intFlag("instance", 0, "the instance of --account (hot-hot instances share an account)"),
-		strFlag("format", "text", "text | json (as seqd tail prints them)"),
-		boolFlag("internal", true, "also print internal (sequencer-generated) messages"),
-		boolFlag("quiet", false, "print no messages, only the summary line (on stdout)"),
-		boolFlag("stable-only", false, "stop at the highest seq the stored packets say was stable (for the directory of a live session, whose newest records a failover may still cut)"),
-		boolFlag("progress", true, "show a progress bar on stderr when it is a terminal (and the messages do not go to that terminal)"),
+	flags, before := options.WithConfig([]cli.Flag{
+		options.Uint("from", 0, "first seq to replay (0: the archive's first, 1 unless its replayer started from the live tail)"),
+		options.Uint("to", 0, "last seq to replay (0: to the end of the archive)"),
+		options.String("account", "", "replay as a node of this account: messages it sent are Mine (shown with --format json as \"mine\")"),
+		options.Int("instance", 0, "the instance of --account (hot-hot instances share an account)"),
+		options.String("format", "text", "text | json (as seqd tail prints them)"),
+		options.Bool("internal", true, "also print internal (sequencer-generated) messages"),
+		options.Bool("quiet", false, "print no messages, only the summary line (on stdout)"),
+		options.Bool("stable-only", false, "stop at the highest seq the stored packets say was stable (for the directory of a live session, whose newest records a failover may still cut)"),
+		options.Bool("progress", true, "show a progress bar on stderr when it is a terminal (and the messages do not go to that terminal)"),
 	})
 	return &cli.Command{
 		Name:      "replay",
@@ -92,12 +93,12 @@ func runReplay(cc *cli.Context) error {
 		return fmt.Errorf("seqd replay takes one archive directory or replayer rewind address (seqd replay DIR|HOST:PORT --from N --to M), got %d arguments", cc.NArg())
 	}
 	format := cc.String("format")
-	if err := oneOf("format", format, "text", "json"); err != nil {
+	if err := options.OneOf("format", format, "text", "json"); err != nil {
 		return err
 	}
 	inst := cc.Int("instance")
 	if inst < 0 || inst > 255 {
-		return keyError("instance", strconv.Itoa(inst), "0..255")
+		return options.KeyError("instance", strconv.Itoa(inst), "0..255")
 	}
 	quiet := cc.Bool("quiet")
 	out := bufio.NewWriterSize(os.Stdout, 1<<16)
@@ -116,7 +117,7 @@ func runReplay(cc *cli.Context) error {
 	if isReplayerAddr(src) {
 		return replayRemote(cc, src, cc.Uint64("from"), cc.Uint64("to"), p, opts, bar, summary)
 	}
-	return replayArchive(cc, newLogger(cc), src, cc.Uint64("from"), cc.Uint64("to"), p, opts, bar, summary)
+	return replayArchive(cc, options.NewLogger(cc), src, cc.Uint64("from"), cc.Uint64("to"), p, opts, bar, summary)
 }
 
 // isReplayerAddr reports whether src names a replayer's rewind address
@@ -285,7 +286,7 @@ func flagsFirst(args []string, cmd *cli.Command) []string {
 // --count of them.
 func runTailArchive(cc *cli.Context, dir string) error {
 	format := cc.String("format")
-	if err := oneOf("format", format, "text", "json"); err != nil {
+	if err := options.OneOf("format", format, "text", "json"); err != nil {
 		return err
 	}
 	from, err := parseFrom(cc.String("from"))
@@ -298,7 +299,7 @@ func runTailArchive(cc *cli.Context, dir string) error {
 	if cc.Bool("follow") {
 		return followArchive(cc, dir, from, cc.Duration("follow-poll"), p)
 	}
-	return replayArchive(cc, newLogger(cc), dir, from, 0, p, nil, false, nil)
+	return replayArchive(cc, options.NewLogger(cc), dir, from, 0, p, nil, false, nil)
 }
 
 // followArchive is `seqd tail --archive DIR --follow`: it prints the
@@ -311,7 +312,7 @@ func runTailArchive(cc *cli.Context, dir string) error {
 // the next look starts after the last seq delivered.
 func followArchive(cc *cli.Context, dir string, from uint64, poll time.Duration, p *archivePrinter) error {
 	if poll <= 0 {
-		return keyError("follow-poll", poll.String(), "a duration > 0")
+		return options.KeyError("follow-poll", poll.String(), "a duration > 0")
 	}
 	stop := cc.Context.Done()
 	until := replayUntil(cc, p)

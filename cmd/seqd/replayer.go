@@ -15,6 +15,7 @@ import (
 
 	"github.com/seqd/seqd/cmd/seqd/internal/stopsignal"
 	"github.com/seqd/seqd/multicast"
+	"github.com/seqd/seqd/ops/options"
 	"github.com/seqd/seqd/replayer"
 	"github.com/seqd/seqd/tiered"
 	"github.com/seqd/seqd/transport"
@@ -25,7 +26,7 @@ import (
 // replayerFlag is --replayer, repeatable: the repair sources a node, a
 // tail or a replayer NAKs when the sequencer's ring says Gone.
 func replayerFlag() cli.Flag {
-	return altsrc.NewStringSliceFlag(&cli.StringSliceFlag{Name: "replayer", EnvVars: []string{envName("replayer")},
+	return altsrc.NewStringSliceFlag(&cli.StringSliceFlag{Name: "replayer", EnvVars: []string{options.EnvName("replayer")},
 		Usage: "a replayer's NAK address (host:port; repeat for several, or comma-separated in the variable): asked for what the sequencer's ring no longer holds"})
 }
 
@@ -36,23 +37,23 @@ var rewindServe func(ctx context.Context, svc *replayer.Service, addr string, lo
 
 func replayerCommand() *cli.Command {
 	d := replayer.DefaultServiceConfig()
-	flags, before := withConfig(append(append(transportFlags(false),
-		strFlag("dir", "", "the store's directory: one session's segment files (created if missing)"),
-		uintFlag("session", 0, "the session to store (0: the one already in --dir, or else the first heard)"),
-		strFlag("nak-addr", "127.0.0.1:9300", "address the replayer answers NAKs on: UDP host:port with --transport udp, TCP with tcp (nodes name it with --replayer)"),
-		strFlag("rewind-addr", "", "TCP address to serve rewinds on (empty: none)"),
+	flags, before := options.WithConfig(append(append(transportFlags(false),
+		options.String("dir", "", "the store's directory: one session's segment files (created if missing)"),
+		options.Uint("session", 0, "the session to store (0: the one already in --dir, or else the first heard)"),
+		options.String("nak-addr", "127.0.0.1:9300", "address the replayer answers NAKs on: UDP host:port with --transport udp, TCP with tcp (nodes name it with --replayer)"),
+		options.String("rewind-addr", "", "TCP address to serve rewinds on (empty: none)"),
 		replayerFlag(),
-		boolFlag("from-live", false, "an empty store starts at the live tail instead of fetching the session from seq 1"),
-		boolFlag("read-only", false, "report as read-only to the sequencer's flow control, which then never waits for this replayer (it may then fall off the ring and stop)"),
-		strFlag("store.fsync", d.Store.Sync.String(), "none | interval | always: when appended packets are fsynced"),
-		durFlag("store.fsync-interval", d.Store.SyncInterval, "with fsync interval: fsync this often while appending"),
-		intFlag("store.fsync-bytes", int(d.Store.SyncBytes), "with fsync interval: fsync after this many bytes too"),
-		intFlag("store.segment-bytes", int(d.Store.SegmentBytes), "segment file size (a new one is started past it)"),
-		intFlag("store.max-packet-bytes", d.Store.MaxPacketBytes, "largest stream packet stored (at least the sequencer's max packet bytes)"),
-		intFlag("repair.nak-answer-bytes", d.Repair.NakAnswerBytes, "most bytes retransmitted for one NAK, at least one packet"),
-		intFlag("repair.retransmit-bytes-per-second", int(d.Repair.RetransmitBytesPerSecond), "bandwidth cap of all repairs (0: none)"),
-		durFlag("repair.multicast-repair-window", d.Repair.MulticastRepairWindow, "a second receiver asking for the same seq within this window gets a multicast answer (0: always unicast)"),
-		intFlag("store.max-pending-bytes", d.MaxPendingBytes, "frames held back while a hole before them is repaired (beyond it the replayer stops)"),
+		options.Bool("from-live", false, "an empty store starts at the live tail instead of fetching the session from seq 1"),
+		options.Bool("read-only", false, "report as read-only to the sequencer's flow control, which then never waits for this replayer (it may then fall off the ring and stop)"),
+		options.String("store.fsync", d.Store.Sync.String(), "none | interval | always: when appended packets are fsynced"),
+		options.Duration("store.fsync-interval", d.Store.SyncInterval, "with fsync interval: fsync this often while appending"),
+		options.Int("store.fsync-bytes", int(d.Store.SyncBytes), "with fsync interval: fsync after this many bytes too"),
+		options.Int("store.segment-bytes", int(d.Store.SegmentBytes), "segment file size (a new one is started past it)"),
+		options.Int("store.max-packet-bytes", d.Store.MaxPacketBytes, "largest stream packet stored (at least the sequencer's max packet bytes)"),
+		options.Int("repair.nak-answer-bytes", d.Repair.NakAnswerBytes, "most bytes retransmitted for one NAK, at least one packet"),
+		options.Int("repair.retransmit-bytes-per-second", int(d.Repair.RetransmitBytesPerSecond), "bandwidth cap of all repairs (0: none)"),
+		options.Duration("repair.multicast-repair-window", d.Repair.MulticastRepairWindow, "a second receiver asking for the same seq within this window gets a multicast answer (0: always unicast)"),
+		options.Int("store.max-pending-bytes", d.MaxPendingBytes, "frames held back while a hole before them is repaired (beyond it the replayer stops)"),
 		streamWarnFlag(),
 		&cli.BoolFlag{Name: "dry-run", Usage: "validate the configuration, print it and exit"},
 	), gossipFlags(true)...))
@@ -75,18 +76,18 @@ fsynced and closed first); 1 on any error.`,
 }
 
 func runReplayer(c *cli.Context) error {
-	log := newLogger(c)
+	log := options.NewLogger(c)
 	ctx := c.Context
 	cfg := replayer.DefaultServiceConfig()
 	cfg.Dir = c.String("dir")
 	if cfg.Dir == "" {
-		return keyError("dir", `""`, "the store's directory")
+		return options.KeyError("dir", `""`, "the store's directory")
 	}
 	cfg.Logger = log
 	cfg.Store.Session = c.Uint64("session")
 	var err error
 	if cfg.Store.Sync, err = replayer.ParseSyncPolicy(c.String("store.fsync")); err != nil {
-		return keyError("store.fsync", fmt.Sprintf("%q", c.String("store.fsync")), "one of: none, interval, always")
+		return options.KeyError("store.fsync", fmt.Sprintf("%q", c.String("store.fsync")), "one of: none, interval, always")
 	}
 	cfg.Store.SyncInShell = cfg.Store.Sync == replayer.SyncInterval
 	cfg.Store.SyncInterval = c.Duration("store.fsync-interval")
@@ -110,7 +111,7 @@ func runReplayer(c *cli.Context) error {
 	}
 	nakAddr := c.String("nak-addr")
 	if c.String("rewind-addr") != "" && rewindServe == nil {
-		return keyError("rewind-addr", fmt.Sprintf("%q", c.String("rewind-addr")), "empty: this build has no rewind server yet")
+		return options.KeyError("rewind-addr", fmt.Sprintf("%q", c.String("rewind-addr")), "empty: this build has no rewind server yet")
 	}
 	if c.Bool("dry-run") {
 		fmt.Printf("replayer: config transport=%s dir=%s session=%d nak_addr=%s fsync=%s fsync_interval=%v segment_bytes=%d replayers=%v\n",
@@ -123,7 +124,7 @@ func runReplayer(c *cli.Context) error {
 	}
 	tier := c.Int("gossip.tier")
 	if tier < 1 || tier > 255 {
-		return keyError("tier", strconv.Itoa(tier), "1..255")
+		return options.KeyError("tier", strconv.Itoa(tier), "1..255")
 	}
 	var follow transport.Client
 	var up *tiered.Upstream
@@ -136,7 +137,7 @@ func runReplayer(c *cli.Context) error {
 		follow = up
 	} else {
 		if c.String("upstream") != "" {
-			return keyError("upstream", fmt.Sprintf("%q", c.String("upstream")), "empty with --tier 1 (a tier-1 replayer follows the stream; --tier 2 follows an upstream)")
+			return options.KeyError("upstream", fmt.Sprintf("%q", c.String("upstream")), "empty with --tier 1 (a tier-1 replayer follows the stream; --tier 2 follows an upstream)")
 		}
 		if follow, err = openClient(c, log, "replayer"); err != nil {
 			return err
@@ -217,10 +218,10 @@ func newUpstream(c *cli.Context, log *slog.Logger, session uint64) (*tiered.Upst
 	cfg := tiered.DefaultUpstreamConfig()
 	cfg.Addrs = rewindAddrs(c.String("upstream"))
 	if len(cfg.Addrs) == 0 && !gossipOn(c) {
-		return nil, keyError("upstream", `""`, "with --tier 2: a tier-1 replayer's rewind address (its --rewind-addr), or --gossip to find one")
+		return nil, options.KeyError("upstream", `""`, "with --tier 2: a tier-1 replayer's rewind address (its --rewind-addr), or --gossip to find one")
 	}
 	if len(c.StringSlice("replayer")) > 0 {
-		return nil, keyError("replayer", fmt.Sprint(c.StringSlice("replayer")), "empty with --tier 2 (the upstream's TCP stream has no gaps to repair)")
+		return nil, options.KeyError("replayer", fmt.Sprint(c.StringSlice("replayer")), "empty with --tier 2 (the upstream's TCP stream has no gaps to repair)")
 	}
 	cfg.Session = session
 	cfg.FromOldest = c.Bool("from-live")
@@ -232,7 +233,7 @@ func newUpstream(c *cli.Context, log *slog.Logger, session uint64) (*tiered.Upst
 	}
 	up, err := tiered.NewUpstream(cfg)
 	if err != nil {
-		return nil, keyError("upstream.failover-wait", c.Duration("upstream.failover-wait").String(), err.Error())
+		return nil, options.KeyError("upstream.failover-wait", c.Duration("upstream.failover-wait").String(), err.Error())
 	}
 	return up, nil
 }

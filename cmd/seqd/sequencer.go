@@ -12,7 +12,7 @@ import (
 	"github.com/urfave/cli/v2"
 
 	"github.com/seqd/seqd/cmd/seqd/internal/stopsignal"
-	"github.com/seqd/seqd/config"
+	"github.com/seqd/seqd/ops/options"
 
 	"github.com/seqd/seqd/sequencer"
 	"github.com/seqd/seqd/test/bench"
@@ -21,27 +21,27 @@ import (
 
 func sequencerCommand() *cli.Command {
 	d := sequencer.DefaultConfig()
-	flags, before := withConfig(append(append(transportFlags(true),
-		uintFlag("session", 0, "session id (0: the start time in ns)"),
-		intFlag("sequencer.max-packet-bytes", 0, "largest stream datagram (UDP payload); 0: the path MTU (1472 on Ethernet, 65507 on loopback)"),
-		durFlag("sequencer.heartbeat-interval", d.HeartbeatInterval, "heartbeat when idle this long"),
-		durFlag("sequencer.max-heartbeat-interval", d.MaxHeartbeatInterval, "while the stream stays idle, heartbeats double their interval up to this (0: a fixed heartbeat-interval); the first after a packet still comes after heartbeat-interval"),
-		intFlag("sequencer.ring-bytes", d.RingBytes, "bytes of published packets kept for repair (memory grows to it as the ring fills)"),
-		intFlag("sequencer.nak-answer-bytes", d.NakAnswerBytes, "most bytes retransmitted for one NAK, at least one packet (the receiver asks again for the rest)"),
-		intFlag("sequencer.retransmit-bytes-per-second", 256<<20, "bandwidth cap of all repairs, so a NAK storm cannot starve the stream (0: none)"),
-		durFlag("sequencer.multicast-repair-window", d.MulticastRepairWindow, "a second receiver asking for the same seq within this window gets a multicast answer (0: always unicast)"),
-		intFlag("sequencer.max-message-bytes", d.MaxMessageBytes, "largest command payload"),
-		intFlag("sequencer.max-reassembly-bytes", d.MaxReassemblyBytes, "memory for commands being reassembled from fragments, all senders together (a command beyond it is rejected)"),
-		durFlag("sequencer.reassembly-timeout", d.ReassemblyTimeout, "a command in reassembly that gets no fragment this long is dropped, freeing its memory"),
-		intFlag("sequencer.max-senders", d.MaxSenders, "senders (account, instance) in the dedupe table; the same on every sequencer of a group"),
-		durFlag("sequencer.sender-idle-timeout", d.SenderIdleTimeout, "a full sender table forgets the least recently active sender only if it had no record this long (else the newcomer is rejected)"),
-		intFlag("sequencer.max-timers-per-sender", d.MaxTimersPerSender, "centralized timers one sender may hold (one more is rejected)"),
-		durFlag("sequencer.min-timer-period", d.MinTimerPeriod, "shortest period of a periodic centralized timer (a shorter one is rejected)"),
-		intFlag("sequencer.flow-window-percent", d.FlowWindowPercent, "the stream runs at most this share of ring-bytes ahead of the slowest sending node, so none falls off the ring (read-only nodes never slow it; 0: no flow control)"),
-		durFlag("sequencer.flow-receiver-timeout", d.FlowReceiverTimeout, "a node silent this long no longer holds the stream back"),
-		intFlag("sequencer.max-receivers", d.MaxReceivers, "receivers whose positions are tracked (the least recently heard is forgotten)"),
-		durFlag("sequencer.idle-spin", 0, "keep polling without blocking this long after each frame (lower latency, costs a core); in a cluster, the primary and the standbys"),
-		durFlag("sequencer.listen-before-start", 200*time.Millisecond, "listen on the stream this long before starting, and refuse to start if another session is live there (0: do not listen)"),
+	flags, before := options.WithConfig(append(append(transportFlags(true),
+		options.Uint("session", 0, "session id (0: the start time in ns)"),
+		options.Int("sequencer.max-packet-bytes", 0, "largest stream datagram (UDP payload); 0: the path MTU (1472 on Ethernet, 65507 on loopback)"),
+		options.Duration("sequencer.heartbeat-interval", d.HeartbeatInterval, "heartbeat when idle this long"),
+		options.Duration("sequencer.max-heartbeat-interval", d.MaxHeartbeatInterval, "while the stream stays idle, heartbeats double their interval up to this (0: a fixed heartbeat-interval); the first after a packet still comes after heartbeat-interval"),
+		options.Int("sequencer.ring-bytes", d.RingBytes, "bytes of published packets kept for repair (memory grows to it as the ring fills)"),
+		options.Int("sequencer.nak-answer-bytes", d.NakAnswerBytes, "most bytes retransmitted for one NAK, at least one packet (the receiver asks again for the rest)"),
+		options.Int("sequencer.retransmit-bytes-per-second", 256<<20, "bandwidth cap of all repairs, so a NAK storm cannot starve the stream (0: none)"),
+		options.Duration("sequencer.multicast-repair-window", d.MulticastRepairWindow, "a second receiver asking for the same seq within this window gets a multicast answer (0: always unicast)"),
+		options.Int("sequencer.max-message-bytes", d.MaxMessageBytes, "largest command payload"),
+		options.Int("sequencer.max-reassembly-bytes", d.MaxReassemblyBytes, "memory for commands being reassembled from fragments, all senders together (a command beyond it is rejected)"),
+		options.Duration("sequencer.reassembly-timeout", d.ReassemblyTimeout, "a command in reassembly that gets no fragment this long is dropped, freeing its memory"),
+		options.Int("sequencer.max-senders", d.MaxSenders, "senders (account, instance) in the dedupe table; the same on every sequencer of a group"),
+		options.Duration("sequencer.sender-idle-timeout", d.SenderIdleTimeout, "a full sender table forgets the least recently active sender only if it had no record this long (else the newcomer is rejected)"),
+		options.Int("sequencer.max-timers-per-sender", d.MaxTimersPerSender, "centralized timers one sender may hold (one more is rejected)"),
+		options.Duration("sequencer.min-timer-period", d.MinTimerPeriod, "shortest period of a periodic centralized timer (a shorter one is rejected)"),
+		options.Int("sequencer.flow-window-percent", d.FlowWindowPercent, "the stream runs at most this share of ring-bytes ahead of the slowest sending node, so none falls off the ring (read-only nodes never slow it; 0: no flow control)"),
+		options.Duration("sequencer.flow-receiver-timeout", d.FlowReceiverTimeout, "a node silent this long no longer holds the stream back"),
+		options.Int("sequencer.max-receivers", d.MaxReceivers, "receivers whose positions are tracked (the least recently heard is forgotten)"),
+		options.Duration("sequencer.idle-spin", 0, "keep polling without blocking this long after each frame (lower latency, costs a core); in a cluster, the primary and the standbys"),
+		options.Duration("sequencer.listen-before-start", 200*time.Millisecond, "listen on the stream this long before starting, and refuse to start if another session is live there (0: do not listen)"),
 		&cli.BoolFlag{Name: "force", Usage: "start even if another session is live on these groups: EVERY NODE OF THAT SESSION STOPS (they see a new session); for replacing a sequencer known to be wrong"},
 		&cli.StringFlag{Name: "publish-times", Usage: "note when each stream packet went to the kernel and write it (first_seq count unix_ns) to this file on stop; for seqd bench's latency breakdown"},
 		&cli.BoolFlag{Name: "dry-run", Usage: "validate the configuration, print it and exit"},
@@ -80,7 +80,7 @@ func stoppedInStartup(log *slog.Logger) error {
 }
 
 func runSequencer(c *cli.Context) error {
-	log := newLogger(c)
+	log := options.NewLogger(c)
 	ctx := c.Context // done on SIGTERM or SIGINT, even one sent during start-up
 	cfg := sequencer.DefaultConfig()
 	cfg.Session = c.Uint64("session")
@@ -112,7 +112,7 @@ func runSequencer(c *cli.Context) error {
 		log.Warn("sequencer.max-packet-bytes is above the path MTU: datagrams will be IP-fragmented, and one lost fragment loses the datagram", "value", cfg.MaxPacketBytes, "path_mtu_payload", auto)
 	}
 	if err := cfg.Validate(); err != nil {
-		return configError(err, sequencerKeys)
+		return options.Keyed(err, sequencerKeys)
 	}
 	if err := validateTransport(c, true); err != nil {
 		return err
@@ -253,16 +253,3 @@ var (
 		"MaxPacketBytes":    "node.max-packet-bytes",
 	}
 )
-
-// configError names what to fix: the package validators return a
-// config.Error on a Go field; this reports it on the configuration key
-// (flag --key, variable SEQD_KEY, or the key in the --config file).
-func configError(err error, keys map[string]string) error {
-	var ce *config.Error
-	if errors.As(err, &ce) {
-		if key, ok := keys[ce.Field]; ok {
-			return keyError(key, ce.Value, ce.Allowed)
-		}
-	}
-	return err
-}

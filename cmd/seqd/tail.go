@@ -14,22 +14,23 @@ import (
 	"github.com/urfave/cli/v2"
 
 	"github.com/seqd/seqd/node"
+	"github.com/seqd/seqd/ops/options"
 	"github.com/seqd/seqd/wire"
 )
 
 var castagnoli = crc32.MakeTable(crc32.Castagnoli)
 
 func tailCommand() *cli.Command {
-	flags, before := withConfig(append(append(transportFlags(false),
-		strFlag("format", "text", "text | json (one object per message per line: seq epoch time account instance cmd_seq size crc internal, and type for an internal message)"),
-		strFlag("from", "live", "live: start at the live tail of the stream; N (>= 1): rewind from seq N, which the sequencer's retransmit ring or a --replayer must still hold"),
-		intFlag("count", 0, "stop after this many messages (0: until interrupted)"),
-		boolFlag("internal", true, "also print internal (sequencer-generated) messages; their account and instance are those of the sender the record is about (incarnation, activation, timer), empty and 0 for session and epoch records"),
-		strFlag("node.mode", "safe", "safe | fast"),
+	flags, before := options.WithConfig(append(append(transportFlags(false),
+		options.String("format", "text", "text | json (one object per message per line: seq epoch time account instance cmd_seq size crc internal, and type for an internal message)"),
+		options.String("from", "live", "live: start at the live tail of the stream; N (>= 1): rewind from seq N, which the sequencer's retransmit ring or a --replayer must still hold"),
+		options.Int("count", 0, "stop after this many messages (0: until interrupted)"),
+		options.Bool("internal", true, "also print internal (sequencer-generated) messages; their account and instance are those of the sender the record is about (incarnation, activation, timer), empty and 0 for session and epoch records"),
+		options.String("node.mode", "safe", "safe | fast"),
 		replayerFlag(),
-		strFlag("archive", "", "read this session archive directory (a replayer's segment files) instead of the live stream: prints from --from (live: the archive's first seq) to its end, or --count messages"),
-		boolFlag("follow", false, "with --archive: at the archive's end, keep printing what its replayer goes on writing (as tail -f does), until --count or a signal"),
-		durFlag("follow-poll", 100*time.Millisecond, "with --follow: how often to look for new records at the archive's end"),
+		options.String("archive", "", "read this session archive directory (a replayer's segment files) instead of the live stream: prints from --from (live: the archive's first seq) to its end, or --count messages"),
+		options.Bool("follow", false, "with --archive: at the archive's end, keep printing what its replayer goes on writing (as tail -f does), until --count or a signal"),
+		options.Duration("follow-poll", 100*time.Millisecond, "with --follow: how often to look for new records at the archive's end"),
 		rewindFlag(),
 		streamWarnFlag(),
 	), gossipFlags(false)...))
@@ -167,15 +168,15 @@ func runTail(cc *cli.Context) error {
 		return runTailArchive(cc, dir)
 	}
 	if cc.Bool("follow") {
-		return keyError("follow", "true", "only with --archive DIR (a tail of the live stream always follows it)")
+		return options.KeyError("follow", "true", "only with --archive DIR (a tail of the live stream always follows it)")
 	}
-	log := newLogger(cc)
+	log := options.NewLogger(cc)
 	format := cc.String("format")
-	if err := oneOf("format", format, "text", "json"); err != nil {
+	if err := options.OneOf("format", format, "text", "json"); err != nil {
 		return err
 	}
 	mode := cc.String("node.mode")
-	if err := oneOf("node.mode", mode, "safe", "fast"); err != nil {
+	if err := options.OneOf("node.mode", mode, "safe", "fast"); err != nil {
 		return err
 	}
 	cfg := node.DefaultConfig()
@@ -213,11 +214,11 @@ func runTail(cc *cli.Context) error {
 	defer t.w.Flush()
 	n, err := node.New(cfg, t, client)
 	if err != nil {
-		return configError(err, nodeKeys)
+		return options.Keyed(err, nodeKeys)
 	}
 	if a := rewindAddr; a != "" {
 		if from == 0 {
-			return keyError("rewind", fmt.Sprintf("%q", a), "empty without --from N (a tail from the live tail has no history to rewind)")
+			return options.KeyError("rewind", fmt.Sprintf("%q", a), "empty without --from N (a tail from the live tail has no history to rewind)")
 		}
 		setRewind(n, log, rewindAddrs(a), agent, cfg.Session)
 	}
@@ -263,7 +264,7 @@ func parseFrom(v string) (uint64, error) {
 	}
 	n, err := strconv.ParseUint(v, 10, 64)
 	if err != nil || n == 0 {
-		return 0, keyError("from", fmt.Sprintf("%q", v), "live, or a seq >= 1")
+		return 0, options.KeyError("from", fmt.Sprintf("%q", v), "live, or a seq >= 1")
 	}
 	return n, nil
 }

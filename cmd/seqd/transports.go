@@ -7,6 +7,7 @@ import (
 	"github.com/urfave/cli/v2"
 
 	"github.com/seqd/seqd/multicast"
+	"github.com/seqd/seqd/ops/options"
 	"github.com/seqd/seqd/transport"
 	"github.com/seqd/seqd/transport/fault"
 	"github.com/seqd/seqd/transport/open"
@@ -28,19 +29,19 @@ func transportFlags(server bool) []cli.Flag {
 	mc.ReadBufferBytes = cliReadBufferBytes
 	flags := []cli.Flag{
 		transportFlag(server),
-		strFlag("udp.interface", mc.Interface, "network interface for multicast"),
-		strFlag("udp.stream-group", mc.StreamGroup, "multicast group:port of the event stream"),
-		strFlag("udp.command-group", mc.CommandGroup, "multicast group:port the sequencer reads commands from"),
-		intFlag("udp.ttl", mc.TTL, "multicast TTL (1 = this subnet)"),
-		intFlag("udp.read-buffer-bytes", mc.ReadBufferBytes, "SO_RCVBUF to ask the kernel for"),
-		intFlag("udp.write-buffer-bytes", mc.WriteBufferBytes, "SO_SNDBUF to ask the kernel for"),
-		boolFlag("udp.gso", mc.GSO, "UDP segmentation offload on send (falls back by itself where the kernel refuses)"),
-		boolFlag("udp.gro", mc.GRO, "UDP receive offload (falls back by itself where the kernel refuses)"),
-		strFlag("tcp.addr", tcp.DefaultAddr, "address the sequencer listens on and nodes connect to; a cluster's: every member's stream address, comma-separated (nodes and standbys follow the primary among them)"),
-		boolFlag("verbose", false, "debug logging"),
+		options.String("udp.interface", mc.Interface, "network interface for multicast"),
+		options.String("udp.stream-group", mc.StreamGroup, "multicast group:port of the event stream"),
+		options.String("udp.command-group", mc.CommandGroup, "multicast group:port the sequencer reads commands from"),
+		options.Int("udp.ttl", mc.TTL, "multicast TTL (1 = this subnet)"),
+		options.Int("udp.read-buffer-bytes", mc.ReadBufferBytes, "SO_RCVBUF to ask the kernel for"),
+		options.Int("udp.write-buffer-bytes", mc.WriteBufferBytes, "SO_SNDBUF to ask the kernel for"),
+		options.Bool("udp.gso", mc.GSO, "UDP segmentation offload on send (falls back by itself where the kernel refuses)"),
+		options.Bool("udp.gro", mc.GRO, "UDP receive offload (falls back by itself where the kernel refuses)"),
+		options.String("tcp.addr", tcp.DefaultAddr, "address the sequencer listens on and nodes connect to; a cluster's: every member's stream address, comma-separated (nodes and standbys follow the primary among them)"),
+		options.Bool("verbose", false, "debug logging"),
 	}
 	if server {
-		flags = append(flags, strFlag("tcp.listen", "", "address the sequencer listens on when --tcp.addr lists a cluster's members (default: the entry of --tcp.addr at this member's place in --peers)"))
+		flags = append(flags, options.String("tcp.listen", "", "address the sequencer listens on when --tcp.addr lists a cluster's members (default: the entry of --tcp.addr at this member's place in --peers)"))
 	}
 	return flags
 }
@@ -62,9 +63,9 @@ func tcpAddrs(c *cli.Context) []string {
 
 func transportFlag(server bool) cli.Flag {
 	if server {
-		return strFlag("transport", "udp", "udp (multicast) | tcp | hybrid (udp and tcp at once)")
+		return options.String("transport", "udp", "udp (multicast) | tcp | hybrid (udp and tcp at once)")
 	}
-	return strFlag("transport", "udp", "udp (multicast) | tcp")
+	return options.String("transport", "udp", "udp (multicast) | tcp")
 }
 
 func multicastConfig(c *cli.Context, faults fault.Config) multicast.Config {
@@ -114,7 +115,7 @@ func transportConfig(c *cli.Context, faults fault.Config, log *slog.Logger) open
 // (open.PacketBytes), reported on the flags.
 func autoPacketBytes(c *cli.Context) (int, error) {
 	n, err := open.PacketBytes(transportConfig(c, fault.Config{}, nil))
-	return n, configError(err, transportKeys)
+	return n, options.Keyed(err, transportKeys)
 }
 
 // packetBytes resolves a max-packet-bytes key: 0 means the path MTU.
@@ -141,18 +142,18 @@ var transportKeys = map[string]string{
 func validateTransport(c *cli.Context, server bool) error {
 	cfg := transportConfig(c, fault.Config{}, nil)
 	if server {
-		return configError(cfg.ValidateServer(), transportKeys)
+		return options.Keyed(cfg.ValidateServer(), transportKeys)
 	}
-	return configError(cfg.ValidateClient(), transportKeys)
+	return options.Keyed(cfg.ValidateClient(), transportKeys)
 }
 
 // openServer opens the sequencer's end of the configured transport.
 func openServer(c *cli.Context, log *slog.Logger) (transport.Server, error) {
 	cfg := transportConfig(c, fault.Config{}, log)
 	if err := cfg.ValidateServer(); err != nil {
-		return nil, configError(err, transportKeys)
+		return nil, options.Keyed(err, transportKeys)
 	}
-	faults, err := faultsFromEnv(log, "sequencer")
+	faults, err := options.FaultsFromEnv(log, "sequencer")
 	if err != nil {
 		return nil, err
 	}
@@ -165,9 +166,9 @@ func openClient(c *cli.Context, log *slog.Logger, role string) (transport.Client
 	cfg := transportConfig(c, fault.Config{}, log)
 	cfg.Standby = role == "standby"
 	if err := cfg.ValidateClient(); err != nil {
-		return nil, configError(err, transportKeys)
+		return nil, options.Keyed(err, transportKeys)
 	}
-	faults, err := faultsFromEnv(log, role)
+	faults, err := options.FaultsFromEnv(log, role)
 	if err != nil {
 		return nil, err
 	}

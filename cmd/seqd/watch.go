@@ -10,6 +10,7 @@ import (
 	"github.com/urfave/cli/v2"
 
 	"github.com/seqd/seqd/node"
+	"github.com/seqd/seqd/ops/options"
 	"github.com/seqd/seqd/tiered"
 	"github.com/seqd/seqd/transport"
 )
@@ -17,7 +18,7 @@ import (
 // streamWarnFlag is the node's and the tail's key for the silence warning.
 // rewindFlag names the replayer a node or tail rewinds from over TCP.
 func rewindFlag() cli.Flag {
-	return strFlag("rewind", "", "rewind history (from seq 1, or --from) from the replayer whose rewind server listens at this TCP host:port (its --rewind-addr), then merge onto the live stream; several comma-separated: a rewind whose replayer fails resumes from the next (with --gossip: from a replayer gossip selects); empty: repair history by NAK")
+	return options.String("rewind", "", "rewind history (from seq 1, or --from) from the replayer whose rewind server listens at this TCP host:port (its --rewind-addr), then merge onto the live stream; several comma-separated: a rewind whose replayer fails resumes from the next (with --gossip: from a replayer gossip selects); empty: repair history by NAK")
 }
 
 // setRewind makes n rewind from addrs[0] and, when a replayer dies
@@ -52,7 +53,7 @@ func rewindAddrs(v string) []string {
 }
 
 func streamWarnFlag() cli.Flag {
-	return durFlag("stream-warn-after", 3*time.Second, "warn (log WARN) when nothing came from a sequencer for this long, and again at a tenth of that rate while it lasts (0: never)")
+	return options.Duration("stream-warn-after", 3*time.Second, "warn (log WARN) when nothing came from a sequencer for this long, and again at a tenth of that rate while it lasts (0: never)")
 }
 
 // listenAddress says where a client waits for the stream, for the

@@ -1,4 +1,4 @@
-package main
+package demo
 
 import (
 	"context"
@@ -19,31 +19,26 @@ import (
 	"github.com/seqd/seqd/node"
 	"github.com/seqd/seqd/replayer"
 	"github.com/seqd/seqd/transport"
-	"github.com/seqd/seqd/wire"
 )
 
 // demoMember is one sequencer of the demo's Raft group.
 type demoMember struct {
 	id     uint64
 	node   *cluster.Node
-	dp     *dataPath
+	p      *cluster.Process
 	cancel context.CancelFunc
 	done   chan error
 	dead   bool
 }
 
-func freeLoopbackAddr() (string, error) {
-	return freeport.Addr()
-}
-
-// runClusterDemo runs three sequencers in a Raft group and nodes, all in
+// runCluster runs three sequencers in a Raft group and nodes, all in
 // this process, over UDP multicast on loopback (real sockets, groups of
 // their own); after killFrac of the commands are acknowledged it kills the
 // primary (its Raft and standby stop, as in a crash), shows the new epoch
 // and primary, and goes on until every node acknowledged everything. Each
 // node checks its stream (no gap, no repeat, each sender in order) and
 // the streams are compared by digest.
-func runClusterDemo(ctx context.Context, nodes, count, rate int, timeouts string) error {
+func runCluster(ctx context.Context, nodes, count, rate int, timeouts string) error {
 	prof, ok := cluster.Profiles[timeouts]
 	if !ok {
 		return fmt.Errorf("demo: --timeouts %q: want lan, wan or test", timeouts)
@@ -69,7 +64,7 @@ func runClusterDemo(ctx context.Context, nodes, count, rate int, timeouts string
 	for id := uint64(1); id <= 3; id++ {
 		m := fsm.Member{ID: id, Role: fsm.Voter}
 		for _, p := range []*string{&m.RaftAddr, &m.AdminAddr, &m.StreamAddr} {
-			if *p, err = freeLoopbackAddr(); err != nil {
+			if *p, err = freeport.Addr(); err != nil {
 				return err
 			}
 		}
@@ -90,31 +85,23 @@ func runClusterDemo(ctx context.Context, nodes, count, rate int, timeouts string
 		cfg.RaftLog = io.Discard // a dead member's peers complain every heartbeat
 		mcc := mc
 		mcc.FaultStream = uint64(i + 1)
-		dp, err := openDataPath(mem.ID, filepath.Join(cfg.Dir, "stream"), mem.StreamAddr, cfg.Sequencer.MaxSenders,
-			func() (transport.Client, error) { return multicast.NewClient(mcc) }, log)
-		if err != nil {
-			return err
-		}
-		dp.ackWritten = true // seqd sequencer --cluster's default (--standby.ack written)
-		deps := cluster.Deps{
-			NewFollower: dp.newFollower,
-			Stream: func() (transport.Server, error) {
+		data := cluster.DefaultDataConfig() // as seqd sequencer --cluster runs
+		data.Dir, data.FetchAddr = filepath.Join(cfg.Dir, "stream"), mem.StreamAddr
+		p, err := cluster.NewProcess(cfg, data, cluster.Opens{
+			Client: func() (transport.Client, error) { return multicast.NewClient(mcc) },
+			Server: func() (transport.Server, error) {
 				stream.Lock()
 				defer stream.Unlock()
 				return multicast.NewServer(mc)
 			},
-			Acks: newAcks,
-		}
-		n, err := cluster.New(cfg, deps)
+		})
 		if err != nil {
-			dp.close()
 			return err
 		}
-		m := &demoMember{id: mem.ID, node: n, dp: dp, done: make(chan error, 2)}
+		m := &demoMember{id: mem.ID, node: p.Node, p: p, done: make(chan error, 1)}
 		mctx, mcancel := context.WithCancel(ctx)
 		m.cancel = mcancel
-		go func() { m.done <- n.Run(mctx) }()
-		go func() { m.done <- dp.run(mctx) }()
+		go func() { m.done <- p.Run(mctx) }()
 		ms = append(ms, m)
 	}
 	// primary waits for a live member sequencing an epoch >= minEpoch
@@ -147,7 +134,7 @@ func runClusterDemo(ctx context.Context, nodes, count, rate int, timeouts string
 	var wg sync.WaitGroup
 	nodeErr := make(chan error, 2*nodes)
 	for i := range ds {
-		d := &demoNode{name: fmt.Sprintf("DEMO%d", i), lastCmd: map[wire.Account]uint64{}}
+		d := newDemoNode(fmt.Sprintf("DEMO%d", i))
 		ncfg := node.DefaultConfig()
 		ncfg.Account = d.name
 		ncfg.Rewind = true
@@ -255,24 +242,24 @@ func runClusterDemo(ctx context.Context, nodes, count, rate int, timeouts string
 	var lost, dup, diverged uint64
 	for _, d := range ds {
 		d.mu.Lock()
-		lost += d.lost
-		dup += d.dup
-		if d.digest != ds[0].digest || d.last != ds[0].last {
+		lost += d.check.Lost
+		dup += d.check.Dup
+		if d.check.Digest != ds[0].check.Digest || d.check.Last != ds[0].check.Last {
 			diverged++
 		}
 		d.mu.Unlock()
 	}
 	fmt.Printf("demo: %d commands in %v, epochs=%d\n", nodes*count, elapsed.Round(time.Millisecond), p.node.State().Epoch())
 	ds[0].mu.Lock()
-	want, wantDigest := ds[0].last, ds[0].digest
+	want, wantDigest := ds[0].check.Last, ds[0].check.Digest
 	ds[0].mu.Unlock()
-	archived, err := rp.replayAll(want, ds[0].digest)
+	archived, err := rp.replayAll(want, ds[0].check.Digest)
 	if err != nil {
 		return err
 	}
 	fmt.Printf("demo: the replayer's archive replays to the nodes' stream: %d messages, same digest\n", archived)
 	status := "ok"
-	if lost != 0 || dup != 0 || diverged != 0 || failovers != 1 || want != sequenced || archived != want || wantDigest != ds[0].digest {
+	if lost != 0 || dup != 0 || diverged != 0 || failovers != 1 || want != sequenced || archived != want || wantDigest != ds[0].check.Digest {
 		status = "FAILED"
 	}
 	fmt.Printf("demo: %s sequenced=%d delivered=%d nodes=%d failovers=%d lost=%d dup=%d diverged=%d failover_ms=%.1f archived=%d\n",
@@ -287,7 +274,7 @@ func (m *demoMember) stop() {
 	if m.cancel != nil {
 		m.cancel()
 		m.cancel = nil
-		m.dp.close()
+		m.p.Close()
 	}
 }
 
@@ -303,11 +290,11 @@ func demoAcked(ds []*demoNode) int {
 
 func demoSameLast(ds []*demoNode) bool {
 	ds[0].mu.Lock()
-	last := ds[0].last
+	last := ds[0].check.Last
 	ds[0].mu.Unlock()
 	for _, d := range ds[1:] {
 		d.mu.Lock()
-		l := d.last
+		l := d.check.Last
 		d.mu.Unlock()
 		if l != last {
 			return false
@@ -328,7 +315,7 @@ type demoReplayer struct {
 }
 
 func startDemoReplayer(ctx context.Context, dir string, mc multicast.Config, log *slog.Logger) (*demoReplayer, error) {
-	nakAddr, err := freeLoopbackAddr()
+	nakAddr, err := freeport.Addr()
 	if err != nil {
 		return nil, err
 	}
@@ -385,12 +372,12 @@ func (r *demoReplayer) replayAll(last, digest uint64) (uint64, error) {
 	if err := r.stop(); err != nil {
 		return 0, fmt.Errorf("demo: replayer: %w", err)
 	}
-	h := &demoNode{lastCmd: map[wire.Account]uint64{}}
+	h := newDemoNode("")
 	if err := node.Replay(r.dir, 1, last, h); err != nil {
 		return 0, fmt.Errorf("demo: replaying the replayer's archive: %w", err)
 	}
-	if h.lost != 0 || h.dup != 0 || h.digest != digest {
-		return 0, fmt.Errorf("demo: the replayer's archive differs from the nodes' stream (last %d of %d, lost %d, dup %d)", h.last, last, h.lost, h.dup)
+	if k := h.check; k.Lost != 0 || k.Dup != 0 || k.Digest != digest {
+		return 0, fmt.Errorf("demo: the replayer's archive differs from the nodes' stream (last %d of %d, lost %d, dup %d)", k.Last, last, k.Lost, k.Dup)
 	}
-	return h.last, nil
+	return h.check.Last, nil
 }

@@ -1,0 +1,201 @@
+package cluster
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"sync/atomic"
+	"time"
+
+	"github.com/seqd/seqd/transport"
+)
+
+// DataConfig is a member's data path: its standbys' stream store, its
+// fetch server and how its standbys ack.
+type DataConfig struct {
+	// Dir is the stream store's directory (a member's <dir>/stream).
+	Dir string
+	// FetchAddr is where the fetch server serves the store to catching-up
+	// members; empty: no fetch server.
+	FetchAddr string
+	// AckWritten: standbys ack what they wrote to their store (it
+	// survives the process) rather than what they fsynced. The default
+	// (DefaultDataConfig) is true, as `seqd sequencer --cluster` has
+	// always run (--standby.ack written): a quorum of processes on
+	// separate machines is the durability, as in Aeron Cluster and Kafka,
+	// and a durable ack costs an fsync (1-4 ms) in every safe-mode round
+	// trip. StandbyConfig's own zero (durable) stays for a standby built
+	// by hand.
+	AckWritten bool
+	// IdleSpin: standbys poll without blocking this long after each
+	// frame (sequencer.idle-spin).
+	IdleSpin time.Duration
+}
+
+// DefaultDataConfig is the data path `seqd sequencer --cluster` runs
+// with (Dir and FetchAddr are the member's own).
+func DefaultDataConfig() DataConfig { return DataConfig{AckWritten: true} }
+
+// Opens are how a Process opens its stream transports.
+type Opens struct {
+	// Client opens each standby's stream client (required).
+	Client func() (transport.Client, error)
+	// Server opens the primary's stream server (required).
+	Server func() (transport.Server, error)
+}
+
+// Process is one member as a seqd process runs it: the Raft member
+// (Node) with its data path, a standby on the member's stream store (the
+// Node opens one at start and whenever the member stops being primary),
+// and the fetch server that serves the store to catching-up members for
+// as long as the process lives, whichever standby holds it; the epochs'
+// acks are a quorum of the voters.
+type Process struct {
+	Node *Node
+
+	member     uint64
+	maxSenders int
+	data       DataConfig
+	openClient func() (transport.Client, error)
+	cur        atomic.Pointer[standbyHandle]
+	fetch      *FetchServer
+}
+
+// standbyHandle is a Standby and the stream client it reads; Close
+// closes both.
+type standbyHandle struct {
+	*Standby
+	client transport.Client
+}
+
+// Wake makes a Run blocked in Poll return, so that it sees its context
+// cancelled at once (the Node stops the standby before taking it over).
+func (h *standbyHandle) Wake() {
+	if w, ok := h.client.(transport.Waker); ok {
+		w.Wake()
+	}
+}
+
+// Run follows the stream, then closes the stream client: a member that
+// takes over keeps the standby's store for its primacy, but a TCP client
+// left reconnecting would find its own member's new stream server.
+func (h *standbyHandle) Run(ctx context.Context) error {
+	err := h.Standby.Run(ctx)
+	h.client.Close()
+	return err
+}
+
+func (h *standbyHandle) Close() error {
+	err := h.Standby.Close()
+	h.client.Close()
+	return err
+}
+
+// NewProcess builds member cfg.ID: its data path (data), then the Node
+// wired to it. Close it when Run has returned (or was never called).
+func NewProcess(cfg Config, data DataConfig, open Opens) (*Process, error) {
+	if open.Client == nil || open.Server == nil {
+		return nil, fmt.Errorf("%w: NewProcess needs Opens.Client and Opens.Server", ErrConfig)
+	}
+	d := &Process{member: cfg.ID, maxSenders: cfg.Sequencer.MaxSenders, data: data, openClient: open.Client}
+	if data.FetchAddr != "" {
+		ln, err := net.Listen("tcp", data.FetchAddr)
+		if err != nil {
+			return nil, fmt.Errorf("fetch server: %w", err)
+		}
+		fc := DefaultFetchServerConfig()
+		fc.Logger = cfg.Logger
+		if d.fetch, err = NewFetchServer(fc, d, ln); err != nil {
+			ln.Close()
+			return nil, err
+		}
+	}
+	n, err := New(cfg, Deps{NewFollower: d.newFollower, Stream: open.Server, Acks: newQuorumAcks})
+	if err != nil {
+		d.Close()
+		return nil, err
+	}
+	d.Node = n
+	return d, nil
+}
+
+func (d *Process) newFollower() (Follower, error) {
+	cl, err := d.openClient()
+	if err != nil {
+		return nil, err
+	}
+	sc := DefaultStandbyConfig()
+	sc.Member, sc.Dir, sc.MaxSenders = d.member, d.data.Dir, d.maxSenders
+	sc.AckWritten = d.data.AckWritten
+	sc.IdleSpin = d.data.IdleSpin
+	s, err := NewStandby(sc, cl)
+	if err != nil {
+		cl.Close()
+		return nil, err
+	}
+	h := &standbyHandle{Standby: s, client: cl}
+	d.cur.Store(h)
+	return h, nil
+}
+
+// FetchRange serves the store of the current standby (taken over or not:
+// a primary serves its history too).
+func (d *Process) FetchRange(dst []byte, from, to uint64, maxBytes int) ([]byte, uint64, bool, uint64, error) {
+	h := d.cur.Load()
+	if h == nil {
+		return dst, from, true, 0, nil
+	}
+	return h.FetchRange(dst, from, to, maxBytes)
+}
+
+// Run runs the Node and the fetch server until ctx ends or either
+// stops, then stops the other and returns the first error.
+func (d *Process) Run(ctx context.Context) error {
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	errc := make(chan error, 2)
+	go func() { errc <- d.serveFetch(ctx) }()
+	go func() { errc <- d.Node.Run(ctx) }()
+	first := <-errc
+	cancel()
+	second := <-errc
+	for _, err := range []error{first, second} {
+		if err != nil && !errors.Is(err, context.Canceled) {
+			return err
+		}
+	}
+	return first
+}
+
+// serveFetch serves fetches until ctx ends.
+func (d *Process) serveFetch(ctx context.Context) error {
+	if d.fetch == nil {
+		<-ctx.Done()
+		return ctx.Err()
+	}
+	errc := make(chan error, 1)
+	go func() { errc <- d.fetch.Serve() }()
+	select {
+	case <-ctx.Done():
+		d.fetch.Close()
+		<-errc
+		return ctx.Err()
+	case err := <-errc:
+		if err == nil {
+			err = errors.New("fetch server stopped")
+		}
+		return fmt.Errorf("fetch server: %w", err)
+	}
+}
+
+// Close closes the fetch server.
+func (d *Process) Close() {
+	if d.fetch != nil {
+		d.fetch.Close()
+	}
+}
+
+// newQuorumAcks is the quorum of an epoch's voters: the primary's stable
+// seq.
+func newQuorumAcks(e Epoch) Acks { return NewQuorumAcks(e) }
