@@ -18,6 +18,7 @@ import (
 	"github.com/seqd/seqd/cmd/seqd/internal/stopsignal"
 	"github.com/seqd/seqd/node"
 	"github.com/seqd/seqd/ops/options"
+	"github.com/seqd/seqd/test/bench"
 	"github.com/seqd/seqd/test/check"
 	"github.com/seqd/seqd/tiered"
 	"github.com/seqd/seqd/transport"
@@ -91,19 +92,10 @@ func (k *checker) check(m *node.Message) {
 		k.err = v.Err()
 		return
 	}
-	if !m.Internal() && m.Account == k.self && m.Instance == k.instance && !checkBenchPayload(m.Payload, m.CmdSeq) {
+	if !m.Internal() && m.Account == k.self && m.Instance == k.instance && !check.PayloadOK(m.Payload, m.CmdSeq) {
 		k.err = fmt.Errorf("seq %d: my command %d came back corrupt", m.Seq, m.CmdSeq)
 	}
 }
-
-// fillBenchPayload writes command cmd's pattern (check.FillPayload), so
-// the sender can verify its own messages end to end.
-func fillBenchPayload(p []byte, cmd uint64) { check.FillPayload(p, cmd) }
-
-func checkBenchPayload(p []byte, cmd uint64) bool { return check.PayloadOK(p, cmd) }
-
-// benchChunk is the pattern's period (its payloads' tests cross it).
-const benchChunk = check.PayloadChunk
 
 type cliNode struct {
 	n      *node.Node
@@ -123,8 +115,8 @@ type cliNode struct {
 	sentAt  int64
 	samples []int64
 	payload []byte
-	trace   *tracedClient // with --stamps
-	stamps  []rttStamps
+	trace   *bench.TracedClient // with --stamps
+	stamps  []bench.RTTStamps
 
 	allocs0 atomic.Uint64
 }
@@ -160,9 +152,9 @@ func (c *cliNode) OnMessage(m *node.Message) {
 			}
 			c.samples = append(c.samples, now.UnixNano()-c.sentAt)
 			if c.trace != nil {
-				out, in := c.trace.take()
-				outCPU, inCPU := c.trace.cpus()
-				c.stamps = append(c.stamps, rttStamps{Seq: m.Seq, Sent: c.sentAt, Out: out, Stamp: m.Time, In: in, Delivered: now.UnixNano(),
+				out, in := c.trace.Take()
+				outCPU, inCPU := c.trace.CPUs()
+				c.stamps = append(c.stamps, bench.RTTStamps{Seq: m.Seq, Sent: c.sentAt, Out: out, Stamp: m.Time, In: in, Delivered: now.UnixNano(),
 					OutCPU: outCPU, InCPU: inCPU, SeqInCPU: -1, SeqOutCPU: -1})
 			}
 			if c.mine < c.count {
@@ -187,7 +179,7 @@ func (c *cliNode) OnMessage(m *node.Message) {
 
 // sendRTT sends command cmd of a round-trip run and notes when.
 func (c *cliNode) sendRTT(cmd uint64) error {
-	fillBenchPayload(c.payload, cmd)
+	check.FillPayload(c.payload, cmd)
 	c.sentAt = time.Now().UnixNano()
 	// TrySend: this runs inside OnMessage, and one command is in flight
 	// at a time, so the window always has room.
@@ -254,8 +246,8 @@ func runNode(cc *cli.Context) error {
 	if c.rtt {
 		c.samples = make([]int64, 0, count)
 		if cc.String("stamps") != "" {
-			nodeClient, c.trace = traceClient(client)
-			c.stamps = make([]rttStamps, 0, count)
+			nodeClient, c.trace = bench.TraceClient(client)
+			c.stamps = make([]bench.RTTStamps, 0, count)
 		}
 	}
 	// --gossip: a replayer that holds seq 1 found by gossip serves the
@@ -337,14 +329,14 @@ func runNode(cc *cli.Context) error {
 		orDash(cfg.Account), count, c.mine, delivered, c.others, c.check.last, span.Seconds(), rate, allocs, time.Since(start).Seconds(),
 		st.Resends, st.ResendScans, st.SmoothedRTT.Microseconds(), st.ResendTimeout.Microseconds())
 	if c.rtt {
-		fields += " " + summarize(c.samples).fields()
+		fields += " " + bench.Summarize(c.samples).Fields()
 		if p := cc.String("samples"); p != "" {
 			if err := writeSamples(p, c.samples); err != nil {
 				return err
 			}
 		}
 		if p := cc.String("stamps"); p != "" {
-			if err := writeStamps(p, c.stamps); err != nil {
+			if err := bench.WriteStamps(p, c.stamps); err != nil {
 				return err
 			}
 		}
@@ -369,7 +361,7 @@ func (c *cliNode) sendAll(ctx context.Context, log *slog.Logger, rate, size int)
 	}
 	next := time.Now()
 	for i := 1; i <= c.count && ctx.Err() == nil; i++ {
-		fillBenchPayload(p, uint64(i))
+		check.FillPayload(p, uint64(i))
 		if _, err := c.n.SendContext(ctx, p); err != nil {
 			if ctx.Err() == nil {
 				log.Error("send", "cmd", i, "err", err)

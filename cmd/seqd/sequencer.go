@@ -15,6 +15,7 @@ import (
 	"github.com/seqd/seqd/ops/options"
 
 	"github.com/seqd/seqd/sequencer"
+	"github.com/seqd/seqd/test/bench"
 	"github.com/seqd/seqd/transport/tcp"
 )
 
@@ -163,9 +164,9 @@ func runSequencer(c *cli.Context) error {
 		return stoppedInStartup(log)
 	}
 	served := srv
-	var traced *tracedServer
+	var traced *bench.TracedServer
 	if c.String("publish-times") != "" {
-		traced = newTracedServer(srv)
+		traced = bench.NewTracedServer(srv)
 		served = traced
 	}
 	agent, err := sequencer.NewAgent(cfg, served, sequencer.SystemClock())
@@ -204,7 +205,7 @@ func runSequencer(c *cli.Context) error {
 	}
 	var traceErr error
 	if traced != nil {
-		traceErr = traced.write(c.String("publish-times"))
+		traceErr = traced.Write(c.String("publish-times"))
 	}
 	fmt.Println(stoppedLine(agent.LastSeq(), st, allocs))
 	log.Info("sequencer stopped", "last_seq", agent.LastSeq(), "commands", st.Commands, "duplicates", st.Duplicates,

@@ -1,4 +1,4 @@
-package main
+package bench
 
 import (
 	"bufio"
@@ -23,14 +23,14 @@ import (
 //
 //	sent      the node calls Send (the rtt node's own reading, as before)
 //	out       the node called its transport's Flush, which hands the
-//	          command to the kernel (tracedClient, bench only)
+//	          command to the kernel (TracedClient, bench only)
 //	stamp     the sequencer stamped the record: its sequencer time, read
 //	          once per poll batch, carried in the stream anyway
 //	published the sequencer called its transport's Flush, which hands the
-//	          packet to the kernel (tracedServer, `seqd sequencer
+//	          packet to the kernel (TracedServer, `seqd sequencer
 //	          --publish-times`, bench only)
 //	in        the node's transport handed it the frame that delivered the
-//	          message (tracedClient, bench only)
+//	          message (TracedClient, bench only)
 //	delivered OnMessage ran (the rtt node's own reading, as before)
 //
 // So node_send and seq are time in the processes before the send system
@@ -41,14 +41,14 @@ import (
 // sample. The library packages carry no hook: the bench wraps the
 // transports it hands them, and only in rtt mode.
 
-// rttStamps are one round trip's instants (wall ns; 0: not known), and
+// RTTStamps are one round trip's instants (wall ns; 0: not known), and
 // the CPUs the two network hops left and arrived on (-1: not known): the
 // node's when it flushed the command (OutCPU) and when its poll handed
 // over the frame that delivered it (InCPU), the sequencer's when its poll
 // handed over the command (SeqInCPU) and when it flushed the packet
 // (SeqOutCPU). A hop that arrives on another CPU than it left woke a
 // thread there (on an idle VM, a halted vCPU; see docs/udp-rtt.md).
-type rttStamps struct {
+type RTTStamps struct {
 	Seq                                        uint64
 	Sent, Out, Stamp, Published, In, Delivered int64
 	OutCPU, SeqInCPU, SeqOutCPU, InCPU         int
@@ -56,7 +56,7 @@ type rttStamps struct {
 
 // crossings reports whether to_seq and to_node arrived on another CPU
 // than they left; known is false when a CPU was not read.
-func (s rttStamps) crossings() (toSeq, toNode, known bool) {
+func (s RTTStamps) crossings() (toSeq, toNode, known bool) {
 	if s.OutCPU < 0 || s.SeqInCPU < 0 || s.SeqOutCPU < 0 || s.InCPU < 0 {
 		return false, false, false
 	}
@@ -72,7 +72,7 @@ const hopCount = len(hopNames)
 // hops splits one round trip into its hops (ns). ok is false when an
 // instant is missing or the instants are out of order (a clock stepped, a
 // resent command was the one sequenced): such a sample tells nothing.
-func (s rttStamps) hops() (h [hopCount]int64, ok bool) {
+func (s RTTStamps) hops() (h [hopCount]int64, ok bool) {
 	t := [...]int64{s.Sent, s.Out, s.Stamp, s.Published, s.In, s.Delivered}
 	for i := 1; i < len(t); i++ {
 		if t[i-1] == 0 || t[i] < t[i-1] {
@@ -88,14 +88,14 @@ func (s rttStamps) hops() (h [hopCount]int64, ok bool) {
 type hopSummary struct {
 	N       int // samples used
 	Skipped int // samples without every instant, or out of order
-	Hops    [hopCount]latencySummary
+	Hops    [hopCount]LatencySummary
 	// Same and Cross are the network hops (to_seq and to_node) of the
 	// samples used whose CPUs are known: handed over on the CPU that sent
 	// them, or woken on another.
-	Same, Cross latencySummary
+	Same, Cross LatencySummary
 }
 
-func summarizeHops(samples []rttStamps) hopSummary {
+func summarizeHops(samples []RTTStamps) hopSummary {
 	var per [hopCount][]int64
 	var same, cross []int64
 	var s hopSummary
@@ -123,9 +123,9 @@ func summarizeHops(samples []rttStamps) hopSummary {
 		}
 	}
 	for i := range per {
-		s.Hops[i] = summarize(per[i])
+		s.Hops[i] = Summarize(per[i])
 	}
-	s.Same, s.Cross = summarize(same), summarize(cross)
+	s.Same, s.Cross = Summarize(same), Summarize(cross)
 	return s
 }
 
@@ -173,7 +173,7 @@ type publishSpan struct {
 
 // publishedAt fills each sample's Published from spans (in the order they
 // were published): the first time the packet holding its seq went out.
-func publishedAt(samples []rttStamps, spans []publishSpan) {
+func publishedAt(samples []RTTStamps, spans []publishSpan) {
 	sorted := slices.Clone(spans)
 	// Stable, so that of two spans holding a seq (a repair) the first
 	// published stays first.
@@ -210,13 +210,13 @@ func publishedAt(samples []rttStamps, spans []publishSpan) {
 	}
 }
 
-// tracedClient is the rtt bench node's transport: it notes when a command
+// TracedClient is the rtt bench node's transport: it notes when a command
 // frame went to the kernel and when each stream frame came in, for the
 // latency breakdown. Its fields are touched by the node's Run goroutine
 // only (Send, Flush, Poll and the handler Poll calls, which runs
 // OnMessage). It reads the clock once per command flush and once per
 // received frame: a bench instrument, never used outside `seqd bench`.
-type tracedClient struct {
+type TracedClient struct {
 	transport.Client
 	h       transport.Handler // the node's handler during a Poll
 	onFrame transport.Handler // built once
@@ -229,27 +229,27 @@ type tracedClient struct {
 	outCPU, inCPU int
 }
 
-// tracedWakeClient is a tracedClient over a client that can be woken, so
+// tracedWakeClient is a TracedClient over a client that can be woken, so
 // that the node keeps blocking in Poll as it does without the trace.
 type tracedWakeClient struct {
-	*tracedClient
+	*TracedClient
 	w transport.Waker
 }
 
 func (c tracedWakeClient) Wake() { c.w.Wake() }
 
-// traceClient wraps cl; use the returned Client for the node and the
-// *tracedClient to read the instants.
-func traceClient(cl transport.Client) (transport.Client, *tracedClient) {
-	t := &tracedClient{Client: cl}
+// TraceClient wraps cl; use the returned Client for the node and the
+// *TracedClient to read the instants.
+func TraceClient(cl transport.Client) (transport.Client, *TracedClient) {
+	t := &TracedClient{Client: cl}
 	t.onFrame = t.frame
 	if w, ok := cl.(transport.Waker); ok {
-		return tracedWakeClient{tracedClient: t, w: w}, t
+		return tracedWakeClient{TracedClient: t, w: w}, t
 	}
 	return t, t
 }
 
-func (c *tracedClient) Send(frame []byte) error {
+func (c *TracedClient) Send(frame []byte) error {
 	if k, err := wire.PeekKind(frame); err == nil && k == wire.KindCommand {
 		c.cmdSent = true
 	}
@@ -259,7 +259,7 @@ func (c *tracedClient) Send(frame []byte) error {
 // Flush notes the time before the call: on loopback the send system call
 // itself carries the datagram to the receiving socket and may return after
 // the sequencer already read it.
-func (c *tracedClient) Flush() error {
+func (c *TracedClient) Flush() error {
 	if c.cmdSent {
 		c.cmdSent = false
 		if c.out == 0 {
@@ -270,39 +270,39 @@ func (c *tracedClient) Flush() error {
 	return c.Client.Flush()
 }
 
-func (c *tracedClient) Poll(h transport.Handler, wait time.Duration) (int, error) {
+func (c *TracedClient) Poll(h transport.Handler, wait time.Duration) (int, error) {
 	c.h = h
 	return c.Client.Poll(c.onFrame, wait)
 }
 
-func (c *tracedClient) frame(f []byte, from transport.Peer) {
+func (c *TracedClient) frame(f []byte, from transport.Peer) {
 	c.in = time.Now().UnixNano()
 	c.inCPU = cpuid.Current()
 	c.h(f, from)
 }
 
-// take returns the instants of the message being delivered now (call it
+// Take returns the instants of the message being delivered now (call it
 // from OnMessage) and starts watching for the next command's flush.
-func (c *tracedClient) take() (out, in int64) {
+func (c *TracedClient) Take() (out, in int64) {
 	out = c.out
 	c.out = 0
 	return out, c.in
 }
 
-// cpus returns the CPUs of the instants the last take returned.
-func (c *tracedClient) cpus() (out, in int) { return c.outCPU, c.inCPU }
+// CPUs returns the CPUs of the instants the last Take returned.
+func (c *TracedClient) CPUs() (out, in int) { return c.outCPU, c.inCPU }
 
-// maxPublishSpans bounds the spans a tracedServer keeps (24 bytes each),
+// maxPublishSpans bounds the spans a TracedServer keeps (24 bytes each),
 // allocated when the trace is asked for.
 const maxPublishSpans = 1 << 20
 
-// tracedServer is the sequencer's transport under `seqd sequencer
+// TracedServer is the sequencer's transport under `seqd sequencer
 // --publish-times`: it notes when the Flush that sends each first-sent
 // data packet began. Used by the agent's Run goroutine only. A packet the
 // transport sent on its own within a Poll (a full batch) is stamped at
 // the next Flush, a little late; the rtt bench's one message in flight
 // never fills a batch.
-type tracedServer struct {
+type TracedServer struct {
 	transport.Server
 	h       transport.Handler // the agent's handler during a Poll
 	onFrame transport.Handler // built once
@@ -313,24 +313,25 @@ type tracedServer struct {
 	lost    int // spans beyond maxPublishSpans
 }
 
-func newTracedServer(srv transport.Server) *tracedServer {
-	s := &tracedServer{Server: srv, inCPU: -1, pending: make([]publishSpan, 0, 64), spans: make([]publishSpan, 0, 4096)}
+// NewTracedServer wraps srv; Write saves what it noted.
+func NewTracedServer(srv transport.Server) *TracedServer {
+	s := &TracedServer{Server: srv, inCPU: -1, pending: make([]publishSpan, 0, 64), spans: make([]publishSpan, 0, 4096)}
 	s.onFrame = s.frame
 	return s
 }
 
 // Poll notes the CPU each frame is handed over on.
-func (s *tracedServer) Poll(h transport.Handler, wait time.Duration) (int, error) {
+func (s *TracedServer) Poll(h transport.Handler, wait time.Duration) (int, error) {
 	s.h = h
 	return s.Server.Poll(s.onFrame, wait)
 }
 
-func (s *tracedServer) frame(f []byte, from transport.Peer) {
+func (s *TracedServer) frame(f []byte, from transport.Peer) {
 	s.inCPU = cpuid.Current()
 	s.h(f, from)
 }
 
-func (s *tracedServer) Publish(frame []byte) error {
+func (s *TracedServer) Publish(frame []byte) error {
 	if wire.DecodePacket(frame, &s.pkt) == nil && s.pkt.Kind == wire.KindData &&
 		s.pkt.Flags&wire.PacketRetransmit == 0 && s.pkt.Count > 0 {
 		s.pending = append(s.pending, publishSpan{First: s.pkt.FirstSeq, Count: s.pkt.Count})
@@ -338,8 +339,8 @@ func (s *tracedServer) Publish(frame []byte) error {
 	return s.Server.Publish(frame)
 }
 
-// Flush notes the time before the call, as tracedClient.Flush does.
-func (s *tracedServer) Flush() error {
+// Flush notes the time before the call, as TracedClient.Flush does.
+func (s *TracedServer) Flush() error {
 	if len(s.pending) > 0 {
 		at, cpu := time.Now().UnixNano(), cpuid.Current()
 		for _, p := range s.pending {
@@ -355,8 +356,8 @@ func (s *tracedServer) Flush() error {
 	return s.Server.Flush()
 }
 
-// write saves the spans, one "first count unix_ns in_cpu out_cpu" line each.
-func (s *tracedServer) write(path string) error {
+// Write saves the spans, one "first count unix_ns in_cpu out_cpu" line each.
+func (s *TracedServer) Write(path string) error {
 	f, err := os.Create(path)
 	if err != nil {
 		return err
@@ -395,9 +396,9 @@ func readPublishSpans(path string) ([]publishSpan, error) {
 	return spans, sc.Err()
 }
 
-// writeStamps saves the rtt node's instants, one sample per line:
+// WriteStamps saves the rtt node's instants, one sample per line:
 // seq sent out stamp in delivered (wall ns) out_cpu in_cpu.
-func writeStamps(path string, samples []rttStamps) error {
+func WriteStamps(path string, samples []RTTStamps) error {
 	var b strings.Builder
 	for _, s := range samples {
 		fmt.Fprintf(&b, "%d %d %d %d %d %d %d %d\n", s.Seq, s.Sent, s.Out, s.Stamp, s.In, s.Delivered, s.OutCPU, s.InCPU)
@@ -405,12 +406,12 @@ func writeStamps(path string, samples []rttStamps) error {
 	return os.WriteFile(path, []byte(b.String()), 0o644)
 }
 
-func readStamps(path string) ([]rttStamps, error) {
+func readStamps(path string) ([]RTTStamps, error) {
 	b, err := os.ReadFile(path)
 	if err != nil {
 		return nil, err
 	}
-	var out []rttStamps
+	var out []RTTStamps
 	for _, l := range strings.Split(strings.TrimSpace(string(b)), "\n") {
 		// Six fields (no CPUs, as written before they were noted) or eight.
 		f := strings.Fields(l)
@@ -423,7 +424,7 @@ func readStamps(path string) ([]rttStamps, error) {
 				return nil, fmt.Errorf("bench: %s: %w", path, err)
 			}
 		}
-		out = append(out, rttStamps{Seq: uint64(v[0]), Sent: v[1], Out: v[2], Stamp: v[3], In: v[4], Delivered: v[5],
+		out = append(out, RTTStamps{Seq: uint64(v[0]), Sent: v[1], Out: v[2], Stamp: v[3], In: v[4], Delivered: v[5],
 			OutCPU: int(v[6]), InCPU: int(v[7]), SeqInCPU: -1, SeqOutCPU: -1})
 	}
 	return out, nil

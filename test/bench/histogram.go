@@ -1,4 +1,4 @@
-package main
+package bench
 
 import (
 	"bufio"
@@ -16,20 +16,20 @@ import (
 	"gonum.org/v1/plot/vg"
 )
 
-// latencySummary holds the percentiles of round-trip samples, so that every
+// LatencySummary holds the percentiles of round-trip samples, so that every
 // bench mode reports its latency the same way.
-type latencySummary struct {
+type LatencySummary struct {
 	N                        int
 	P50, P90, P99, P999, Max time.Duration
 }
 
-// summarize sorts a copy of samples (nanoseconds; the caller keeps its
+// Summarize sorts a copy of samples (nanoseconds; the caller keeps its
 // order) and takes nearest-rank percentiles: the value at rank
 // ceil(q*N), so every reported figure is a sample that was really seen.
 // Empty input gives the zero summary.
-func summarize(samples []int64) latencySummary {
+func Summarize(samples []int64) LatencySummary {
 	if len(samples) == 0 {
-		return latencySummary{}
+		return LatencySummary{}
 	}
 	sorted := slices.Clone(samples)
 	slices.Sort(sorted)
@@ -43,7 +43,7 @@ func summarize(samples []int64) latencySummary {
 		}
 		return time.Duration(sorted[rank-1])
 	}
-	return latencySummary{
+	return LatencySummary{
 		N:    n,
 		P50:  at(5000),
 		P90:  at(9000),
@@ -53,9 +53,9 @@ func summarize(samples []int64) latencySummary {
 	}
 }
 
-// fields renders the summary as key=value fields in microseconds with one
+// Fields renders the summary as key=value fields in microseconds with one
 // decimal, the unit the bench lines use.
-func (s latencySummary) fields() string {
+func (s LatencySummary) Fields() string {
 	return fmt.Sprintf("p50_us=%.1f p90_us=%.1f p99_us=%.1f p999_us=%.1f max_us=%.1f",
 		micros(s.P50), micros(s.P90), micros(s.P99), micros(s.P999), micros(s.Max))
 }
@@ -154,7 +154,7 @@ func writeHistogram(dir, name string, samples []int64) (csvPath, pngPath string,
 		return "", "", err
 	}
 	pngPath = filepath.Join(dir, name+".png")
-	if err := plotHistogram(pngPath, name, buckets, summarize(samples)); err != nil {
+	if err := plotHistogram(pngPath, name, buckets, Summarize(samples)); err != nil {
 		return "", "", err
 	}
 	return csvPath, pngPath, nil
@@ -182,7 +182,7 @@ func writeLines(path, header string, n int, line func(b []byte, i int) []byte) e
 	return f.Close()
 }
 
-func plotHistogram(path, name string, buckets []latencyBucket, s latencySummary) error {
+func plotHistogram(path, name string, buckets []latencyBucket, s LatencySummary) error {
 	p := plot.New()
 	p.Title.Text = fmt.Sprintf("%s: %d round trips", name, s.N)
 	p.Title.Padding = vg.Points(6)

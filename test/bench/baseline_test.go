@@ -1,13 +1,13 @@
-package main
+package bench
 
 import (
 	"context"
 	"encoding/binary"
+	"flag"
 	"fmt"
 	"net"
 	"net/netip"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"regexp"
 	"strconv"
@@ -15,19 +15,24 @@ import (
 	"testing"
 	"time"
 
-	"github.com/urfave/cli/v2"
-
 	"github.com/seqd/seqd/internal/cpuid"
+	"github.com/seqd/seqd/test/proc"
 )
 
 // benchPeerEnv makes the test binary act as `seqd bench-peer`: the baseline
-// needs a second process, and cmd/seqd's own binary is not built by tests.
+// needs a second process, and the seqd binary is not built by tests.
 const benchPeerEnv = "SEQD_BENCH_PEER"
 
 func TestMain(m *testing.M) {
 	if os.Getenv(benchPeerEnv) != "" {
-		app := &cli.App{Name: "seqd", Commands: []*cli.Command{benchPeerCommand()}}
-		if err := app.Run(os.Args); err != nil {
+		// os.Args: the test binary, "bench-peer", then seqd bench-peer's flags.
+		cfg := DefaultPeerConfig()
+		fs := flag.NewFlagSet("bench-peer", flag.ExitOnError)
+		fs.StringVar(&cfg.Role, "role", cfg.Role, "echo | sink")
+		fs.StringVar(&cfg.Addr, "addr", cfg.Addr, "UDP address to listen on")
+		fs.IntVar(&cfg.SizeBytes, "size", cfg.SizeBytes, "bytes per message")
+		_ = fs.Parse(os.Args[2:])
+		if err := RunPeer(cfg, os.Stdin, os.Stdout); err != nil {
 			fmt.Fprintln(os.Stderr, err)
 			os.Exit(1)
 		}
@@ -37,10 +42,8 @@ func TestMain(m *testing.M) {
 }
 
 // testPeerCommand re-executes the test binary as the peer.
-func testPeerCommand(args ...string) *exec.Cmd {
-	cmd := exec.Command(os.Args[0], append([]string{"bench-peer"}, args...)...)
-	cmd.Env = append(os.Environ(), benchPeerEnv+"=1")
-	return cmd
+func testPeerCommand(args ...string) proc.Spec {
+	return proc.Spec{Path: os.Args[0], Args: append([]string{"bench-peer"}, args...), Env: []string{benchPeerEnv + "=1"}}
 }
 
 var baselineLine = regexp.MustCompile(`^bench transport=udp mode=baseline size=(\d+) udp_rtt_p50_us=([0-9.]+) udp_rtt_p999_us=([0-9.]+)(?: udp_rtt_hops_cross_cpu_pct=(\d+))? udp_blast_rate=(\d+) msg/s\n$`)

@@ -1,4 +1,4 @@
-package main
+package bench
 
 import (
 	"bufio"
@@ -21,10 +21,10 @@ func TestSummarize_NearestRank(t *testing.T) {
 	rand.New(rand.NewPCG(1, 2)).Shuffle(len(samples), func(i, j int) { samples[i], samples[j] = samples[j], samples[i] })
 	before := slices.Clone(samples)
 
-	got := summarize(samples)
-	want := latencySummary{N: 1000, P50: 500, P90: 900, P99: 990, P999: 999, Max: 1000}
+	got := Summarize(samples)
+	want := LatencySummary{N: 1000, P50: 500, P90: 900, P99: 990, P999: 999, Max: 1000}
 	if got != want {
-		t.Errorf("summarize(1..1000) = %+v, want %+v", got, want)
+		t.Errorf("Summarize(1..1000) = %+v, want %+v", got, want)
 	}
 	if !slices.Equal(samples, before) {
 		t.Error("summarize reordered the caller's samples")
@@ -35,29 +35,29 @@ func TestSummarize_SmallInputs(t *testing.T) {
 	tests := []struct {
 		name    string
 		samples []int64
-		want    latencySummary
+		want    LatencySummary
 	}{
-		{"empty", nil, latencySummary{}},
-		{"one", []int64{7}, latencySummary{N: 1, P50: 7, P90: 7, P99: 7, P999: 7, Max: 7}},
+		{"empty", nil, LatencySummary{}},
+		{"one", []int64{7}, LatencySummary{N: 1, P50: 7, P90: 7, P99: 7, P999: 7, Max: 7}},
 		// Rank ceil(0.5*2) = 1: the lower of two, not their mean.
-		{"two", []int64{20, 10}, latencySummary{N: 2, P50: 10, P90: 20, P99: 20, P999: 20, Max: 20}},
-		{"ten", []int64{10, 9, 8, 7, 6, 5, 4, 3, 2, 1}, latencySummary{N: 10, P50: 5, P90: 9, P99: 10, P999: 10, Max: 10}},
+		{"two", []int64{20, 10}, LatencySummary{N: 2, P50: 10, P90: 20, P99: 20, P999: 20, Max: 20}},
+		{"ten", []int64{10, 9, 8, 7, 6, 5, 4, 3, 2, 1}, LatencySummary{N: 10, P50: 5, P90: 9, P99: 10, P999: 10, Max: 10}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			if got := summarize(tt.samples); got != tt.want {
-				t.Errorf("summarize(%v) = %+v, want %+v", tt.samples, got, tt.want)
+			if got := Summarize(tt.samples); got != tt.want {
+				t.Errorf("Summarize(%v) = %+v, want %+v", tt.samples, got, tt.want)
 			}
 		})
 	}
 }
 
 func TestLatencySummary_Fields(t *testing.T) {
-	s := latencySummary{N: 3, P50: 12345 * time.Nanosecond, P90: 20 * time.Microsecond,
+	s := LatencySummary{N: 3, P50: 12345 * time.Nanosecond, P90: 20 * time.Microsecond,
 		P99: 99960 * time.Nanosecond, P999: 140 * time.Microsecond, Max: 2 * time.Millisecond}
 	want := "p50_us=12.3 p90_us=20.0 p99_us=100.0 p999_us=140.0 max_us=2000.0"
-	if got := s.fields(); got != want {
-		t.Errorf("fields() = %q, want %q", got, want)
+	if got := s.Fields(); got != want {
+		t.Errorf("Fields() = %q, want %q", got, want)
 	}
 }
 

@@ -1,7 +1,6 @@
-package main
+package bench
 
 import (
-	"bufio"
 	"bytes"
 	"context"
 	"encoding/binary"
@@ -11,13 +10,11 @@ import (
 	"net"
 	"net/netip"
 	"os"
-	"os/exec"
 	"strings"
 	"time"
 
-	"github.com/urfave/cli/v2"
-
 	"github.com/seqd/seqd/internal/cpuid"
+	"github.com/seqd/seqd/test/proc"
 )
 
 // The baseline measures what this machine does with no seqd protocol at
@@ -46,34 +43,29 @@ const (
 	rttMaxLost = 20
 	// peerStartTimeout bounds the wait for a peer to print its address.
 	peerStartTimeout = 10 * time.Second
-	// peerStopTimeout is how long a peer gets to exit once its stdin is
-	// closed before it is killed.
-	peerStopTimeout = 2 * time.Second
 	// blastReportTimeout bounds the wait for the sink's report.
 	blastReportTimeout = 5 * time.Second
 )
 
-// peerCommandFunc makes the command that runs `seqd bench-peer args...`.
-// Tests substitute one that re-executes the test binary.
-type peerCommandFunc func(args ...string) *exec.Cmd
+// peerCommandFunc makes the spec of the child that runs `seqd bench-peer
+// args...`. Tests substitute one that re-executes the test binary.
+type peerCommandFunc func(args ...string) proc.Spec
 
 // runBaseline prints exactly one line:
 //
 //	bench transport=udp mode=baseline size=S udp_rtt_p50_us=.. udp_rtt_p999_us=.. udp_blast_rate=R msg/s
 //
-// and, when outDir is not empty, the round-trip histogram files made by
-// writeHistogram(outDir, "baseline_rtt", ...).
-func runBaseline(ctx context.Context, size, count int, batch bool, outDir string) error {
-	return runBaselineWith(ctx, baselineOptions{size: size, count: count, batch: batch, outDir: outDir}, selfPeerCommand, os.Stdout)
+// and, when o.OutDir is not empty, the round-trip histogram files made by
+// writeHistogram(o.OutDir, "baseline_rtt", ...).
+func runBaseline(ctx context.Context, o Config) error {
+	return runBaselineWith(ctx, baselineOptions{size: o.SizeBytes, count: o.Count, batch: o.Batch, outDir: o.OutDir}, peerCommandOf(o.Exe), o.Out)
 }
 
-// selfPeerCommand runs this very binary as the peer.
-func selfPeerCommand(args ...string) *exec.Cmd {
-	exe, err := os.Executable()
-	if err != nil {
-		exe = os.Args[0]
+// peerCommandOf runs exe, the seqd binary, as the peer.
+func peerCommandOf(exe string) peerCommandFunc {
+	return func(args ...string) proc.Spec {
+		return proc.Spec{Path: exe, Args: append([]string{"bench-peer"}, args...)}
 	}
-	return exec.Command(exe, append([]string{"bench-peer"}, args...)...)
 }
 
 type baselineOptions struct {
@@ -102,7 +94,7 @@ func runBaselineWith(ctx context.Context, o baselineOptions, peerCommand peerCom
 			return fmt.Errorf("bench baseline: %w", err)
 		}
 	}
-	s := summarize(samples)
+	s := Summarize(samples)
 	cross := ""
 	if hops.known > 0 {
 		cross = fmt.Sprintf(" udp_rtt_hops_cross_cpu_pct=%.0f", 100*float64(hops.cross)/float64(hops.known))
@@ -319,76 +311,38 @@ func listenLoopbackUDP() (*net.UDPConn, error) {
 	return conn, nil
 }
 
-// peerProcess is a running bench-peer child and the address it listens on.
+// peerProcess is a running bench-peer child (under test/proc, as the
+// bench's other children) and the address it listens on.
 type peerProcess struct {
-	cmd    *exec.Cmd
-	stdin  io.WriteCloser
-	stdout *os.File
-	stderr *bytes.Buffer
-	exited chan struct{}
-	err    error // of cmd.Wait, once exited is closed
-	addr   netip.AddrPort
+	*proc.Proc
+	set  *proc.Set
+	addr netip.AddrPort
 }
 
 // startPeer starts the peer and waits for the address it prints. On any
 // error the child has been stopped already.
 func startPeer(ctx context.Context, peerCommand peerCommandFunc, args ...string) (*peerProcess, error) {
-	p := &peerProcess{cmd: peerCommand(args...), stderr: new(bytes.Buffer), exited: make(chan struct{})}
-	// The child exits when its stdin closes: when we stop it, and also when
-	// this process dies without stopping it, since the kernel closes the pipe.
-	stdin, err := p.cmd.StdinPipe()
+	spec := peerCommand(args...)
+	spec.Name = fmt.Sprintf("peer %v", args)
+	// It runs until stopped, and exits when its stdin closes: when we
+	// stop it, and also when this process dies without stopping it,
+	// since the kernel closes the pipe.
+	spec.MustRun = true
+	spec.Stdin = true
+	set := proc.NewSet("")
+	child, err := set.Start(ctx, spec)
 	if err != nil {
-		return nil, err
-	}
-	p.stdin = stdin
-	// A pipe of our own rather than StdoutPipe, which must not be read
-	// after Wait, and Wait runs as soon as the child starts.
-	r, w, err := os.Pipe()
-	if err != nil {
-		return nil, err
-	}
-	p.cmd.Stdout = w
-	p.cmd.Stderr = p.stderr
-	if err := p.cmd.Start(); err != nil {
-		r.Close()
-		w.Close()
 		return nil, fmt.Errorf("start peer %v: %w", args, err)
 	}
-	w.Close()
-	p.stdout = r
-	go func() {
-		p.err = p.cmd.Wait()
-		close(p.exited)
-	}()
-
-	line := make(chan string, 1)
-	go func() {
-		s, _ := bufio.NewReader(r).ReadString('\n')
-		line <- strings.TrimSpace(s)
-	}()
-	timeout := time.NewTimer(peerStartTimeout)
-	defer timeout.Stop()
-	var got string
-	select {
-	case got = <-line:
-	case <-p.exited:
-		// The line may have been printed just before the exit.
-		select {
-		case got = <-line:
-		default:
-		}
-	case <-timeout.C:
-		err = fmt.Errorf("peer %v printed no address in %v", args, peerStartTimeout)
-	case <-ctx.Done():
-		err = ctx.Err()
-	}
-	if err == nil {
-		addr, ok := strings.CutPrefix(got, "listening ")
-		if p.addr, err = netip.ParseAddrPort(addr); !ok || err != nil {
-			err = fmt.Errorf("peer %v printed %q, want \"listening <addr:port>\"", args, got)
-		}
-	}
+	p := &peerProcess{Proc: child, set: set}
+	got, err := p.WaitLine("listening ", peerStartTimeout)
 	if err != nil {
+		// The error says how the peer died, with its stderr.
+		p.Kill()
+		return nil, err
+	}
+	if p.addr, err = netip.ParseAddrPort(strings.TrimPrefix(got, "listening ")); err != nil {
+		err = fmt.Errorf("peer %v printed %q, want \"listening <addr:port>\"", args, got)
 		if stopErr := p.stop(); stopErr != nil {
 			err = fmt.Errorf("%w (%v)", err, stopErr)
 		}
@@ -397,23 +351,19 @@ func startPeer(ctx context.Context, peerCommand peerCommandFunc, args ...string)
 	return p, nil
 }
 
-// stop closes the child's stdin, which asks it to exit, and kills it if it
-// has not exited within peerStopTimeout. It returns the child's failure,
-// with what it wrote on stderr.
+// stop ends the child (it keeps nothing worth a graceful end: a socket)
+// and returns its failure, with what it wrote on stderr, if it died on
+// its own before.
 func (p *peerProcess) stop() error {
-	p.stdin.Close()
-	timer := time.NewTimer(peerStopTimeout)
-	defer timer.Stop()
 	select {
-	case <-p.exited:
-	case <-timer.C:
-		_ = p.cmd.Process.Kill() // SIGKILL
-		<-p.exited
+	case <-p.Exited():
+		if p.set.Dead() != nil {
+			return p.Failure()
+		}
+		return nil
+	default:
 	}
-	p.stdout.Close()
-	if p.err != nil {
-		return fmt.Errorf("peer: %w: %s", p.err, strings.TrimSpace(p.stderr.String()))
-	}
+	p.Kill()
 	return nil
 }
 
@@ -425,22 +375,28 @@ func (p *peerProcess) stopInto(err *error) {
 	}
 }
 
-// benchPeerCommand is the child side of `bench --mode baseline`. It is
-// hidden: only the bench runs it.
-func benchPeerCommand() *cli.Command {
-	return &cli.Command{
-		Name:   "bench-peer",
-		Usage:  "the other process of bench --mode baseline (echo or sink UDP on loopback)",
-		Hidden: true,
-		Flags: []cli.Flag{
-			&cli.StringFlag{Name: "role", Required: true, Usage: "echo | sink"},
-			&cli.StringFlag{Name: "addr", Value: "127.0.0.1:0", Usage: "UDP address to listen on"},
-			&cli.IntFlag{Name: "size", Value: 256, Usage: "bytes per message (the sink counts datagram bytes / size)"},
-		},
-		Action: func(c *cli.Context) error {
-			return runBenchPeer(c.String("role"), c.String("addr"), c.Int("size"), os.Stdin, os.Stdout)
-		},
-	}
+// PeerConfig is the child side of the baseline (`seqd bench-peer`, run
+// only by the bench): a UDP socket on loopback that echoes or sinks.
+type PeerConfig struct {
+	// Role is echo (send every datagram back) or sink (count them).
+	Role string
+	// Addr is the UDP address to listen on.
+	Addr string
+	// SizeBytes is the bytes per message: the sink counts datagram bytes
+	// divided by it.
+	SizeBytes int
+}
+
+// DefaultPeerConfig is `seqd bench-peer` with no flags but --role.
+func DefaultPeerConfig() PeerConfig {
+	return PeerConfig{Addr: "127.0.0.1:0", SizeBytes: 256}
+}
+
+// RunPeer listens on cfg.Addr, prints "listening <addr:port>" on stdout,
+// and serves cfg.Role until stdin reaches EOF (the bench closes it, or
+// the kernel does when the bench dies).
+func RunPeer(cfg PeerConfig, stdin io.Reader, stdout io.Writer) error {
+	return runBenchPeer(cfg.Role, cfg.Addr, cfg.SizeBytes, stdin, stdout)
 }
 
 // runBenchPeer listens on addr, prints "listening <addr:port>" on stdout,

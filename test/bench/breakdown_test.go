@@ -1,4 +1,4 @@
-package main
+package bench
 
 import (
 	"os"
@@ -14,7 +14,7 @@ import (
 )
 
 func TestRTTStamps_HopsAddUpToTheRoundTrip(t *testing.T) {
-	s := rttStamps{Seq: 7, Sent: 1000, Out: 1003, Stamp: 1010, Published: 1012, In: 1030, Delivered: 1031}
+	s := RTTStamps{Seq: 7, Sent: 1000, Out: 1003, Stamp: 1010, Published: 1012, In: 1030, Delivered: 1031}
 	h, ok := s.hops()
 	if !ok {
 		t.Fatal("hops of ordered instants: not ok")
@@ -33,17 +33,17 @@ func TestRTTStamps_HopsAddUpToTheRoundTrip(t *testing.T) {
 }
 
 func TestRTTStamps_MissingOrDisorderedInstantsAreSkipped(t *testing.T) {
-	good := rttStamps{Seq: 1, Sent: 100, Out: 110, Stamp: 120, Published: 130, In: 140, Delivered: 150}
+	good := RTTStamps{Seq: 1, Sent: 100, Out: 110, Stamp: 120, Published: 130, In: 140, Delivered: 150}
 	noPublish := good
 	noPublish.Published = 0
 	resentFirst := good
 	resentFirst.Out = 125 // the flush noted came after the sequencer stamped
-	for _, s := range []rttStamps{noPublish, resentFirst} {
+	for _, s := range []RTTStamps{noPublish, resentFirst} {
 		if _, ok := s.hops(); ok {
 			t.Errorf("%+v: hops ok, want skipped", s)
 		}
 	}
-	sum := summarizeHops([]rttStamps{good, noPublish, resentFirst, good})
+	sum := summarizeHops([]RTTStamps{good, noPublish, resentFirst, good})
 	if sum.N != 2 || sum.Skipped != 2 {
 		t.Fatalf("N=%d Skipped=%d, want 2 and 2", sum.N, sum.Skipped)
 	}
@@ -55,13 +55,13 @@ func TestRTTStamps_MissingOrDisorderedInstantsAreSkipped(t *testing.T) {
 func TestSummarizeHops_MediansPerHop(t *testing.T) {
 	// Three round trips: the median of each hop is taken over that hop
 	// alone (medians of hops need not add up to the median round trip).
-	var samples []rttStamps
+	var samples []RTTStamps
 	for i, d := range [][hopCount]int64{
 		{1000, 20000, 3000, 25000, 2000},
 		{2000, 10000, 1000, 30000, 1000},
 		{3000, 30000, 2000, 20000, 3000},
 	} {
-		s := rttStamps{Seq: uint64(i + 1), Sent: 1_000_000}
+		s := RTTStamps{Seq: uint64(i + 1), Sent: 1_000_000}
 		s.Out = s.Sent + d[0]
 		s.Stamp = s.Out + d[1]
 		s.Published = s.Stamp + d[2]
@@ -94,8 +94,8 @@ func TestSummarizeHops_MediansPerHop(t *testing.T) {
 // left: the share that crossed, and the median of each kind; samples
 // whose CPUs were not read count in neither.
 func TestSummarizeHops_NetworkHopsBySameOrOtherCPU(t *testing.T) {
-	mk := func(seq uint64, toSeq, toNode int64, out, seqIn, seqOut, in int) rttStamps {
-		s := rttStamps{Seq: seq, Sent: 1_000_000, OutCPU: out, SeqInCPU: seqIn, SeqOutCPU: seqOut, InCPU: in}
+	mk := func(seq uint64, toSeq, toNode int64, out, seqIn, seqOut, in int) RTTStamps {
+		s := RTTStamps{Seq: seq, Sent: 1_000_000, OutCPU: out, SeqInCPU: seqIn, SeqOutCPU: seqOut, InCPU: in}
 		s.Out = s.Sent + 1000
 		s.Stamp = s.Out + toSeq
 		s.Published = s.Stamp + 1000
@@ -103,7 +103,7 @@ func TestSummarizeHops_NetworkHopsBySameOrOtherCPU(t *testing.T) {
 		s.Delivered = s.In + 1000
 		return s
 	}
-	samples := []rttStamps{
+	samples := []RTTStamps{
 		mk(1, 4000, 5000, 0, 0, 0, 0),     // both hops on CPU 0
 		mk(2, 10000, 12000, 0, 1, 1, 0),   // both hops crossed
 		mk(3, 6000, 11000, 1, 1, 1, 0),    // to_seq same, to_node crossed
@@ -127,7 +127,7 @@ func TestSummarizeHops_NetworkHopsBySameOrOtherCPU(t *testing.T) {
 	}
 }
 
-func samplesHop(s []rttStamps, i int) []int64 {
+func samplesHop(s []RTTStamps, i int) []int64 {
 	var out []int64
 	for _, x := range s {
 		h, _ := x.hops()
@@ -144,7 +144,7 @@ func TestPublishedAt_FirstPacketHoldingTheSeq(t *testing.T) {
 		{First: 10, Count: 1, At: 1000},
 	}
 	spans[0].InCPU, spans[0].OutCPU = 1, 0
-	samples := []rttStamps{{Seq: 1}, {Seq: 4}, {Seq: 5}, {Seq: 7}, {Seq: 8}, {Seq: 10}, {Seq: 11}}
+	samples := []RTTStamps{{Seq: 1}, {Seq: 4}, {Seq: 5}, {Seq: 7}, {Seq: 8}, {Seq: 10}, {Seq: 11}}
 	for i := range samples {
 		samples[i].SeqInCPU, samples[i].SeqOutCPU = -1, -1
 	}
@@ -166,19 +166,19 @@ func TestPublishedAt_FirstPacketHoldingTheSeq(t *testing.T) {
 func TestStampsAndSpans_RoundTripThroughFiles(t *testing.T) {
 	dir := t.TempDir()
 	// The node writes its own CPUs; the sequencer's come from the spans.
-	in := []rttStamps{{Seq: 3, Sent: 1, Out: 2, Stamp: 3, In: 5, Delivered: 6, OutCPU: 1, InCPU: 0, SeqInCPU: -1, SeqOutCPU: -1}}
+	in := []RTTStamps{{Seq: 3, Sent: 1, Out: 2, Stamp: 3, In: 5, Delivered: 6, OutCPU: 1, InCPU: 0, SeqInCPU: -1, SeqOutCPU: -1}}
 	p := filepath.Join(dir, "stamps.txt")
-	if err := writeStamps(p, in); err != nil {
+	if err := WriteStamps(p, in); err != nil {
 		t.Fatal(err)
 	}
 	got, err := readStamps(p)
 	if err != nil || len(got) != 1 || got[0] != in[0] {
 		t.Fatalf("readStamps = %+v, %v; want %+v", got, err, in)
 	}
-	srv := newTracedServer(nopServer{})
+	srv := NewTracedServer(nopServer{})
 	srv.spans = append(srv.spans, publishSpan{First: 9, Count: 2, At: 77, InCPU: 1, OutCPU: 0})
 	sp := filepath.Join(dir, "spans.txt")
-	if err := srv.write(sp); err != nil {
+	if err := srv.Write(sp); err != nil {
 		t.Fatal(err)
 	}
 	spans, err := readPublishSpans(sp)
@@ -208,7 +208,7 @@ func TestStampsAndSpans_RoundTripThroughFiles(t *testing.T) {
 }
 
 func TestTracedServer_NotesFirstSentDataPackets(t *testing.T) {
-	srv := newTracedServer(nopServer{})
+	srv := NewTracedServer(nopServer{})
 	buf := make([]byte, 1500)
 	var w wire.PacketWriter
 	if err := w.Reset(buf, wire.KindData, 1, 1, 42, 1000, 1); err != nil {
@@ -239,7 +239,7 @@ func TestTracedServer_NotesFirstSentDataPackets(t *testing.T) {
 	}
 	// A frame handed over by a Poll notes its CPU for the next span.
 	got := 0
-	fs := newTracedServer(frameServer{})
+	fs := NewTracedServer(frameServer{})
 	if _, err := fs.Poll(func([]byte, transport.Peer) { got++ }, 0); err != nil || got != 1 {
 		t.Fatalf("Poll: %d frames to the agent's handler, %v; want 1", got, err)
 	}
@@ -291,13 +291,13 @@ func TestTracedTransports_AllocateNothingPerFrame(t *testing.T) {
 	if k, err := wire.PeekKind(cmd); err != nil || k != wire.KindCommand {
 		t.Fatalf("test frame: kind %v, %v", k, err)
 	}
-	cl, tr := traceClient(nopClient{frame: cmd})
+	cl, tr := TraceClient(nopClient{frame: cmd})
 	h := transport.Handler(func([]byte, transport.Peer) {})
 	if a := testing.AllocsPerRun(1000, func() {
 		_ = cl.Send(cmd)
 		_ = cl.Flush()
 		_, _ = cl.Poll(h, 0)
-		tr.take()
+		tr.Take()
 	}); a != 0 {
 		t.Fatalf("traced client: %v allocs per frame, want 0", a)
 	}
@@ -308,19 +308,19 @@ func TestTracedTransports_AllocateNothingPerFrame(t *testing.T) {
 	}
 	_ = cl.Send(hb) // not a command: no send instant
 	_ = cl.Flush()
-	if out, _ := tr.take(); out != 0 {
+	if out, _ := tr.Take(); out != 0 {
 		t.Fatal("a frame other than a command noted as the command's send")
 	}
 	_ = cl.Send(cmd)
 	_ = cl.Flush()
 	_, _ = cl.Poll(h, 0)
-	if out, in := tr.take(); out == 0 || in == 0 || in < out {
+	if out, in := tr.Take(); out == 0 || in == 0 || in < out {
 		t.Fatalf("instants out=%d in=%d: want both, in order", out, in)
 	}
-	if out, in := tr.cpus(); cpuid.Current() >= 0 && (out < 0 || in < 0) {
+	if out, in := tr.CPUs(); cpuid.Current() >= 0 && (out < 0 || in < 0) {
 		t.Fatalf("CPUs out=%d in=%d: want both read", out, in)
 	}
-	srv := newTracedServer(nopServer{})
+	srv := NewTracedServer(nopServer{})
 	buf := make([]byte, 1500)
 	var w wire.PacketWriter
 	if err := w.Reset(buf, wire.KindData, 1, 1, 1, 1000, 1); err != nil {

@@ -1,4 +1,4 @@
-package main
+package bench
 
 import (
 	"context"
@@ -10,48 +10,45 @@ import (
 	"time"
 
 	"github.com/seqd/seqd/cluster"
+	"github.com/seqd/seqd/test/proc"
 )
 
 // benchIdle runs `seqd bench --mode idle`: a sequencer (with
 // --sequencers 3, the three members of a cluster: the primary and two
 // standbys), a `seqd tail` and a read-only `seqd node` (waiting for
 // messages that never come), all idle (the stream carries heartbeats
-// only), for o.idleFor, and prints the share of one core each used, how
+// only), for o.IdleFor, and prints the share of one core each used, how
 // often each was woken (scheduled onto a CPU) per second, and the
 // sequencer's (the primary's) resident memory. CPU time comes from the
 // scheduler's own account of each thread (/proc/PID/task/*/schedstat, in
 // nanoseconds), not from the 100 Hz tick sampling that ps and top show: a
 // process that wakes a hundred times a second for a few microseconds is
 // over- or under-counted by the ticks, depending on how its wake-ups fall.
-func benchIdle(ctx context.Context, o benchOptions, set *procSet, seq *proc, netArgs []string) (string, error) {
+func benchIdle(ctx context.Context, o Config, set *children, seq *proc.Proc, group *benchCluster, netArgs []string) (string, error) {
 	// With a cluster, every member is measured under its role's name.
 	type measured struct {
 		name string
-		p    *proc
+		p    *proc.Proc
 	}
 	procs := []measured{{"sequencer", seq}}
-	var members []*proc
-	if o.sequencers == 3 {
-		for _, p := range set.started {
-			if strings.HasPrefix(p.name, "sequencer-") {
-				members = append(members, p)
-			}
-		}
+	var members []*proc.Proc
+	if group != nil {
+		members = group.members
 		procs = procs[:0]
 		for _, p := range members {
-			procs = append(procs, measured{p.name, p})
+			procs = append(procs, measured{p.Name(), p})
 		}
 	}
 	tail, err := set.start(ctx, "tail", true, append([]string{"tail"}, netArgs...)...)
 	if err != nil {
 		return "", err
 	}
-	defer tail.stop()
-	nd, err := set.start(ctx, "node", true, append(append([]string{"node"}, netArgs...), "--read-only", "--expect", "1000000000", "--node.idle-spin", o.spin.String())...)
+	defer tail.Stop()
+	nd, err := set.start(ctx, "node", true, append(append([]string{"node"}, netArgs...), "--read-only", "--expect", "1000000000", "--node.idle-spin", o.Spin.String())...)
 	if err != nil {
 		return "", err
 	}
-	defer nd.stop()
+	defer nd.Stop()
 	procs = append(procs, measured{"tail", tail}, measured{"node", nd})
 	// Start-up (joins, the first heartbeats, the runtime's own warm-up)
 	// is not idle.
@@ -62,29 +59,29 @@ func benchIdle(ctx context.Context, o benchOptions, set *procSet, seq *proc, net
 	if members != nil {
 		// An epoch change under a loaded machine's start-up is not idle
 		// either: measure a settled group.
-		if epoch0, err = settledEpoch(ctx, set, members); err != nil {
+		if epoch0, err = settledEpoch(ctx, set, group); err != nil {
 			return "", err
 		}
 	}
 	before := make([]schedStat, len(procs))
 	for i, p := range procs {
-		if before[i], err = readSchedStat(p.p.cmd.Process.Pid); err != nil {
+		if before[i], err = readSchedStat(p.p.Pid()); err != nil {
 			return "", err
 		}
 	}
 	start := time.Now()
-	if err := sleepOrDied(ctx, set, o.idleFor); err != nil {
+	if err := sleepOrDied(ctx, set, o.IdleFor); err != nil {
 		return "", err
 	}
 	elapsed := time.Since(start)
-	head := fmt.Sprintf("bench transport=%s mode=idle seconds=%.0f", o.transport, elapsed.Seconds())
+	head := fmt.Sprintf("bench transport=%s mode=idle seconds=%.0f", o.Transport, elapsed.Seconds())
 	if members != nil {
 		// Each member is named by its role at the end; an epoch change
 		// during the measurement is said (its figures mix the roles).
-		head += fmt.Sprintf(" sequencers=3 timeouts=%s", o.timeouts)
+		head += fmt.Sprintf(" sequencers=3 timeouts=%s", o.Timeouts)
 		standbys := 0
 		for i := range members {
-			st, err := cluster.FetchStatus(ctx, members[i].admin)
+			st, err := cluster.FetchStatus(ctx, group.admins[i])
 			switch {
 			case err != nil:
 				procs[i].name = "member" + strconv.Itoa(i+1)
@@ -102,14 +99,14 @@ func benchIdle(ctx context.Context, o benchOptions, set *procSet, seq *proc, net
 	}
 	fields := []string{head}
 	for i, p := range procs {
-		after, err := readSchedStat(p.p.cmd.Process.Pid)
+		after, err := readSchedStat(p.p.Pid())
 		if err != nil {
 			return "", err
 		}
 		fields = append(fields, fmt.Sprintf("%s_cpu_pct=%.2f %s_wakeups_per_s=%.0f", p.name, 100*float64(after.ns-before[i].ns)/float64(elapsed.Nanoseconds()),
 			p.name, float64(after.runs-before[i].runs)/elapsed.Seconds()))
 	}
-	if rss, err := rssKiB(seq.cmd.Process.Pid); err == nil {
+	if rss, err := rssKiB(seq.Pid()); err == nil {
 		fields = append(fields, fmt.Sprintf("sequencer_rss_mib=%.1f", float64(rss)/1024))
 	}
 	return strings.Join(fields, " "), nil
@@ -117,12 +114,12 @@ func benchIdle(ctx context.Context, o benchOptions, set *procSet, seq *proc, net
 
 // settledEpoch waits until one member of a cluster is primary and every
 // member reports the same epoch, and returns that epoch.
-func settledEpoch(ctx context.Context, set *procSet, members []*proc) (uint64, error) {
+func settledEpoch(ctx context.Context, set *children, group *benchCluster) (uint64, error) {
 	deadline := time.Now().Add(30 * time.Second)
 	for {
 		epoch, primaries, agreed := uint64(0), 0, true
-		for i, m := range members {
-			st, err := cluster.FetchStatus(ctx, m.admin)
+		for i, admin := range group.admins {
+			st, err := cluster.FetchStatus(ctx, admin)
 			if err != nil {
 				agreed = false
 				break
@@ -148,15 +145,14 @@ func settledEpoch(ctx context.Context, set *procSet, members []*proc) (uint64, e
 }
 
 // sleepOrDied waits d, failing at once when a child dies unasked.
-func sleepOrDied(ctx context.Context, set *procSet, d time.Duration) error {
+func sleepOrDied(ctx context.Context, set *children, d time.Duration) error {
 	t := time.NewTimer(d)
 	defer t.Stop()
 	select {
 	case <-t.C:
 		return nil
-	case p := <-set.died:
-		set.died <- p
-		return p.failure()
+	case <-set.Died():
+		return set.Dead().Failure()
 	case <-ctx.Done():
 		return ctx.Err()
 	}
