@@ -25,12 +25,16 @@
 // With Cluster (on by default) the sequencer is a group of three members
 // (cluster.go): the standbys are real cluster.Standby followers (driven
 // by Step and Work, stores on real files) whose acks make the primary's
-// stable through cluster.QuorumAcks, and epoch changes run through a
-// seeded election beside the real hashicorp/raft one: seal a quorum, cut
-// at the highest contiguous seq reported, catch the leader up, Takeover,
-// sequencer.NewPrimary. Primaries are killed or cut off from their
-// standbys, standbys killed, cut off or slowed; the leader's State at the
-// cut, and every member's store and State at the end, are checked.
+// stable through cluster.QuorumAcks, and epoch changes run through
+// cluster/failover's core, the one the member runs (election.go), over a
+// simulated Raft log (an fsm.State) and control path; only the Raft
+// leader's choice is seeded here. Primaries are killed, cut off from
+// their standbys or from Raft only; standbys killed (one for long while
+// the primary restarts; one right after its seal answer), cut off,
+// slowed or slow to answer the seal; a node is cut off across two epoch
+// changes. The leader's State at the cut, stable against what a majority
+// holds after every step, and every member's store and State at the end,
+// are checked.
 //
 // With Replayer (on by default) a replayer.Service (driven by Work, store
 // on real files) follows the stream and answers NAKs on a network of its

@@ -590,6 +590,9 @@ func (w *world) run() (int, error) {
 			w.standbys()
 			w.seq.Tick(w.seqClock())
 			w.checkStandby()
+			if w.cl != nil {
+				w.cl.checkStable()
+			}
 		}
 		if w.cl != nil {
 			w.cl.work()
