@@ -12,7 +12,7 @@ import (
 	"github.com/urfave/cli/v2"
 
 	"github.com/seqd/seqd/cmd/seqd/internal/stopsignal"
-	"github.com/seqd/seqd/config"
+	"github.com/seqd/seqd/internal/config"
 
 	"github.com/seqd/seqd/sequencer"
 	"github.com/seqd/seqd/transport/tcp"
