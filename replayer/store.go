@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"time"
 
+	"github.com/seqd/seqd/internal/invariants"
 	"github.com/seqd/seqd/sequencer"
 	"github.com/seqd/seqd/wire"
 )
@@ -263,6 +264,9 @@ func (s *Store) append(pkt []byte) error {
 	s.stats.Appended++
 	s.stats.AppendedBytes += uint64(len(pkt))
 	s.unsynced += int64(n)
+	if invariants.Enabled {
+		s.checkWrite()
+	}
 	switch {
 	case s.cfg.Sync == SyncAlways,
 		s.cfg.Sync == SyncInterval && !s.cfg.SyncInShell && s.unsynced >= s.cfg.SyncBytes:
@@ -287,6 +291,9 @@ func (s *Store) held(seg *segment, off, n int64, info sequencer.PacketInfo, t ta
 	}
 	s.newest = info
 	s.tail = t
+	if invariants.Enabled {
+		s.checkIndex(seg)
+	}
 }
 
 // reach is the reach of the newest segment (0 when none).
