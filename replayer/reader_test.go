@@ -6,6 +6,8 @@ import (
 	"path/filepath"
 	"sync"
 	"testing"
+
+	"github.com/seqd/seqd/internal/vfs"
 )
 
 // readAll reads r until it has a packet whose last seq is at least to,
@@ -239,7 +241,7 @@ func FuzzReader(f *testing.F) {
 		if err := os.WriteFile(filepath.Join(dir, segmentName(1)), append(hdr, data...), 0o644); err != nil {
 			t.Fatal(err)
 		}
-		tip := &Tip{dir: dir, maxPacket: 1472}
+		tip := &Tip{dir: dir, fs: vfs.Default, maxPacket: 1472}
 		tip.publish(1, int64(SegmentHeaderBytes+len(data)), 1, testSession)
 		r := NewReader(tip, 1, 4096)
 		defer r.Close()
