@@ -45,9 +45,13 @@ func readAll(t testing.TB, r *Reader, to uint64, tip *Tip, done <-chan struct{})
 // every packet from their seq on, byte for byte, while the store's
 // goroutine appends, flushes and rolls segments (run with -race).
 func TestReader_FollowsConcurrentAppends(t *testing.T) {
+	onEachFS(t, testReaderFollowsConcurrentAppends)
+}
+
+func testReaderFollowsConcurrentAppends(t *testing.T, base Config, root string) {
 	st := mixed(3000)
-	dir := t.TempDir()
-	s, _ := mustOpen(t, dir, testConfig())
+	dir := filepath.Join(root, "1")
+	s, _ := mustOpen(t, dir, base)
 	defer s.Close()
 	last := lastSeq(st.pkts)
 	tip := s.Tip()
