@@ -51,8 +51,10 @@
 // (Durable), and Records, a walk over the records of a seq range with
 // their epochs (how an archive replays an epoch and cuts it exactly).
 //
-// A Store is a pure-ish library: its only I/O is its files, it has no
-// goroutines, locks or timers, and one goroutine uses it at a time. The
+// A Store is a pure-ish library: its only I/O is its files (through
+// Config.FS, an internal/vfs.FS: the disk unless a test or the simulator
+// names a vfs.MemFS or an errorfs), it has no goroutines, locks or
+// timers, and one goroutine uses it at a time. The
 // shell drives time with Tick(now), which hands buffered frames to the
 // operating system and applies the fsync policy:
 //
