@@ -51,23 +51,41 @@ func TestFS_FailsTheChosenCalls(t *testing.T) {
 		t.Fatalf("Injected = %d", f.Injected())
 	}
 
-	f.Add(errorfs.Rule{Op: errorfs.OpSync, Times: -1, Err: syscall.EIO})
+	f.Add(errorfs.Rule{Op: errorfs.OpSync, Path: ".seg", Times: -1, Err: syscall.EIO})
 	for i := 0; i < 3; i++ {
 		if err := seg.Sync(); !errors.Is(err, syscall.EIO) {
 			t.Fatalf("sync %d = %v, want EIO every time", i, err)
 		}
 	}
-	// A failed fsync does nothing underneath: a power loss keeps nothing.
-	b := make([]byte, 8)
-	if n, _ := m.CrashClone().Open("/1.seg"); n != nil {
-		t.Fatal("the file's entry survived a crash without a directory sync")
+	// A failed fsync does nothing underneath: a power loss keeps none
+	// of the file's bytes; once an fsync goes through, it keeps them.
+	d, err := f.OpenDir("/")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := d.Sync(); err != nil {
+		t.Fatal(err)
+	}
+	d.Close()
+	crashed := func() string {
+		t.Helper()
+		c, err := m.CrashClone().Open("/1.seg")
+		if err != nil {
+			t.Fatal(err)
+		}
+		b := make([]byte, 8)
+		n, _ := c.ReadAt(b, 0)
+		return string(b[:n])
+	}
+	if got := crashed(); got != "" {
+		t.Fatalf("after failed fsyncs a power loss kept %q", got)
 	}
 	f.Clear()
 	if err := seg.Sync(); err != nil {
 		t.Fatal(err)
 	}
-	if n, _ := seg.ReadAt(b, 0); string(b[:n]) != "xx\x00\x00xx" {
-		t.Fatalf("file holds %q, want only the writes that went through", b[:n])
+	if got := crashed(); got != "xx\x00\x00xx" {
+		t.Fatalf("after an fsync a power loss kept %q, want only the writes that went through", got)
 	}
 
 	f.Add(errorfs.Rule{Op: errorfs.OpCreate, Err: syscall.ENOSPC})
