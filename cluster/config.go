@@ -8,8 +8,8 @@ import (
 
 	"github.com/hashicorp/raft"
 
-	"github.com/seqd/seqd/config"
 	"github.com/seqd/seqd/fsm"
+	"github.com/seqd/seqd/internal/config"
 	"github.com/seqd/seqd/sequencer"
 )
 

@@ -4,7 +4,7 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/seqd/seqd/config"
+	"github.com/seqd/seqd/internal/config"
 	"github.com/seqd/seqd/receiver"
 	"github.com/seqd/seqd/wire"
 )

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"slices"
 
+	"github.com/seqd/seqd/internal/invariants"
 	"github.com/seqd/seqd/wire"
 )
 
@@ -105,7 +106,7 @@ func (r *Receiver) Ready() *Ready { return &r.ready }
 // Advance tells the receiver that the shell handled Ready: its frames and
 // payloads may be reused.
 func (r *Receiver) Advance() {
-	if invariants || r.slowAdvance {
+	if invariants.Enabled || r.slowAdvance {
 		r.advanceSlow()
 	}
 	r.ready.Deliver = r.ready.Deliver[:0]
@@ -119,7 +120,7 @@ func (r *Receiver) advanceSlow() {
 	r.slowAdvance = false
 	r.ready.Send = r.ready.Send[:0]
 	r.out = r.out[:0]
-	if invariants {
+	if invariants.Enabled {
 		r.checkInvariants()
 	}
 	if len(r.releaseLater) > 0 {
@@ -730,7 +731,8 @@ func (r *Receiver) queue(to Source, n int) []byte {
 const statusKeepalive = 50
 
 // checkInvariants panics when the receiver's positions contradict each
-// other (built with -tags invariants, and by the tests' drive helper).
+// other (built with -race or -tags invariants: internal/invariants; and
+// called by the tests' drive helper).
 func (r *Receiver) checkInvariants() {
 	switch {
 	case r.settled != len(r.ready.Deliver):

@@ -3,6 +3,8 @@ package replayer
 import (
 	"fmt"
 	"time"
+
+	"github.com/seqd/seqd/internal/vfs"
 )
 
 // SyncPolicy says when appended bytes are made durable with fsync.
@@ -79,6 +81,18 @@ type Config struct {
 	// this many bytes of a segment, so Range reads at most about this much
 	// before the first packet it serves.
 	IndexIntervalBytes int
+	// FS is the file system the segment files live on; nil is the
+	// operating system's (vfs.Default). Tests and the simulator run the
+	// store on a vfs.MemFS, or behind an errorfs.
+	FS vfs.FS
+}
+
+// fs is the file system to use.
+func (c Config) fs() vfs.FS {
+	if c.FS == nil {
+		return vfs.Default
+	}
+	return c.FS
 }
 
 // DefaultConfig is the fsync `interval` policy at 1 ms or 1 MiB, 128 MiB

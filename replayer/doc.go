@@ -34,7 +34,9 @@
 // # Concurrency
 //
 // A Store has no goroutines, locks or timers and is used by one goroutine
-// at a time; its only I/O is its files. Other goroutines read the files
+// at a time; its only I/O is its files, through Config.FS (an
+// internal/vfs.FS: the disk unless a test or the simulator names a
+// vfs.MemFS or an errorfs). Other goroutines read the files
 // through its Tip (Readers). With Config.SyncInShell the interval fsync
 // runs on a goroutine of the shell (SyncDue, StartSync, FinishSync) while
 // appends go on. A Service runs one goroutine (plus that fsync helper);

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"testing"
 
+	"github.com/seqd/seqd/internal/vfs"
 	"github.com/seqd/seqd/sequencer"
 	"github.com/seqd/seqd/wire"
 )
@@ -142,6 +143,38 @@ func testConfig() Config {
 	cfg.IndexIntervalBytes = 1024
 	cfg.Sync = SyncNone
 	return cfg
+}
+
+// onEachFS runs f as a subtest on each file system the store runs on:
+// the disk (in a temporary directory) and a vfs.MemFS. cfg is
+// testConfig() on that FS.
+func onEachFS(t *testing.T, f func(t *testing.T, cfg Config, dir string)) {
+	t.Run("fs=os", func(t *testing.T) {
+		cfg := testConfig()
+		cfg.FS = vfs.Default
+		f(t, cfg, t.TempDir())
+	})
+	t.Run("fs=mem", func(t *testing.T) {
+		cfg := testConfig()
+		cfg.FS = vfs.NewMem()
+		f(t, cfg, "/store")
+	})
+}
+
+// segmentFiles lists the segment files in dir.
+func segmentFiles(t testing.TB, fsys vfs.FS, dir string) []string {
+	t.Helper()
+	ents, err := fsys.ReadDir(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []string
+	for _, e := range ents {
+		if _, ok := parseSegmentName(e.Name()); ok {
+			out = append(out, e.Name())
+		}
+	}
+	return out
 }
 
 func mustOpen(t testing.TB, dir string, cfg Config) (*Store, *Recovery) {

@@ -5,11 +5,11 @@ import (
 	"fmt"
 	"io"
 	"math"
-	"os"
 	"path/filepath"
 	"slices"
 	"strings"
 
+	"github.com/seqd/seqd/internal/vfs"
 	"github.com/seqd/seqd/wire"
 )
 
@@ -81,12 +81,13 @@ func Open(dir string, cfg Config) (*Store, *Recovery, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, nil, err
 	}
+	fsys := cfg.fs()
 	if !cfg.ReadOnly {
-		if err := os.MkdirAll(dir, 0o755); err != nil {
+		if err := fsys.MkdirAll(dir, 0o755); err != nil {
 			return nil, nil, fmt.Errorf("replayer: open store: %w", err)
 		}
 	}
-	ents, err := os.ReadDir(dir)
+	ents, err := fsys.ReadDir(dir)
 	if err != nil {
 		return nil, nil, fmt.Errorf("replayer: open store: %w", err)
 	}
@@ -99,6 +100,7 @@ func Open(dir string, cfg Config) (*Store, *Recovery, error) {
 	slices.Sort(ordinals)
 	s := &Store{
 		dir:     dir,
+		fs:      fsys,
 		cfg:     cfg,
 		session: cfg.Session,
 		wbuf:    make([]byte, 0, writeBufferBytes(cfg)),
@@ -107,7 +109,7 @@ func Open(dir string, cfg Config) (*Store, *Recovery, error) {
 		syncCap: math.MaxUint64,
 		stopSeg: math.MaxInt,
 		out:     make([]byte, 0, cfg.MaxPacketBytes),
-		tip:     &Tip{dir: dir, maxPacket: cfg.MaxPacketBytes},
+		tip:     &Tip{dir: dir, fs: fsys, maxPacket: cfg.MaxPacketBytes},
 	}
 	rec := &Recovery{}
 	sc := &scanner{buf: make([]byte, max(1<<20, cfg.ReadBufferBytes)), maxPacket: cfg.MaxPacketBytes}
@@ -158,11 +160,11 @@ func Open(dir string, cfg Config) (*Store, *Recovery, error) {
 // failure to use the file at all (not its contents).
 func (s *Store) load(rec *Recovery, sc *scanner, ordinal uint64, last bool) error {
 	path := filepath.Join(s.dir, segmentName(ordinal))
-	flag := os.O_RDWR
+	open := s.fs.OpenReadWrite
 	if s.cfg.ReadOnly {
-		flag = os.O_RDONLY
+		open = s.fs.Open
 	}
-	f, err := os.OpenFile(path, flag, 0)
+	f, err := open(path)
 	if err != nil {
 		return fmt.Errorf("replayer: open segment: %w", err)
 	}
@@ -311,16 +313,16 @@ func (s *Store) cutTail(rec *Recovery, seg *segment, off, size int64, why error)
 }
 
 // cutFile removes a newest segment that holds no complete frame.
-func (s *Store) cutFile(rec *Recovery, f *os.File, path string, size int64, why string) error {
+func (s *Store) cutFile(rec *Recovery, f vfs.File, path string, size int64, why string) error {
 	f.Close()
 	rec.Cuts = append(rec.Cuts, Cut{File: path, Bytes: size, AfterSeq: s.tail.contiguous(), Reason: why})
 	if s.cfg.ReadOnly {
 		return nil
 	}
-	if err := os.Remove(path); err != nil {
+	if err := s.fs.Remove(path); err != nil {
 		return fmt.Errorf("replayer: cut empty segment: %w", err)
 	}
-	return syncDir(s.dir)
+	return syncDir(s.fs, s.dir)
 }
 
 // scanner reads a segment file front to back in large chunks for Open.

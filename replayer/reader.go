@@ -4,9 +4,10 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"os"
 	"path/filepath"
 	"slices"
+
+	"github.com/seqd/seqd/internal/vfs"
 )
 
 // Reader reads a Store's frames from seq From on, from its own goroutine,
@@ -28,7 +29,7 @@ type Reader struct {
 	positioned bool
 	oldest     uint64
 	ord        uint64   // segment being read
-	f          *os.File // segment ord, read-only
+	f          vfs.File // segment ord, read-only
 	path       string
 	boff       int64 // file offset of buf[0]
 	bn         int   // valid bytes in buf
@@ -225,7 +226,7 @@ func (r *Reader) position() (bool, error) {
 	if pord == 0 {
 		return false, nil
 	}
-	ents, err := os.ReadDir(r.tip.dir)
+	ents, err := r.tip.fs.ReadDir(r.tip.dir)
 	if err != nil {
 		r.err = fmt.Errorf("replayer: reader: %w", err)
 		return false, r.err
@@ -251,7 +252,7 @@ func (r *Reader) position() (bool, error) {
 	}
 	pick := -1
 	for i := len(ords) - 1; i >= lo; i-- {
-		h, err := readSegmentHeader(filepath.Join(r.tip.dir, segmentName(ords[i])))
+		h, err := readSegmentHeader(r.tip.fs, filepath.Join(r.tip.dir, segmentName(ords[i])))
 		if err != nil {
 			r.err = err
 			return false, err
@@ -272,7 +273,7 @@ func (r *Reader) position() (bool, error) {
 		pick = lo
 	}
 	if r.oldest == 0 {
-		h, err := readSegmentHeader(filepath.Join(r.tip.dir, segmentName(ords[lo])))
+		h, err := readSegmentHeader(r.tip.fs, filepath.Join(r.tip.dir, segmentName(ords[lo])))
 		if err != nil {
 			r.err = err
 			return false, err
@@ -293,7 +294,7 @@ func (r *Reader) open(ordinal uint64) error {
 		r.f = nil
 	}
 	path := filepath.Join(r.tip.dir, segmentName(ordinal))
-	f, err := os.Open(path)
+	f, err := r.tip.fs.Open(path)
 	if err != nil {
 		r.err = fmt.Errorf("replayer: reader: %w", err)
 		return r.err
@@ -320,9 +321,9 @@ func (r *Reader) open(ordinal uint64) error {
 }
 
 // readSegmentHeader reads and checks the header of the segment at path.
-func readSegmentHeader(path string) (segmentHeader, error) {
+func readSegmentHeader(fsys vfs.FS, path string) (segmentHeader, error) {
 	var h segmentHeader
-	f, err := os.Open(path)
+	f, err := fsys.Open(path)
 	if err != nil {
 		return h, fmt.Errorf("replayer: reader: %w", err)
 	}

@@ -6,6 +6,8 @@ import (
 	"path/filepath"
 	"sync"
 	"testing"
+
+	"github.com/seqd/seqd/internal/vfs"
 )
 
 // readAll reads r until it has a packet whose last seq is at least to,
@@ -43,9 +45,13 @@ func readAll(t testing.TB, r *Reader, to uint64, tip *Tip, done <-chan struct{})
 // every packet from their seq on, byte for byte, while the store's
 // goroutine appends, flushes and rolls segments (run with -race).
 func TestReader_FollowsConcurrentAppends(t *testing.T) {
+	onEachFS(t, testReaderFollowsConcurrentAppends)
+}
+
+func testReaderFollowsConcurrentAppends(t *testing.T, base Config, root string) {
 	st := mixed(3000)
-	dir := t.TempDir()
-	s, _ := mustOpen(t, dir, testConfig())
+	dir := filepath.Join(root, "1")
+	s, _ := mustOpen(t, dir, base)
 	defer s.Close()
 	last := lastSeq(st.pkts)
 	tip := s.Tip()
@@ -239,7 +245,7 @@ func FuzzReader(f *testing.F) {
 		if err := os.WriteFile(filepath.Join(dir, segmentName(1)), append(hdr, data...), 0o644); err != nil {
 			t.Fatal(err)
 		}
-		tip := &Tip{dir: dir, maxPacket: 1472}
+		tip := &Tip{dir: dir, fs: vfs.Default, maxPacket: 1472}
 		tip.publish(1, int64(SegmentHeaderBytes+len(data)), 1, testSession)
 		r := NewReader(tip, 1, 4096)
 		defer r.Close()

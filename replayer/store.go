@@ -3,10 +3,11 @@ package replayer
 import (
 	"fmt"
 	"math"
-	"os"
 	"path/filepath"
 	"time"
 
+	"github.com/seqd/seqd/internal/invariants"
+	"github.com/seqd/seqd/internal/vfs"
 	"github.com/seqd/seqd/sequencer"
 	"github.com/seqd/seqd/wire"
 )
@@ -24,6 +25,7 @@ var _ sequencer.RetransmitStore = (*Store)(nil)
 // and the caller drives time with Tick.
 type Store struct {
 	dir     string
+	fs      vfs.FS // cfg.FS, or vfs.Default
 	cfg     Config
 	session uint64
 
@@ -80,7 +82,7 @@ type Store struct {
 
 // segment is one file and its sparse index.
 type segment struct {
-	f        *os.File
+	f        vfs.File
 	path     string
 	ordinal  uint64
 	firstSeq uint64
@@ -263,6 +265,9 @@ func (s *Store) append(pkt []byte) error {
 	s.stats.Appended++
 	s.stats.AppendedBytes += uint64(len(pkt))
 	s.unsynced += int64(n)
+	if invariants.Enabled {
+		s.checkWrite()
+	}
 	switch {
 	case s.cfg.Sync == SyncAlways,
 		s.cfg.Sync == SyncInterval && !s.cfg.SyncInShell && s.unsynced >= s.cfg.SyncBytes:
@@ -287,6 +292,9 @@ func (s *Store) held(seg *segment, off, n int64, info sequencer.PacketInfo, t ta
 	}
 	s.newest = info
 	s.tail = t
+	if invariants.Enabled {
+		s.checkIndex(seg)
+	}
 }
 
 // reach is the reach of the newest segment (0 when none).
@@ -324,12 +332,12 @@ func (s *Store) roll(firstSeq uint64, epoch uint32) error {
 		}
 	}
 	path := filepath.Join(s.dir, segmentName(ordinal))
-	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE|os.O_EXCL, 0o644)
+	f, err := s.fs.Create(path, 0o644)
 	if err != nil {
 		return s.fail(fmt.Errorf("replayer: create segment: %w", err))
 	}
 	if s.cfg.Sync != SyncNone {
-		if err := syncDir(s.dir); err != nil {
+		if err := syncDir(s.fs, s.dir); err != nil {
 			f.Close()
 			return s.fail(err)
 		}
@@ -403,7 +411,7 @@ func (s *Store) SyncDue() bool {
 // the store's goroutine (Run), so that appends go on meanwhile; it makes
 // durable every seq up to Seq.
 type SyncRequest struct {
-	f   *os.File
+	f   vfs.File
 	Seq uint64
 }
 
@@ -592,8 +600,8 @@ func (s *Store) Err() error {
 // Stats returns the counters.
 func (s *Store) Stats() Stats { return s.stats }
 
-func syncDir(dir string) error {
-	d, err := os.Open(dir)
+func syncDir(fsys vfs.FS, dir string) error {
+	d, err := fsys.OpenDir(dir)
 	if err != nil {
 		return fmt.Errorf("replayer: sync dir: %w", err)
 	}

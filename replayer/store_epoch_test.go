@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"path/filepath"
 	"testing"
 
 	"github.com/seqd/seqd/sequencer"
@@ -141,10 +142,14 @@ func reopen(t *testing.T, dir string, cfg Config, what string) *Store {
 // they were received, and never serves their records: Records and Range
 // yield the surviving stream, also after a reopen and read-only.
 func TestStore_EpochRestartBelowTail(t *testing.T) {
+	onEachFS(t, testStoreEpochRestartBelowTail)
+}
+
+func testStoreEpochRestartBelowTail(t *testing.T, base Config, root string) {
 	const n, cut, m = 2000, 1800, 3000
 	st := cutStream(n, cut, m)
-	dir := t.TempDir()
-	s, _ := mustOpen(t, dir, testConfig())
+	dir := filepath.Join(root, "1")
+	s, _ := mustOpen(t, dir, base)
 	appendAll(t, s, st.pkts)
 	check := func(s *Store) {
 		t.Helper()
@@ -160,10 +165,10 @@ func TestStore_EpochRestartBelowTail(t *testing.T) {
 	if err := s.Close(); err != nil {
 		t.Fatal(err)
 	}
-	s = reopen(t, dir, testConfig(), "reopen")
+	s = reopen(t, dir, base, "reopen")
 	check(s)
 	s.Close()
-	cfg := testConfig()
+	cfg := base
 	cfg.ReadOnly = true
 	s, _ = mustOpen(t, dir, cfg)
 	check(s)
@@ -173,9 +178,13 @@ func TestStore_EpochRestartBelowTail(t *testing.T) {
 // TestStore_EpochRestartRefusals: only the first packet of a newer epoch,
 // starting at its epoch start within what is held, restarts the stream.
 func TestStore_EpochRestartRefusals(t *testing.T) {
+	onEachFS(t, testStoreEpochRestartRefusals)
+}
+
+func testStoreEpochRestartRefusals(t *testing.T, base Config, root string) {
 	st := cutStream(300, 250, 400)
 	first := firstOfEpoch(t, st.pkts, 2)
-	s, _ := mustOpen(t, t.TempDir(), testConfig())
+	s, _ := mustOpen(t, filepath.Join(root, "1"), base)
 	defer s.Close()
 	appendAll(t, s, st.pkts[:first])
 	// The second packet of epoch 2 does not start at the epoch start.
@@ -207,11 +216,15 @@ func TestStore_EpochRestartRefusals(t *testing.T) {
 // store kept epoch 1's cut records as held, and a later epoch's first
 // packet followed them (sim seed 1457).
 func TestStore_BeginEpochCutsTheDeposedTail(t *testing.T) {
+	onEachFS(t, testStoreBeginEpochCutsTheDeposedTail)
+}
+
+func testStoreBeginEpochCutsTheDeposedTail(t *testing.T, base Config, root string) {
 	const n, cut, m = 2000, 1800, 3000
 	st := cutStream(n, cut, m)
 	first := firstOfEpoch(t, st.pkts, 2)
-	dir := t.TempDir()
-	cfg := testConfig()
+	dir := filepath.Join(root, "1")
+	cfg := base
 	cfg.Sync = SyncAlways
 	s, _ := mustOpen(t, dir, cfg)
 	appendAll(t, s, st.pkts[:first])
@@ -275,14 +288,18 @@ func TestStore_BeginEpochCutsTheDeposedTail(t *testing.T) {
 // right after it), above its oldest seq, for an epoch newer than every
 // one held, not below the newest epoch's start.
 func TestStore_BeginEpochRefusals(t *testing.T) {
-	empty, _ := mustOpen(t, t.TempDir(), testConfig())
+	onEachFS(t, testStoreBeginEpochRefusals)
+}
+
+func testStoreBeginEpochRefusals(t *testing.T, base Config, root string) {
+	empty, _ := mustOpen(t, filepath.Join(root, "1"), base)
 	defer empty.Close()
 	if err := empty.BeginEpoch(2, 1); !errors.Is(err, ErrGap) {
 		t.Fatalf("empty store: %v, want ErrGap", err)
 	}
 	st := cutStream(300, 250, 400)
 	first := firstOfEpoch(t, st.pkts, 2)
-	s, _ := mustOpen(t, t.TempDir(), testConfig())
+	s, _ := mustOpen(t, filepath.Join(root, "2"), base)
 	defer s.Close()
 	appendAll(t, s, st.pkts[:first])
 	for _, tc := range []struct {
@@ -328,9 +345,13 @@ func firstOfEpoch(t *testing.T, pkts [][]byte, e uint32) int {
 // cut: a primary stamps the packet's stable no higher), and a packet of
 // the newest epoch, or of one whose successor the table lacks, by 0.
 func TestStore_RangeSaysWhereAPacketsEpochEnded(t *testing.T) {
+	onEachFS(t, testStoreRangeSaysWhereAPacketsEpochEnded)
+}
+
+func testStoreRangeSaysWhereAPacketsEpochEnded(t *testing.T, base Config, root string) {
 	const n, cut, m = 300, 250, 400
 	st := cutStream(n, cut, m)
-	s, _ := mustOpen(t, t.TempDir(), testConfig())
+	s, _ := mustOpen(t, filepath.Join(root, "1"), base)
 	defer s.Close()
 	appendAll(t, s, st.pkts)
 	var seen [3]int

@@ -2,7 +2,6 @@ package replayer
 
 import (
 	"errors"
-	"os"
 	"path/filepath"
 	"testing"
 	"time"
@@ -58,9 +57,12 @@ func checkStore(t *testing.T, s *Store, st *stream, pkts [][]byte) {
 }
 
 func TestStore_RoundTripAcrossRollsAndReopen(t *testing.T) {
-	dir := t.TempDir()
+	onEachFS(t, testStoreRoundTripAcrossRollsAndReopen)
+}
+
+func testStoreRoundTripAcrossRollsAndReopen(t *testing.T, cfg Config, dir string) {
 	st := mixed(3000)
-	s, rec := mustOpen(t, dir, testConfig())
+	s, rec := mustOpen(t, dir, cfg)
 	if rec.Segments != 0 || rec.Packets != 0 {
 		t.Fatalf("new store: %+v", rec)
 	}
@@ -70,7 +72,7 @@ func TestStore_RoundTripAcrossRollsAndReopen(t *testing.T) {
 	if err := s.Close(); err != nil {
 		t.Fatal(err)
 	}
-	s, rec = mustOpen(t, dir, testConfig())
+	s, rec = mustOpen(t, dir, cfg)
 	if len(rec.Cuts) != 0 || rec.Corrupt != nil || rec.Packets != uint64(half) {
 		t.Fatalf("reopen: %+v", rec)
 	}
@@ -83,11 +85,11 @@ func TestStore_RoundTripAcrossRollsAndReopen(t *testing.T) {
 	if err := s.Close(); err != nil {
 		t.Fatal(err)
 	}
-	segs, _ := filepath.Glob(filepath.Join(dir, "*.seg"))
+	segs := segmentFiles(t, cfg.FS, dir)
 	if len(segs) < 5 {
 		t.Fatalf("%d segment files, want several", len(segs))
 	}
-	s, rec = mustOpen(t, dir, testConfig())
+	s, rec = mustOpen(t, dir, cfg)
 	defer s.Close()
 	if rec.Segments != len(segs) || rec.Packets != uint64(len(st.pkts)) || rec.Contiguous != lastSeq(st.pkts) {
 		t.Fatalf("reopen: %+v", rec)
@@ -99,8 +101,12 @@ func TestStore_RoundTripAcrossRollsAndReopen(t *testing.T) {
 }
 
 func TestStore_RangeMatchesBruteForce(t *testing.T) {
+	onEachFS(t, testStoreRangeMatchesBruteForce)
+}
+
+func testStoreRangeMatchesBruteForce(t *testing.T, cfg Config, dir string) {
 	st := mixed(2000)
-	s, _ := mustOpen(t, t.TempDir(), testConfig())
+	s, _ := mustOpen(t, dir, cfg)
 	defer s.Close()
 	appendAll(t, s, st.pkts)
 	last := lastSeq(st.pkts)
@@ -138,8 +144,12 @@ func TestStore_RangeMatchesBruteForce(t *testing.T) {
 }
 
 func TestStore_AppendRefuses(t *testing.T) {
+	onEachFS(t, testStoreAppendRefuses)
+}
+
+func testStoreAppendRefuses(t *testing.T, cfg Config, dir string) {
 	st := mixed(300)
-	s, _ := mustOpen(t, t.TempDir(), testConfig())
+	s, _ := mustOpen(t, dir, cfg)
 	defer s.Close()
 	appendAll(t, s, st.pkts[:10])
 	other := newStream()
@@ -178,13 +188,17 @@ func TestStore_AppendRefuses(t *testing.T) {
 }
 
 func TestStore_SyncPolicies(t *testing.T) {
+	onEachFS(t, testStoreSyncPolicies)
+}
+
+func testStoreSyncPolicies(t *testing.T, base Config, dir string) {
 	st := mixed(200)
 	for _, pol := range []SyncPolicy{SyncNone, SyncInterval, SyncAlways} {
 		t.Run(pol.String(), func(t *testing.T) {
-			cfg := testConfig()
+			cfg := base
 			cfg.Sync = pol
 			cfg.SyncBytes = 1 << 30
-			s, _ := mustOpen(t, t.TempDir(), cfg)
+			s, _ := mustOpen(t, filepath.Join(dir, pol.String()), cfg)
 			defer s.Close()
 			appendAll(t, s, st.pkts[:5])
 			c := packetInfo(st.pkts[4])
@@ -213,10 +227,10 @@ func TestStore_SyncPolicies(t *testing.T) {
 		})
 	}
 	t.Run("interval by bytes", func(t *testing.T) {
-		cfg := testConfig()
+		cfg := base
 		cfg.Sync = SyncInterval
 		cfg.SyncBytes = 4096
-		s, _ := mustOpen(t, t.TempDir(), cfg)
+		s, _ := mustOpen(t, filepath.Join(dir, "bytes"), cfg)
 		defer s.Close()
 		appendAll(t, s, st.pkts[:20])
 		if s.Durable() == 0 || s.Stats().Fsyncs == 0 {
@@ -260,12 +274,14 @@ func TestConfig_Validate(t *testing.T) {
 }
 
 func TestStore_ReadOnlyArchive(t *testing.T) {
-	dir := t.TempDir()
+	onEachFS(t, testStoreReadOnlyArchive)
+}
+
+func testStoreReadOnlyArchive(t *testing.T, cfg Config, dir string) {
 	st := mixed(500)
-	s, _ := mustOpen(t, dir, testConfig())
+	s, _ := mustOpen(t, dir, cfg)
 	appendAll(t, s, st.pkts)
 	s.Close()
-	cfg := testConfig()
 	cfg.ReadOnly = true
 	a, _ := mustOpen(t, dir, cfg)
 	defer a.Close()
@@ -280,8 +296,8 @@ func TestStore_ReadOnlyArchive(t *testing.T) {
 	if err := a.Append(st.pkts[0]); !errors.Is(err, ErrReadOnly) {
 		t.Fatalf("Append to an archive = %v", err)
 	}
-	if _, err := os.Stat(filepath.Join(dir, segmentName(1))); err != nil {
-		t.Fatal(err)
+	if segs := segmentFiles(t, cfg.FS, dir); len(segs) == 0 || segs[0] != segmentName(1) {
+		t.Fatalf("segment files %v, want %s first", segs, segmentName(1))
 	}
 }
 
@@ -289,13 +305,16 @@ func TestStore_ReadOnlyArchive(t *testing.T) {
 // own; the shell's fsync (on another goroutine) makes Durable advance, and
 // appends go on while it runs.
 func TestStore_SyncInShell(t *testing.T) {
+	onEachFS(t, testStoreSyncInShell)
+}
+
+func testStoreSyncInShell(t *testing.T, cfg Config, dir string) {
 	st := mixed(400)
-	cfg := testConfig()
 	cfg.SegmentBytes = 1 << 20
 	cfg.Sync = SyncInterval
 	cfg.SyncInShell = true
 	cfg.SyncBytes = 4096
-	s, _ := mustOpen(t, t.TempDir(), cfg)
+	s, _ := mustOpen(t, dir, cfg)
 	defer s.Close()
 	appendAll(t, s, st.pkts[:40])
 	if err := s.Tick(int64(time.Hour)); err != nil {

@@ -3,6 +3,8 @@ package replayer
 import (
 	"math"
 	"sync/atomic"
+
+	"github.com/seqd/seqd/internal/vfs"
 )
 
 // Tip is the part of a Store that other goroutines may read while the
@@ -18,6 +20,7 @@ import (
 // (a segment is flushed whole before the next one is created).
 type Tip struct {
 	dir       string
+	fs        vfs.FS // the store's: readers open the segments on it
 	maxPacket int
 
 	pos     atomic.Uint64 // ordinal<<positionOffsetBits | offset; 0 before the first write

@@ -1,6 +1,10 @@
 package sequencer
 
-import "time"
+import (
+	"time"
+
+	"github.com/seqd/seqd/internal/invariants"
+)
 
 // Time is one reading of the shell's two clocks, taken together.
 //
@@ -40,6 +44,9 @@ func SystemClock() func() Time {
 // larger of the wall and StartTime, so a new primary whose wall is behind
 // the old one's last stamp advances from that stamp at once.
 func (c *Core) advance(t Time) {
+	if invariants.Enabled {
+		c.checkInvariants()
+	}
 	if !c.clockSet {
 		c.clockSet = true
 		c.mono = t.Mono

@@ -7,7 +7,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/seqd/seqd/config"
+	"github.com/seqd/seqd/internal/config"
 	"github.com/seqd/seqd/wire"
 )
 

@@ -1,6 +1,9 @@
 package sequencer
 
-import "github.com/seqd/seqd/wire"
+import (
+	"github.com/seqd/seqd/internal/invariants"
+	"github.com/seqd/seqd/wire"
+)
 
 // ringChunkBytes is the unit in which the ring's memory is allocated, as it
 // fills: an idle sequencer holds one chunk, not its whole RingBytes.
@@ -141,6 +144,9 @@ func (r *ring) commit(n int, info *PacketInfo) {
 	}
 	r.tail = r.claimed + uint64(n)
 	r.next++
+	if invariants.Enabled {
+		r.checkInvariants()
+	}
 }
 
 // Put stores a copy of pkt (RetransmitStore). The Core does not use it: it

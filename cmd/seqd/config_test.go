@@ -4,7 +4,7 @@ import (
 	"errors"
 	"testing"
 
-	"github.com/seqd/seqd/config"
+	"github.com/seqd/seqd/internal/config"
 	"github.com/seqd/seqd/multicast"
 	"github.com/seqd/seqd/node"
 	"github.com/seqd/seqd/ops/options"

@@ -13,7 +13,7 @@ import (
 	"github.com/urfave/cli/v2"
 	"github.com/urfave/cli/v2/altsrc"
 
-	"github.com/seqd/seqd/config"
+	"github.com/seqd/seqd/internal/config"
 	"github.com/seqd/seqd/transport/fault"
 )
 

@@ -9,7 +9,7 @@ import (
 
 	"github.com/urfave/cli/v2"
 
-	"github.com/seqd/seqd/config"
+	"github.com/seqd/seqd/internal/config"
 )
 
 // A key error names the flag and the variable that set the key; Keyed

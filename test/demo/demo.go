@@ -7,7 +7,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/seqd/seqd/config"
+	"github.com/seqd/seqd/internal/config"
 	"github.com/seqd/seqd/node"
 	"github.com/seqd/seqd/sequencer"
 	"github.com/seqd/seqd/test/check"

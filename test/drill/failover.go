@@ -19,7 +19,7 @@ import (
 	"time"
 
 	"github.com/seqd/seqd/cluster"
-	"github.com/seqd/seqd/config"
+	"github.com/seqd/seqd/internal/config"
 	"github.com/seqd/seqd/internal/freeport"
 	"github.com/seqd/seqd/test/proc"
 )

@@ -15,7 +15,7 @@ import (
 	"time"
 
 	"github.com/seqd/seqd/cluster"
-	"github.com/seqd/seqd/config"
+	"github.com/seqd/seqd/internal/config"
 	"github.com/seqd/seqd/multicast"
 	"github.com/seqd/seqd/transport"
 )

@@ -8,7 +8,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/seqd/seqd/config"
+	"github.com/seqd/seqd/internal/config"
 	"github.com/seqd/seqd/multicast"
 	"github.com/seqd/seqd/transport"
 	"github.com/seqd/seqd/transport/fault"

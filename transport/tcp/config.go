@@ -6,7 +6,7 @@ import (
 	"net"
 	"time"
 
-	"github.com/seqd/seqd/config"
+	"github.com/seqd/seqd/internal/config"
 	"github.com/seqd/seqd/transport/fault"
 )
 

@@ -13,7 +13,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/seqd/seqd/config"
+	"github.com/seqd/seqd/internal/config"
 	"github.com/seqd/seqd/internal/freeport"
 	"github.com/seqd/seqd/transport"
 	"github.com/seqd/seqd/transport/fault"
