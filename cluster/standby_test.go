@@ -64,7 +64,7 @@ func (c *fakeClient) acks(t testing.TB) []wire.Status {
 
 // stream is a primary Core whose data packets are kept.
 type stream struct {
-	core   *sequencer.Core
+	core   sequencer.SinkShell
 	pkts   [][]byte
 	cmdSeq uint64
 	now    int64
@@ -88,7 +88,7 @@ func seqConfig(epoch uint32, first uint64) sequencer.Config {
 func newStream(t testing.TB) *stream {
 	t.Helper()
 	s := &stream{}
-	c, err := sequencer.New(seqConfig(1, 1), s)
+	c, err := sequencer.NewSinkShell(seqConfig(1, 1), s)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -102,7 +102,7 @@ func newStream(t testing.TB) *stream {
 func (s *stream) nextEpoch(t testing.TB, cfg sequencer.Config, st *sequencer.State, cmdSeq uint64) *stream {
 	t.Helper()
 	next := &stream{now: s.now, cmdSeq: cmdSeq}
-	c, err := sequencer.NewPrimary(cfg, next, sequencer.Takeover{State: st})
+	c, err := sequencer.NewPrimarySinkShell(cfg, next, sequencer.Takeover{State: st})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -411,7 +411,7 @@ func TestStandby_TakeoverAtACutBelowTheState(t *testing.T) {
 	if tk.State.LastSeq() != cut || !bytes.Equal(tk.State.Snapshot(), referenceState(t, pkts, cut).Snapshot()) {
 		t.Fatalf("takeover state at %d differs from the stream's at %d", tk.State.LastSeq(), cut)
 	}
-	if _, err := sequencer.NewPrimary(seqConfig(2, cut+1), &stream{}, tk); err != nil {
+	if _, err := sequencer.NewPrimarySinkShell(seqConfig(2, cut+1), &stream{}, tk); err != nil {
 		t.Fatalf("NewPrimary: %v", err)
 	}
 	if _, err := s.Takeover(cut); !errors.Is(err, ErrTakenOver) {
@@ -956,7 +956,7 @@ func (s *stream) mixed(t testing.TB) [][]byte {
 // or not, reach the store whole and the State equals the primary's.
 func TestStandby_FragmentedMessagesStored(t *testing.T) {
 	src := &stream{}
-	c, err := sequencer.New(smallPackets(1, 1), src)
+	c, err := sequencer.NewSinkShell(smallPackets(1, 1), src)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -991,7 +991,7 @@ func TestStandby_FragmentedMessagesStored(t *testing.T) {
 // so the new epoch's packets follow in the store.
 func TestStandby_CutInsideAFragmentedMessage(t *testing.T) {
 	src := &stream{}
-	c, err := sequencer.New(smallPackets(1, 1), src)
+	c, err := sequencer.NewSinkShell(smallPackets(1, 1), src)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -52,7 +52,7 @@ func TestCore_InvariantsCatchCorruption(t *testing.T) {
 			if !c.open || c.ring.next-c.ring.first < 2 {
 				t.Fatalf("set-up: open %v, %d packets in the ring", c.open, c.ring.next-c.ring.first)
 			}
-			tc.corrupt(c)
+			tc.corrupt(c.Core)
 			mustPanic(t, tc.want, func() { c.Flush(at(50_000)) })
 		})
 	}

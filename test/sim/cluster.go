@@ -534,7 +534,7 @@ func (c *simCluster) done() bool {
 // startEpoch hands the stream to seq, the primary of the next epoch from
 // cut+1: the checker's truth is cut there, fast nodes that delivered past
 // it must diverge.
-func (w *world) startEpoch(seq *sequencer.Core, epoch uint32, cut uint64) {
+func (w *world) startEpoch(seq sequencer.SinkShell, epoch uint32, cut uint64) {
 	for _, n := range w.nodes {
 		if n.delivered > cut {
 			n.mustDiverge = true

@@ -344,12 +344,12 @@ func (c *simCluster) start(s *failover.Start) {
 	cfg.Epoch = uint32(s.Epoch)
 	cfg.FirstSeq = s.FirstSeq
 	cfg.StartTime = s.StartTime
-	var seq *sequencer.Core
+	var seq sequencer.SinkShell
 	var err error
 	if cut == 0 {
-		seq, err = sequencer.New(cfg, w)
+		seq, err = sequencer.NewSinkShell(cfg, w)
 	} else {
-		seq, err = sequencer.NewPrimary(cfg, w, t)
+		seq, err = sequencer.NewPrimarySinkShell(cfg, w, t)
 	}
 	if err != nil {
 		w.fail("epoch change at %d: %v", cut, err)
