@@ -224,8 +224,10 @@ func (n *Node) fsmCaughtUp(from uint64) bool {
 	return true
 }
 
-// The standby the Node runs heals its stale tail and reports its epoch.
+// The standby the Node runs heals its stale tail and reports its epoch;
+// its store is what the member's fetch server serves.
 var (
 	_ EpochKnower = (*Standby)(nil)
 	_ HeldEpocher = (*Standby)(nil)
+	_ FetchSource = (*Standby)(nil)
 )

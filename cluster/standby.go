@@ -67,6 +67,9 @@ type StandbyConfig struct {
 	IdleSpin time.Duration
 	// Clock is the monotonic clock in ns (nil: the process's).
 	Clock func() int64
+	// Fetch asks a peer's fetch server for the packets holding from..to
+	// (cluster.Fetch), for CatchUp; nil: CatchUp from peers fails.
+	Fetch func(ctx context.Context, addr string, from, to uint64, fn func(pkt []byte) error) (held uint64, err error)
 }
 
 // DefaultStandbyConfig acks fsynced seqs (fsync every 1 ms on a goroutine
@@ -881,6 +884,9 @@ func (s *Standby) Snapshot() (seq uint64, snap []byte) {
 // addresses, tried in order, then again while ctx lasts), so that it
 // holds 1..cut. Packets are cut at cut: nothing above it is stored.
 func (s *Standby) CatchUp(ctx context.Context, cut uint64, peers []string) error {
+	if s.cfg.Fetch == nil && len(peers) > 0 {
+		return fmt.Errorf("%w: StandbyConfig.Fetch is nil: no way to fetch from peers %v", ErrCatchUp, peers)
+	}
 	var errs []error
 	for round := 0; ; round++ {
 		have := s.Contiguous()
@@ -888,7 +894,7 @@ func (s *Standby) CatchUp(ctx context.Context, cut uint64, peers []string) error
 			return nil
 		}
 		for _, addr := range peers {
-			_, err := Fetch(ctx, addr, have+1, cut, func(pkt []byte) error { return s.fetched(pkt, cut) })
+			_, err := s.cfg.Fetch(ctx, addr, have+1, cut, func(pkt []byte) error { return s.fetched(pkt, cut) })
 			if err != nil {
 				errs = append(errs, err)
 			}
@@ -1009,7 +1015,7 @@ func (s *Standby) Close() error {
 	return s.store.Close()
 }
 
-// FetchRange serves the store to a FetchServer (see FetchSource), under
+// FetchRange serves the store to a fetch server (see cluster.FetchSource), under
 // the standby's lock.
 func (s *Standby) FetchRange(dst []byte, from, to uint64, maxBytes int) ([]byte, uint64, bool, uint64, error) {
 	s.mu.Lock()
@@ -1026,8 +1032,8 @@ func (s *Standby) FetchRange(dst []byte, from, to uint64, maxBytes int) ([]byte,
 	to = min(to, held)
 	next, full := from, false
 	s.store.Range(from, to, func(pkt []byte, info sequencer.PacketInfo) bool {
-		var hdr [fetchHeaderBytes]byte
-		putFetchHeader(hdr[:], fetchPacket, len(pkt))
+		var hdr [wire.FetchFrameHeaderBytes]byte
+		wire.PutFetchFrame(hdr[:], wire.FetchPacket, len(pkt))
 		dst = append(append(dst, hdr[:]...), pkt...)
 		if wire.DecodePacket(pkt, &s.pkt) != nil {
 			return false
@@ -1080,4 +1086,10 @@ func (l lockedStore) Range(from, to uint64, fn sequencer.PacketFunc) {
 	l.s.store.Range(from, to, fn)
 }
 
-var _ FetchSource = (*Standby)(nil)
+// RangeSource is another member's store as CatchUpFrom reads it: a
+// Standby's FetchRange (the method a fetch server serves).
+type RangeSource interface {
+	FetchRange(dst []byte, from, to uint64, maxBytes int) (out []byte, next uint64, done bool, held uint64, err error)
+}
+
+var _ RangeSource = (*Standby)(nil)

@@ -4,7 +4,9 @@ import (
 	"fmt"
 
 	"github.com/seqd/seqd/receiver"
+	"github.com/seqd/seqd/replayer"
 	"github.com/seqd/seqd/transport"
+	"github.com/seqd/seqd/wire"
 )
 
 // A Standby driven step by step, for a shell that owns the transport and
@@ -70,10 +72,14 @@ func (s *Standby) restartReceiverLocked() error {
 	return nil
 }
 
+// catchUpChunkBytes is how much CatchUpFrom copies out of a source per
+// turn of its lock, so the source's stream loop waits little.
+const catchUpChunkBytes = 1 << 20
+
 // CatchUpFrom is CatchUp from sources in the same process (another
 // member's Standby, read under its lock) instead of fetch servers: it
 // appends what the store lacks up to cut, and nothing above it.
-func (s *Standby) CatchUpFrom(cut uint64, srcs ...FetchSource) error {
+func (s *Standby) CatchUpFrom(cut uint64, srcs ...RangeSource) error {
 	var buf []byte
 	for _, src := range srcs {
 		for {
@@ -86,19 +92,20 @@ func (s *Standby) CatchUpFrom(cut uint64, srcs ...FetchSource) error {
 				done bool
 				err  error
 			)
-			buf, next, done, _, err = src.FetchRange(buf[:0], have+1, cut, fetchChunkBytes)
+			buf, next, done, _, err = src.FetchRange(buf[:0], have+1, cut, catchUpChunkBytes)
 			if err != nil {
 				break // try the next source
 			}
-			for b := buf; len(b) >= fetchHeaderBytes; {
-				kind, n, err := decodeFetchHeader(b[:fetchHeaderBytes])
-				if err != nil || kind != fetchPacket || len(b) < fetchHeaderBytes+n {
+			const hb = wire.FetchFrameHeaderBytes
+			for b := buf; len(b) >= hb; {
+				kind, n, err := wire.DecodeFetchFrame(b[:hb], replayer.MaxFramePacketBytes)
+				if err != nil || kind != wire.FetchPacket || len(b) < hb+n {
 					return fmt.Errorf("%w: a source's range does not decode: %v", ErrCatchUp, err)
 				}
-				if err := s.fetched(b[fetchHeaderBytes:fetchHeaderBytes+n], cut); err != nil {
+				if err := s.fetched(b[hb:hb+n], cut); err != nil {
 					return err
 				}
-				b = b[fetchHeaderBytes+n:]
+				b = b[hb+n:]
 			}
 			if done || next <= have+1 && s.Contiguous() == have {
 				break

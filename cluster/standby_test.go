@@ -160,6 +160,7 @@ func standbyConfig(t testing.TB, member uint64) StandbyConfig {
 	cfg.Receiver.MaxReassemblyBytes = 1 << 20
 	cfg.Receiver.MaxReceiveMessageBytes = 1 << 20
 	cfg.Store.SegmentBytes = 64 << 20
+	cfg.Fetch = Fetch
 	return cfg
 }
 

@@ -93,6 +93,7 @@ func (d *dataPath) newFollower() (cluster.Follower, error) {
 	sc.Member, sc.Dir, sc.MaxSenders = d.member, d.dir, d.maxSenders
 	sc.AckWritten = d.ackWritten
 	sc.IdleSpin = d.idleSpin
+	sc.Fetch = cluster.Fetch
 	s, err := cluster.NewStandby(sc, cl)
 	if err != nil {
 		cl.Close()

@@ -383,7 +383,7 @@ func (c *simCluster) election() {
 		w.fail("no sealed member can lead: every one holds records past an old cut (%v)", cands)
 		return
 	}
-	var srcs []cluster.FetchSource
+	var srcs []cluster.RangeSource
 	for _, i := range fresh {
 		if i != leader {
 			srcs = append(srcs, c.m[i].sb)

@@ -1,0 +1,22 @@
+package cluster
+
+import "errors"
+
+// Sentinel errors of the standby. Hot paths return them bare; the rest
+// wrap them with the operation and the member.
+var (
+	// ErrSealed: Seal of an epoch older than one this standby sealed
+	// already (a stale leader's seal).
+	ErrSealed = errors.New("cluster: sealed for a later epoch")
+	// ErrTakenOver: the standby handed its state and store to a primary
+	// (Takeover); it follows the stream no more.
+	ErrTakenOver = errors.New("cluster: standby taken over")
+	// ErrBehindCut: Takeover at a cut the standby does not hold (CatchUp
+	// first).
+	ErrBehindCut = errors.New("cluster: standby does not hold the cut")
+	// ErrStashFull: more out-of-order stream bytes wait for the store than
+	// StandbyConfig.MaxStashBytes; the standby stops rather than lose them.
+	ErrStashFull = errors.New("cluster: standby stash full")
+	// ErrCatchUp: no peer supplied what CatchUp lacks up to the cut.
+	ErrCatchUp = errors.New("cluster: catch-up incomplete")
+)
