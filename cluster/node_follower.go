@@ -9,6 +9,7 @@ import (
 
 	"github.com/hashicorp/raft"
 
+	"github.com/seqd/seqd/cluster/standby"
 	"github.com/seqd/seqd/fsm"
 )
 
@@ -227,7 +228,7 @@ func (n *Node) fsmCaughtUp(from uint64) bool {
 // The standby the Node runs heals its stale tail and reports its epoch;
 // its store is what the member's fetch server serves.
 var (
-	_ EpochKnower = (*Standby)(nil)
-	_ HeldEpocher = (*Standby)(nil)
-	_ FetchSource = (*Standby)(nil)
+	_ EpochKnower = (*standby.Standby)(nil)
+	_ HeldEpocher = (*standby.Standby)(nil)
+	_ FetchSource = (*standby.Standby)(nil)
 )

@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/seqd/seqd/cluster/standby"
 	"github.com/seqd/seqd/multicast"
 	"github.com/seqd/seqd/receiver"
 	"github.com/seqd/seqd/sequencer"
@@ -184,7 +185,8 @@ func (s *sender) send(t *testing.T, from, to uint64, what string, done func() bo
 
 // member is a standby running on its own multicast client.
 type standbyMember struct {
-	s      *Standby
+	id     uint64
+	s      *standby.Standby
 	fs     *FetchServer
 	cancel context.CancelFunc
 	done   chan error
@@ -201,7 +203,7 @@ func startMember(t *testing.T, mc multicast.Config, id uint64) *standbyMember {
 	s := newStandby(t, standbyConfig(t, id), c)
 	fs := fetchFrom(t, s)
 	ctx, cancel := context.WithCancel(context.Background())
-	m := &standbyMember{s: s, fs: fs, cancel: cancel, done: make(chan error, 1)}
+	m := &standbyMember{id: id, s: s, fs: fs, cancel: cancel, done: make(chan error, 1)}
 	go func() { m.done <- s.Run(ctx) }()
 	t.Cleanup(func() { m.kill(t) })
 	return m
@@ -211,7 +213,7 @@ func startMember(t *testing.T, mc multicast.Config, id uint64) *standbyMember {
 func (m *standbyMember) kill(t *testing.T) {
 	m.cancel()
 	if err := <-m.done; err != nil && !errors.Is(err, context.Canceled) {
-		t.Errorf("standby %d: Run: %v", m.s.cfg.Member, err)
+		t.Errorf("standby %d: Run: %v", m.id, err)
 	}
 	m.done <- nil // later kills return at once
 }
@@ -437,14 +439,14 @@ func TestCluster_StandbysUnderLoss(t *testing.T) {
 	last := p.a.Core().Published()
 	want := p.a.Core().State().Snapshot()
 	for _, m := range []*standbyMember{a, b} {
-		waitFor(t, fmt.Sprintf("standby %d holds the stream", m.s.cfg.Member), func() bool { return m.s.Contiguous() == last })
+		waitFor(t, fmt.Sprintf("standby %d holds the stream", m.id), func() bool { return m.s.Contiguous() == last })
 		m.kill(t)
 		seq, snap := m.s.Snapshot()
 		if seq != last || !bytes.Equal(snap, want) {
-			t.Fatalf("standby %d: State at %d differs from the primary's at %d", m.s.cfg.Member, seq, last)
+			t.Fatalf("standby %d: State at %d differs from the primary's at %d", m.id, seq, last)
 		}
 		st := m.s.Stats()
-		t.Logf("standby %d: %+v", m.s.cfg.Member, st)
+		t.Logf("standby %d: %+v", m.id, st)
 	}
 	if a.s.Stats().Stashed+b.s.Stats().Stashed == 0 {
 		t.Error("no packet waited in a stash: the faults did not reach the standbys")

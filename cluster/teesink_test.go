@@ -70,7 +70,7 @@ func TestTeeSink_RepairFromTheHistoryToEveryone(t *testing.T) {
 	pkts := src.commands(t, 30)
 	s := newStandby(t, standbyConfig(t, 2), &fakeClient{})
 	for _, p := range pkts {
-		s.frame(p, 0)
+		s.Step(p, 0)
 	}
 	const cut = 20
 	tk, err := s.Takeover(cut)
@@ -154,7 +154,7 @@ func TestTeeSink_RetainsAndStores(t *testing.T) {
 	src := newStream(t)
 	s := newStandby(t, standbyConfig(t, 2), &fakeClient{})
 	for _, p := range src.commands(t, 10) {
-		s.frame(p, 0)
+		s.Step(p, 0)
 	}
 	const cut = 10
 	tk, err := s.Takeover(cut)

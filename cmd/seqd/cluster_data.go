@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/seqd/seqd/cluster"
+	"github.com/seqd/seqd/cluster/standby"
 	"github.com/seqd/seqd/transport"
 )
 
@@ -37,7 +38,7 @@ type dataPath struct {
 // standbyHandle is a Standby and the stream client it reads; Close
 // closes both.
 type standbyHandle struct {
-	*cluster.Standby
+	*standby.Standby
 	client transport.Client
 }
 
@@ -89,12 +90,12 @@ func (d *dataPath) newFollower() (cluster.Follower, error) {
 	if err != nil {
 		return nil, err
 	}
-	sc := cluster.DefaultStandbyConfig()
+	sc := standby.DefaultStandbyConfig()
 	sc.Member, sc.Dir, sc.MaxSenders = d.member, d.dir, d.maxSenders
 	sc.AckWritten = d.ackWritten
 	sc.IdleSpin = d.idleSpin
 	sc.Fetch = cluster.Fetch
-	s, err := cluster.NewStandby(sc, cl)
+	s, err := standby.NewStandby(sc, cl)
 	if err != nil {
 		cl.Close()
 		return nil, err

@@ -1,10 +1,12 @@
-package cluster
+package standby
 
 import "errors"
 
 // Sentinel errors of the standby. Hot paths return them bare; the rest
 // wrap them with the operation and the member.
 var (
+	// ErrConfig: a Config field out of range (the error names it).
+	ErrConfig = errors.New("standby: bad config")
 	// ErrSealed: Seal of an epoch older than one this standby sealed
 	// already (a stale leader's seal).
 	ErrSealed = errors.New("cluster: sealed for a later epoch")
