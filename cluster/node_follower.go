@@ -228,7 +228,7 @@ func (n *Node) fsmCaughtUp(from uint64) bool {
 // The standby the Node runs heals its stale tail and reports its epoch;
 // its store is what the member's fetch server serves.
 var (
-	_ EpochKnower = (*standby.Standby)(nil)
-	_ HeldEpocher = (*standby.Standby)(nil)
-	_ FetchSource = (*standby.Standby)(nil)
+	_ EpochKnower = (*standby.Agent)(nil)
+	_ HeldEpocher = (*standby.Agent)(nil)
+	_ FetchSource = (*standby.Agent)(nil)
 )

@@ -13,7 +13,7 @@ import (
 
 // fetchFrom serves s's store from a FetchServer on loopback until the
 // test ends.
-func fetchFrom(t testing.TB, s *standby.Standby) *FetchServer {
+func fetchFrom(t testing.TB, s *standby.Agent) *FetchServer {
 	t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {

@@ -125,8 +125,8 @@ func cmdFrame(t testing.TB, seq uint64, payload string) []byte {
 	return bytes.Clone(w.Bytes())
 }
 
-func standbyConfig(t testing.TB, member uint64) standby.StandbyConfig {
-	cfg := standby.DefaultStandbyConfig()
+func standbyConfig(t testing.TB, member uint64) standby.Config {
+	cfg := standby.DefaultConfig()
 	cfg.Member, cfg.Dir, cfg.MaxSenders, cfg.Session = member, t.TempDir(), 64, testSession
 	cfg.Receiver.PendingRecords = 1 << 10
 	cfg.Receiver.MaxReassemblyBytes = 1 << 20
@@ -136,9 +136,9 @@ func standbyConfig(t testing.TB, member uint64) standby.StandbyConfig {
 	return cfg
 }
 
-func newStandby(t testing.TB, cfg standby.StandbyConfig, c transport.Client) *standby.Standby {
+func newStandby(t testing.TB, cfg standby.Config, c transport.Client) *standby.Agent {
 	t.Helper()
-	s, err := standby.NewStandby(cfg, c)
+	s, err := standby.New(cfg, c)
 	if err != nil {
 		t.Fatal(err)
 	}

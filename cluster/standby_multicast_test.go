@@ -186,7 +186,7 @@ func (s *sender) send(t *testing.T, from, to uint64, what string, done func() bo
 // member is a standby running on its own multicast client.
 type standbyMember struct {
 	id     uint64
-	s      *standby.Standby
+	s      *standby.Agent
 	fs     *FetchServer
 	cancel context.CancelFunc
 	done   chan error

@@ -26,7 +26,7 @@ func BenchmarkStandby_Batch(b *testing.B) {
 		src.core.Flush(sequencer.Time{Mono: src.now, Wall: src.now})
 	}
 	pkts = src.pkts
-	fresh := func() *Standby {
+	fresh := func() *Agent {
 		cfg := standbyConfig(b, 2)
 		cfg.AckWritten = true
 		cfg.Store.SegmentBytes = 1 << 30

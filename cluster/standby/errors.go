@@ -9,16 +9,16 @@ var (
 	ErrConfig = errors.New("standby: bad config")
 	// ErrSealed: Seal of an epoch older than one this standby sealed
 	// already (a stale leader's seal).
-	ErrSealed = errors.New("cluster: sealed for a later epoch")
+	ErrSealed = errors.New("standby: sealed for a later epoch")
 	// ErrTakenOver: the standby handed its state and store to a primary
 	// (Takeover); it follows the stream no more.
-	ErrTakenOver = errors.New("cluster: standby taken over")
+	ErrTakenOver = errors.New("standby: taken over")
 	// ErrBehindCut: Takeover at a cut the standby does not hold (CatchUp
 	// first).
-	ErrBehindCut = errors.New("cluster: standby does not hold the cut")
+	ErrBehindCut = errors.New("standby: does not hold the cut")
 	// ErrStashFull: more out-of-order stream bytes wait for the store than
-	// StandbyConfig.MaxStashBytes; the standby stops rather than lose them.
-	ErrStashFull = errors.New("cluster: standby stash full")
+	// Config.MaxStashBytes; the standby stops rather than lose them.
+	ErrStashFull = errors.New("standby: stash full")
 	// ErrCatchUp: no peer supplied what CatchUp lacks up to the cut.
-	ErrCatchUp = errors.New("cluster: catch-up incomplete")
+	ErrCatchUp = errors.New("standby: catch-up incomplete")
 )

@@ -15,9 +15,9 @@ import (
 	"github.com/seqd/seqd/wire"
 )
 
-// StandbyConfig sets up a Standby. Start from DefaultStandbyConfig and set
+// Config sets up an Agent. Start from DefaultConfig and set
 // Member and Dir.
-type StandbyConfig struct {
+type Config struct {
 	// Member is this member's cluster id (fsm.Member.ID, never 0): every
 	// ack names it, and the primary counts it only while it is a voter of
 	// the epoch.
@@ -72,14 +72,14 @@ type StandbyConfig struct {
 	Fetch func(ctx context.Context, addr string, from, to uint64, fn func(pkt []byte) error) (held uint64, err error)
 }
 
-// DefaultStandbyConfig acks fsynced seqs (fsync every 1 ms on a goroutine
+// DefaultConfig acks fsynced seqs (fsync every 1 ms on a goroutine
 // of the standby; with AckWritten every 100 ms or 16 MiB), repeats an
 // unchanged ack every 100 ms, and holds up to 64 MiB of packets ahead of
 // a gap.
-func DefaultStandbyConfig() StandbyConfig {
+func DefaultConfig() Config {
 	st := replayer.DefaultConfig()
 	st.SyncInShell = true
-	return StandbyConfig{
+	return Config{
 		Store:                st,
 		Receiver:             receiver.DefaultConfig(),
 		MaxSenders:           sequencer.DefaultConfig().MaxSenders,
@@ -92,35 +92,35 @@ func DefaultStandbyConfig() StandbyConfig {
 }
 
 // Validate names the first field out of range.
-func (c StandbyConfig) Validate() error {
+func (c Config) Validate() error {
 	switch {
 	case c.Member == 0:
-		return fmt.Errorf("%w: StandbyConfig.Member = 0, want the member's id (>= 1)", ErrConfig)
+		return fmt.Errorf("%w: Config.Member = 0, want the member's id (>= 1)", ErrConfig)
 	case c.Dir == "":
-		return fmt.Errorf("%w: StandbyConfig.Dir is empty, want the store's directory", ErrConfig)
+		return fmt.Errorf("%w: Config.Dir is empty, want the store's directory", ErrConfig)
 	case c.MaxSenders < 1:
-		return fmt.Errorf("%w: StandbyConfig.MaxSenders = %d, want the sequencers' MaxSenders (>= 1)", ErrConfig, c.MaxSenders)
+		return fmt.Errorf("%w: Config.MaxSenders = %d, want the sequencers' MaxSenders (>= 1)", ErrConfig, c.MaxSenders)
 	case c.AckKeepalive < time.Millisecond || c.AckKeepalive > time.Minute:
-		return fmt.Errorf("%w: StandbyConfig.AckKeepalive = %v, want 1ms..1m", ErrConfig, c.AckKeepalive)
+		return fmt.Errorf("%w: Config.AckKeepalive = %v, want 1ms..1m", ErrConfig, c.AckKeepalive)
 	case c.MaxStashBytes < 1<<16:
-		return fmt.Errorf("%w: StandbyConfig.MaxStashBytes = %d, want >= 65536", ErrConfig, c.MaxStashBytes)
+		return fmt.Errorf("%w: Config.MaxStashBytes = %d, want >= 65536", ErrConfig, c.MaxStashBytes)
 	case c.SnapshotEveryRecords < 1:
-		return fmt.Errorf("%w: StandbyConfig.SnapshotEveryRecords = 0, want >= 1", ErrConfig)
+		return fmt.Errorf("%w: Config.SnapshotEveryRecords = 0, want >= 1", ErrConfig)
 	case c.AckWritten && c.Store.Sync == replayer.SyncInterval && (c.WrittenSyncInterval <= 0 || c.WrittenSyncInterval > time.Hour):
-		return fmt.Errorf("%w: StandbyConfig.WrittenSyncInterval = %v, want 1ns..1h", ErrConfig, c.WrittenSyncInterval)
+		return fmt.Errorf("%w: Config.WrittenSyncInterval = %v, want 1ns..1h", ErrConfig, c.WrittenSyncInterval)
 	case c.AckWritten && c.Store.Sync == replayer.SyncInterval && c.WrittenSyncBytes <= 0:
-		return fmt.Errorf("%w: StandbyConfig.WrittenSyncBytes = %d, want > 0", ErrConfig, c.WrittenSyncBytes)
+		return fmt.Errorf("%w: Config.WrittenSyncBytes = %d, want > 0", ErrConfig, c.WrittenSyncBytes)
 	case !c.AckWritten && c.Store.Sync == replayer.SyncNone:
-		return fmt.Errorf("%w: StandbyConfig.Store.Sync = none acks nothing durable: set AckWritten, or another fsync policy", ErrConfig)
+		return fmt.Errorf("%w: Config.Store.Sync = none acks nothing durable: set AckWritten, or another fsync policy", ErrConfig)
 	}
 	if err := c.Store.Validate(); err != nil {
-		return fmt.Errorf("StandbyConfig.Store: %w", err)
+		return fmt.Errorf("Config.Store: %w", err)
 	}
 	return nil
 }
 
-// StandbyStats are a Standby's counters.
-type StandbyStats struct {
+// Stats are an Agent's counters.
+type Stats struct {
 	Appended     uint64 // packets appended to the store
 	Stashed      uint64 // packets held until the gap before them filled
 	Duplicates   uint64 // packets the store held already
@@ -137,11 +137,11 @@ type StandbyStats struct {
 	Healed       uint64 // divergences recovered: records past a cut dropped (see healLocked)
 }
 
-// Standby follows the stream as a standby sequencer (see the package
+// Agent follows the stream as a standby sequencer (see the package
 // comment). Run drives it; Seal, CatchUp, Takeover, Contiguous, Stats and
 // FetchRange are safe from other goroutines.
-type Standby struct {
-	cfg    StandbyConfig
+type Agent struct {
+	cfg    Config
 	client transport.Client
 	waker  transport.Waker // nil when the client cannot be woken
 	clock  func() int64
@@ -163,7 +163,7 @@ type Standby struct {
 	snaps    []stateSnap
 	stash    replayer.Reorder
 	epochs   replayer.EpochStarts
-	stats    StandbyStats
+	stats    Stats
 	rec      wire.Record
 	pkt      wire.Packet
 	trimBuf  []byte
@@ -186,12 +186,12 @@ type stateSnap struct {
 	snap []byte
 }
 
-// NewStandby opens (or creates) the store in cfg.Dir, rebuilds the State
+// New opens (or creates) the store in cfg.Dir, rebuilds the State
 // from it (it must hold the session from seq 1, or be empty), and
 // prepares a receiver that repairs the stream from the store's end. The
 // client is the stream transport (commands and acks go to the primary
-// through it); the Standby closes neither.
-func NewStandby(cfg StandbyConfig, client transport.Client) (*Standby, error) {
+// through it); the Agent closes neither.
+func New(cfg Config, client transport.Client) (*Agent, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
@@ -206,9 +206,9 @@ func NewStandby(cfg StandbyConfig, client transport.Client) (*Standby, error) {
 	}
 	store, _, err := replayer.Open(cfg.Dir, cfg.Store)
 	if err != nil {
-		return nil, fmt.Errorf("cluster: standby %d: open store: %w", cfg.Member, err)
+		return nil, fmt.Errorf("standby: member %d: open store: %w", cfg.Member, err)
 	}
-	s := &Standby{cfg: cfg, client: client, store: store, state: sequencer.NewState(cfg.MaxSenders, 1)}
+	s := &Agent{cfg: cfg, client: client, store: store, state: sequencer.NewState(cfg.MaxSenders, 1)}
 	s.waker, _ = client.(transport.Waker)
 	s.clock = cfg.Clock
 	if s.clock == nil {
@@ -217,12 +217,12 @@ func NewStandby(cfg StandbyConfig, client transport.Client) (*Standby, error) {
 	}
 	if old, ok := store.Oldest(); ok && old.FirstSeq != 1 {
 		store.Close()
-		return nil, fmt.Errorf("cluster: standby %d: the store in %s starts at seq %d, not 1: the State cannot be rebuilt", cfg.Member, cfg.Dir, old.FirstSeq)
+		return nil, fmt.Errorf("standby: member %d: the store in %s starts at seq %d, not 1: the State cannot be rebuilt", cfg.Member, cfg.Dir, old.FirstSeq)
 	}
 	s.snaps = append(s.snaps, stateSnap{seq: 0, snap: s.state.Snapshot()})
 	if err := s.applyStoreLocked(s.state, store.Contiguous()); err != nil {
 		store.Close()
-		return nil, fmt.Errorf("cluster: standby %d: rebuild the state from %s: %w", cfg.Member, cfg.Dir, err)
+		return nil, fmt.Errorf("standby: member %d: rebuild the state from %s: %w", cfg.Member, cfg.Dir, err)
 	}
 	for _, e := range store.Epochs() {
 		s.epochs.Add(e.Epoch, e.Start)
@@ -234,7 +234,7 @@ func NewStandby(cfg StandbyConfig, client transport.Client) (*Standby, error) {
 	s.rcfg = rc
 	if s.r, err = receiver.New(rc); err != nil {
 		store.Close()
-		return nil, fmt.Errorf("cluster: standby %d: %w", cfg.Member, err)
+		return nil, fmt.Errorf("standby: member %d: %w", cfg.Member, err)
 	}
 	s.trimBuf = make([]byte, 0, cfg.Store.MaxPacketBytes)
 	s.stash.Init(cfg.MaxStashBytes)
@@ -250,7 +250,7 @@ func NewStandby(cfg StandbyConfig, client transport.Client) (*Standby, error) {
 // source; a new epoch that cuts records this standby holds is healed, see
 // healLocked), the stash overflowed. The store stays open after Run (Takeover hands it
 // over; Close closes it).
-func (s *Standby) Run(ctx context.Context) error {
+func (s *Agent) Run(ctx context.Context) error {
 	s.mu.Lock()
 	if s.running || s.taken || s.err != nil {
 		err := s.err
@@ -292,7 +292,7 @@ func (s *Standby) Run(ctx context.Context) error {
 		s.mu.Lock()
 		s.syncOut = false
 		if ferr := s.store.FinishSync(pending, err); ferr != nil {
-			s.failLocked(fmt.Errorf("cluster: standby %d: %w", s.cfg.Member, ferr))
+			s.failLocked(fmt.Errorf("standby: member %d: %w", s.cfg.Member, ferr))
 		}
 		s.stats.Fsyncs++
 		s.mu.Unlock()
@@ -321,7 +321,7 @@ func (s *Standby) Run(ctx context.Context) error {
 		var err error
 		got, err = s.client.Poll(s.onFrame, idle.Wait(got, wait))
 		if err != nil {
-			return fmt.Errorf("cluster: standby %d: %w", s.cfg.Member, err)
+			return fmt.Errorf("standby: member %d: %w", s.cfg.Member, err)
 		}
 		select {
 		case serr := <-syncDone:
@@ -337,7 +337,7 @@ func (s *Standby) Run(ctx context.Context) error {
 		s.r.Tick(now)
 		s.handleReadyLocked(now)
 		if err := s.store.Tick(now); err != nil {
-			s.failLocked(fmt.Errorf("cluster: standby %d: store: %w", s.cfg.Member, err))
+			s.failLocked(fmt.Errorf("standby: member %d: store: %w", s.cfg.Member, err))
 		}
 		// The ack goes before the fsync is handed to its goroutine: a
 		// written ack waits for no fsync, and waking that goroutine on a
@@ -355,7 +355,7 @@ func (s *Standby) Run(ctx context.Context) error {
 			return err
 		}
 		if ferr := s.client.Flush(); errors.Is(ferr, transport.ErrClosed) {
-			return fmt.Errorf("cluster: standby %d: %w", s.cfg.Member, ferr)
+			return fmt.Errorf("standby: member %d: %w", s.cfg.Member, ferr)
 		}
 		// Out of the scheduler's sight for long, this loop would lose its
 		// P at every sysmon tick it spends in epoll_wait (transport.Yield).
@@ -369,7 +369,7 @@ const maxStandbyWait = 100 * time.Millisecond
 // wait is how long Run may block in Poll: until the receiver's next NAK
 // or the ack keepalive, or one fsync interval while bytes wait for one
 // (sooner when the client cannot be woken by the fsync goroutine).
-func (s *Standby) wait(got int) time.Duration {
+func (s *Agent) wait(got int) time.Duration {
 	if got > 0 {
 		return 0
 	}
@@ -390,7 +390,7 @@ func (s *Standby) wait(got int) time.Duration {
 }
 
 // frame steps one stream frame into the receiver and handles its output.
-func (s *Standby) frame(f []byte, _ transport.Peer) {
+func (s *Agent) frame(f []byte, _ transport.Peer) {
 	s.mu.Lock()
 	if s.err == nil && !s.taken {
 		now := s.clock()
@@ -420,7 +420,7 @@ func (s *Standby) frame(f []byte, _ transport.Peer) {
 // packet (replayer.Store keeps the cut frames and never serves them).
 // It reports false, and the divergence stays fatal, when the standby
 // cannot rebuild (it lacks the records up to the cut).
-func (s *Standby) healLocked(now int64, f []byte) bool {
+func (s *Agent) healLocked(now int64, f []byte) bool {
 	if wire.DecodePacket(f, &s.pkt) != nil || s.pkt.Epoch < s.r.Epoch() {
 		return false
 	}
@@ -474,7 +474,7 @@ func (s *Standby) healLocked(now int64, f []byte) bool {
 // epoch's first packet after it, nor lose the epoch from its table (a
 // primary serves its store as history by that table). It reports false
 // when the store failed (the standby stopped).
-func (s *Standby) beginEpochLocked(epoch uint32, start uint64) bool {
+func (s *Agent) beginEpochLocked(epoch uint32, start uint64) bool {
 	if s.store.Contiguous() < start {
 		return true // nothing held from start on: the epoch's packets restart nothing
 	}
@@ -483,7 +483,7 @@ func (s *Standby) beginEpochLocked(epoch uint32, start uint64) bool {
 	}
 	err := s.store.BeginEpoch(epoch, start)
 	if err != nil && !errors.Is(err, replayer.ErrEpochStart) {
-		s.failLocked(fmt.Errorf("cluster: standby %d: record epoch %d's start at %d: %w", s.cfg.Member, epoch, start, err))
+		s.failLocked(fmt.Errorf("standby: member %d: record epoch %d's start at %d: %w", s.cfg.Member, epoch, start, err))
 		return false
 	}
 	s.contiguous.Store(s.heldLocked())
@@ -497,7 +497,7 @@ func (s *Standby) beginEpochLocked(epoch uint32, start uint64) bool {
 // deposed primary), which must be healed before anything is appended.
 // The receiver cannot tell: it starts after the store's end and knows
 // nothing of the epochs below it.
-func (s *Standby) staleTailLocked(f []byte) bool {
+func (s *Agent) staleTailLocked(f []byte) bool {
 	if k, err := wire.PeekKind(f); err != nil || k != wire.KindData && k != wire.KindHeartbeat {
 		return false
 	}
@@ -521,7 +521,7 @@ func (s *Standby) staleTailLocked(f []byte) bool {
 // failover state, e.g. when it opens): a standby that missed several
 // epoch changes cannot tell from the stream's newest epoch where its own
 // newest epoch was cut, and would keep the cut records of its tail.
-func (s *Standby) KnowEpoch(epoch uint32, start uint64) {
+func (s *Agent) KnowEpoch(epoch uint32, start uint64) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.epochs.Add(epoch, start)
@@ -532,7 +532,7 @@ func (s *Standby) KnowEpoch(epoch uint32, start uint64) {
 			return
 		}
 		if err := s.restartReceiverLocked(); err != nil {
-			s.failLocked(fmt.Errorf("cluster: standby %d: %w", s.cfg.Member, err))
+			s.failLocked(fmt.Errorf("standby: member %d: %w", s.cfg.Member, err))
 			return
 		}
 	}
@@ -546,7 +546,7 @@ func (s *Standby) KnowEpoch(epoch uint32, start uint64) {
 		rc.Rewind, rc.RewindFrom = true, c+1
 		r, err := receiver.New(rc)
 		if err != nil {
-			s.failLocked(fmt.Errorf("cluster: standby %d: %w", s.cfg.Member, err))
+			s.failLocked(fmt.Errorf("standby: member %d: %w", s.cfg.Member, err))
 			return
 		}
 		s.r = r
@@ -562,12 +562,12 @@ func (s *Standby) KnowEpoch(epoch uint32, start uint64) {
 	}
 	st := sequencer.NewState(s.cfg.MaxSenders, 1)
 	if err := st.Restore(s.snaps[i].snap); err != nil {
-		s.failLocked(fmt.Errorf("cluster: standby %d: restore the snapshot at %d: %w", s.cfg.Member, s.snaps[i].seq, err))
+		s.failLocked(fmt.Errorf("standby: member %d: restore the snapshot at %d: %w", s.cfg.Member, s.snaps[i].seq, err))
 		return
 	}
 	s.snaps = s.snaps[:i+1]
 	if err := s.applyStoreLocked(st, held); err != nil {
-		s.failLocked(fmt.Errorf("cluster: standby %d: rebuild the state at %d: %w", s.cfg.Member, held, err))
+		s.failLocked(fmt.Errorf("standby: member %d: rebuild the state at %d: %w", s.cfg.Member, held, err))
 		return
 	}
 	s.state = st
@@ -578,7 +578,7 @@ func (s *Standby) KnowEpoch(epoch uint32, start uint64) {
 // newer than the newest record's (while a heal waits for the new epoch's
 // first packet, the store's tail is cut records). Acks, seals, fetches
 // and the Takeover count only this.
-func (s *Standby) heldLocked() uint64 {
+func (s *Agent) heldLocked() uint64 {
 	c := s.store.Contiguous()
 	if e, ok := s.store.EpochOf(c); ok {
 		if next, ok := s.epochs.After(e); ok && next <= c {
@@ -593,7 +593,7 @@ func (s *Standby) heldLocked() uint64 {
 // holds exactly what Seal reported. Once the receiver follows a newer
 // epoch, it fences the sealed epochs' records above their cuts itself and
 // repairs below them, so their packets pass again.
-func (s *Standby) sealedFrame(f []byte) bool {
+func (s *Agent) sealedFrame(f []byte) bool {
 	if s.r.Epoch() > s.sealed {
 		return false
 	}
@@ -610,11 +610,11 @@ func (s *Standby) sealedFrame(f []byte) bool {
 // handleReadyLocked does what the receiver asks, in its order: persist
 // (append to the store, in stream order), send (NAKs), deliver (apply to
 // the State).
-func (s *Standby) handleReadyLocked(now int64) {
+func (s *Agent) handleReadyLocked(now int64) {
 	rd := s.r.Ready()
 	if rd.Empty() {
 		if err := s.r.Err(); err != nil {
-			s.failLocked(fmt.Errorf("cluster: standby %d: %w", s.cfg.Member, err))
+			s.failLocked(fmt.Errorf("standby: member %d: %w", s.cfg.Member, err))
 		}
 		return
 	}
@@ -634,26 +634,26 @@ func (s *Standby) handleReadyLocked(now int64) {
 		if m.Seq > s.state.LastSeq()+1 {
 			// CatchUp stored what the receiver skipped: apply it from there.
 			if err := s.applyStoreLocked(s.state, m.Seq-1); err != nil || s.state.LastSeq() != m.Seq-1 {
-				s.failLocked(fmt.Errorf("cluster: standby %d: seq %d delivered, the state is at %d: %w", s.cfg.Member, m.Seq, s.state.LastSeq(), errors.Join(err, sequencer.ErrApplyGap)))
+				s.failLocked(fmt.Errorf("standby: member %d: seq %d delivered, the state is at %d: %w", s.cfg.Member, m.Seq, s.state.LastSeq(), errors.Join(err, sequencer.ErrApplyGap)))
 				break
 			}
 		}
 		r := &s.rec
 		r.Seq, r.Time, r.Flags, r.Account, r.Instance, r.CmdSeq, r.Payload = m.Seq, m.Time, m.Flags, m.Account, m.Instance, m.CmdSeq, m.Payload
 		if err := s.applyLocked(s.state, r); err != nil {
-			s.failLocked(fmt.Errorf("cluster: standby %d: apply seq %d: %w", s.cfg.Member, m.Seq, err))
+			s.failLocked(fmt.Errorf("standby: member %d: apply seq %d: %w", s.cfg.Member, m.Seq, err))
 			break
 		}
 	}
 	s.r.Advance()
 	if err := s.r.Err(); err != nil {
-		s.failLocked(fmt.Errorf("cluster: standby %d: %w", s.cfg.Member, err))
+		s.failLocked(fmt.Errorf("standby: member %d: %w", s.cfg.Member, err))
 	}
 }
 
 // applyLocked applies one record to st and keeps the periodic snapshots
 // (of the live State only).
-func (s *Standby) applyLocked(st *sequencer.State, r *wire.Record) error {
+func (s *Agent) applyLocked(st *sequencer.State, r *wire.Record) error {
 	if err := st.Apply(r); err != nil {
 		return err
 	}
@@ -668,7 +668,7 @@ func (s *Standby) applyLocked(st *sequencer.State, r *wire.Record) error {
 
 // keepSnapLocked snapshots the live State: the base (seq 0) and the two
 // newest are kept.
-func (s *Standby) keepSnapLocked() {
+func (s *Agent) keepSnapLocked() {
 	sn := stateSnap{seq: s.state.LastSeq(), snap: s.state.Snapshot()}
 	if len(s.snaps) >= 3 {
 		copy(s.snaps[1:], s.snaps[2:])
@@ -679,7 +679,7 @@ func (s *Standby) keepSnapLocked() {
 
 // persistLocked appends a packet the receiver took, in stream order: a
 // packet ahead of a gap waits in the stash until the gap is filled.
-func (s *Standby) persistLocked(p []byte) {
+func (s *Agent) persistLocked(p []byte) {
 	switch err := s.appendLocked(p); {
 	case err == nil:
 		s.drainStashLocked()
@@ -688,24 +688,24 @@ func (s *Standby) persistLocked(p []byte) {
 			if errors.Is(err, replayer.ErrPendingFull) {
 				err = ErrStashFull
 			}
-			s.failLocked(fmt.Errorf("cluster: standby %d: %w (%d bytes wait behind seq %d)", s.cfg.Member, err, s.stash.Bytes(), s.store.Contiguous()+1))
+			s.failLocked(fmt.Errorf("standby: member %d: %w (%d bytes wait behind seq %d)", s.cfg.Member, err, s.stash.Bytes(), s.store.Contiguous()+1))
 			return
 		}
 		s.stats.Stashed++
 	case errors.Is(err, replayer.ErrDuplicate), errors.Is(err, errCut):
 		s.stats.Duplicates++
 	default:
-		s.failLocked(fmt.Errorf("cluster: standby %d: append: %w", s.cfg.Member, err))
+		s.failLocked(fmt.Errorf("standby: member %d: append: %w", s.cfg.Member, err))
 	}
 }
 
 // errCut: a packet wholly above a newer epoch's start (never stored).
-var errCut = errors.New("cluster: packet above its epoch's cut")
+var errCut = errors.New("standby: packet above its epoch's cut")
 
 // appendLocked appends p to the store, cut at the start of the next
 // epoch when one is known and p's records run into it (a repair of an
 // older epoch resent by a newer primary may straddle the cut).
-func (s *Standby) appendLocked(p []byte) error {
+func (s *Agent) appendLocked(p []byte) error {
 	if err := wire.DecodePacket(p, &s.pkt); err != nil {
 		return err
 	}
@@ -743,13 +743,13 @@ func (s *Standby) appendLocked(p []byte) error {
 }
 
 // drainStashLocked appends the stashed packets that now follow the store.
-func (s *Standby) drainStashLocked() { s.drainStashTo(^uint64(0)) }
+func (s *Agent) drainStashLocked() { s.drainStashTo(^uint64(0)) }
 
 // drainStashTo is drainStashLocked keeping nothing above seq limit: a
 // catch-up to a cut drops the sealed epoch's packets that arrived ahead
 // of a gap and lie above the cut (never stable, and the next epoch
 // replaces them).
-func (s *Standby) drainStashTo(limit uint64) {
+func (s *Agent) drainStashTo(limit uint64) {
 	for s.stash.Len() > 0 {
 		p := s.stash.First().Frame
 		if s.stash.First().FirstSeq > limit {
@@ -776,7 +776,7 @@ func (s *Standby) drainStashTo(limit uint64) {
 		case errors.Is(err, replayer.ErrGap):
 			return
 		default:
-			s.failLocked(fmt.Errorf("cluster: standby %d: append: %w", s.cfg.Member, err))
+			s.failLocked(fmt.Errorf("standby: member %d: append: %w", s.cfg.Member, err))
 			return
 		}
 	}
@@ -784,7 +784,7 @@ func (s *Standby) drainStashTo(limit uint64) {
 
 // ackLocked sends the ack when the acked seq moved (at once: stable
 // waits for it), or as a keepalive. Nothing is acked for a sealed epoch.
-func (s *Standby) ackLocked(now int64) {
+func (s *Agent) ackLocked(now int64) {
 	if !s.r.Started() || s.err != nil {
 		return
 	}
@@ -815,7 +815,7 @@ func (s *Standby) ackLocked(now int64) {
 	s.stats.Acked = v
 }
 
-func (s *Standby) failLocked(err error) {
+func (s *Agent) failLocked(err error) {
 	if s.err == nil {
 		s.err = err
 	}
@@ -826,7 +826,7 @@ func (s *Standby) failLocked(err error) {
 // what it reports until a newer epoch begins: the highest seq its store
 // holds with no gap. Sealing an epoch older than one sealed already
 // fails (ErrSealed): that seal comes from a stale leader.
-func (s *Standby) Seal(epoch uint32) (uint64, error) {
+func (s *Agent) Seal(epoch uint32) (uint64, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if epoch < s.sealed {
@@ -847,7 +847,7 @@ func (s *Standby) Seal(epoch uint32) (uint64, error) {
 // epoch e' past the cut of e' (the start of e'+1, known from the
 // failover state): a standby that missed every epoch after e' (down or cut
 // off during those changes) cannot tell them from the stream.
-func (s *Standby) HeldEpoch() uint32 {
+func (s *Agent) HeldEpoch() uint32 {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	e, _ := s.store.EpochOf(s.heldLocked())
@@ -855,10 +855,10 @@ func (s *Standby) HeldEpoch() uint32 {
 }
 
 // Contiguous is the highest seq the store holds with no gap.
-func (s *Standby) Contiguous() uint64 { return s.contiguous.Load() }
+func (s *Agent) Contiguous() uint64 { return s.contiguous.Load() }
 
 // Stats returns the counters.
-func (s *Standby) Stats() StandbyStats {
+func (s *Agent) Stats() Stats {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	st := s.stats
@@ -867,14 +867,14 @@ func (s *Standby) Stats() StandbyStats {
 }
 
 // Err is the error that stopped Run for good, or nil.
-func (s *Standby) Err() error {
+func (s *Agent) Err() error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.err
 }
 
 // Snapshot returns the State's snapshot and position (tests, checks).
-func (s *Standby) Snapshot() (seq uint64, snap []byte) {
+func (s *Agent) Snapshot() (seq uint64, snap []byte) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.state.LastSeq(), s.state.Snapshot()
@@ -883,9 +883,9 @@ func (s *Standby) Snapshot() (seq uint64, snap []byte) {
 // CatchUp fetches what the store lacks up to cut from peers (fetch
 // addresses, tried in order, then again while ctx lasts), so that it
 // holds 1..cut. Packets are cut at cut: nothing above it is stored.
-func (s *Standby) CatchUp(ctx context.Context, cut uint64, peers []string) error {
+func (s *Agent) CatchUp(ctx context.Context, cut uint64, peers []string) error {
 	if s.cfg.Fetch == nil && len(peers) > 0 {
-		return fmt.Errorf("%w: StandbyConfig.Fetch is nil: no way to fetch from peers %v", ErrCatchUp, peers)
+		return fmt.Errorf("%w: Config.Fetch is nil: no way to fetch from peers %v", ErrCatchUp, peers)
 	}
 	var errs []error
 	for round := 0; ; round++ {
@@ -909,20 +909,20 @@ func (s *Standby) CatchUp(ctx context.Context, cut uint64, peers []string) error
 }
 
 // fetched appends one fetched packet (cut at cut).
-func (s *Standby) fetched(p []byte, cut uint64) error {
+func (s *Agent) fetched(p []byte, cut uint64) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.taken {
 		return ErrTakenOver
 	}
 	if err := wire.DecodePacket(p, &s.pkt); err != nil {
-		return fmt.Errorf("cluster: fetched packet: %w", err)
+		return fmt.Errorf("standby: fetched packet: %w", err)
 	}
 	if s.pkt.FirstSeq > cut {
 		return nil
 	}
 	if _, ok := s.store.Newest(); !ok && s.pkt.FirstSeq != 1 {
-		return fmt.Errorf("cluster: fetched packet at seq %d into an empty store: %w", s.pkt.FirstSeq, replayer.ErrGap)
+		return fmt.Errorf("standby: fetched packet at seq %d into an empty store: %w", s.pkt.FirstSeq, replayer.ErrGap)
 	}
 	if s.pkt.LastSeq() > cut {
 		var err error
@@ -939,7 +939,7 @@ func (s *Standby) fetched(p []byte, cut uint64) error {
 		s.drainStashTo(cut)
 	case errors.Is(err, replayer.ErrDuplicate):
 	default:
-		return fmt.Errorf("cluster: fetched packet at seq %d: %w", s.pkt.FirstSeq, err)
+		return fmt.Errorf("standby: fetched packet at seq %d: %w", s.pkt.FirstSeq, err)
 	}
 	return nil
 }
@@ -954,7 +954,7 @@ func (s *Standby) fetched(p []byte, cut uint64) error {
 // to a fresh store). The store is synced first. From then on the standby is
 // done: Run returns nil, and the History belongs to the primary's
 // goroutine (its reads take the standby's lock, shared with FetchRange).
-func (s *Standby) Takeover(cut uint64) (sequencer.Takeover, error) {
+func (s *Agent) Takeover(cut uint64) (sequencer.Takeover, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	switch {
@@ -972,18 +972,18 @@ func (s *Standby) Takeover(cut uint64) (sequencer.Takeover, error) {
 		}
 		st = sequencer.NewState(s.cfg.MaxSenders, 1)
 		if err := st.Restore(s.snaps[i].snap); err != nil {
-			return sequencer.Takeover{}, fmt.Errorf("cluster: takeover at %d: restore the snapshot at %d: %w", cut, s.snaps[i].seq, err)
+			return sequencer.Takeover{}, fmt.Errorf("standby: takeover at %d: restore the snapshot at %d: %w", cut, s.snaps[i].seq, err)
 		}
 	}
 	if err := s.applyStoreLocked(st, cut); err != nil {
-		return sequencer.Takeover{}, fmt.Errorf("cluster: takeover at %d: %w", cut, err)
+		return sequencer.Takeover{}, fmt.Errorf("standby: takeover at %d: %w", cut, err)
 	}
 	if st.LastSeq() != cut {
 		return sequencer.Takeover{}, fmt.Errorf("%w: the state reached %d, cut %d", ErrBehindCut, st.LastSeq(), cut)
 	}
 	if !s.syncOut {
 		if err := s.store.Sync(); err != nil {
-			return sequencer.Takeover{}, fmt.Errorf("cluster: takeover at %d: %w", cut, err)
+			return sequencer.Takeover{}, fmt.Errorf("standby: takeover at %d: %w", cut, err)
 		}
 	}
 	s.taken, s.takenCut = true, cut
@@ -992,7 +992,7 @@ func (s *Standby) Takeover(cut uint64) (sequencer.Takeover, error) {
 
 // applyStoreLocked applies the store's records after st's position up to
 // to (a fragmented message once, at its first fragment).
-func (s *Standby) applyStoreLocked(st *sequencer.State, to uint64) error {
+func (s *Agent) applyStoreLocked(st *sequencer.State, to uint64) error {
 	if st.LastSeq() >= to {
 		return nil
 	}
@@ -1009,7 +1009,7 @@ func (s *Standby) applyStoreLocked(st *sequencer.State, to uint64) error {
 
 // Close closes the store (after Run returned). A store handed over by
 // Takeover is the primary's to keep: close it when the primary is done.
-func (s *Standby) Close() error {
+func (s *Agent) Close() error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.store.Close()
@@ -1017,7 +1017,7 @@ func (s *Standby) Close() error {
 
 // FetchRange serves the store to a fetch server (see cluster.FetchSource), under
 // the standby's lock.
-func (s *Standby) FetchRange(dst []byte, from, to uint64, maxBytes int) ([]byte, uint64, bool, uint64, error) {
+func (s *Agent) FetchRange(dst []byte, from, to uint64, maxBytes int) ([]byte, uint64, bool, uint64, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	held := s.heldLocked()
@@ -1060,7 +1060,7 @@ func (s *Standby) FetchRange(dst []byte, from, to uint64, maxBytes int) ([]byte,
 
 // lockedStore is the store as a new primary's History: every call takes
 // the standby's lock, which a FetchServer shares.
-type lockedStore struct{ s *Standby }
+type lockedStore struct{ s *Agent }
 
 func (l lockedStore) Put(pkt []byte, info sequencer.PacketInfo) {
 	l.s.mu.Lock()
@@ -1086,10 +1086,10 @@ func (l lockedStore) Range(from, to uint64, fn sequencer.PacketFunc) {
 	l.s.store.Range(from, to, fn)
 }
 
-// RangeSource is another member's store as CatchUpFrom reads it: a
-// Standby's FetchRange (the method a fetch server serves).
-type RangeSource interface {
+// Source is another member's store as CatchUpFrom reads it: a
+// Agent's FetchRange (the method a fetch server serves).
+type Source interface {
 	FetchRange(dst []byte, from, to uint64, maxBytes int) (out []byte, next uint64, done bool, held uint64, err error)
 }
 
-var _ RangeSource = (*Standby)(nil)
+var _ Source = (*Agent)(nil)

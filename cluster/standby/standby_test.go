@@ -152,8 +152,8 @@ func cmdFrame(t testing.TB, seq uint64, payload string) []byte {
 	return bytes.Clone(w.Bytes())
 }
 
-func standbyConfig(t testing.TB, member uint64) StandbyConfig {
-	cfg := DefaultStandbyConfig()
+func standbyConfig(t testing.TB, member uint64) Config {
+	cfg := DefaultConfig()
 	cfg.Member, cfg.Dir, cfg.MaxSenders, cfg.Session = member, t.TempDir(), 64, testSession
 	cfg.Receiver.PendingRecords = 1 << 10
 	cfg.Receiver.MaxReassemblyBytes = 1 << 20
@@ -162,9 +162,9 @@ func standbyConfig(t testing.TB, member uint64) StandbyConfig {
 	return cfg
 }
 
-func newStandby(t testing.TB, cfg StandbyConfig, c transport.Client) *Standby {
+func newStandby(t testing.TB, cfg Config, c transport.Client) *Agent {
 	t.Helper()
-	s, err := NewStandby(cfg, c)
+	s, err := New(cfg, c)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -174,10 +174,10 @@ func newStandby(t testing.TB, cfg StandbyConfig, c transport.Client) *Standby {
 
 // storeHolding is a config of member whose store holds pkts: a standby
 // took them and closed, as a member restarted on its directory finds it.
-func storeHolding(t testing.TB, member uint64, pkts [][]byte) StandbyConfig {
+func storeHolding(t testing.TB, member uint64, pkts [][]byte) Config {
 	t.Helper()
 	cfg := standbyConfig(t, member)
-	s, err := NewStandby(cfg, &fakeClient{})
+	s, err := New(cfg, &fakeClient{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -192,7 +192,7 @@ func storeHolding(t testing.TB, member uint64, pkts [][]byte) StandbyConfig {
 
 // syncAndAck makes the store durable and runs the standby's ack step, as
 // a turn of Run does.
-func syncAndAck(t testing.TB, s *Standby) {
+func syncAndAck(t testing.TB, s *Agent) {
 	t.Helper()
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -406,7 +406,7 @@ func TestStandby_RestartRebuildsFromTheStore(t *testing.T) {
 	src := newStream(t)
 	pkts := src.commands(t, 12)
 	cfg := standbyConfig(t, 2)
-	s, err := NewStandby(cfg, &fakeClient{})
+	s, err := New(cfg, &fakeClient{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -640,7 +640,7 @@ func TestStandby_BeyondTheCutHeals(t *testing.T) {
 	fc := &fakeClient{keep: true}
 	cfg := standbyConfig(t, 2)
 	cfg.SnapshotEveryRecords = 4
-	s, err := NewStandby(cfg, fc)
+	s, err := New(cfg, fc)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -967,7 +967,7 @@ func TestStandby_HealedLateRecordsTheEpochStart(t *testing.T) {
 	c3 := e3.core
 	e3.commands(t, 4)
 
-	follow := func(t *testing.T, s *Standby) {
+	follow := func(t *testing.T, s *Agent) {
 		t.Helper()
 		for _, b := range e2.pkts[1:] {
 			s.frame(b, 0)
@@ -1011,7 +1011,7 @@ func TestStandby_HealedLateRecordsTheEpochStart(t *testing.T) {
 
 // checkStoreEpochs: the standby's store has epochs 2 (from cut+1) and 3
 // (from start3), and serves no packet of epoch 1 above the cut.
-func checkStoreEpochs(t *testing.T, s *Standby, cut, start3 uint64) {
+func checkStoreEpochs(t *testing.T, s *Agent, cut, start3 uint64) {
 	t.Helper()
 	e := s.store.Epochs()
 	if len(e) != 3 || e[1].Epoch != 2 || e[1].Start != cut+1 || e[2].Epoch != 3 || e[2].Start != start3+1 {

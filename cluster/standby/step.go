@@ -9,20 +9,20 @@ import (
 	"github.com/seqd/seqd/wire"
 )
 
-// A Standby driven step by step, for a shell that owns the transport and
+// An Agent driven step by step, for a shell that owns the transport and
 // the clock itself (the deterministic simulator, test/sim): it polls the
 // client and hands each frame to Step, then calls Work once per turn,
 // where Run would loop. Fsyncs run inline in Work instead of on a
-// goroutine. Step, Work and Run must not be mixed on one Standby.
+// goroutine. Step, Work and Run must not be mixed on one Agent.
 
 // Step takes one stream frame, as Run does for each frame it polls.
-func (s *Standby) Step(f []byte, from transport.Peer) { s.frame(f, from) }
+func (s *Agent) Step(f []byte, from transport.Peer) { s.frame(f, from) }
 
 // Work does one turn of Run's loop: the receiver's timers (NAKs), what
 // its Ready asks, the store's tick, an fsync when due (inline), and the
 // ack. It returns the error that stopped the standby for good, or
 // ErrTakenOver after a Takeover.
-func (s *Standby) Work() error {
+func (s *Agent) Work() error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	switch {
@@ -34,20 +34,20 @@ func (s *Standby) Work() error {
 		return s.err
 	}
 	if err := s.restartReceiverLocked(); err != nil {
-		s.failLocked(fmt.Errorf("cluster: standby %d: %w", s.cfg.Member, err))
+		s.failLocked(fmt.Errorf("standby: member %d: %w", s.cfg.Member, err))
 		return s.err
 	}
 	now := s.clock()
 	s.r.Tick(now)
 	s.handleReadyLocked(now)
 	if err := s.store.Tick(now); err != nil {
-		s.failLocked(fmt.Errorf("cluster: standby %d: store: %w", s.cfg.Member, err))
+		s.failLocked(fmt.Errorf("standby: member %d: store: %w", s.cfg.Member, err))
 	}
 	if s.err == nil && s.store.SyncDue() {
 		if req, ok := s.store.StartSync(); ok {
 			s.dirty = false
 			if err := s.store.FinishSync(req, req.Run()); err != nil {
-				s.failLocked(fmt.Errorf("cluster: standby %d: %w", s.cfg.Member, err))
+				s.failLocked(fmt.Errorf("standby: member %d: %w", s.cfg.Member, err))
 			}
 			s.stats.Fsyncs++
 		}
@@ -59,7 +59,7 @@ func (s *Standby) Work() error {
 // restartReceiverLocked: when CatchUp filled the store before the
 // receiver saw its first frame, the receiver repairs from the store's new
 // end instead of the old one.
-func (s *Standby) restartReceiverLocked() error {
+func (s *Agent) restartReceiverLocked() error {
 	if s.r.Started() || s.rcfg.RewindFrom == s.store.Contiguous()+1 {
 		return nil
 	}
@@ -77,9 +77,9 @@ func (s *Standby) restartReceiverLocked() error {
 const catchUpChunkBytes = 1 << 20
 
 // CatchUpFrom is CatchUp from sources in the same process (another
-// member's Standby, read under its lock) instead of fetch servers: it
+// member's Agent, read under its lock) instead of fetch servers: it
 // appends what the store lacks up to cut, and nothing above it.
-func (s *Standby) CatchUpFrom(cut uint64, srcs ...RangeSource) error {
+func (s *Agent) CatchUpFrom(cut uint64, srcs ...Source) error {
 	var buf []byte
 	for _, src := range srcs {
 		for {

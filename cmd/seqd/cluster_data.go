@@ -38,7 +38,7 @@ type dataPath struct {
 // standbyHandle is a Standby and the stream client it reads; Close
 // closes both.
 type standbyHandle struct {
-	*standby.Standby
+	*standby.Agent
 	client transport.Client
 }
 
@@ -54,13 +54,13 @@ func (h *standbyHandle) Wake() {
 // takes over keeps the standby's store for its primacy, but a TCP client
 // left reconnecting would find its own member's new stream server.
 func (h *standbyHandle) Run(ctx context.Context) error {
-	err := h.Standby.Run(ctx)
+	err := h.Agent.Run(ctx)
 	h.client.Close()
 	return err
 }
 
 func (h *standbyHandle) Close() error {
-	err := h.Standby.Close()
+	err := h.Agent.Close()
 	h.client.Close()
 	return err
 }
@@ -90,17 +90,17 @@ func (d *dataPath) newFollower() (cluster.Follower, error) {
 	if err != nil {
 		return nil, err
 	}
-	sc := standby.DefaultStandbyConfig()
+	sc := standby.DefaultConfig()
 	sc.Member, sc.Dir, sc.MaxSenders = d.member, d.dir, d.maxSenders
 	sc.AckWritten = d.ackWritten
 	sc.IdleSpin = d.idleSpin
 	sc.Fetch = cluster.Fetch
-	s, err := standby.NewStandby(sc, cl)
+	s, err := standby.New(sc, cl)
 	if err != nil {
 		cl.Close()
 		return nil, err
 	}
-	h := &standbyHandle{Standby: s, client: cl}
+	h := &standbyHandle{Agent: s, client: cl}
 	d.cur.Store(h)
 	return h, nil
 }

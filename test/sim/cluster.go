@@ -15,7 +15,7 @@ import (
 )
 
 // The sequencer group (Config.Cluster): three members, one primary, two
-// standbys. A standby is a real standby.Standby (receiver, replayer.Store
+// standbys. A standby is a real standby.Agent (receiver, replayer.Store
 // on files, State, stash, seal, heal) driven step by step (Step, Work) on
 // the simulator's clock over its own mem client; the primary's stable is
 // a cluster.QuorumAcks over the standbys' acks. The epoch change runs
@@ -59,7 +59,7 @@ const members = 3
 type member struct {
 	id      uint64
 	dir     string
-	sb      *standby.Standby // nil: primary or dead
+	sb      *standby.Agent // nil: primary or dead
 	client  transport.Client
 	peer    transport.Peer
 	dead    bool
@@ -159,7 +159,7 @@ func (c *simCluster) startStandby(m *member) error {
 		}
 	}()
 	w := c.w
-	cfg := standby.DefaultStandbyConfig()
+	cfg := standby.DefaultConfig()
 	cfg.Member = m.id
 	cfg.Session = 1
 	cfg.Dir = m.dir
@@ -177,7 +177,7 @@ func (c *simCluster) startStandby(m *member) error {
 	}
 	m.client = w.net.Client()
 	m.peer = m.client.(interface{ Peer() transport.Peer }).Peer()
-	sb, err := standby.NewStandby(cfg, m.client)
+	sb, err := standby.New(cfg, m.client)
 	if err != nil {
 		return fmt.Errorf("member %d: %w", m.id, err)
 	}
@@ -384,7 +384,7 @@ func (c *simCluster) election() {
 		w.fail("no sealed member can lead: every one holds records past an old cut (%v)", cands)
 		return
 	}
-	var srcs []standby.RangeSource
+	var srcs []standby.Source
 	for _, i := range fresh {
 		if i != leader {
 			srcs = append(srcs, c.m[i].sb)

@@ -23,7 +23,7 @@
 // past a cut required to stop with ErrDiverged.
 //
 // With Cluster (on by default) the sequencer is a group of three members
-// (cluster.go): the standbys are real standby.Standby followers (driven
+// (cluster.go): the standbys are real standby.Agent followers (driven
 // by Step and Work, stores on real files) whose acks make the primary's
 // stable through cluster.QuorumAcks, and epoch changes run through a
 // seeded election beside the real hashicorp/raft one: seal a quorum, cut
