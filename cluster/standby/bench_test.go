@@ -49,7 +49,7 @@ func BenchmarkStandby_Batch(b *testing.B) {
 		if i%16 == 0 {
 			now := s.clock()
 			s.mu.Lock()
-			if err := s.store.Tick(now); err != nil {
+			if err := s.core.store.Tick(now); err != nil {
 				b.Fatal(err)
 			}
 			s.ackLocked(now)

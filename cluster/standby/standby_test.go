@@ -196,7 +196,7 @@ func syncAndAck(t testing.TB, s *Agent) {
 	t.Helper()
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if err := s.store.Sync(); err != nil {
+	if err := s.core.store.Sync(); err != nil {
 		t.Fatal(err)
 	}
 	s.ackLocked(s.clock())
@@ -461,7 +461,7 @@ func TestStandby_FramePathAllocatesNothing(t *testing.T) {
 		s.frame(pkts[i], 0)
 		i++
 		s.mu.Lock()
-		s.ackAny = false // force an ack
+		s.core.ackAny = false // force an ack
 		s.ackLocked(s.clock())
 		s.mu.Unlock()
 	}); n != 0 {
@@ -617,8 +617,8 @@ func TestStandby_RepairStraddlingTheCutIsTrimmed(t *testing.T) {
 		t.Fatalf("holds %d (want %d), truncated %d (want 1)", s.Contiguous(), c2.Published(), s.Stats().Truncated)
 	}
 	s.mu.Lock()
-	e1, _ := s.store.EpochOf(cut)
-	e2, _ := s.store.EpochOf(cut + 1)
+	e1, _ := s.core.store.EpochOf(cut)
+	e2, _ := s.core.store.EpochOf(cut + 1)
 	s.mu.Unlock()
 	if e1 != 1 || e2 != 2 {
 		t.Fatalf("store epochs: seq %d in %d, seq %d in %d", cut, e1, cut+1, e2)
@@ -729,7 +729,7 @@ func TestStandby_BeyondTheCutHeals(t *testing.T) {
 		t.Fatal("reopened standby's State differs from the new primary's (new epoch seen late)")
 	}
 	s4.mu.Lock()
-	e, _ := s4.store.EpochOf(cut + 1)
+	e, _ := s4.core.store.EpochOf(cut + 1)
 	s4.mu.Unlock()
 	if e != 2 {
 		t.Fatalf("seq %d is of epoch %d in the store, want 2", cut+1, e)
@@ -893,7 +893,7 @@ func TestStandby_CutInsideAFragmentedMessage(t *testing.T) {
 		t.Fatalf("holds %d, want the new epoch's %d", s.Contiguous(), c2.Published())
 	}
 	s.mu.Lock()
-	e, _ := s.store.EpochOf(cut + 1)
+	e, _ := s.core.store.EpochOf(cut + 1)
 	s.mu.Unlock()
 	if e != 2 {
 		t.Fatalf("seq %d stored in epoch %d, want 2", cut+1, e)
@@ -999,8 +999,8 @@ func TestStandby_HealedLateRecordsTheEpochStart(t *testing.T) {
 		s := newStandby(t, storeHolding(t, 2, pkts), &fakeClient{})
 		s.KnowEpoch(2, cut+1)
 		s.mu.Lock()
-		c := s.store.Contiguous()
-		e := s.store.Epochs()
+		c := s.core.store.Contiguous()
+		e := s.core.store.Epochs()
 		s.mu.Unlock()
 		if c != cut || len(e) != 2 || e[1].Epoch != 2 || e[1].Start != cut+1 {
 			t.Fatalf("told epoch 2 began at %d: the store holds up to %d with epochs %+v, want %d and epoch 2's start", cut+1, c, e, cut)
@@ -1013,12 +1013,12 @@ func TestStandby_HealedLateRecordsTheEpochStart(t *testing.T) {
 // (from start3), and serves no packet of epoch 1 above the cut.
 func checkStoreEpochs(t *testing.T, s *Agent, cut, start3 uint64) {
 	t.Helper()
-	e := s.store.Epochs()
+	e := s.core.store.Epochs()
 	if len(e) != 3 || e[1].Epoch != 2 || e[1].Start != cut+1 || e[2].Epoch != 3 || e[2].Start != start3+1 {
 		t.Fatalf("store epochs %+v: want epoch 2 from %d and epoch 3 from %d", e, cut+1, start3+1)
 	}
 	var p wire.Packet
-	s.store.Range(1, start3, func(pkt []byte, _ sequencer.PacketInfo) bool {
+	s.core.store.Range(1, start3, func(pkt []byte, _ sequencer.PacketInfo) bool {
 		if err := wire.DecodePacket(pkt, &p); err != nil {
 			t.Fatal(err)
 		}

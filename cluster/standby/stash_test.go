@@ -17,8 +17,9 @@ func TestStandby_StashPathAllocatesNothing(t *testing.T) {
 	round := func() {
 		s.mu.Lock()
 		for k := 4; k >= 0; k-- { // the first of five comes last
-			s.persistLocked(pkts[i+k])
+			s.core.persist(pkts[i+k])
 		}
+		s.publishLocked()
 		s.mu.Unlock()
 		i += 5
 	}

@@ -3,7 +3,6 @@ package standby
 import (
 	"fmt"
 
-	"github.com/seqd/seqd/receiver"
 	"github.com/seqd/seqd/replayer"
 	"github.com/seqd/seqd/transport"
 	"github.com/seqd/seqd/wire"
@@ -18,58 +17,35 @@ import (
 // Step takes one stream frame, as Run does for each frame it polls.
 func (s *Agent) Step(f []byte, from transport.Peer) { s.frame(f, from) }
 
-// Work does one turn of Run's loop: the receiver's timers (NAKs), what
-// its Ready asks, the store's tick, an fsync when due (inline), and the
-// ack. It returns the error that stopped the standby for good, or
-// ErrTakenOver after a Takeover.
+// Work does one turn of Run's loop: the Core's timers (NAKs) and
+// output, the store's tick, an fsync when due (inline), and the ack. It
+// returns the error that stopped the standby for good, or ErrTakenOver
+// after a Takeover.
 func (s *Agent) Work() error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	c := s.core
 	switch {
 	case s.running:
 		return fmt.Errorf("%w: Run is driving it", ErrConfig)
-	case s.taken:
+	case c.taken:
 		return ErrTakenOver
-	case s.err != nil:
-		return s.err
+	case c.err != nil:
+		return c.err
 	}
-	if err := s.restartReceiverLocked(); err != nil {
-		s.failLocked(fmt.Errorf("standby: member %d: %w", s.cfg.Member, err))
-		return s.err
+	if err := c.Rebase(); err != nil {
+		c.fail(fmt.Errorf("standby: member %d: %w", s.cfg.Member, err))
+		return c.err
 	}
 	now := s.clock()
-	s.r.Tick(now)
-	s.handleReadyLocked(now)
-	if err := s.store.Tick(now); err != nil {
-		s.failLocked(fmt.Errorf("standby: member %d: store: %w", s.cfg.Member, err))
+	c.Tick(now)
+	if req, ok := c.StartSync(); ok {
+		c.FinishSync(req, req.Run())
 	}
-	if s.err == nil && s.store.SyncDue() {
-		if req, ok := s.store.StartSync(); ok {
-			s.dirty = false
-			if err := s.store.FinishSync(req, req.Run()); err != nil {
-				s.failLocked(fmt.Errorf("standby: member %d: %w", s.cfg.Member, err))
-			}
-			s.stats.Fsyncs++
-		}
-	}
-	s.ackLocked(now)
-	return s.err
-}
-
-// restartReceiverLocked: when CatchUp filled the store before the
-// receiver saw its first frame, the receiver repairs from the store's new
-// end instead of the old one.
-func (s *Agent) restartReceiverLocked() error {
-	if s.r.Started() || s.rcfg.RewindFrom == s.store.Contiguous()+1 {
-		return nil
-	}
-	s.rcfg.RewindFrom = s.store.Contiguous() + 1
-	r, err := receiver.New(s.rcfg)
-	if err != nil {
-		return err
-	}
-	s.r = r
-	return nil
+	c.Ack(now)
+	s.sendLocked()
+	s.publishLocked()
+	return c.err
 }
 
 // catchUpChunkBytes is how much CatchUpFrom copies out of a source per

@@ -39,6 +39,6 @@ func TestStandby_BusyLoopYieldsToTheScheduler(t *testing.T) {
 		s := newStandby(t, cfg, c)
 		_ = s.Run(ctx)
 		cancel()
-		tc.Check(t, s.yield.Count(), time.Duration(mono))
+		tc.Check(t, s.run.Yields(), time.Duration(mono))
 	}
 }
