@@ -22,10 +22,10 @@
 // Service is the replayer process's shell (`seqd replayer`): one
 // goroutine follows the stream with the pure receiver (safe mode,
 // Persist, the Replayer status flag) over a transport.Client, hands the
-// frames it persists to a persister (pure: it appends a packet once every
+// frames it persists to a Persister (pure: it appends a packet once every
 // record in it is delivered, in stream order, with no copy when it can go
-// at once; packets ahead of a gap wait in a Reorder, the bounded reorder
-// buffer the cluster's standby uses too, with no allocation once warm),
+// at once; packets ahead of a gap wait in a Reorder, with no allocation
+// once warm; the cluster's standby persists through a Persister too),
 // drives the
 // Store's clock and runs its interval fsync on a helper goroutine
 // (Config.SyncInShell), and answers NAKs from the Store on a

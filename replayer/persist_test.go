@@ -33,7 +33,7 @@ func stableStream(n int) (pkts [][]byte, hb []byte) {
 type persistRig struct {
 	t *testing.T
 	r *receiver.Receiver
-	p persister
+	p Persister
 	s *Store
 }
 
@@ -47,7 +47,7 @@ func newPersistRig(t *testing.T) *persistRig {
 	s, _ := mustOpen(t, t.TempDir(), testConfig())
 	t.Cleanup(func() { s.Close() })
 	g := &persistRig{t: t, r: r, s: s}
-	g.p.init(64 << 20)
+	g.p.Init(PersistConfig{MaxHeldBytes: 64 << 20, MaxPacketBytes: testConfig().MaxPacketBytes})
 	return g
 }
 
@@ -57,11 +57,11 @@ func (g *persistRig) step(frame []byte) error {
 	rd := g.r.Ready()
 	delivered := g.r.Next() - 1
 	for _, f := range rd.Persist {
-		if err := g.p.offer(g.s, f, delivered); err != nil {
+		if err := g.p.Offer(g.s, f, delivered); err != nil {
 			return err
 		}
 	}
-	err := g.p.drain(g.s, delivered)
+	err := g.p.Drain(g.s, delivered)
 	g.r.Advance()
 	return err
 }
@@ -144,7 +144,7 @@ func TestPersister_HoleThatNeverFillsIsAnError(t *testing.T) {
 func TestPersister_PendingBound(t *testing.T) {
 	pkts, _ := stableStream(2000)
 	g := newPersistRig(t)
-	g.p.init(8 << 10)
+	g.p.Init(PersistConfig{MaxHeldBytes: 8 << 10, MaxPacketBytes: testConfig().MaxPacketBytes})
 	var err error
 	for _, p := range pkts[1:] {
 		if err = g.step(p); err != nil {
@@ -190,14 +190,14 @@ func TestPersister_AllocatesNothing(t *testing.T) {
 		info := packetInfo(pkts[i+4])
 		last := info.LastSeq()
 		for k := 1; k <= 4; k++ {
-			if err := g.p.offer(s, pkts[i+k], last); err != nil {
+			if err := g.p.Offer(s, pkts[i+k], last); err != nil {
 				t.Fatal(err)
 			}
 		}
-		if err := g.p.offer(s, pkts[i], last); err != nil {
+		if err := g.p.Offer(s, pkts[i], last); err != nil {
 			t.Fatal(err)
 		}
-		if err := g.p.drain(s, last); err != nil {
+		if err := g.p.Drain(s, last); err != nil {
 			t.Fatal(err)
 		}
 		i += 5

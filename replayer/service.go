@@ -43,7 +43,7 @@ type ServiceConfig struct {
 	// Repair is the NAK answering policy (the sequencer's).
 	Repair sequencer.RepairConfig
 	// MaxPendingBytes bounds the frames held back while a hole before them
-	// is repaired (see persister); beyond it the service stops with
+	// is repaired (see Persister); beyond it the service stops with
 	// ErrPendingFull.
 	MaxPendingBytes int
 	// PollWait is the longest the service blocks reading the stream
@@ -97,7 +97,7 @@ func (c ServiceConfig) Validate() error {
 
 // Service is a replayer: the thin shell that follows the stream with the
 // pure receiver over a transport.Client, persists what it delivers to a
-// Store (see persister), and answers NAKs from the Store on a
+// Store (see Persister), and answers NAKs from the Store on a
 // transport.Server of its own (see naks). One goroutine (Run) does all of
 // it; an fsync runs on a helper goroutine (Config.SyncInShell) so appends
 // never wait for the disk.
@@ -115,7 +115,7 @@ type Service struct {
 	srv     transport.Server
 	sourcer transport.Sourcer
 	peers   []transport.Peer // repair source i+1's Peer
-	pend    persister
+	pend    Persister
 	naks    naks
 	start   time.Time
 	err     error // fatal, sticky
@@ -228,7 +228,7 @@ func NewService(cfg ServiceConfig, follow transport.Client, srv transport.Server
 		store.Close()
 		return nil, err
 	}
-	s.pend.init(cfg.MaxPendingBytes)
+	s.pend.Init(PersistConfig{MaxHeldBytes: cfg.MaxPendingBytes, MaxPacketBytes: cfg.Store.MaxPacketBytes})
 	s.naks.init(cfg.Repair, sequencer.ServerSink{Server: srv})
 	s.onStream, s.onNak = s.stream, s.nak
 	s.contiguous.Store(store.Contiguous())
@@ -406,7 +406,7 @@ func (s *Service) nak(frame []byte, from transport.Peer) {
 }
 
 // handleReady acts on the receiver's output in its documented order:
-// persist (through the persister), then send; deliveries are not used.
+// persist (through the Persister), then send; deliveries are not used.
 func (s *Service) handleReady() {
 	rd := s.r.Ready()
 	delivered := s.r.Next() - 1
@@ -414,12 +414,12 @@ func (s *Service) handleReady() {
 		if s.err != nil {
 			break
 		}
-		if err := s.pend.offer(s.store, f, delivered); err != nil {
+		if err := s.pend.Offer(s.store, f, delivered); err != nil {
 			s.failStore(err)
 		}
 	}
 	if s.err == nil {
-		if err := s.pend.drain(s.store, delivered); err != nil {
+		if err := s.pend.Drain(s.store, delivered); err != nil {
 			s.failStore(err)
 		}
 	}

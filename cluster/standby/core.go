@@ -38,13 +38,10 @@ type Core struct {
 	takenCut uint64 // the cut of the Takeover: nothing above it is served
 	err      error  // sticky: why the standby stopped for good
 	snaps    []stateSnap
-	stash    replayer.Reorder
-	epochs   replayer.EpochStarts
+	p        replayer.Persister // the stream into the store, in order
 	stats    Stats
 	rec      wire.Record
 	pkt      wire.Packet
-	trimBuf  []byte
-	cutBuf   []byte // drainStashTo's trims
 	ackBuf   [wire.StatusStandbyBytes]byte
 	ackSt    wire.Status
 	acked    uint64
@@ -108,7 +105,7 @@ func NewCore(cfg Config) (*Core, error) {
 		return nil, fmt.Errorf("standby: member %d: rebuild the state from %s: %w", cfg.Member, cfg.Dir, err)
 	}
 	for _, e := range store.Epochs() {
-		c.epochs.Add(e.Epoch, e.Start)
+		c.p.Epochs().Add(e.Epoch, e.Start)
 	}
 	rc := cfg.Receiver
 	rc.Mode, rc.Persist, rc.StatusInterval, rc.Replayer = receiver.Fast, true, 0, true
@@ -119,8 +116,8 @@ func NewCore(cfg Config) (*Core, error) {
 		store.Close()
 		return nil, fmt.Errorf("standby: member %d: %w", cfg.Member, err)
 	}
-	c.trimBuf = make([]byte, 0, cfg.Store.MaxPacketBytes)
-	c.stash.Init(cfg.MaxStashBytes)
+	c.p.Init(replayer.PersistConfig{MaxHeldBytes: cfg.MaxStashBytes, MaxPacketBytes: cfg.Store.MaxPacketBytes,
+		FromSeqOne: true, WaitForGaps: true, GuardCutTail: true})
 	c.cont = store.Contiguous()
 	c.stats.Contiguous, c.stats.Durable = store.Contiguous(), store.Durable()
 	return c, nil
@@ -231,7 +228,7 @@ func (c *Core) heal(now int64, f []byte) bool {
 	}
 	start, epoch := c.pkt.EpochStart, c.pkt.Epoch
 	if e, ok := c.store.EpochOf(c.store.Contiguous()); ok && e < c.pkt.Epoch {
-		if next, ok := c.epochs.Next(e); ok && next.Start < start {
+		if next, ok := c.p.Epochs().Next(e); ok && next.Start < start {
 			start, epoch = next.Start, next.Epoch // the tail was cut by an epoch before f's
 		}
 	}
@@ -263,7 +260,7 @@ func (c *Core) heal(now int64, f []byte) bool {
 		return false
 	}
 	c.state, c.r = st, r
-	c.epochs.Add(c.pkt.Epoch, c.pkt.EpochStart)
+	c.p.Epochs().Add(c.pkt.Epoch, c.pkt.EpochStart)
 	c.cont = c.held()
 	c.stats.Healed++
 	_ = c.r.Step(now, f, receiver.Sequencer)
@@ -318,7 +315,7 @@ func (c *Core) staleTail(f []byte) bool {
 		return true
 	}
 	// Epochs it missed between its newest record's and f's (KnowEpoch).
-	next, ok := c.epochs.After(e)
+	next, ok := c.p.Epochs().After(e)
 	return ok && next <= top
 }
 
@@ -327,7 +324,7 @@ func (c *Core) staleTail(f []byte) bool {
 // epoch changes cannot tell from the stream's newest epoch where its own
 // newest epoch was cut, and would keep the cut records of its tail.
 func (c *Core) KnowEpoch(epoch uint32, start uint64) {
-	c.epochs.Add(epoch, start)
+	c.p.Epochs().Add(epoch, start)
 	if !c.r.Started() && !c.taken && c.err == nil {
 		// Before the stream: the store drops a cut tail now (a running
 		// receiver has taken it; its divergence heals it).
@@ -384,7 +381,7 @@ func (c *Core) KnowEpoch(epoch uint32, start uint64) {
 func (c *Core) held() uint64 {
 	top := c.store.Contiguous()
 	if e, ok := c.store.EpochOf(top); ok {
-		if next, ok := c.epochs.After(e); ok && next <= top {
+		if next, ok := c.p.Epochs().After(e); ok && next <= top {
 			return next - 1
 		}
 	}
@@ -480,105 +477,29 @@ func (c *Core) keepSnap() {
 	c.snaps = append(c.snaps, sn)
 }
 
-// persist appends a packet the receiver took, in stream order: a
-// packet ahead of a gap waits in the stash until the gap is filled.
+// persist appends a packet the receiver took, in stream order (the
+// standby stores on arrival: everything it takes counts as delivered):
+// a packet ahead of a gap waits in the Persister until the gap is
+// filled, one of an older epoch is cut at the newer one's start.
 func (c *Core) persist(p []byte) {
-	switch err := c.append(p); {
+	n := c.p.Stats().Appended
+	err := c.p.Offer(c.store, p, ^uint64(0))
+	c.appended(n)
+	switch {
 	case err == nil:
-		c.drainStash()
-	case errors.Is(err, replayer.ErrGap):
-		if _, err := c.stash.Put(p); err != nil {
-			if errors.Is(err, replayer.ErrPendingFull) {
-				err = ErrStashFull
-			}
-			c.fail(fmt.Errorf("standby: member %d: %w (%d bytes wait behind seq %d)", c.cfg.Member, err, c.stash.Bytes(), c.store.Contiguous()+1))
-			return
-		}
-		c.stats.Stashed++
-	case errors.Is(err, replayer.ErrDuplicate), errors.Is(err, errCut):
-		c.stats.Duplicates++
+	case errors.Is(err, replayer.ErrPendingFull):
+		c.fail(fmt.Errorf("standby: member %d: %w: %w (behind seq %d)", c.cfg.Member, ErrStashFull, err, c.store.Contiguous()+1))
 	default:
 		c.fail(fmt.Errorf("standby: member %d: append: %w", c.cfg.Member, err))
 	}
 }
 
-// append appends p to the store, cut at the start of the next
-// epoch when one is known and p's records run into it (a repair of an
-// older epoch resent by a newer primary may straddle the cut).
-func (c *Core) append(p []byte) error {
-	if err := wire.DecodePacket(p, &c.pkt); err != nil {
-		return err
-	}
-	c.epochs.Add(c.pkt.Epoch, c.pkt.EpochStart)
-	if _, ok := c.store.Newest(); !ok && c.pkt.FirstSeq != 1 {
-		// An empty store would take any packet first; the standby's
-		// starts at seq 1, where its State starts.
-		return replayer.ErrGap
-	}
-	if held := c.store.Contiguous(); c.pkt.EpochStart <= held && c.pkt.FirstSeq != c.pkt.EpochStart {
-		// The store's tail past this epoch's start is a cut one (being
-		// healed): nothing of the epoch goes after it; the epoch's first
-		// packet restarts the store at its start, and this one waits.
-		if e, ok := c.store.EpochOf(held); ok && e < c.pkt.Epoch {
-			return replayer.ErrGap
-		}
-	}
-	if limit, ok := c.epochs.After(c.pkt.Epoch); ok && c.pkt.LastSeq() >= limit {
-		if c.pkt.FirstSeq >= limit {
-			return errCut
-		}
-		var err error
-		if p, err = trimPacket(c.trimBuf[:0], p, limit-1); err != nil {
-			return err
-		}
-		c.stats.Truncated++
-	}
-	if err := c.store.Append(p); err != nil {
-		return err
-	}
-	c.stats.Appended++
-	c.dirty = c.cfg.Store.Sync == replayer.SyncInterval
-	c.cont = c.held()
-	return nil
-}
-
-// drainStash appends the stashed packets that now follow the store.
-func (c *Core) drainStash() { c.drainStashTo(^uint64(0)) }
-
-// drainStashTo is drainStash keeping nothing above seq limit: a
-// catch-up to a cut drops the sealed epoch's packets that arrived ahead
-// of a gap and lie above the cut (never stable, and the next epoch
-// replaces them).
-func (c *Core) drainStashTo(limit uint64) {
-	for c.stash.Len() > 0 {
-		p := c.stash.First().Frame
-		if c.stash.First().FirstSeq > limit {
-			c.stash.Drop()
-			c.stats.Duplicates++
-			continue
-		}
-		if limit != ^uint64(0) {
-			if wire.DecodePacket(p, &c.pkt) == nil && c.pkt.LastSeq() > limit {
-				var err error
-				// Its own buffer: append may trim into trimBuf.
-				if p, err = trimPacket(c.cutBuf[:0], p, limit); err != nil {
-					c.stash.Drop()
-					continue
-				}
-				c.cutBuf = p[:0]
-				c.stats.Truncated++
-			}
-		}
-		err := c.append(p)
-		switch {
-		case err == nil, errors.Is(err, replayer.ErrDuplicate), errors.Is(err, errCut):
-			c.stash.Drop()
-		case errors.Is(err, replayer.ErrGap):
-			return
-		default:
-			c.fail(fmt.Errorf("standby: member %d: append: %w", c.cfg.Member, err))
-			return
-		}
+// appended notes what the store took since the Persister's count was n:
+// the bytes wait for an fsync, and what it holds moved.
+func (c *Core) appended(n uint64) {
+	if c.p.Stats().Appended != n {
+		c.dirty = c.cfg.Store.Sync == replayer.SyncInterval
+		c.cont = c.held()
 	}
 }
 
@@ -653,6 +574,11 @@ func (c *Core) HeldEpoch() uint32 {
 // Stats returns the counters.
 func (c *Core) Stats() Stats {
 	st := c.stats
+	ps := c.p.Stats()
+	st.Appended = ps.Appended - st.Fetched
+	st.Stashed = ps.Holds
+	st.Duplicates = ps.Duplicates + ps.CutWhole
+	st.Truncated = ps.Cut - ps.CutWhole
 	st.Contiguous, st.Durable = c.held(), c.store.Durable()
 	return st
 }
@@ -681,20 +607,14 @@ func (c *Core) Fetched(p []byte, cut uint64) error {
 	if _, ok := c.store.Newest(); !ok && c.pkt.FirstSeq != 1 {
 		return fmt.Errorf("standby: fetched packet at seq %d into an empty store: %w", c.pkt.FirstSeq, replayer.ErrGap)
 	}
-	if c.pkt.LastSeq() > cut {
-		var err error
-		if p, err = trimPacket(c.trimBuf[:0], p, cut); err != nil {
-			return err
-		}
-		c.stats.Truncated++
-	}
-	switch err := c.store.Append(p); {
-	case err == nil:
+	n := c.p.Stats().Appended
+	err := c.p.AppendTo(c.store, p, cut)
+	if c.p.Stats().Appended != n {
 		c.stats.Fetched++
-		c.dirty = c.cfg.Store.Sync == replayer.SyncInterval
-		c.cont = c.held()
-		c.drainStashTo(cut)
-	case errors.Is(err, replayer.ErrDuplicate):
+	}
+	c.appended(n)
+	switch {
+	case err == nil, errors.Is(err, replayer.ErrDuplicate):
 	default:
 		return fmt.Errorf("standby: fetched packet at seq %d: %w", c.pkt.FirstSeq, err)
 	}
@@ -846,6 +766,3 @@ func (c *Core) restartReceiver() error {
 	c.r = r
 	return nil
 }
-
-// errCut: a packet wholly above a newer epoch's start (never stored).
-var errCut = errors.New("standby: packet above its epoch's cut")
