@@ -155,10 +155,7 @@ type Agent struct {
 	core    *Core
 	running bool
 
-	// Run's fsync goroutine: one request out at a time (Core.StartSync).
-	syncReq  chan replayer.SyncRequest
-	syncDone chan error
-	pending  replayer.SyncRequest
+	syncer *replayer.Syncer // Run's fsyncs, one out at a time (Core.StartSync)
 
 	contiguous atomic.Uint64 // core.Contiguous, published under mu
 	onFrame    transport.Handler
@@ -224,27 +221,16 @@ func (s *Agent) Run(ctx context.Context) error {
 		stop := context.AfterFunc(ctx, s.waker.Wake)
 		defer stop()
 	}
-	s.syncReq, s.syncDone = make(chan replayer.SyncRequest, 1), make(chan error, 1)
-	var syncWG sync.WaitGroup
-	syncWG.Add(1)
-	go func() {
-		defer syncWG.Done()
-		for req := range s.syncReq {
-			s.syncDone <- req.Run()
-			if s.waker != nil {
-				s.waker.Wake()
-			}
-		}
-	}()
+	var wake func()
+	if s.waker != nil {
+		wake = s.waker.Wake
+	}
+	s.syncer = replayer.NewSyncer(wake)
 	defer func() {
-		s.mu.Lock()
-		out := s.core.syncOut
-		s.mu.Unlock()
-		if out {
-			s.finishSync(<-s.syncDone)
+		if req, err, ok := s.syncer.Wait(); ok {
+			s.finishSync(req, err)
 		}
-		close(s.syncReq)
-		syncWG.Wait()
+		s.syncer.Close()
 		s.mu.Lock()
 		s.running = false
 		s.mu.Unlock()
@@ -265,17 +251,15 @@ func (s *Agent) Poll(wait time.Duration) (int, error) {
 	if err != nil {
 		return 0, fmt.Errorf("standby: member %d: %w", s.cfg.Member, err)
 	}
-	select {
-	case serr := <-s.syncDone:
-		s.finishSync(serr)
-	default:
+	if req, err, ok := s.syncer.Done(); ok {
+		s.finishSync(req, err)
 	}
 	return got, nil
 }
 
-func (s *Agent) finishSync(err error) {
+func (s *Agent) finishSync(req replayer.SyncRequest, err error) {
 	s.mu.Lock()
-	s.core.FinishSync(s.pending, err)
+	s.core.FinishSync(req, err)
 	s.mu.Unlock()
 }
 
@@ -294,8 +278,7 @@ func (s *Agent) DoWork(now int64) (int, error) {
 	s.core.Ack(now)
 	s.sendLocked()
 	if req, ok := s.core.StartSync(); ok {
-		s.pending = req
-		s.syncReq <- req // the channel holds one: never blocks
+		s.syncer.Start(req)
 	}
 	err := s.core.err
 	s.publishLocked()
