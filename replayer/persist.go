@@ -282,6 +282,9 @@ func (p *Persister) AppendTo(s *Store, frame []byte, limit uint64) error {
 	return p.DrainTo(s, limit)
 }
 
+// Appended is Stats().Appended, for a caller that watches it per frame.
+func (p *Persister) Appended() uint64 { return p.stats.Appended }
+
 // Stats returns the counters.
 func (p *Persister) Stats() PersistStats {
 	st := p.stats

@@ -482,7 +482,7 @@ func (c *Core) keepSnap() {
 // a packet ahead of a gap waits in the Persister until the gap is
 // filled, one of an older epoch is cut at the newer one's start.
 func (c *Core) persist(p []byte) {
-	n := c.p.Stats().Appended
+	n := c.p.Appended()
 	err := c.p.Offer(c.store, p, ^uint64(0))
 	c.appended(n)
 	switch {
@@ -497,7 +497,7 @@ func (c *Core) persist(p []byte) {
 // appended notes what the store took since the Persister's count was n:
 // the bytes wait for an fsync, and what it holds moved.
 func (c *Core) appended(n uint64) {
-	if c.p.Stats().Appended != n {
+	if c.p.Appended() != n {
 		c.dirty = c.cfg.Store.Sync == replayer.SyncInterval
 		c.cont = c.held()
 	}
@@ -607,9 +607,9 @@ func (c *Core) Fetched(p []byte, cut uint64) error {
 	if _, ok := c.store.Newest(); !ok && c.pkt.FirstSeq != 1 {
 		return fmt.Errorf("standby: fetched packet at seq %d into an empty store: %w", c.pkt.FirstSeq, replayer.ErrGap)
 	}
-	n := c.p.Stats().Appended
+	n := c.p.Appended()
 	err := c.p.AppendTo(c.store, p, cut)
-	if c.p.Stats().Appended != n {
+	if c.p.Appended() != n {
 		c.stats.Fetched++
 	}
 	c.appended(n)
