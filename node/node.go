@@ -9,6 +9,7 @@ import (
 	"time"
 	"unsafe"
 
+	"github.com/seqd/seqd/internal/agent"
 	"github.com/seqd/seqd/receiver"
 	"github.com/seqd/seqd/transport"
 )
@@ -48,9 +49,12 @@ type Node struct {
 	user   Handler
 	start  time.Time
 	onRecv transport.Handler // method value built once
-	idle   transport.Idle    // Run goroutine only
-	yield  transport.Yield   // Run goroutine only
+	spin   time.Duration     // SetIdleSpin
+	run    *agent.Runner     // Run's loop: idling, yielding, the clock
 	waker  transport.Waker   // the client's, if it has one
+	// rewindPending: the rewind opens once the first live packet fixed
+	// the session (Run goroutine only).
+	rewindPending bool
 	// sourcer and peers reach Config.Replayers: peers[i] is the Peer of
 	// receiver.Source i+1.
 	sourcer transport.Sourcer
@@ -157,82 +161,89 @@ func New(cfg Config, h Handler, client transport.Client) (*Node, error) {
 
 // SetIdleSpin makes Run poll without blocking for d after each frame
 // (see transport.Idle): lower latency for a busy core. Call it before Run.
-func (n *Node) SetIdleSpin(d time.Duration) { n.idle.Spin = d }
+func (n *Node) SetIdleSpin(d time.Duration) { n.spin = d }
 
 // Run drives the node until ctx is done or the core stops with a fatal
 // error (ErrUnrecoverable, ErrDiverged, ErrSuperseded, ...), which it
 // returns; a transport error is returned too. Handler callbacks run on
 // this goroutine.
 func (n *Node) Run(ctx context.Context) error {
-	got := 0
-	var now int64 // the last iteration's reading: idleWait needs no fresh one
+	cfg := agent.DefaultConfig()
+	cfg.Spin, cfg.Clock = n.spin, n.tick
+	if n.waker == nil {
+		cfg.MaxWait = maxPollWait
+	}
+	r, err := agent.NewRunner(cfg)
+	if err != nil {
+		return n.finish(err)
+	}
+	n.run = r
 	// The rewind opens once the first live packet fixed the session (the
 	// request names it, so a replayer of another session refuses instead
 	// of streaming packets this node would fence).
-	rewindPending := n.cfg.Rewind && len(n.rewindAddrs) > 0 && n.rw == nil && !n.core.RewindCaughtUp()
+	n.rewindPending = n.cfg.Rewind && len(n.rewindAddrs) > 0 && n.rw == nil && !n.core.RewindCaughtUp()
 	defer n.closeRewind()
-	for {
-		if err := ctx.Err(); err != nil {
-			return n.finish(err)
-		}
-		wait := n.idle.Wait(got, n.idleWait(now))
-		if wait > 0 {
-			// polling is set before ops is checked, and Send appends to
-			// ops before it reads polling: either Run sees the op, or
-			// Send sees polling and wakes the Poll. A Poll that does
-			// not block needs no wake.
-			n.polling.Store(true)
-			n.mu.Lock()
-			if len(n.ops) > 0 {
-				wait = 0
-			}
-			n.mu.Unlock()
-			// Likewise a rewind chunk pushed before polling was set.
-			if n.rw != nil && n.core.Started() && (n.rw.ready() || len(n.rw.errc) > 0) {
-				wait = 0
-			}
-		}
-		var err error
-		got, err = n.client.Poll(n.onRecv, wait)
-		n.polling.Store(false)
-		if err != nil {
-			return n.finish(err)
-		}
-		now = n.tick()
-		n.nowValid = false
-		if rewindPending && n.core.Started() {
-			rewindPending = false
-			if !n.core.RewindCaughtUp() {
-				n.openRewind()
-			}
-		}
-		if n.rw != nil {
-			if err := n.pumpRewind(now); err != nil {
-				return n.finish(err)
-			}
-		}
-		n.applyOps(now)
-		n.core.Tick(now)
-		n.publish()
-		if err := n.core.Err(); err != nil {
-			return n.finish(err)
-		}
-		// Only a closed transport is fatal: anything else a Flush reports
-		// is loss, which the transport counts and the protocol repairs
-		// (commands are resent until acked).
-		if err := n.client.Flush(); errors.Is(err, transport.ErrClosed) {
-			return n.finish(err)
-		}
+	return n.finish(r.Run(ctx, n))
+}
+
+// Poll steps the frames that come within wait into the core
+// (agent.Agent). Before a Poll that may block it makes sure no command
+// queued by another goroutine, and no rewind chunk, waits unseen.
+func (n *Node) Poll(wait time.Duration) (int, error) {
+	n.nowValid = false // the batch's frames read the clock afresh
+	if wait > 0 {
+		// polling is set before ops is checked, and Send appends to
+		// ops before it reads polling: either Run sees the op, or
+		// Send sees polling and wakes the Poll. A Poll that does
+		// not block needs no wake.
+		n.polling.Store(true)
 		n.mu.Lock()
-		err = n.sendErr
-		n.mu.Unlock()
-		if err != nil {
-			return n.finish(err)
+		if len(n.ops) > 0 {
+			wait = 0
 		}
-		// Out of the scheduler's sight for long, this loop would lose its
-		// P at every sysmon tick it spends in epoll_wait (transport.Yield).
-		n.yield.Maybe(now)
+		n.mu.Unlock()
+		// Likewise a rewind chunk pushed before polling was set.
+		if n.rw != nil && n.core.Started() && (n.rw.ready() || len(n.rw.errc) > 0) {
+			wait = 0
+		}
 	}
+	got, err := n.client.Poll(n.onRecv, wait)
+	n.polling.Store(false)
+	return got, err
+}
+
+// DoWork opens or pumps the rewind, applies the queued requests, ticks
+// the core, hands its output to the client and flushes it (agent.Agent);
+// a fatal core error, a closed transport or a failed send ends Run.
+func (n *Node) DoWork(now int64) (int, error) {
+	n.nowValid = false
+	if n.rewindPending && n.core.Started() {
+		n.rewindPending = false
+		if !n.core.RewindCaughtUp() {
+			n.openRewind()
+		}
+	}
+	if n.rw != nil {
+		if err := n.pumpRewind(now); err != nil {
+			return 0, err
+		}
+	}
+	n.applyOps(now)
+	n.core.Tick(now)
+	n.publish()
+	if err := n.core.Err(); err != nil {
+		return 0, err
+	}
+	// Only a closed transport is fatal: anything else a Flush reports
+	// is loss, which the transport counts and the protocol repairs
+	// (commands are resent until acked).
+	if err := n.client.Flush(); errors.Is(err, transport.ErrClosed) {
+		return 0, err
+	}
+	n.mu.Lock()
+	err := n.sendErr
+	n.mu.Unlock()
+	return 0, err
 }
 
 func (n *Node) monotonic() int64 { return int64(time.Since(n.start)) }
@@ -255,38 +266,40 @@ func (n *Node) tick() int64 {
 
 // maxIdleWait bounds a Poll of Run when the core has no timed work due
 // sooner (a node hears heartbeats far more often anyway), so that timed
-// work idleWait does not know of costs at most this much delay.
-const maxIdleWait = 100 * time.Millisecond
+// work NextDue does not know of costs at most this much delay.
+const maxIdleWait = agent.DefaultMaxWait
 
-// idleWait is how long Run may block in Poll as of now: until the core's
-// next timed work (a NAK, a resend, a local timer, the command frame's
-// flush delay), at most maxIdleWait; 0 when work is due. Commands from
-// other goroutines wake the Poll (transport.Waker); over a client that
-// cannot be woken, Run keeps to maxPollWait. An idle node then wakes for
-// the stream's heartbeats only, not every millisecond. It reads the
+// NextDue is the core's next timed work (a NAK, a resend, a local timer,
+// the command frame's flush delay), as the runner's clock reads it
+// (agent.Agent); due now when the core has failed. The runner waits at
+// most maxIdleWait; commands from other goroutines wake the Poll
+// (transport.Waker). Over a client that cannot be woken it reports
+// nothing, and the runner keeps to maxPollWait. An idle node then wakes
+// for the stream's heartbeats only, not every millisecond. It reads the
 // Core's fields (same package) and allocates nothing.
-func (n *Node) idleWait(now int64) time.Duration {
+func (n *Node) NextDue() (int64, bool) {
 	if n.waker == nil {
-		return maxPollWait
+		return 0, false
 	}
 	c := n.core
+	now := n.run.Now()
 	if c.err != nil {
-		return 0
+		return now, true
 	}
-	due := int64(maxIdleWait)
+	due := now + int64(maxIdleWait)
 	if at, ok := c.r.NextDue(); ok {
-		due = min(due, at-now)
+		due = min(due, at)
 	}
 	if at, ok := c.resendDue(); ok {
-		due = min(due, at-now)
+		due = min(due, at)
 	}
 	for i := range c.localTimers {
-		due = min(due, c.localTimers[i].at-now)
+		due = min(due, c.localTimers[i].at)
 	}
 	if c.frameOpen {
-		due = min(due, c.frameSince+int64(c.cfg.FlushDelay)-now)
+		due = min(due, c.frameSince+int64(c.cfg.FlushDelay))
 	}
-	return time.Duration(max(0, due))
+	return due, true
 }
 
 // receive is the transport handler: one frame into the Core. Malformed

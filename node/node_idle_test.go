@@ -95,6 +95,6 @@ func TestNode_BusyLoopYieldsToTheScheduler(t *testing.T) {
 		n.clock = func() int64 { mono += int64(tc.Step); return mono }
 		_ = n.Run(ctx)
 		cancel()
-		tc.Check(t, n.yield.Count(), time.Duration(mono))
+		tc.Check(t, n.run.Yields(), time.Duration(mono))
 	}
 }

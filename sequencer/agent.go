@@ -6,23 +6,27 @@ import (
 	"sync"
 	"time"
 
+	"github.com/seqd/seqd/internal/agent"
 	"github.com/seqd/seqd/transport"
 )
 
-// Agent is the thin shell that runs a Core over a transport.Server: one
-// goroutine polls frames, steps them into the core, flushes when the input
-// is drained (the idle flush), ticks, and flushes the transport. The core
+// Agent is the thin shell that runs a Core over a transport.Server, an
+// agent.Agent run by an agent.Runner: each iteration polls frames and
+// steps them into the core (Poll), then flushes when the input is drained
+// (the idle flush), ticks, and flushes the transport (DoWork). The core
 // never sees a socket, a goroutine or a clock: the agent reads its clock
 // once per poll batch (at the batch's first frame, or after the poll when
-// none came) and hands that reading to every call of the iteration.
+// none came; the runner's reading is that one) and hands that reading to
+// every call of the iteration.
 type Agent struct {
-	core  *Core
-	srv   transport.Server
-	clock func() Time
-	now   Time // this iteration's reading
-	fresh bool // now was read in this iteration
-	idle  transport.Idle
-	yield transport.Yield // Run goroutine only
+	core     *Core
+	srv      transport.Server
+	clock    func() Time
+	now      Time // this iteration's reading
+	fresh    bool // now was read in this iteration
+	run      *agent.Runner
+	spin     time.Duration // SetIdleSpin
+	lastSnap int64         // mono of the last snapshot
 
 	onFrame transport.Handler
 	// stableFn turns standby acks into stable (SetStableFunc); acks is
@@ -100,11 +104,8 @@ func newAgent(cfg Config, srv transport.Server, clock func() Time, t *Takeover) 
 
 // maxIdleWait bounds a Poll of Run when the core has no timed work due
 // sooner, so that a change Run cannot see (a bug, a new kind of timed work
-// not listed in idleWait) costs at most this much delay.
-const maxIdleWait = 100 * time.Millisecond
-
-// idleWait is how long Run may block in Poll: IdleWait of its core.
-func (a *Agent) idleWait() time.Duration { return IdleWait(a.core) }
+// not listed in IdleWait) costs at most this much delay.
+const maxIdleWait = agent.DefaultMaxWait
 
 // IdleWait is how long a shell running c may block waiting for input:
 // until the core's next timed work, as of the last clock reading (the
@@ -152,7 +153,7 @@ func (a *Agent) SetStableFunc(f StableFunc) {
 
 // SetIdleSpin makes Run poll without blocking for d after each frame
 // (see transport.Idle): lower latency for a busy core. Call it before Run.
-func (a *Agent) SetIdleSpin(d time.Duration) { a.idle.Spin = d }
+func (a *Agent) SetIdleSpin(d time.Duration) { a.spin = d }
 
 // Core returns the state machine. Use it only before Run starts or after it
 // returns; while it runs, read Stats and Published instead.
@@ -178,41 +179,63 @@ func (a *Agent) read() Time {
 // error other than transport.ErrClosed does not stop it: output the
 // network refused is loss, counted by the transport.
 func (a *Agent) Run(ctx context.Context) error {
-	a.core.Flush(a.read())
-	lastSnap := a.now.Mono
-	got := 0
-	for {
-		if err := ctx.Err(); err != nil {
-			a.snapshot()
-			return err
-		}
-		var err error
-		a.fresh = false
-		if got, err = a.srv.Poll(a.onFrame, a.idle.Wait(got, a.idleWait())); err != nil {
-			a.snapshot()
-			return err
-		}
-		now := a.read()
-		if a.stableFn != nil && a.core.PendingStandbyAcks() {
-			a.takeAcks()
-		}
-		a.core.Flush(now)
-		a.core.Tick(now)
-		// Only a closed transport is fatal: anything else a Flush reports
-		// is loss, which the transport counts and the protocol repairs.
-		if err := a.srv.Flush(); errors.Is(err, transport.ErrClosed) {
-			a.snapshot()
-			return err
-		}
-		if now.Mono-lastSnap > int64(50*time.Millisecond) {
-			lastSnap = now.Mono
-			a.snapshot()
-		}
-		// Out of the scheduler's sight for long, this loop would lose its
-		// P at every sysmon tick it spends in epoll_wait (transport.Yield).
-		a.yield.Maybe(now.Mono)
+	if err := a.start(); err != nil {
+		return err
 	}
+	err := a.run.Run(ctx, a)
+	a.snapshot()
+	return err
 }
+
+// start builds the runner and publishes the core's first records.
+func (a *Agent) start() error {
+	cfg := agent.DefaultConfig()
+	cfg.Spin, cfg.Clock = a.spin, a.mono
+	r, err := agent.NewRunner(cfg)
+	if err != nil {
+		return err
+	}
+	a.run = r
+	a.core.Flush(a.read())
+	a.lastSnap = a.now.Mono
+	return nil
+}
+
+// mono is the runner's clock: this iteration's reading.
+func (a *Agent) mono() int64 { return a.read().Mono }
+
+// Poll steps the frames that come within wait into the core
+// (agent.Agent).
+func (a *Agent) Poll(wait time.Duration) (int, error) {
+	a.fresh = false
+	return a.srv.Poll(a.onFrame, wait)
+}
+
+// DoWork hands the standby acks to the StableFunc, flushes, ticks and
+// flushes the transport (agent.Agent); only a closed transport is an
+// error.
+func (a *Agent) DoWork(int64) (int, error) {
+	now := a.read()
+	if a.stableFn != nil && a.core.PendingStandbyAcks() {
+		a.takeAcks()
+	}
+	a.core.Flush(now)
+	a.core.Tick(now)
+	// Only a closed transport is fatal: anything else a Flush reports
+	// is loss, which the transport counts and the protocol repairs.
+	if err := a.srv.Flush(); errors.Is(err, transport.ErrClosed) {
+		return 0, err
+	}
+	if now.Mono-a.lastSnap > int64(50*time.Millisecond) {
+		a.lastSnap = now.Mono
+		a.snapshot()
+	}
+	return 0, nil
+}
+
+// NextDue is the core's next timed work (IdleWait) as of this
+// iteration's reading (agent.Agent).
+func (a *Agent) NextDue() (int64, bool) { return a.now.Mono + int64(IdleWait(a.core)), true }
 
 // takeAcks hands the pending standby acks to the StableFunc and its
 // answer to the core.

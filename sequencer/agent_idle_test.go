@@ -130,6 +130,6 @@ func TestAgent_BusyLoopYieldsToTheScheduler(t *testing.T) {
 		}
 		_ = a.Run(ctx)
 		cancel()
-		tc.Check(t, a.yield.Count(), time.Duration(mono))
+		tc.Check(t, a.run.Yields(), time.Duration(mono))
 	}
 }

@@ -65,6 +65,7 @@ type Runner struct {
 	now     int64 // the last iteration's reading
 	frames  int   // what the last Poll delivered
 	waited  uint64
+	started bool // now holds a reading
 }
 
 // NewRunner validates cfg and returns a Runner.
@@ -105,7 +106,7 @@ func (r *Runner) Once(a Agent) error {
 		return err
 	}
 	r.frames = frames
-	r.now = r.clock()
+	r.now, r.started = r.clock(), true
 	if _, err := a.DoWork(r.now); err != nil {
 		return err
 	}
@@ -114,8 +115,12 @@ func (r *Runner) Once(a Agent) error {
 }
 
 // Wait is how long the next Poll may block: until a's next timed work as
-// of the last reading, at most MaxWait, 0 while spinning.
+// of the last reading, at most MaxWait, 0 while spinning. The first
+// Poll does not block: there is no reading yet to count from.
 func (r *Runner) Wait(a Agent) time.Duration {
+	if !r.started {
+		return 0
+	}
 	w := r.maxWait
 	if due, ok := a.NextDue(); ok {
 		w = min(w, time.Duration(max(0, due-r.now)))
