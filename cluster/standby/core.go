@@ -19,8 +19,8 @@ import (
 //
 // What the Core does with each frame, in the receiver's order: persist
 // (append to the store in stream order, packets ahead of a gap held in
-// a stash), send (the receiver's NAKs, queued for Ready), deliver (apply
-// to the State). A turn of the shell then asks for the ack (Ack: the
+// the Persister), send (the receiver's NAKs, queued for Ready), deliver
+// (apply to the State). A turn of the shell then asks for the ack (Ack: the
 // highest seq held, or fsynced, at once when it moved, or as a
 // keepalive) and starts the fsync that is due (StartSync), after the
 // ack: a written ack waits for no fsync.
@@ -503,7 +503,7 @@ func (c *Core) appended(n uint64) {
 	}
 }
 
-// ack sends the ack when the acked seq moved (at once: stable
+// Ack puts the ack in Ready when the acked seq moved (at once: stable
 // waits for it), or as a keepalive. Nothing is acked for a sealed epoch.
 func (c *Core) Ack(now int64) {
 	if !c.r.Started() || c.err != nil {
@@ -622,15 +622,15 @@ func (c *Core) Fetched(p []byte, cut uint64) error {
 }
 
 // Takeover hands the standby's stream to a new primary whose epoch starts
-// at cut+1: the State applied up to exactly cut (the live one, brought
-// forward from the store, or rebuilt from a snapshot when it applied
-// beyond the cut) and the store as History, which answers NAKs at or
-// below the cut (the Core never serves above it, and FetchRange stops
-// there too). A store that holds records above the cut keeps them on
-// disk: they must never be appended after (the next epoch's packets go
-// to a fresh store). The store is synced first. From then on the standby is
-// done: Run returns nil, and the History belongs to the primary's
-// goroutine (its reads take the standby's lock, shared with FetchRange).
+// at cut+1: it returns the State applied up to exactly cut (the live one,
+// brought forward from the store, or rebuilt from a snapshot when it
+// applied beyond the cut), and the store becomes the primary's History,
+// which answers NAKs at or below the cut (the sequencer's Core never
+// serves above it, and FetchRange stops there too). A store that holds
+// records above the cut keeps them on disk: they must never be appended
+// after (the next epoch's packets go to a fresh store). The store is
+// synced first (unless an fsync is out). From then on the Core takes no
+// frame.
 func (c *Core) Takeover(cut uint64) (*sequencer.State, error) {
 	switch {
 	case c.taken:
@@ -688,8 +688,9 @@ func (c *Core) Close() error {
 	return c.store.Close()
 }
 
-// FetchRange serves the store to a fetch server (see cluster.FetchSource), under
-// the standby's lock.
+// FetchRange appends to dst, as fetch answer frames, the stored packets
+// that carry records of from..to (see cluster.FetchSource), nothing above
+// what the store holds of the stream (nor above a Takeover's cut).
 func (c *Core) FetchRange(dst []byte, from, to uint64, maxBytes int) ([]byte, uint64, bool, uint64, error) {
 	held := c.held()
 	if c.taken {

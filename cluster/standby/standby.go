@@ -134,7 +134,7 @@ type Stats struct {
 	Durable      uint64 // highest seq fsynced
 	Acked        uint64 // last seq acked
 	ReceiverErrs uint64 // malformed frames counted by the receiver
-	Healed       uint64 // divergences recovered: records past a cut dropped (see healLocked)
+	Healed       uint64 // divergences recovered: records past a cut dropped (see Core.heal)
 }
 
 // Agent follows the stream as a standby sequencer (see the package
