@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/seqd/seqd/cluster/standby"
+	"github.com/seqd/seqd/cluster/standby/standbytest"
 )
 
 // fetchFrom serves s's store from a FetchServer on loopback until the
@@ -32,7 +33,7 @@ func fetchFrom(t testing.TB, s *standby.Agent) *FetchServer {
 // holding pkts.
 func peerServing(t testing.TB, pkts [][]byte) *FetchServer {
 	t.Helper()
-	full := newStandby(t, standbyConfig(t, 2), &fakeClient{})
+	full := newStandby(t, standbyConfig(t, 2), &standbytest.Client{})
 	for _, p := range pkts {
 		full.Step(p, 0)
 	}
@@ -43,15 +44,15 @@ func peerServing(t testing.TB, pkts [][]byte) *FetchServer {
 // epoch fetches it from another member's FetchServer, cut exactly at the
 // cut, and takes over with the stream's State there.
 func TestFetch_CatchUpFromAPeer(t *testing.T) {
-	src := newStream(t)
-	pkts := src.commands(t, 300)
+	src := standbytest.NewStream(t)
+	pkts := src.Commands(t, 300)
 	fs := peerServing(t, pkts)
 
-	behind := newStandby(t, standbyConfig(t, 3), &fakeClient{})
+	behind := newStandby(t, standbyConfig(t, 3), &standbytest.Client{})
 	for _, p := range pkts[:40] {
 		behind.Step(p, 0)
 	}
-	cut := src.core.Published() - 7
+	cut := src.Core.Published() - 7
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	if err := behind.CatchUp(ctx, cut, []string{"127.0.0.1:1", fs.Addr().String()}); err != nil {
@@ -64,17 +65,17 @@ func TestFetch_CatchUpFromAPeer(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !bytes.Equal(tk.State.Snapshot(), referenceState(t, pkts, cut).Snapshot()) {
+	if !bytes.Equal(tk.State.Snapshot(), standbytest.ReferenceState(t, pkts, cut).Snapshot()) {
 		t.Fatal("state after catch-up differs from the stream's at the cut")
 	}
 
 	// A range the server does not hold ends with what it holds.
-	held, err := Fetch(ctx, fs.Addr().String(), src.core.Published()+1, src.core.Published()+5, func([]byte) error {
+	held, err := Fetch(ctx, fs.Addr().String(), src.Core.Published()+1, src.Core.Published()+5, func([]byte) error {
 		t.Error("a packet beyond what the server holds")
 		return nil
 	})
-	if err != nil || held != src.core.Published() {
-		t.Fatalf("Fetch beyond the end: held %d, %v; want %d", held, err, src.core.Published())
+	if err != nil || held != src.Core.Published() {
+		t.Fatalf("Fetch beyond the end: held %d, %v; want %d", held, err, src.Core.Published())
 	}
 	if _, err := Fetch(ctx, fs.Addr().String(), 5, 3, nil); !errors.Is(err, ErrFetchRange) {
 		t.Fatalf("Fetch 5..3: %v, want ErrFetchRange", err)
@@ -103,11 +104,11 @@ func TestFetch_CatchUpFromAPeer(t *testing.T) {
 // that waited ahead of a gap and lie above the cut are not stored when
 // the catch-up fills the gap: the store ends at the cut.
 func TestStandby_CatchUpDropsStashAboveTheCut(t *testing.T) {
-	src := newStream(t)
-	pkts := src.commands(t, 30)
+	src := standbytest.NewStream(t)
+	pkts := src.Commands(t, 30)
 	fs := peerServing(t, pkts)
 
-	s := newStandby(t, standbyConfig(t, 3), &fakeClient{})
+	s := newStandby(t, standbyConfig(t, 3), &standbytest.Client{})
 	for i, p := range pkts {
 		if i != 10 { // lost: everything after it waits in the stash
 			s.Step(p, 0)
@@ -117,7 +118,7 @@ func TestStandby_CatchUpDropsStashAboveTheCut(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	cut := src.core.Published() - 5
+	cut := src.Core.Published() - 5
 	if held >= cut || s.Stats().Stashed == 0 {
 		t.Fatalf("held %d stashed %d: the test needs a gap below the cut and packets stashed", held, s.Stats().Stashed)
 	}
@@ -133,7 +134,7 @@ func TestStandby_CatchUpDropsStashAboveTheCut(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !bytes.Equal(tk.State.Snapshot(), referenceState(t, pkts, cut).Snapshot()) {
+	if !bytes.Equal(tk.State.Snapshot(), standbytest.ReferenceState(t, pkts, cut).Snapshot()) {
 		t.Fatal("state at the cut differs from the stream's")
 	}
 }

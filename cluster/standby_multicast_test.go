@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/seqd/seqd/cluster/standby"
+	"github.com/seqd/seqd/cluster/standby/standbytest"
 	"github.com/seqd/seqd/multicast"
 	"github.com/seqd/seqd/receiver"
 	"github.com/seqd/seqd/sequencer"
@@ -70,7 +71,7 @@ func startTail(t *testing.T, mc multicast.Config) *tail {
 		t.Fatal(err)
 	}
 	rc := receiver.DefaultConfig()
-	rc.Session, rc.ReadOnly, rc.Rewind, rc.RewindFrom = testSession, true, true, 1
+	rc.Session, rc.ReadOnly, rc.Rewind, rc.RewindFrom = standbytest.Session, true, true, 1
 	rc.PendingRecords = 1 << 12
 	r, err := receiver.New(rc)
 	if err != nil {
@@ -88,7 +89,7 @@ func startTail(t *testing.T, mc multicast.Config) *tail {
 		tl.mu.Lock()
 		for _, m := range rd.Deliver {
 			tl.msgs = append(tl.msgs, delivered{m.Seq, m.Epoch, m.Account, m.CmdSeq, m.Flags})
-			if m.Account == acctA && m.Flags&wire.FlagInternal == 0 {
+			if m.Account == standbytest.Alice && m.Flags&wire.FlagInternal == 0 {
 				tl.maxCmd = max(tl.maxCmd, m.CmdSeq)
 			}
 		}
@@ -162,7 +163,7 @@ func newSender(t *testing.T, mc multicast.Config) *sender {
 func (s *sender) send(t *testing.T, from, to uint64, what string, done func() bool) {
 	t.Helper()
 	var w wire.CommandWriter
-	if err := w.Reset(make([]byte, 1400), acctA, 1, 0, testSession); err != nil {
+	if err := w.Reset(make([]byte, 1400), standbytest.Alice, 1, 0, standbytest.Session); err != nil {
 		t.Fatal(err)
 	}
 	for q := from; q <= to; q++ {
@@ -233,7 +234,7 @@ func startPrimary(t *testing.T, mc multicast.Config, epoch uint32, self uint64, 
 	if err != nil {
 		t.Fatal(err)
 	}
-	cfg := seqConfig(epoch, cut+1)
+	cfg := standbytest.SeqConfig(epoch, cut+1)
 	var a *sequencer.Agent
 	if tk != nil {
 		a, err = sequencer.NewPrimaryAgent(cfg, srv, sequencer.SystemClock(), *tk)
@@ -390,7 +391,7 @@ func TestCluster_FailoverContinuesTheStream(t *testing.T) {
 		if want := uint32(1 + btoi(m.seq > cut)); m.epoch != want {
 			t.Fatalf("tail: seq %d in epoch %d, want %d (cut %d)", m.seq, m.epoch, want, cut)
 		}
-		if m.acct == acctA && m.flags&wire.FlagInternal == 0 {
+		if m.acct == standbytest.Alice && m.flags&wire.FlagInternal == 0 {
 			seen[m.cmdSeq]++
 		}
 	}

@@ -4,6 +4,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/seqd/seqd/cluster/standby/standbytest"
 	"github.com/seqd/seqd/sequencer"
 	"github.com/seqd/seqd/transport"
 	"github.com/seqd/seqd/wire"
@@ -66,9 +67,9 @@ func (s *recordServer) Close() error                                       { ret
 // leader (CI: TCP nodes never delivered the new epoch). A repair is a
 // packet already stored, by the primary's ring or by the history.
 func TestTeeSink_RepairFromTheHistoryToEveryone(t *testing.T) {
-	src := newStream(t)
-	pkts := src.commands(t, 30)
-	s := newStandby(t, standbyConfig(t, 2), &fakeClient{})
+	src := standbytest.NewStream(t)
+	pkts := src.Commands(t, 30)
+	s := newStandby(t, standbyConfig(t, 2), &standbytest.Client{})
 	for _, p := range pkts {
 		s.Step(p, 0)
 	}
@@ -80,7 +81,7 @@ func TestTeeSink_RepairFromTheHistoryToEveryone(t *testing.T) {
 	hist := &reentryStore{RetransmitStore: tk.History}
 	tk.History = hist
 	srv := &recordServer{}
-	cfg := seqConfig(2, cut+1)
+	cfg := standbytest.SeqConfig(2, cut+1)
 	if cfg.MulticastRepairWindow == 0 {
 		t.Fatal("the default config repairs by unicast only: the case is not exercised")
 	}
@@ -88,11 +89,11 @@ func TestTeeSink_RepairFromTheHistoryToEveryone(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	now := sequencer.Time{Mono: int64(time.Second), Wall: src.now + 1}
+	now := sequencer.Time{Mono: int64(time.Second), Wall: src.Now + 1}
 	core.Flush(now)
 	live := len(srv.published)
 
-	nak, err := wire.AppendNak(make([]byte, wire.NakBytes), &wire.Nak{Epoch: 2, Session: testSession, FromSeq: 15, ToSeq: cut})
+	nak, err := wire.AppendNak(make([]byte, wire.NakBytes), &wire.Nak{Epoch: 2, Session: standbytest.Session, FromSeq: 15, ToSeq: cut})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -151,9 +152,9 @@ func (s *retainServer) MaxRetainedBytes() int { return 64 << 10 } // seqConfig's
 // packets by reference when the transport can (no copy on the way to the
 // kernel), and each still reaches its store.
 func TestTeeSink_RetainsAndStores(t *testing.T) {
-	src := newStream(t)
-	s := newStandby(t, standbyConfig(t, 2), &fakeClient{})
-	for _, p := range src.commands(t, 10) {
+	src := standbytest.NewStream(t)
+	s := newStandby(t, standbyConfig(t, 2), &standbytest.Client{})
+	for _, p := range src.Commands(t, 10) {
 		s.Step(p, 0)
 	}
 	const cut = 10
@@ -162,11 +163,11 @@ func TestTeeSink_RetainsAndStores(t *testing.T) {
 		t.Fatal(err)
 	}
 	srv := &retainServer{}
-	core, err := sequencer.NewPrimary(seqConfig(2, cut+1), teeSink{srv: srv, store: tk.History}, tk)
+	core, err := sequencer.NewPrimary(standbytest.SeqConfig(2, cut+1), teeSink{srv: srv, store: tk.History}, tk)
 	if err != nil {
 		t.Fatal(err)
 	}
-	now := sequencer.Time{Mono: int64(time.Second), Wall: src.now + 1}
+	now := sequencer.Time{Mono: int64(time.Second), Wall: src.Now + 1}
 	core.Flush(now)
 	if srv.retained == 0 {
 		t.Fatal("the primary's first packet was published by copy: the teeSink does not pass the transport's retention on")

@@ -3,6 +3,7 @@ package standby
 import (
 	"testing"
 
+	"github.com/seqd/seqd/cluster/standby/standbytest"
 	"github.com/seqd/seqd/wire"
 )
 
@@ -10,9 +11,9 @@ import (
 // the stash behind a gap, and go to the store when the gap fills,
 // allocate nothing per packet.
 func TestStandby_StashPathAllocatesNothing(t *testing.T) {
-	src := newStream(t)
-	pkts := src.commands(t, 1000)
-	s := newStandby(t, standbyConfig(t, 2), &fakeClient{})
+	src := standbytest.NewStream(t)
+	pkts := src.Commands(t, 1000)
+	s := newStandby(t, standbyConfig(t, 2), &standbytest.Client{})
 	i := 0
 	round := func() {
 		s.mu.Lock()

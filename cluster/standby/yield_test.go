@@ -5,6 +5,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/seqd/seqd/cluster/standby/standbytest"
 	"github.com/seqd/seqd/transport"
 	"github.com/seqd/seqd/transport/transporttest"
 )
@@ -12,7 +13,7 @@ import (
 // steppedClient is a standby's client whose every Poll returns at once,
 // moves the fake clock on by step and, at the stopAt'th, cancels Run.
 type steppedClient struct {
-	fakeClient
+	standbytest.Client
 	mono          *int64
 	step          time.Duration
 	polls, stopAt int
