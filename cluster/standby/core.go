@@ -212,6 +212,13 @@ func (c *Core) Contiguous() uint64 { return c.cont }
 // Taken reports whether Takeover handed the stream over.
 func (c *Core) Taken() bool { return c.taken }
 
+// Syncing reports whether StartSync's fsync is out (not finished).
+func (c *Core) Syncing() bool { return c.syncOut }
+
+// Store is the store: the History a new primary reads after Takeover,
+// and what the owner reads under the lock that serialises the Core.
+func (c *Core) Store() *replayer.Store { return c.store }
+
 // heal recovers from a divergence: frame f begins an epoch at a seq
 // this standby already holds and applied (it was not in the sealing
 // quorum, or it restarted on a store that holds the deposed primary's

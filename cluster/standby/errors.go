@@ -22,3 +22,6 @@ var (
 	// ErrCatchUp: no peer supplied what CatchUp lacks up to the cut.
 	ErrCatchUp = errors.New("standby: catch-up incomplete")
 )
+
+// errTaken ends Run's loop after a Takeover (Run returns nil).
+var errTaken = errors.New("standby: taken over (Run's loop ends)")

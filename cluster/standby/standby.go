@@ -154,6 +154,7 @@ type Agent struct {
 	mu      sync.Mutex
 	core    *Core
 	running bool
+	now     int64 // the last DoWork's reading
 
 	syncer *replayer.Syncer // Run's fsyncs, one out at a time (Core.StartSync)
 
@@ -181,9 +182,6 @@ func New(cfg Config, client transport.Client) (*Agent, error) {
 	return s, nil
 }
 
-// errTaken ends Run's loop after a Takeover (Run returns nil).
-var errTaken = errors.New("standby: taken over (Run's loop ends)")
-
 // Run follows the stream until ctx ends (it returns ctx.Err()), Takeover
 // (nil), or a fatal error: the transport closed, the store failed, the
 // receiver stopped (ErrUnrecoverable: what it lacks is gone from every
@@ -192,8 +190,8 @@ var errTaken = errors.New("standby: taken over (Run's loop ends)")
 // (Takeover hands it over; Close closes it).
 func (s *Agent) Run(ctx context.Context) error {
 	s.mu.Lock()
-	if s.running || s.core.taken || s.core.err != nil {
-		err := s.core.err
+	if s.running || s.core.Taken() || s.core.Err() != nil {
+		err := s.core.Err()
 		if err == nil {
 			err = fmt.Errorf("%w: or already running", ErrTakenOver)
 		}
@@ -270,17 +268,18 @@ func (s *Agent) finishSync(req replayer.SyncRequest, err error) {
 // of a safe message), and the transport flushed.
 func (s *Agent) DoWork(now int64) (int, error) {
 	s.mu.Lock()
-	if s.core.taken {
+	if s.core.Taken() {
 		s.mu.Unlock()
 		return 0, errTaken
 	}
+	s.now = now
 	s.core.Tick(now)
 	s.core.Ack(now)
 	s.sendLocked()
 	if req, ok := s.core.StartSync(); ok {
 		s.syncer.Start(req)
 	}
-	err := s.core.err
+	err := s.core.Err()
 	s.publishLocked()
 	s.mu.Unlock()
 	if err != nil {
@@ -299,8 +298,8 @@ func (s *Agent) NextDue() (int64, bool) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	due, ok := s.core.NextDue()
-	if s.core.syncOut && s.waker == nil {
-		due, ok = minDue(due, ok, s.core.now+int64(max(s.cfg.Store.SyncInterval, minSyncWait)))
+	if s.core.Syncing() && s.waker == nil {
+		due, ok = minDue(due, ok, s.now+int64(max(s.cfg.Store.SyncInterval, minSyncWait)))
 	}
 	return due, ok
 }
@@ -308,7 +307,7 @@ func (s *Agent) NextDue() (int64, bool) {
 // frame steps one stream frame into the Core and sends what it asks.
 func (s *Agent) frame(f []byte, _ transport.Peer) {
 	s.mu.Lock()
-	if s.core.err == nil && !s.core.taken {
+	if s.core.Err() == nil && !s.core.Taken() {
 		s.core.Step(s.clock(), f)
 		s.sendLocked()
 		s.publishLocked()
@@ -462,26 +461,26 @@ type lockedStore struct{ s *Agent }
 
 func (l lockedStore) Put(pkt []byte, info sequencer.PacketInfo) {
 	l.s.mu.Lock()
-	l.s.core.store.Put(pkt, info)
+	l.s.core.Store().Put(pkt, info)
 	l.s.mu.Unlock()
 }
 
 func (l lockedStore) Oldest() (sequencer.PacketInfo, bool) {
 	l.s.mu.Lock()
 	defer l.s.mu.Unlock()
-	return l.s.core.store.Oldest()
+	return l.s.core.Store().Oldest()
 }
 
 func (l lockedStore) Newest() (sequencer.PacketInfo, bool) {
 	l.s.mu.Lock()
 	defer l.s.mu.Unlock()
-	return l.s.core.store.Newest()
+	return l.s.core.Store().Newest()
 }
 
 func (l lockedStore) Range(from, to uint64, fn sequencer.PacketFunc) {
 	l.s.mu.Lock()
 	defer l.s.mu.Unlock()
-	l.s.core.store.Range(from, to, fn)
+	l.s.core.Store().Range(from, to, fn)
 }
 
 // Source is another member's store as CatchUpFrom reads it: an Agent's
