@@ -287,3 +287,52 @@ func TestPersister_EpochCutRecordsNeverStored(t *testing.T) {
 		t.Fatalf("stats %+v: no packet was cut", g.p.Stats())
 	}
 }
+
+// TestPersister_CatchUpKeepsNothingAboveTheLimit: a Persister that stores
+// on arrival (a standby's: FromSeqOne, WaitForGaps) holds what an empty
+// store cannot take first, and a catch-up to a cut (AppendTo) fills the
+// gap, drains what waited up to the cut, stores the packet that
+// straddles it without the records above, and drops the rest.
+func TestPersister_CatchUpKeepsNothingAboveTheLimit(t *testing.T) {
+	st := newStream()
+	for range 40 {
+		st.msg(300)
+	}
+	st.flush()
+	pkts := st.pkts
+	if len(pkts) < 8 {
+		t.Fatalf("%d packets: the test needs 8", len(pkts))
+	}
+	s, _ := mustOpen(t, t.TempDir(), testConfig())
+	t.Cleanup(func() { s.Close() })
+	var p Persister
+	p.Init(PersistConfig{MaxHeldBytes: 1 << 20, MaxPacketBytes: testConfig().MaxPacketBytes, FromSeqOne: true, WaitForGaps: true})
+	for _, f := range pkts[1:] {
+		if err := p.Offer(s, f, ^uint64(0)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if got := s.Contiguous(); got != 0 || p.Stats().Holds != uint64(len(pkts)-1) {
+		t.Fatalf("an empty store took seq %d first (holds %d): it takes seq 1 first", got, p.Stats().Holds)
+	}
+	i5 := packetInfo(pkts[5])
+	limit := i5.FirstSeq + 1
+	if err := p.AppendTo(s, pkts[0], limit); err != nil {
+		t.Fatal(err)
+	}
+	if got := s.Contiguous(); got != limit {
+		t.Fatalf("store holds up to %d, want the limit %d", got, limit)
+	}
+	if st := p.Stats(); st.Held != 0 || st.Cut != 1 || st.Appended != 6 {
+		t.Fatalf("stats %+v: want nothing held, one packet cut, six appended", st)
+	}
+	got, _ := collect(s, 1, limit)
+	samePackets(t, "stored below the cut", got[:5], pkts[:5])
+	var last wire.Packet
+	if err := wire.DecodePacket(got[5], &last); err != nil {
+		t.Fatal(err)
+	}
+	if last.LastSeq() != limit || last.Stable > limit {
+		t.Fatalf("the straddling packet ends at %d with stable %d, want %d and at most %d", last.LastSeq(), last.Stable, limit, limit)
+	}
+}
