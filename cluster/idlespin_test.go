@@ -101,7 +101,7 @@ func TestPrimaryShell_IdleSpin(t *testing.T) {
 		cfg.RingBytes = 1 << 20
 		log := &waitLog{}
 		srv := &spinServer{Server: net.Server(), log: log}
-		core, err := sequencer.New(cfg, sequencer.ServerSink{Server: srv})
+		core, err := sequencer.New(cfg)
 		if err != nil {
 			t.Fatal(err)
 		}

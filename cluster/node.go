@@ -16,9 +16,9 @@ import (
 	"github.com/hashicorp/raft"
 
 	"github.com/seqd/seqd/fsm"
+	"github.com/seqd/seqd/internal/agent"
 	"github.com/seqd/seqd/sequencer"
 	"github.com/seqd/seqd/transport"
-	"github.com/seqd/seqd/wire"
 )
 
 // Follower is the data path of a member, as the control path uses it: the
@@ -568,16 +568,16 @@ func (n *Node) leadOnce(ctx context.Context, barrier bool) error {
 		return fmt.Errorf("cluster: open the stream: %w", err)
 	}
 	defer srv.Close()
-	sink := teeSink{srv: srv, store: t.History}
 	var core *sequencer.Core
 	if cut == 0 {
-		core, err = sequencer.New(cfg, sink)
+		core, err = sequencer.New(cfg)
 	} else {
-		core, err = sequencer.NewPrimary(cfg, sink, t)
+		core, err = sequencer.NewPrimary(cfg, t)
 	}
 	if err != nil {
 		return fmt.Errorf("cluster: primary of epoch %d at %d: %w", next, cut+1, err)
 	}
+	out := newTeeSink(core, srv, t.History)
 	ch.OpenUS = time.Since(t0).Microseconds()
 	// Only now, with the Core ready, the epoch is committed: a member
 	// that cannot take over burns no epoch. The Core's first records
@@ -606,7 +606,7 @@ func (n *Node) leadOnce(ctx context.Context, barrier bool) error {
 		}
 	}
 	acks := n.deps.Acks(Epoch{Session: st.Session(), Epoch: uint32(next), FirstSeq: cut + 1, Members: voters, Self: n.cfg.ID})
-	return n.sequence(ctx, core, srv, acks, ch, t0)
+	return n.sequence(ctx, core, out, acks, ch, t0)
 }
 
 // bootstrapMissing are the bootstrap members (Config.Members, voters
@@ -674,8 +674,10 @@ func (n *Node) raftErr(op string, err error) error {
 // it when raft reports the leadership lost), a handover, a membership
 // change. A stream server that cannot be woken is polled every
 // maxPrimaryWait, as before.
-func (n *Node) sequence(ctx context.Context, core *sequencer.Core, srv transport.Server, acks Acks, ch *Change, t0 time.Time) error {
+func (n *Node) sequence(ctx context.Context, core *sequencer.Core, out teeSink, acks Acks, ch *Change, t0 time.Time) error {
+	srv := out.srv
 	sh := newPrimaryShell(n, core, srv, acks)
+	sh.out = out
 	if w, ok := srv.(transport.Waker); ok {
 		sh.wakeable = true
 		n.primaryWake.Store(&wakeRef{w: w})
@@ -684,6 +686,7 @@ func (n *Node) sequence(ctx context.Context, core *sequencer.Core, srv transport
 		defer stopWake()
 	}
 	core.Flush(sh.read())
+	sh.out.send(core)
 	if err := srv.Flush(); errors.Is(err, transport.ErrClosed) {
 		return err
 	}
@@ -711,17 +714,9 @@ func (n *Node) sequence(ctx context.Context, core *sequencer.Core, srv transport
 		setVoters = q.Quorum().SetVoters
 	}
 	members := n.fsm.State()
-	for {
-		if ctx.Err() != nil || n.handover.Load() {
-			return ctx.Err()
-		}
-		if n.raft.State() != raft.Leader {
-			return errNotLeader
-		}
-		t, err := sh.turn()
-		if err != nil {
-			return err
-		}
+	// Between turns: stop at once when the leadership or the epoch ends,
+	// propose a checkpoint when due, follow membership changes.
+	sh.between = func(t sequencer.Time) error {
 		ckpt.maybe(t.Mono)
 		sh.due = ckpt.due()
 		if st := n.fsm.State(); st != members {
@@ -738,26 +733,56 @@ func (n *Node) sequence(ctx context.Context, core *sequencer.Core, srv transport
 			}
 			members = st
 		}
+		return n.stillPrimary(ctx)
 	}
+	err := n.stillPrimary(ctx)
+	if err == nil {
+		err = sh.run.Run(ctx, sh)
+	}
+	if errors.Is(err, errHandingOver) {
+		return ctx.Err() // a handover ends the epoch without an error
+	}
+	return err
 }
 
-// primaryShell is one turn of the primary's loop, apart so that a test can
-// drive it: poll the stream transport (frames to the ack tracker, then to
-// the core), move stable to the quorum's, flush, tick, and publish the
-// positions for Status and the checkpointer. A turn allocates nothing.
+// errHandingOver stops the primary's loop for a handover (sequence
+// returns nil for it).
+var errHandingOver = errors.New("cluster: handing over")
+
+// stillPrimary is nil while this member may go on sequencing: ctx lives,
+// no handover began and raft still calls it leader.
+func (n *Node) stillPrimary(ctx context.Context) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	if n.handover.Load() {
+		return errHandingOver
+	}
+	if n.raft.State() != raft.Leader {
+		return errNotLeader
+	}
+	return nil
+}
+
+// primaryShell is the primary's loop, an agent.Agent run by an
+// agent.Runner, apart so that a test can drive it turn by turn: poll the
+// stream transport (frames to the ack tracker, then to the core), move
+// stable to the quorum's, flush, tick, hand the Core's Ready to the
+// server and the store after each of those calls (teeSink), and publish
+// the positions for Status and the checkpointer. A turn allocates
+// nothing.
 type primaryShell struct {
 	n       *Node
 	core    *sequencer.Core
 	srv     transport.Server
+	out     teeSink // the Core's Ready to srv (and the store)
 	acks    Acks
 	clock   func() sequencer.Time
 	now     sequencer.Time
 	fresh   bool // now was read in this turn
 	onFrame transport.Handler
 	ackBuf  []sequencer.StandbyAck
-	idle    transport.Idle  // Config.IdleSpin
-	yield   transport.Yield // the loop's goroutine only
-	got     int             // frames the last Poll delivered
+	run     *agent.Runner // idling (Config.IdleSpin), yielding, the clock
 	// wakeable: the server is a transport.Waker that the Node wakes when
 	// the loop must look (sequence); the turn may then block until its
 	// next timed work.
@@ -765,6 +790,9 @@ type primaryShell struct {
 	// due is the mono ns of the next timed work outside the Core (a
 	// checkpoint to propose), 0 when none.
 	due int64
+	// between, if set, runs at the end of every turn (sequence's
+	// checks); its error ends the loop.
+	between func(sequencer.Time) error
 	// polls counts Polls that were allowed to block (tests: an idle
 	// primary must not wake on a fixed short period).
 	polls uint64
@@ -776,9 +804,15 @@ type primaryShell struct {
 const maxPrimaryWait = time.Millisecond
 
 func newPrimaryShell(n *Node, core *sequencer.Core, srv transport.Server, acks Acks) *primaryShell {
-	sh := &primaryShell{n: n, core: core, srv: srv, acks: acks, clock: n.deps.Clock, ackBuf: make([]sequencer.StandbyAck, 0, 64),
-		idle: transport.Idle{Spin: n.cfg.IdleSpin}}
+	sh := &primaryShell{n: n, core: core, srv: srv, out: teeSink{srv: srv}, acks: acks, clock: n.deps.Clock, ackBuf: make([]sequencer.StandbyAck, 0, 64)}
 	sh.onFrame = sh.frame
+	cfg := agent.DefaultConfig()
+	cfg.Spin, cfg.Clock = max(0, n.cfg.IdleSpin), sh.mono
+	r, err := agent.NewRunner(cfg)
+	if err != nil {
+		panic("cluster: the primary's runner: " + err.Error()) // the config above is valid
+	}
+	sh.run = r
 	return sh
 }
 
@@ -790,39 +824,44 @@ func (sh *primaryShell) read() sequencer.Time {
 	return sh.now
 }
 
-// wait is how long the next Poll may block: until the Core's next timed
-// work (sequencer.IdleWait, at most 100 ms) or the next checkpoint due,
-// as of the last turn's clock reading; at most maxPrimaryWait when the
-// server cannot be woken.
-func (sh *primaryShell) wait() time.Duration {
-	w := sequencer.IdleWait(sh.core)
+// mono is the runner's clock: this turn's reading.
+func (sh *primaryShell) mono() int64 { return sh.read().Mono }
+
+// NextDue is the Core's next timed work (sequencer.IdleWait, at most
+// 100 ms) or the next checkpoint due, as of the last turn's clock
+// reading; at most maxPrimaryWait away when the server cannot be woken
+// (agent.Agent).
+func (sh *primaryShell) NextDue() (int64, bool) {
+	due := sh.now.Mono + int64(sequencer.IdleWait(sh.core))
 	if sh.due != 0 {
-		w = min(w, time.Duration(max(0, sh.due-sh.now.Mono)))
+		due = min(due, sh.due)
 	}
 	if !sh.wakeable {
-		w = min(w, maxPrimaryWait)
+		due = min(due, sh.now.Mono+int64(maxPrimaryWait))
 	}
-	if w > 0 {
-		sh.polls++
-	}
-	return w
+	return due, true
 }
 
 func (sh *primaryShell) frame(frame []byte, from transport.Peer) {
 	sh.acks.Observe(frame, from)
 	_ = sh.core.Step(sh.read(), frame, from) // malformed frames are counted by the core
+	sh.out.send(sh.core)                     // before the next call: Ready's contract
 }
 
-// turn runs one iteration and returns its clock reading; only a failed
-// Poll or a closed transport is an error.
-func (sh *primaryShell) turn() (sequencer.Time, error) {
+// Poll steps the frames that come within wait (agent.Agent).
+func (sh *primaryShell) Poll(wait time.Duration) (int, error) {
 	sh.fresh = false
-	core := sh.core
-	got, err := sh.srv.Poll(sh.onFrame, sh.idle.Wait(sh.got, sh.wait()))
-	if err != nil {
-		return sh.now, err
+	if wait > 0 {
+		sh.polls++
 	}
-	sh.got = got
+	return sh.srv.Poll(sh.onFrame, wait)
+}
+
+// DoWork moves stable, flushes, ticks, flushes the transport and
+// publishes the positions (agent.Agent); only a closed transport, or
+// what between says, is an error.
+func (sh *primaryShell) DoWork(int64) (int, error) {
+	core := sh.core
 	if core.PendingStandbyAcks() {
 		// Acks reached the tracker through Observe; the Core's own queue
 		// (for sequencer.Agent's shell) is dropped here.
@@ -831,17 +870,26 @@ func (sh *primaryShell) turn() (sequencer.Time, error) {
 	t := sh.read()
 	core.SetStable(sh.acks.Stable(core.Published()))
 	core.Flush(t)
+	sh.out.send(core)
 	core.Tick(t)
+	sh.out.send(core)
 	if err := sh.srv.Flush(); errors.Is(err, transport.ErrClosed) {
-		return t, err
+		return 0, err
 	}
 	sh.n.stable.Store(core.Stable())
 	sh.n.published.Store(core.Published())
 	sh.n.lastStamp.Store(core.LastTime())
-	// Out of the scheduler's sight for long, the loop would lose its P at
-	// every sysmon tick it spends in epoll_wait (transport.Yield).
-	sh.yield.Maybe(t.Mono)
-	return t, nil
+	if sh.between != nil {
+		return 0, sh.between(t)
+	}
+	return 0, nil
+}
+
+// turn runs one iteration of the runner and returns its clock reading;
+// only a failed Poll or a closed transport is an error (or between's).
+func (sh *primaryShell) turn() (sequencer.Time, error) {
+	err := sh.run.Once(sh)
+	return sh.now, err
 }
 
 // checkpointer proposes AddCheckpoint{epoch, stable, stamp} every
@@ -925,57 +973,56 @@ func (n *Node) holdsOwn(epoch, contiguous uint64) bool {
 	return o != nil && o.epoch == epoch && contiguous >= o.published
 }
 
-// teeSink publishes the primary's packets and writes its data packets into
-// its store (the taken-over standby's, nil when there is none), so that
-// the store holds the primary's own epoch when the primacy ends. Store
-// errors are the store's to keep (Put); a packet it refused leaves the
-// store short, and the member's seal answer then does not count.
+// teeSink hands the primary's Ready to the stream server and its data
+// packets to its store (the taken-over standby's, nil when there is
+// none), so that the store holds the primary's own epoch when the
+// primacy ends. Store errors are the store's to keep (Put); a packet it
+// refused leaves the store short, and the member's seal answer then does
+// not count. Only the Data packets are stored: a heartbeat is no data,
+// a repair is a packet already held (by the ring or the store itself).
 //
-// A repair published to everyone (the Repairer's answer to a NAK many
-// receivers sent) is not stored: it is a packet already held, by the
-// primary's ring or by the store itself, and an answer from the store
-// comes from inside the store's Range, which holds the standby's lock
-// (lockedStore): a Put there waited on that lock forever, and the primary
-// stopped sequencing and repairing while Raft kept it leader.
+// The store is written after the Core's call returned, never from inside
+// it: a repair from the store runs inside the store's Range, which holds
+// the standby's lock (lockedStore), and a Put there, from a Sink the Core
+// called, once waited on that lock forever while Raft kept the primary
+// leader.
 type teeSink struct {
 	srv   transport.Server
+	ret   transport.Retainer // srv's, nil when it copies every frame
 	store sequencer.RetransmitStore
 }
 
-func (s teeSink) Publish(pkt []byte) {
-	_ = s.srv.Publish(pkt) // loss is the transport's to count
-	s.keep(pkt)
-}
-
-// PublishRetained publishes a packet of the Core's ring by reference when
-// the server can (sequencer.RetainingSink: no copy on the way to the
-// kernel) and stores it as Publish does.
-func (s teeSink) PublishRetained(pkt []byte) {
-	if r, ok := s.srv.(transport.Retainer); ok {
-		_ = r.PublishRetained(pkt)
-	} else {
-		_ = s.srv.Publish(pkt)
+// newTeeSink is the teeSink of core over srv and store; the Core
+// publishes by reference when srv can (no copy on the way to the kernel).
+func newTeeSink(core *sequencer.Core, srv transport.Server, store sequencer.RetransmitStore) teeSink {
+	s := teeSink{srv: srv, store: store}
+	if r, ok := srv.(transport.Retainer); ok && core.SetRetained(r.MaxRetainedBytes()) {
+		s.ret = r
 	}
-	s.keep(pkt)
+	return s
 }
 
-// MaxRetainedBytes is what the server holds by reference at most (0: it
-// copies every frame, and the Core publishes by copy).
-func (s teeSink) MaxRetainedBytes() int {
-	if r, ok := s.srv.(transport.Retainer); ok {
-		return r.MaxRetainedBytes()
+// send hands core's Ready over (in its order: each packet published,
+// then stored; then the replies) and advances core. Send errors are the
+// transport's to count.
+func (s teeSink) send(core *sequencer.Core) {
+	if !core.HasReady() {
+		return
 	}
-	return 0
-}
-
-// keep writes a data packet into the store; not a repair (already stored:
-// writing it back from inside the store's Range deadlocked the primary).
-func (s teeSink) keep(pkt []byte) {
-	if s.store != nil {
-		if k, err := wire.PeekKind(pkt); err == nil && k == wire.KindData && wire.PacketFlags(pkt)&wire.PacketRetransmit == 0 {
-			s.store.Put(pkt, sequencer.PacketInfo{})
+	rd := core.Ready()
+	for i := range rd.Packets {
+		p := &rd.Packets[i]
+		if p.Retained && s.ret != nil {
+			_ = s.ret.PublishRetained(p.Bytes)
+		} else {
+			_ = s.srv.Publish(p.Bytes)
+		}
+		if p.Data && s.store != nil {
+			s.store.Put(p.Bytes, sequencer.PacketInfo{})
 		}
 	}
+	for i := range rd.Replies {
+		_ = s.srv.SendTo(rd.Replies[i].To, rd.Replies[i].Bytes)
+	}
+	core.Advance()
 }
-
-func (s teeSink) SendTo(to transport.Peer, pkt []byte) { _ = s.srv.SendTo(to, pkt) }

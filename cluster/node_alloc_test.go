@@ -23,7 +23,7 @@ func TestPrimaryShell_TurnAllocatesNothing(t *testing.T) {
 	cfg.Session, cfg.Standalone = 7, false
 	cfg.RingBytes = 1 << 20
 	srv := net.Server()
-	core, err := sequencer.New(cfg, sequencer.ServerSink{Server: srv})
+	core, err := sequencer.New(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -50,7 +50,7 @@ func fakeClockPrimaryShell(t *testing.T, mono *int64, wrap func(transport.Server
 	cfg.Session, cfg.Standalone = 7, false
 	cfg.RingBytes = 1 << 20
 	srv := wrap(net.Server())
-	core, err := sequencer.New(cfg, sequencer.ServerSink{Server: srv})
+	core, err := sequencer.New(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -189,7 +189,7 @@ func BenchmarkQuorum_Ack(b *testing.B) {
 func TestSharedQuorum_AckPathAllocatesNothing(t *testing.T) {
 	cfg := sequencer.DefaultConfig()
 	cfg.Session, cfg.Standalone, cfg.RingBytes = 3, false, 1<<20
-	c, err := sequencer.New(cfg, nopSink{})
+	c, err := sequencer.NewSinkShell(cfg, nopSink{})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -60,12 +60,14 @@ func (s *recordServer) Close() error                                       { ret
 // primary, in one batch, for the same seqs below the cut (what every
 // node missed when the old primary died); the second answer goes to
 // everyone (Publish, MulticastRepairWindow), from the history the
-// primary took over. The teeSink must not write that repair into the
-// history again: the Put came from inside the history's Range, which
-// holds the standby's lock, so the primary's goroutine waited on itself
-// forever, sequencing and repairing nothing more while Raft kept it
-// leader (CI: TCP nodes never delivered the new epoch). A repair is a
-// packet already stored, by the primary's ring or by the history.
+// primary took over. Nothing may be written into the history from
+// inside its Range, which holds the standby's lock: when the Core called
+// the teeSink from there (a Sink), the Put of that repair made the
+// primary's goroutine wait on itself forever, sequencing and repairing
+// nothing more while Raft kept it leader (CI: TCP nodes never delivered
+// the new epoch). The Core's output is now a Ready the teeSink handles
+// after Step returned; and a repair, a packet already stored, is not
+// stored again.
 func TestTeeSink_RepairFromTheHistoryToEveryone(t *testing.T) {
 	src := standbytest.NewStream(t)
 	pkts := src.Commands(t, 30)
@@ -85,12 +87,14 @@ func TestTeeSink_RepairFromTheHistoryToEveryone(t *testing.T) {
 	if cfg.MulticastRepairWindow == 0 {
 		t.Fatal("the default config repairs by unicast only: the case is not exercised")
 	}
-	core, err := sequencer.NewPrimary(cfg, teeSink{srv: srv, store: hist}, tk)
+	core, err := sequencer.NewPrimary(cfg, tk)
 	if err != nil {
 		t.Fatal(err)
 	}
+	out := newTeeSink(core, srv, hist)
 	now := sequencer.Time{Mono: int64(time.Second), Wall: src.Now + 1}
 	core.Flush(now)
+	out.send(core)
 	live := len(srv.published)
 
 	nak, err := wire.AppendNak(make([]byte, wire.NakBytes), &wire.Nak{Epoch: 2, Session: standbytest.Session, FromSeq: 15, ToSeq: cut})
@@ -102,6 +106,7 @@ func TestTeeSink_RepairFromTheHistoryToEveryone(t *testing.T) {
 		if err := core.Step(now, nak, from); err != nil {
 			t.Fatal(err)
 		}
+		out.send(core)
 	}
 	if hist.putInRange != 0 {
 		t.Fatalf("%d repair packet(s) written back into the history from inside its Range (a real history deadlocks there)", hist.putInRange)
@@ -146,7 +151,7 @@ func (s *retainServer) PublishRetained(f []byte) error {
 	s.retained++
 	return s.Publish(f)
 }
-func (s *retainServer) MaxRetainedBytes() int { return 64 << 10 } // seqConfig's ring holds it and the margin
+func (s *retainServer) MaxRetainedBytes() int { return 64 << 10 }
 
 // TestTeeSink_RetainsAndStores: a cluster's primary publishes its ring's
 // packets by reference when the transport can (no copy on the way to the
@@ -163,12 +168,16 @@ func TestTeeSink_RetainsAndStores(t *testing.T) {
 		t.Fatal(err)
 	}
 	srv := &retainServer{}
-	core, err := sequencer.NewPrimary(standbytest.SeqConfig(2, cut+1), teeSink{srv: srv, store: tk.History}, tk)
+	cfg := standbytest.SeqConfig(2, cut+1)
+	cfg.MaxMessageBytes = 64 << 10 // the ring then holds what the server retains, the margin and one call's output
+	core, err := sequencer.NewPrimary(cfg, tk)
 	if err != nil {
 		t.Fatal(err)
 	}
+	out := newTeeSink(core, srv, tk.History)
 	now := sequencer.Time{Mono: int64(time.Second), Wall: src.Now + 1}
 	core.Flush(now)
+	out.send(core)
 	if srv.retained == 0 {
 		t.Fatal("the primary's first packet was published by copy: the teeSink does not pass the transport's retention on")
 	}

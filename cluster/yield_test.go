@@ -34,6 +34,6 @@ func TestPrimaryShell_BusyLoopYieldsToTheScheduler(t *testing.T) {
 				t.Fatal(err)
 			}
 		}
-		tc.Check(t, sh.yield.Count(), time.Duration(mono))
+		tc.Check(t, sh.run.Yields(), time.Duration(mono))
 	}
 }

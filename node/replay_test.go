@@ -109,14 +109,14 @@ func writeArchive(t testing.TB, n, m int, epochs bool, sizeOf func(int) int) *ar
 	cfg.Session = archiveSession
 	cfg.Standalone = !epochs
 	cfg.RingBytes = 1 << 20
-	c, err := sequencer.New(cfg, k)
+	c, err := sequencer.NewSinkShell(cfg, k)
 	if err != nil {
 		t.Fatal(err)
 	}
 	alice := &sender{acct: wire.MustAccount("alice"), inst: 1}
 	bob := &sender{acct: wire.MustAccount("bob")}
 	clock := int64(1_700_000_000_000_000_000)
-	step := func(c *sequencer.Core, f []byte, from transport.Peer) {
+	step := func(c sequencer.SinkShell, f []byte, from transport.Peer) {
 		clock += 1000
 		if err := c.Step(sequencer.Time{Mono: clock, Wall: clock}, f, from); err != nil {
 			t.Fatalf("sequencer step: %v", err)
@@ -140,7 +140,7 @@ func writeArchive(t testing.TB, n, m int, epochs bool, sizeOf func(int) int) *ar
 		st := stateAt(t, cfg, k.live, a.cut)
 		ncfg := cfg
 		ncfg.Epoch, ncfg.FirstSeq, ncfg.StartTime = 2, a.cut+1, c.LastTime()
-		c, err = sequencer.NewPrimary(ncfg, k, sequencer.Takeover{State: st})
+		c, err = sequencer.NewPrimarySinkShell(ncfg, k, sequencer.Takeover{State: st})
 		if err != nil {
 			t.Fatal(err)
 		}

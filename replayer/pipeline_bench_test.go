@@ -73,7 +73,7 @@ func BenchmarkCoreToStore(b *testing.B) {
 			ccfg := sequencer.DefaultConfig()
 			ccfg.Session = testSession
 			ccfg.RingBytes = 32768 * ccfg.MaxPacketBytes
-			c, err := sequencer.New(ccfg, k)
+			c, err := sequencer.NewSinkShell(ccfg, k)
 			if err != nil {
 				b.Fatal(err)
 			}

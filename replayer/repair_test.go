@@ -42,7 +42,7 @@ func TestStore_AnswersNaksAsTheCoreRing(t *testing.T) {
 	cfg.RetransmitBytesPerSecond = 1 << 40
 	cfg.MulticastRepairWindow = 0
 	sink := &captureSink{}
-	c, err := sequencer.New(cfg, sink)
+	c, err := sequencer.NewSinkShell(cfg, sink)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -21,6 +21,7 @@ import (
 type Agent struct {
 	core     *Core
 	srv      transport.Server
+	ret      transport.Retainer // srv's when the core retains (SetRetained)
 	clock    func() Time
 	now      Time // this iteration's reading
 	fresh    bool // now was read in this iteration
@@ -39,9 +40,9 @@ type Agent struct {
 	seq   uint64
 }
 
-// ServerSink is the Sink that hands the core's output to a
-// transport.Server. Send errors are the transport's to count (a closed
-// server ends the shell's Poll loop anyway).
+// ServerSink is the Sink that hands a Repairer's (or a SinkShell's)
+// output to a transport.Server. Send errors are the transport's to count
+// (a closed server ends the shell's Poll loop anyway).
 type ServerSink struct{ Server transport.Server }
 
 // Publish sends pkt to every client.
@@ -69,6 +70,35 @@ func (s ServerSink) MaxRetainedBytes() int {
 // SendTo sends pkt to one client.
 func (s ServerSink) SendTo(to transport.Peer, pkt []byte) { _ = s.Server.SendTo(to, pkt) }
 
+// SendReady hands c's Ready to srv in Ready's order, a Retained packet
+// by reference (srv is then a transport.Retainer: SetRetained), and
+// advances c. Send errors are the transport's to count.
+func SendReady(c *Core, srv transport.Server) {
+	if c.HasReady() {
+		ret, _ := srv.(transport.Retainer)
+		sendReady(c, srv, ret)
+	}
+}
+
+// sendReady is SendReady with srv's Retainer (nil: none) known.
+func sendReady(c *Core, srv transport.Server, ret transport.Retainer) {
+	if !c.HasReady() {
+		return
+	}
+	rd := c.Ready()
+	for i := range rd.Packets {
+		if p := &rd.Packets[i]; p.Retained && ret != nil {
+			_ = ret.PublishRetained(p.Bytes)
+		} else {
+			_ = srv.Publish(p.Bytes)
+		}
+	}
+	for i := range rd.Replies {
+		_ = srv.SendTo(rd.Replies[i].To, rd.Replies[i].Bytes)
+	}
+	c.Advance()
+}
+
 // NewAgent builds a Core for cfg publishing on srv, reading time from
 // clock (SystemClock outside tests).
 func NewAgent(cfg Config, srv transport.Server, clock func() Time) (*Agent, error) {
@@ -90,14 +120,17 @@ func newAgent(cfg Config, srv transport.Server, clock func() Time, t *Takeover) 
 	var core *Core
 	var err error
 	if t != nil {
-		core, err = NewPrimary(cfg, ServerSink{srv}, *t)
+		core, err = NewPrimary(cfg, *t)
 	} else {
-		core, err = New(cfg, ServerSink{srv})
+		core, err = New(cfg)
 	}
 	if err != nil {
 		return nil, err
 	}
 	a := &Agent{core: core, srv: srv, clock: clock}
+	if r, ok := srv.(transport.Retainer); ok && core.SetRetained(r.MaxRetainedBytes()) {
+		a.ret = r
+	}
 	a.onFrame = a.frame
 	return a, nil
 }
@@ -163,6 +196,7 @@ func (a *Agent) frame(frame []byte, from transport.Peer) {
 	// A malformed frame is counted by the core and dropped; there is no
 	// one to return the error to.
 	_ = a.core.Step(a.read(), frame, from)
+	sendReady(a.core, a.srv, a.ret) // before the next Step: Ready's contract
 }
 
 // read returns this iteration's clock reading, taking it on first use.
@@ -197,6 +231,7 @@ func (a *Agent) start() error {
 	}
 	a.run = r
 	a.core.Flush(a.read())
+	sendReady(a.core, a.srv, a.ret)
 	a.lastSnap = a.now.Mono
 	return nil
 }
@@ -220,7 +255,9 @@ func (a *Agent) DoWork(int64) (int, error) {
 		a.takeAcks()
 	}
 	a.core.Flush(now)
+	sendReady(a.core, a.srv, a.ret)
 	a.core.Tick(now)
+	sendReady(a.core, a.srv, a.ret)
 	// Only a closed transport is fatal: anything else a Flush reports
 	// is loss, which the transport counts and the protocol repairs.
 	if err := a.srv.Flush(); errors.Is(err, transport.ErrClosed) {

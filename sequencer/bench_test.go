@@ -70,7 +70,7 @@ func BenchmarkCoreStep(b *testing.B) {
 				cfg := testConfig()
 				cfg.RingBytes = 32768 * cfg.MaxPacketBytes
 				sink := &countingSink{}
-				c, err := New(cfg, sink)
+				c, err := NewSinkShell(cfg, sink)
 				if err != nil {
 					b.Fatal(err)
 				}
@@ -100,7 +100,7 @@ func BenchmarkCoreNak(b *testing.B) {
 	cfg.RingBytes = 4096 * cfg.MaxPacketBytes
 	cfg.NakAnswerBytes = 8 * cfg.MaxPacketBytes
 	sink := &countingSink{}
-	c, _ := New(cfg, sink)
+	c, _ := NewSinkShell(cfg, sink)
 	f := newBatchFrame(b, 8, 64)
 	for i := 0; i < 10000; i++ {
 		_ = c.Step(at(int64(i)), f.next(), 1)
@@ -120,7 +120,7 @@ func TestCore_StepAllocatesNothing(t *testing.T) {
 	for _, batch := range []int{1, 8} {
 		cfg := testConfig()
 		sink := &countingSink{}
-		c, _ := New(cfg, sink)
+		c, _ := NewSinkShell(cfg, sink)
 		f := newBatchFrame(t, batch, 64)
 		mustStep(t, c, 0, f.next()) // a new sender allocates once
 		now := int64(0)
@@ -150,7 +150,7 @@ func TestCore_NakAllocatesNothing(t *testing.T) {
 	cfg.MaxPacketBytes = 256
 	cfg.RingBytes = 16 * cfg.MaxPacketBytes
 	sink := &countingSink{}
-	c, _ := New(cfg, sink)
+	c, _ := NewSinkShell(cfg, sink)
 	f := newBatchFrame(t, 2, 64)
 	for i := 0; i < 100; i++ {
 		mustStep(t, c, int64(i), f.next())

@@ -42,7 +42,7 @@ func TestCore_WallClockSteps(t *testing.T) {
 	var mono int64 = 7 * int64(time.Hour) // any origin
 	wall := int64(1_700_000_000) * int64(time.Second)
 	sink := &clockSink{mono: &mono}
-	c, err := New(cfg, sink)
+	c, err := NewSinkShell(cfg, sink)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -157,7 +157,7 @@ func TestCore_WallClockSteps(t *testing.T) {
 	}
 }
 
-func mustStepAt(t testing.TB, c *Core, now Time, f []byte) {
+func mustStepAt(t testing.TB, c SinkShell, now Time, f []byte) {
 	t.Helper()
 	if err := c.Step(now, f, 1); err != nil {
 		t.Fatalf("Step: %v", err)

@@ -8,12 +8,11 @@ import (
 	"github.com/seqd/seqd/wire"
 )
 
-// Sink receives the Core's output. Both methods are called synchronously
-// from Step, Flush, Tick or Emit; pkt is valid only during the call (it is
-// a view of the retransmit ring), so a sink that keeps it must copy it.
-// A sink must not call back into the Core.
+// Sink receives a Repairer's output (a replayer's), or a Core's through a
+// SinkShell. Its methods are called synchronously; pkt is valid only
+// during the call, so a sink that keeps it must copy it.
 type Sink interface {
-	// Publish sends a finished stream packet (data or heartbeat) to everyone.
+	// Publish sends a stream packet (data or heartbeat) to everyone.
 	Publish(pkt []byte)
 	// SendTo sends a unicast reply (a retransmitted packet or a Gone).
 	SendTo(to transport.Peer, pkt []byte)
@@ -22,10 +21,8 @@ type Sink interface {
 // RetainingSink is a Sink that can also publish a packet by reference
 // (transport.Retainer): PublishRetained's pkt stays valid and unchanged
 // until the sink's transport flushes it, which it does before it holds
-// more than MaxRetainedBytes (0: it cannot retain). A standalone Core
-// publishes the packets it builds in its ring this way when the ring
-// holds that much and a few packets more, so that it overwrites none
-// still queued: the transport sends straight from the ring, with no copy.
+// more than MaxRetainedBytes (0: it cannot retain). A SinkShell passes
+// a Core's Retained packets to it this way (Core.SetRetained).
 type RetainingSink interface {
 	Sink
 	PublishRetained(pkt []byte)
@@ -81,7 +78,6 @@ type Stats struct {
 // Core is the sequencing state machine. See the package comment.
 type Core struct {
 	cfg     Config
-	sink    Sink
 	session uint64
 	epoch   uint32
 	// epochStart is the first seq of this epoch (FirstSeq): every header
@@ -119,8 +115,14 @@ type Core struct {
 	history  RetransmitStore // earlier epochs' packets (NewPrimary), or nil
 	cuts     []EpochCut      // earlier epochs' ends (Takeover.Cuts)
 	repairer *Repairer       // the repair policy (shared with replayers)
-	retain   RetainingSink   // nil: packets are published by copy
 	answer   Answer          // scratch for stepNak
+	// out is the output since the last Advance (Ready). retainMax is
+	// what the shell's transport holds by reference (SetRetained; 0: the
+	// data packets are not Retained); retainBudget the Ready bytes past
+	// which a retaining Core would overwrite what it queued.
+	out          output
+	retainMax    int
+	retainBudget int
 	// state is what the stream determines (dedupe, activation, timers):
 	// every record the core emits is applied to it at once.
 	state State
@@ -144,7 +146,6 @@ type Core struct {
 	in   wire.Internal
 	tr   wire.TimerRequest
 	ibuf [wire.InternalBytes]byte
-	hb   [wire.PacketHeaderBytes]byte
 
 	stats Stats
 }
@@ -153,9 +154,9 @@ type Core struct {
 // InternalSessionStart (only when FirstSeq == 1) and InternalEpochStart,
 // sequenced at StartTime and published by the first Flush or Tick. The
 // dedupe table is allocated here; the retransmit ring grows as it fills,
-// up to RingBytes.
-func New(cfg Config, sink Sink) (*Core, error) {
-	return build(cfg, sink, Takeover{})
+// up to RingBytes. Its output is the Ready value.
+func New(cfg Config) (*Core, error) {
+	return build(cfg, Takeover{})
 }
 
 // Takeover is what a new primary inherits from the epochs before its own.
@@ -198,7 +199,7 @@ func cutOf(cuts []EpochCut, e uint32) (uint64, bool) {
 // timers and activation are t.State's, so resent commands already in the
 // stream are still dropped, and its clock starts no earlier than the last
 // stamp of t.State. It fails (ErrTakeover) when t.State is not at the cut.
-func NewPrimary(cfg Config, sink Sink, t Takeover) (*Core, error) {
+func NewPrimary(cfg Config, t Takeover) (*Core, error) {
 	if t.State == nil || t.State.LastSeq() != cfg.FirstSeq-1 {
 		at := uint64(0)
 		if t.State != nil {
@@ -207,17 +208,16 @@ func NewPrimary(cfg Config, sink Sink, t Takeover) (*Core, error) {
 		return nil, fmt.Errorf("%w: the state is at seq %d, the new epoch starts at %d", ErrTakeover, at, cfg.FirstSeq)
 	}
 	cfg.StartTime = max(cfg.StartTime, t.State.LastTime())
-	return build(cfg, sink, t)
+	return build(cfg, t)
 }
 
 // build is New and NewPrimary: a fresh State, or t.State taken over.
-func build(cfg Config, sink Sink, t Takeover) (*Core, error) {
+func build(cfg Config, t Takeover) (*Core, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
 	c := &Core{
 		cfg:        cfg,
-		sink:       sink,
 		session:    cfg.Session,
 		epoch:      cfg.Epoch,
 		epochStart: cfg.FirstSeq,
@@ -251,20 +251,14 @@ func build(cfg Config, sink Sink, t Takeover) (*Core, error) {
 	c.flow.init(cfg.MaxReceivers)
 	c.acks = make([]StandbyAck, 0, maxPendingAcks)
 	// The bucket holds 50ms of the rate, and at least one packet so that a
-	// tiny rate still makes progress.
-	c.repairer = NewRepairer(cfg.RepairConfig(), sink)
-	// A cluster's primary too (its sink also writes each packet to its
-	// store). It was off there while a failover drill delivered nothing
-	// of the new epoch: that was the primary's own repair deadlocking on
-	// its store (fixed in cluster's teeSink), not the retention.
-	if r, ok := sink.(RetainingSink); ok {
-		if m := r.MaxRetainedBytes(); m > 0 && cfg.RingBytes >= m+retainMarginPackets*cfg.MaxPacketBytes {
-			c.retain = r
-			// A repair patches the headers of the packets it sends: on
-			// a copy, not on a ring packet that may still be queued.
-			c.repairer.patchCopy = make([]byte, cfg.MaxPacketBytes)
-		}
-	}
+	// tiny rate still makes progress. Its answers are built in the
+	// output's arena (a repair patches the headers of a copy, never of a
+	// ring packet a Ready or a transport still holds) and go to Ready.
+	c.repairer = NewRepairer(cfg.RepairConfig(), outSink{&c.out})
+	c.repairer.arena = &c.out.arena
+	c.out.ready.Packets = make([]Packet, 0, 64)
+	c.out.ready.Replies = make([]Reply, 0, 16)
+	c.out.pend = make([]int32, 0, 64)
 	if cfg.FirstSeq == 1 {
 		c.in = wire.Internal{Type: wire.InternalSessionStart, Value: uint64(cfg.StartTime)}
 		c.emitInternal(wire.FlagInternal|wire.FlagSeqGen, 0, 0, 0)
@@ -278,7 +272,7 @@ func build(cfg Config, sink Sink, t Takeover) (*Core, error) {
 // malformed frame returns a sentinel error (wire's or this package's) and
 // changes nothing but the Malformed counter. Frames that are valid but
 // ignored (duplicates, another session, stale incarnation) return nil and
-// are counted. Records land in the open packet; full packets are published
+// are counted. Records land in the open packet; full packets go to Ready
 // at once, the rest by Flush.
 func (c *Core) Step(now Time, frame []byte, from transport.Peer) error {
 	k, err := wire.PeekKind(frame)
@@ -298,7 +292,7 @@ func (c *Core) Step(now Time, frame []byte, from transport.Peer) error {
 	return wire.ErrKind
 }
 
-// Flush publishes the open packet. The shell calls it when its input is
+// Flush publishes the open packet (to Ready). The shell calls it when its input is
 // drained, so a lone command is not held back waiting for company.
 func (c *Core) Flush(now Time) {
 	c.advance(now)

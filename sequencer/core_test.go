@@ -172,7 +172,7 @@ func TestCore_IncarnationBeforeCommands(t *testing.T) {
 	}
 }
 
-func mustStep(t testing.TB, c *Core, now int64, f []byte) {
+func mustStep(t testing.TB, c SinkShell, now int64, f []byte) {
 	t.Helper()
 	if err := c.Step(at(now), f, 1); err != nil {
 		t.Fatalf("Step: %v", err)
@@ -545,7 +545,7 @@ func TestConfig_Validate(t *testing.T) {
 		if !errors.Is(err, ErrConfig) || !errors.As(err, &ce) || ce.Field != tt.field {
 			t.Errorf("%s: %v", tt.field, err)
 		}
-		if _, err := New(cfg, &recordingSink{}); !errors.Is(err, ErrConfig) {
+		if _, err := NewSinkShell(cfg, &recordingSink{}); !errors.Is(err, ErrConfig) {
 			t.Errorf("New accepted a bad %s: %v", tt.field, err)
 		}
 	}

@@ -12,10 +12,18 @@
 // Flush(now) (the shell's input is drained), Tick(now) (time passed) and
 // Emit(now, m) (an internal message from the cluster layer); time is always
 // passed in (a Time: one reading of a monotonic and a wall clock), so the
-// simulator can drive a Core step by step. Output goes to
-// a Sink, synchronously: Publish for stream packets (to everyone), SendTo
-// for unicast replies (retransmits, Gone). A packet handed to the sink is a
-// view of the retransmit ring, valid only during the call.
+// simulator can drive a Core step by step. Output is a value, as
+// receiver's Ready is: the calls accumulate a Ready (Packets to
+// everyone, in order: data packets, heartbeats, repairs sent to
+// everyone; then Replies, each to its peer: retransmits and Gones) that
+// the shell hands to its transport and acknowledges with Advance. The
+// Core never calls out, so nothing the shell does with its output (a
+// cluster primary writes its packets to the store its repairs read
+// from) can re-enter it. A data packet in Ready is a view of the
+// retransmit ring, the rest is built in a buffer reused after Advance:
+// nothing is copied or allocated per message. SendReady hands a Ready to
+// a transport.Server; SinkShell hands it to a Sink after each call
+// (tests, the simulator).
 //
 // # Three parts: State, publishing, repair
 //
@@ -138,7 +146,7 @@
 // # Concurrency
 //
 // A Core is used by one goroutine (the sequencer's shell). Nothing in it is
-// safe for concurrent use, and the Sink is called on that goroutine.
+// safe for concurrent use; its Ready is read on that goroutine.
 //
 // # Allocation
 //

@@ -31,7 +31,7 @@ func flowConfig() Config {
 // flowFeed sends one 200-byte command of account a per frame and flushes
 // it into a packet of its own.
 type flowFeed struct {
-	c   *Core
+	c   SinkShell
 	now int64
 	seq uint64
 }

@@ -64,7 +64,7 @@ func FuzzCoreStep(f *testing.F) {
 		cfg.MaxSenders = 4
 		cfg.ActiveTimeout = 5
 		sink := &checkingSink{t: t, std: NewState(cfg.MaxSenders, cfg.FirstSeq)}
-		c, err := New(cfg, sink)
+		c, err := NewSinkShell(cfg, sink)
 		if err != nil {
 			t.Fatal(err)
 		}

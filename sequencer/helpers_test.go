@@ -37,10 +37,10 @@ func testConfig() Config {
 	return cfg
 }
 
-func newCore(t testing.TB, cfg Config) (*Core, *recordingSink) {
+func newCore(t testing.TB, cfg Config) (SinkShell, *recordingSink) {
 	t.Helper()
 	sink := &recordingSink{}
-	c, err := New(cfg, sink)
+	c, err := NewSinkShell(cfg, sink)
 	if err != nil {
 		t.Fatalf("New: %v", err)
 	}

@@ -87,6 +87,7 @@ func (c *Core) appendFragments(flags uint8, payload []byte) {
 // evicting the oldest packets to make room for a full one.
 func (c *Core) startPacket() {
 	buf := c.ring.claim(c.cfg.MaxPacketBytes)
+	c.spillEvicted()
 	c.openInfo = PacketInfo{FirstSeq: c.nextSeq}
 	c.openedAt = c.mono
 	if err := c.w.Reset(buf, wire.KindData, c.epoch, c.session, c.nextSeq, c.now, c.epochStart); err != nil {
@@ -96,7 +97,7 @@ func (c *Core) startPacket() {
 }
 
 // publishOpen stamps stable into the open packet, commits it to the ring
-// and hands it to the sink.
+// and adds it to Ready.
 func (c *Core) publishOpen() {
 	pkt := c.w.Bytes()
 	c.openInfo.Count = c.w.Count()
@@ -117,21 +118,17 @@ func (c *Core) publishOpen() {
 	c.open = false
 	c.partial = false
 	c.stats.Packets++
-	if c.retain != nil {
-		c.retain.PublishRetained(pkt)
-		return
-	}
-	c.sink.Publish(pkt)
+	c.publishData(pkt, c.ring.next-1)
 }
 
 // heartbeat publishes an empty packet telling the next seq and stable.
 func (c *Core) heartbeat() {
-	pkt, err := wire.AppendHeartbeat(c.hb[:], c.epoch, c.session, c.nextSeq, c.stable, c.now, c.epochStart)
+	pkt, err := wire.AppendHeartbeat(c.out.arena.take(wire.PacketHeaderBytes), c.epoch, c.session, c.nextSeq, c.stable, c.now, c.epochStart)
 	if err != nil {
 		panic("sequencer: heartbeat buffer too small: " + err.Error())
 	}
 	c.stableSent = c.stable
 	c.lastSend = c.mono
 	c.stats.Heartbeats++
-	c.sink.Publish(pkt)
+	c.out.ready.Packets = append(c.out.ready.Packets, Packet{Bytes: pkt})
 }

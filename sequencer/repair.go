@@ -47,10 +47,11 @@ type Repairer struct {
 	sink     Sink
 	bucket   tokenBucket
 	onRepair PacketFunc // r.repairPacket, built once
-	// patchCopy, if set, is where a packet is copied before its headers
-	// are patched, leaving the store's bytes alone (the Core's ring
-	// packets may still be queued in a RetainingSink).
-	patchCopy []byte
+	// arena, if set (the Core's), is where each packet is copied before
+	// its headers are patched, and each Gone built, leaving the store's
+	// bytes alone (the Core's ring packets may still be queued in a Ready
+	// or a transport); the copies live until the Core's Advance.
+	arena *arena
 
 	lastNakSeq  uint64 // FromSeq of the last NAK answered
 	lastNakPeer transport.Peer
@@ -168,8 +169,8 @@ func (r *Repairer) repairPacket(pkt []byte, m PacketInfo) bool {
 		r.stats.Throttled++
 		return false
 	}
-	if len(pkt) <= len(r.patchCopy) {
-		pkt = r.patchCopy[:copy(r.patchCopy, pkt)]
+	if r.arena != nil {
+		pkt = r.arena.copyOf(pkt)
 	}
 	if r.answer.Stamp {
 		if e := r.answer.StampEpoch; e == 0 || wire.PacketEpoch(pkt) == e {
@@ -193,7 +194,11 @@ func (r *Repairer) repairPacket(pkt []byte, m PacketInfo) bool {
 
 func (r *Repairer) sendGone(to transport.Peer, n *wire.Nak, a *Answer, oldest uint64) {
 	r.gone = wire.Gone{Epoch: a.Epoch, Session: a.Session, FromSeq: n.FromSeq, ToSeq: n.ToSeq, Oldest: oldest}
-	pkt, err := wire.AppendGone(r.gbuf[:], &r.gone)
+	buf := r.gbuf[:]
+	if r.arena != nil {
+		buf = r.arena.take(wire.GoneBytes)
+	}
+	pkt, err := wire.AppendGone(buf, &r.gone)
 	if err != nil {
 		panic("sequencer: gone buffer too small: " + err.Error())
 	}

@@ -75,15 +75,16 @@ func retainedStream(t *testing.T, standalone bool) {
 	cfg := testConfig()
 	cfg.Standalone = standalone
 	cfg.MaxPacketBytes = 1472
+	cfg.MaxMessageBytes = 1024 // one call's output is then a few packets: the ring stays small
 	sink := &retainingSink{max: 8 * cfg.MaxPacketBytes, t: t}
-	cfg.RingBytes = sink.max + retainMarginPackets*cfg.MaxPacketBytes
+	cfg.RingBytes = RetainRingBytes(cfg, sink.max)
 	cfg.NakAnswerBytes = 4 * cfg.MaxPacketBytes
-	c, err := New(cfg, sink)
+	c, err := NewSinkShell(cfg, sink)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if c.retain == nil {
-		t.Fatal("the Core does not retain with a ring of MaxRetainedBytes + the margin")
+	if c.retainMax == 0 {
+		t.Fatal("the Core does not retain with a ring of MaxRetainedBytes + the margin + one call's output")
 	}
 	now := int64(1000)
 	var want []string
@@ -137,16 +138,17 @@ func retainedStream(t *testing.T, standalone bool) {
 }
 
 // TestCore_NoRetainWithARingTooSmall: a ring that cannot hold what the
-// sink retains and the margin gets every packet by copy.
+// sink retains, the margin and one call's output gets every packet by
+// copy.
 func TestCore_NoRetainWithARingTooSmall(t *testing.T) {
 	cfg := testConfig()
 	sink := &retainingSink{max: 8 * cfg.MaxPacketBytes, t: t}
-	cfg.RingBytes = sink.max + retainMarginPackets*cfg.MaxPacketBytes - 1
-	c, err := New(cfg, sink)
+	cfg.RingBytes = RetainRingBytes(cfg, sink.max) - 1
+	c, err := NewSinkShell(cfg, sink)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if c.retain != nil {
-		t.Fatal("retaining with a ring smaller than MaxRetainedBytes + the margin")
+	if c.retainMax != 0 {
+		t.Fatal("retaining with a ring smaller than MaxRetainedBytes + the margin + one call's output")
 	}
 }

@@ -129,7 +129,7 @@ func TestNew_RingAllocatesLazily(t *testing.T) {
 func TestCore_StepAllocatesNothingOnceWrapped(t *testing.T) {
 	cfg := testConfig()
 	cfg.RingBytes = 2*ringChunkBytes + 1000
-	c, _ := New(cfg, &countingSink{})
+	c, _ := NewSinkShell(cfg, &countingSink{})
 	f := newBatchFrame(t, 8, 64)
 	now := int64(0)
 	for c.ring.first == 0 {

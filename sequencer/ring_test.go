@@ -314,7 +314,7 @@ func TestCore_SharedLossRepairedByMulticast(t *testing.T) {
 	}
 }
 
-func stepFrom(t testing.TB, c *Core, now int64, f []byte, from transport.Peer) {
+func stepFrom(t testing.TB, c SinkShell, now int64, f []byte, from transport.Peer) {
 	t.Helper()
 	if err := c.Step(at(now), f, from); err != nil {
 		t.Fatalf("Step: %v", err)

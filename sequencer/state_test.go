@@ -274,11 +274,11 @@ func TestCore_NewPrimaryFromStandbyState(t *testing.T) {
 	cfg2 := cfg
 	cfg2.Epoch = 2
 	cfg2.FirstSeq = std.st.LastSeq() + 1
-	if _, err := NewPrimary(cfg2, &recordingSink{}, Takeover{State: NewState(cfg.MaxSenders, 1)}); !errors.Is(err, ErrTakeover) {
+	if _, err := NewPrimarySinkShell(cfg2, &recordingSink{}, Takeover{State: NewState(cfg.MaxSenders, 1)}); !errors.Is(err, ErrTakeover) {
 		t.Fatalf("a state at another seq: %v", err)
 	}
 	sinkB := &recordingSink{}
-	nw, err := NewPrimary(cfg2, sinkB, Takeover{State: std.st})
+	nw, err := NewPrimarySinkShell(cfg2, sinkB, Takeover{State: std.st})
 	if err != nil {
 		t.Fatal(err)
 	}

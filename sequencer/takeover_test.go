@@ -143,15 +143,15 @@ func TestNewPrimary_RefusesAStateNotAtTheCut(t *testing.T) {
 	st := stateAt(t, cfg, oldSink.published, 3)
 	ncfg := cfg
 	ncfg.Epoch, ncfg.FirstSeq = 2, 5
-	if _, err := NewPrimary(ncfg, &recordingSink{}, Takeover{State: st}); !errors.Is(err, ErrTakeover) {
+	if _, err := NewPrimarySinkShell(ncfg, &recordingSink{}, Takeover{State: st}); !errors.Is(err, ErrTakeover) {
 		t.Fatalf("state at 3, epoch from 5: %v, want ErrTakeover", err)
 	}
-	if _, err := NewPrimary(ncfg, &recordingSink{}, Takeover{}); !errors.Is(err, ErrTakeover) {
+	if _, err := NewPrimarySinkShell(ncfg, &recordingSink{}, Takeover{}); !errors.Is(err, ErrTakeover) {
 		t.Fatalf("no state: %v, want ErrTakeover", err)
 	}
 	ncfg.FirstSeq = 4
 	ncfg.MaxSenders = cfg.MaxSenders + 1
-	if _, err := NewPrimary(ncfg, &recordingSink{}, Takeover{State: st}); !errors.Is(err, ErrTakeover) {
+	if _, err := NewPrimarySinkShell(ncfg, &recordingSink{}, Takeover{State: st}); !errors.Is(err, ErrTakeover) {
 		t.Fatalf("another MaxSenders: %v, want ErrTakeover", err)
 	}
 }
@@ -175,10 +175,10 @@ func seqOfCommand(t testing.TB, pkts [][]byte, cmdSeq uint64) uint64 {
 	return 0
 }
 
-func newCoreWith(t testing.TB, cfg Config, tk Takeover) (*Core, *recordingSink) {
+func newCoreWith(t testing.TB, cfg Config, tk Takeover) (SinkShell, *recordingSink) {
 	t.Helper()
 	sink := &recordingSink{}
-	c, err := NewPrimary(cfg, sink, tk)
+	c, err := NewPrimarySinkShell(cfg, sink, tk)
 	if err != nil {
 		t.Fatalf("NewPrimary: %v", err)
 	}
@@ -216,7 +216,7 @@ func TestNewPrimary_HistoryPacketIsStampedNoHigherThanItsEpochsEnd(t *testing.T)
 	cfg := testConfig()
 	const epoch2Start, epoch3Start = 4, 6
 	var p wire.Packet
-	epoch1 := func() (*Core, *State, uint64) {
+	epoch1 := func() (SinkShell, *State, uint64) {
 		ocfg := cfg
 		ocfg.Standalone = false // stable moves by quorum: it is still 0 here
 		old, oldSink := newCore(t, ocfg)

@@ -240,7 +240,7 @@ func (c *Core) checkTimer(cmd *wire.Command, idx int32) wire.RejectReason {
 // coalesced into one firing and counted in TimerSkipped, so a clock step
 // of a day cannot flood the stream with catch-up fires.
 func (c *Core) fireTimers() {
-	for {
+	for !c.retainFull() {
 		tm, due := c.state.timers.due(c.now)
 		if !due {
 			return

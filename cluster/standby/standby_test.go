@@ -219,7 +219,7 @@ func TestStandby_TakeoverAtACutBelowTheState(t *testing.T) {
 	if tk.State.LastSeq() != cut || !bytes.Equal(tk.State.Snapshot(), standbytest.ReferenceState(t, pkts, cut).Snapshot()) {
 		t.Fatalf("takeover state at %d differs from the stream's at %d", tk.State.LastSeq(), cut)
 	}
-	if _, err := sequencer.NewPrimary(standbytest.SeqConfig(2, cut+1), &standbytest.Stream{}, tk); err != nil {
+	if _, err := sequencer.NewPrimarySinkShell(standbytest.SeqConfig(2, cut+1), &standbytest.Stream{}, tk); err != nil {
 		t.Fatalf("NewPrimary: %v", err)
 	}
 	if _, err := s.Takeover(cut); !errors.Is(err, ErrTakenOver) {
@@ -591,7 +591,7 @@ func TestStandby_NewEpochPacketWinsInTheStash(t *testing.T) {
 // or not, reach the store whole and the State equals the primary's.
 func TestStandby_FragmentedMessagesStored(t *testing.T) {
 	src := &standbytest.Stream{}
-	c, err := sequencer.New(standbytest.SmallPackets(1, 1), src)
+	c, err := sequencer.NewSinkShell(standbytest.SmallPackets(1, 1), src)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -626,7 +626,7 @@ func TestStandby_FragmentedMessagesStored(t *testing.T) {
 // so the new epoch's packets follow in the store.
 func TestStandby_CutInsideAFragmentedMessage(t *testing.T) {
 	src := &standbytest.Stream{}
-	c, err := sequencer.New(standbytest.SmallPackets(1, 1), src)
+	c, err := sequencer.NewSinkShell(standbytest.SmallPackets(1, 1), src)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -182,7 +182,7 @@ func benchMem(o benchOptions) error {
 	// as the udp bench batches up to the interface MTU.
 	scfg.MaxPacketBytes = memFrameBytes
 	scfg.RingBytes = 256 << 20
-	seq, err := sequencer.New(scfg, sequencer.ServerSink{Server: srv})
+	seq, err := sequencer.NewSinkShell(scfg, sequencer.ServerSink{Server: srv})
 	if err != nil {
 		return err
 	}

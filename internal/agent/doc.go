@@ -39,6 +39,9 @@
 // Once runs one iteration (tests drive a loop with it); Run iterates
 // until ctx ends or an iteration fails. An iteration allocates nothing.
 //
+// Loops on it: sequencer.Agent (a standalone sequencer), cluster's
+// primary shell, node.Node.
+//
 // # Concurrency
 //
 // A Runner and its Agent belong to one goroutine, the loop's. What other

@@ -88,7 +88,7 @@ type archiveWriter struct {
 	dir     string
 	s       *replayer.Store
 	k       *storeSink
-	c       *sequencer.Core
+	c       sequencer.SinkShell
 	clock   int64
 	cmdSeqs map[wire.Account]uint64
 	n       int
@@ -106,7 +106,7 @@ func newArchiveWriter(t *testing.T, dir string) *archiveWriter {
 	k := &storeSink{t: t, s: s}
 	cfg := sequencer.DefaultConfig()
 	cfg.Session = 4242
-	c, err := sequencer.New(cfg, k)
+	c, err := sequencer.NewSinkShell(cfg, k)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -292,7 +292,7 @@ func lateJoin(t *testing.T, kind transportKind, count int, epochChange bool) {
 		qcfg.StartTime = clock().Wall
 		var last atomic.Uint64
 		last.Store(cut)
-		core2, err := sequencer.NewPrimary(qcfg, sequencer.ServerSink{Server: tap}, sequencer.Takeover{State: state, History: store})
+		core2, err := sequencer.NewPrimarySinkShell(qcfg, sequencer.ServerSink{Server: tap}, sequencer.Takeover{State: state, History: store})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -356,7 +356,7 @@ func lateJoin(t *testing.T, kind transportKind, count int, epochChange bool) {
 
 // serve is a minimal sequencer shell for a Core built by NewPrimary
 // (sequencer.Agent builds its own): poll, step, flush, tick.
-func serve(ctx context.Context, core *sequencer.Core, srv transport.Server, clock func() sequencer.Time, last *atomic.Uint64) {
+func serve(ctx context.Context, core sequencer.SinkShell, srv transport.Server, clock func() sequencer.Time, last *atomic.Uint64) {
 	core.Flush(clock())
 	var now sequencer.Time
 	step := func(f []byte, from transport.Peer) { _ = core.Step(now, f, from) }

@@ -427,11 +427,11 @@ func (c *simCluster) election() {
 	cfg.Epoch = w.epoch + 1
 	cfg.FirstSeq = cut + 1
 	cfg.StartTime = w.lastStamp() // the last stamp any node saw (fsm checkpoints, in the Node)
-	var seq *sequencer.Core
+	var seq sequencer.SinkShell
 	if cut == 0 {
-		seq, err = sequencer.New(cfg, w)
+		seq, err = sequencer.NewSinkShell(cfg, w)
 	} else {
-		seq, err = sequencer.NewPrimary(cfg, w, t)
+		seq, err = sequencer.NewPrimarySinkShell(cfg, w, t)
 	}
 	if err != nil {
 		w.fail("epoch change at %d: %v", cut, err)
@@ -519,7 +519,7 @@ func (c *simCluster) done() bool {
 // startEpoch hands the stream to seq, the primary of the next epoch from
 // cut+1: the checker's truth is cut there, fast nodes that delivered past
 // it must diverge.
-func (w *world) startEpoch(seq *sequencer.Core, epoch uint32, cut uint64) {
+func (w *world) startEpoch(seq sequencer.SinkShell, epoch uint32, cut uint64) {
 	for _, n := range w.nodes {
 		if n.delivered > cut {
 			n.mustDiverge = true

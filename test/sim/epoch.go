@@ -139,7 +139,7 @@ func (w *world) failover() {
 	cfg.FirstSeq = cut + 1
 	cfg.StartTime = w.log[len(w.log)-1].time // the last stamp any node saw
 	w.hist.cut(cut)
-	seq, err := sequencer.NewPrimary(cfg, w, sequencer.Takeover{State: st, History: &w.hist})
+	seq, err := sequencer.NewPrimarySinkShell(cfg, w, sequencer.Takeover{State: st, History: &w.hist})
 	if err != nil {
 		w.fail("epoch change at %d: %v", cut, err)
 		return

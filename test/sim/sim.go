@@ -230,7 +230,7 @@ type world struct {
 	lastPublish int64
 	net         *mem.Network
 	srv         transport.Server
-	seq         *sequencer.Core
+	seq         sequencer.SinkShell
 	nodes       []*simNode
 	log         []entry
 	// standby is a State fed only what the sequencer published: after
@@ -351,7 +351,7 @@ func newWorld(cfg Config) (*world, error) {
 			return nil, err
 		}
 	}
-	w.seq, err = sequencer.New(sc, w)
+	w.seq, err = sequencer.NewSinkShell(sc, w)
 	if err != nil {
 		return nil, err
 	}

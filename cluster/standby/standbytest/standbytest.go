@@ -70,7 +70,7 @@ func (c *Client) Acks(t testing.TB) []wire.Status {
 
 // Stream is a primary Core whose data packets are kept.
 type Stream struct {
-	Core   *sequencer.Core
+	Core   sequencer.SinkShell
 	Pkts   [][]byte
 	CmdSeq uint64
 	Now    int64
@@ -101,7 +101,7 @@ func SeqConfig(epoch uint32, first uint64) sequencer.Config {
 func NewStream(t testing.TB) *Stream {
 	t.Helper()
 	s := &Stream{}
-	c, err := sequencer.New(SeqConfig(1, 1), s)
+	c, err := sequencer.NewSinkShell(SeqConfig(1, 1), s)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -115,7 +115,7 @@ func NewStream(t testing.TB) *Stream {
 func (s *Stream) NextEpoch(t testing.TB, cfg sequencer.Config, st *sequencer.State, cmdSeq uint64) *Stream {
 	t.Helper()
 	next := &Stream{Now: s.Now, CmdSeq: cmdSeq}
-	c, err := sequencer.NewPrimary(cfg, next, sequencer.Takeover{State: st})
+	c, err := sequencer.NewPrimarySinkShell(cfg, next, sequencer.Takeover{State: st})
 	if err != nil {
 		t.Fatal(err)
 	}
