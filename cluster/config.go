@@ -170,7 +170,7 @@ type Config struct {
 	CheckpointInterval time.Duration
 	// IdleSpin keeps the primary polling without blocking this long after
 	// each frame (transport.Idle, sequencer.idle-spin): lower latency,
-	// costs a core. The standby's is StandbyConfig.IdleSpin.
+	// costs a core. The standby's is standby.Config.IdleSpin.
 	IdleSpin time.Duration
 	// Logger gets the role changes and failures (slog.Default when nil).
 	Logger *slog.Logger

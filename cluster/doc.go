@@ -8,12 +8,10 @@
 //   - Quorum (pure): the primary's stable seq, the highest seq held by a
 //     majority of the current epoch's voters, the primary included. Acks
 //     count only from voters of the current epoch and for that epoch.
-//   - Standby: follows the stream with the pure receiver (fast mode,
-//     Persist), appends it to a replayer.Store, applies every record to a
-//     sequencer.State (dedupe table, incarnations, timers, activation),
-//     and acks the highest contiguous seq it holds (durably, by default)
-//     to the primary in a wire.Status with StatusStandby and its member id.
-//     Seal, CatchUp and Takeover turn it into the next epoch's primary.
+//   - the standby (package cluster/standby, standby.Agent): follows the
+//     stream, persists it, applies it to a sequencer.State and acks the
+//     highest contiguous seq it holds to the primary; Seal, CatchUp and
+//     Takeover turn it into the next epoch's primary.
 //   - FetchServer and Fetch: a small TCP range protocol by which a member
 //     fetches the packets of a sealed epoch it lacks from another.
 //
@@ -44,7 +42,7 @@
 // bootstrap members still missing before epoch 1 (a bootstrap leader
 // deposed midway leaves the rest to the next) and a session if there is
 // none, seals the current epoch on every voter through their control
-// endpoints (HTTP, POST /v1/seal: Standby.Seal), takes the highest
+// endpoints (HTTP, POST /v1/seal: the follower's Seal), takes the highest
 // contiguous seq reported as the cut once a quorum answered (plus a commit timeout of grace for the
 // rest), catches its standby up to it, stops its standby and builds the
 // primary's Core with sequencer.NewPrimary on the standby's State and
@@ -80,8 +78,6 @@
 //
 // # Concurrency
 //
-// Quorum is not safe for concurrent use. Standby runs on the goroutine of
-// Run; Seal, Contiguous and the FetchServer's reads are safe from other
-// goroutines (one mutex, held per stream frame and per fetch chunk).
-// Takeover is called after Run returned.
+// Quorum is not safe for concurrent use. The standby's contract is in
+// package cluster/standby.
 package cluster

@@ -2,26 +2,13 @@ package cluster
 
 import "errors"
 
-// Sentinel errors of the data path (quorum, standby, fetch); the control
-// path's are in control_errors.go. Hot paths return them bare; the rest
-// wrap them with the operation and the id.
+// Sentinel errors of the data path (quorum, fetch); the control path's
+// are in control_errors.go, the standby's in standby_errors.go. Hot
+// paths return them bare; the rest wrap them with the operation and the
+// id.
 var (
 	// ErrTooManyVoters: a membership has more voters than MaxVoters.
 	ErrTooManyVoters = errors.New("cluster: too many voters")
-	// ErrSealed: Seal of an epoch older than one this standby sealed
-	// already (a stale leader's seal).
-	ErrSealed = errors.New("cluster: sealed for a later epoch")
-	// ErrTakenOver: the standby handed its state and store to a primary
-	// (Takeover); it follows the stream no more.
-	ErrTakenOver = errors.New("cluster: standby taken over")
-	// ErrBehindCut: Takeover at a cut the standby does not hold (CatchUp
-	// first).
-	ErrBehindCut = errors.New("cluster: standby does not hold the cut")
-	// ErrStashFull: more out-of-order stream bytes wait for the store than
-	// StandbyConfig.MaxStashBytes; the standby stops rather than lose them.
-	ErrStashFull = errors.New("cluster: standby stash full")
-	// ErrCatchUp: no peer supplied what CatchUp lacks up to the cut.
-	ErrCatchUp = errors.New("cluster: catch-up incomplete")
 	// ErrFetchProtocol: a fetch request or answer frame is malformed.
 	ErrFetchProtocol = errors.New("cluster: malformed fetch frame")
 	// ErrFetchVersion: a fetch request of another protocol version.

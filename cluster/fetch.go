@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/seqd/seqd/replayer"
+	"github.com/seqd/seqd/wire"
 )
 
 // Fetch protocol: how a member gets the stream packets it lacks from
@@ -43,11 +44,11 @@ const FetchRequestBytes = 24
 
 const (
 	fetchMagic         = 0x51465153 // "SQFQ" as little-endian bytes
-	fetchHeaderBytes   = 8
-	fetchPacket        = 1
-	fetchEnd           = 2
-	fetchError         = 3
-	maxFetchErrorBytes = 1024
+	fetchHeaderBytes   = wire.FetchFrameHeaderBytes
+	fetchPacket        = wire.FetchPacket
+	fetchEnd           = wire.FetchEnd
+	fetchError         = wire.FetchError
+	maxFetchErrorBytes = wire.MaxFetchErrorBytes
 	// fetchChunkBytes is how much the server copies out of the store per
 	// turn of its lock, so the standby's stream loop waits little.
 	fetchChunkBytes = 1 << 20
@@ -84,39 +85,17 @@ func decodeFetchRequest(b []byte) (from, to uint64, err error) {
 	return from, to, nil
 }
 
-// putFetchHeader writes a frame header.
-func putFetchHeader(b []byte, kind byte, n int) {
-	b[0], b[1], b[2], b[3] = kind, 0, 0, 0
-	le.PutUint32(b[4:], uint32(n))
-}
+// putFetchHeader writes a frame header (wire.PutFetchFrame).
+func putFetchHeader(b []byte, kind byte, n int) { wire.PutFetchFrame(b, kind, n) }
 
 // decodeFetchHeader validates a response frame header and returns its
-// kind and body length.
+// kind and body length (wire.DecodeFetchFrame).
 func decodeFetchHeader(b []byte) (kind byte, n int, err error) {
-	if len(b) != fetchHeaderBytes {
+	kind, n, err = wire.DecodeFetchFrame(b, replayer.MaxFramePacketBytes)
+	if err != nil {
 		return 0, 0, ErrFetchProtocol
 	}
-	kind, n64 := b[0], le.Uint32(b[4:])
-	if b[1]|b[2]|b[3] != 0 {
-		return 0, 0, ErrFetchProtocol
-	}
-	switch kind {
-	case fetchPacket:
-		if n64 == 0 || n64 > replayer.MaxFramePacketBytes {
-			return 0, 0, ErrFetchProtocol
-		}
-	case fetchEnd:
-		if n64 != 8 {
-			return 0, 0, ErrFetchProtocol
-		}
-	case fetchError:
-		if n64 > maxFetchErrorBytes {
-			return 0, 0, ErrFetchProtocol
-		}
-	default:
-		return 0, 0, ErrFetchProtocol
-	}
-	return kind, int(n64), nil
+	return kind, n, nil
 }
 
 // FetchSource is what a FetchServer serves: a member's store, read under

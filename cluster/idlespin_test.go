@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/seqd/seqd/cluster/standby/standbytest"
 	"github.com/seqd/seqd/fsm"
 	"github.com/seqd/seqd/sequencer"
 	"github.com/seqd/seqd/transport"
@@ -40,7 +41,7 @@ func (w *waitLog) after(n int) []time.Duration {
 }
 
 type spinClient struct {
-	fakeClient
+	standbytest.Client
 	log *waitLog
 }
 

@@ -9,6 +9,7 @@ import (
 
 	"github.com/hashicorp/raft"
 
+	"github.com/seqd/seqd/cluster/standby"
 	"github.com/seqd/seqd/fsm"
 )
 
@@ -224,8 +225,10 @@ func (n *Node) fsmCaughtUp(from uint64) bool {
 	return true
 }
 
-// The standby the Node runs heals its stale tail and reports its epoch.
+// The standby the Node runs heals its stale tail and reports its epoch;
+// its store is what the member's fetch server serves.
 var (
-	_ EpochKnower = (*Standby)(nil)
-	_ HeldEpocher = (*Standby)(nil)
+	_ EpochKnower = (*standby.Agent)(nil)
+	_ HeldEpocher = (*standby.Agent)(nil)
+	_ FetchSource = (*standby.Agent)(nil)
 )

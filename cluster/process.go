@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/seqd/seqd/cluster/standby"
 	"net"
 	"sync/atomic"
 	"time"
@@ -65,7 +66,7 @@ type Process struct {
 // standbyHandle is a Standby and the stream client it reads; Close
 // closes both.
 type standbyHandle struct {
-	*Standby
+	*standby.Agent
 	client transport.Client
 }
 
@@ -81,13 +82,13 @@ func (h *standbyHandle) Wake() {
 // takes over keeps the standby's store for its primacy, but a TCP client
 // left reconnecting would find its own member's new stream server.
 func (h *standbyHandle) Run(ctx context.Context) error {
-	err := h.Standby.Run(ctx)
+	err := h.Agent.Run(ctx)
 	h.client.Close()
 	return err
 }
 
 func (h *standbyHandle) Close() error {
-	err := h.Standby.Close()
+	err := h.Agent.Close()
 	h.client.Close()
 	return err
 }
@@ -125,16 +126,17 @@ func (d *Process) newFollower() (Follower, error) {
 	if err != nil {
 		return nil, err
 	}
-	sc := DefaultStandbyConfig()
+	sc := standby.DefaultConfig()
 	sc.Member, sc.Dir, sc.MaxSenders = d.member, d.data.Dir, d.maxSenders
 	sc.AckWritten = d.data.AckWritten
 	sc.IdleSpin = d.data.IdleSpin
-	s, err := NewStandby(sc, cl)
+	sc.Fetch = Fetch
+	s, err := standby.New(sc, cl)
 	if err != nil {
 		cl.Close()
 		return nil, err
 	}
-	h := &standbyHandle{Standby: s, client: cl}
+	h := &standbyHandle{Agent: s, client: cl}
 	d.cur.Store(h)
 	return h, nil
 }

@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/seqd/seqd/cluster/standby/standbytest"
 	"github.com/seqd/seqd/multicast"
 	"github.com/seqd/seqd/sequencer"
 	"github.com/seqd/seqd/wire"
@@ -54,7 +55,7 @@ func TestCluster_SafeRoundTripLogged(t *testing.T) {
 			var w wire.CommandWriter
 			buf := make([]byte, 256)
 			for q := uint64(2); q < n+2; q++ {
-				if err := w.Reset(buf, acctA, 1, 0, testSession); err != nil {
+				if err := w.Reset(buf, standbytest.Alice, 1, 0, standbytest.Session); err != nil {
 					t.Fatal(err)
 				}
 				if err := w.Append(&wire.Command{CmdSeq: q, Payload: []byte("ping")}); err != nil {
@@ -88,7 +89,7 @@ func startStandalone(t *testing.T, mc multicast.Config) *primary {
 	if err != nil {
 		t.Fatal(err)
 	}
-	cfg := seqConfig(1, 1)
+	cfg := standbytest.SeqConfig(1, 1)
 	cfg.Standalone = true
 	a, err := sequencer.NewAgent(cfg, srv, sequencer.SystemClock())
 	if err != nil {

@@ -12,6 +12,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/seqd/seqd/cluster/standby"
+	"github.com/seqd/seqd/cluster/standby/standbytest"
 	"github.com/seqd/seqd/multicast"
 	"github.com/seqd/seqd/receiver"
 	"github.com/seqd/seqd/sequencer"
@@ -69,7 +71,7 @@ func startTail(t *testing.T, mc multicast.Config) *tail {
 		t.Fatal(err)
 	}
 	rc := receiver.DefaultConfig()
-	rc.Session, rc.ReadOnly, rc.Rewind, rc.RewindFrom = testSession, true, true, 1
+	rc.Session, rc.ReadOnly, rc.Rewind, rc.RewindFrom = standbytest.Session, true, true, 1
 	rc.PendingRecords = 1 << 12
 	r, err := receiver.New(rc)
 	if err != nil {
@@ -87,7 +89,7 @@ func startTail(t *testing.T, mc multicast.Config) *tail {
 		tl.mu.Lock()
 		for _, m := range rd.Deliver {
 			tl.msgs = append(tl.msgs, delivered{m.Seq, m.Epoch, m.Account, m.CmdSeq, m.Flags})
-			if m.Account == acctA && m.Flags&wire.FlagInternal == 0 {
+			if m.Account == standbytest.Alice && m.Flags&wire.FlagInternal == 0 {
 				tl.maxCmd = max(tl.maxCmd, m.CmdSeq)
 			}
 		}
@@ -161,7 +163,7 @@ func newSender(t *testing.T, mc multicast.Config) *sender {
 func (s *sender) send(t *testing.T, from, to uint64, what string, done func() bool) {
 	t.Helper()
 	var w wire.CommandWriter
-	if err := w.Reset(make([]byte, 1400), acctA, 1, 0, testSession); err != nil {
+	if err := w.Reset(make([]byte, 1400), standbytest.Alice, 1, 0, standbytest.Session); err != nil {
 		t.Fatal(err)
 	}
 	for q := from; q <= to; q++ {
@@ -184,7 +186,8 @@ func (s *sender) send(t *testing.T, from, to uint64, what string, done func() bo
 
 // member is a standby running on its own multicast client.
 type standbyMember struct {
-	s      *Standby
+	id     uint64
+	s      *standby.Agent
 	fs     *FetchServer
 	cancel context.CancelFunc
 	done   chan error
@@ -201,7 +204,7 @@ func startMember(t *testing.T, mc multicast.Config, id uint64) *standbyMember {
 	s := newStandby(t, standbyConfig(t, id), c)
 	fs := fetchFrom(t, s)
 	ctx, cancel := context.WithCancel(context.Background())
-	m := &standbyMember{s: s, fs: fs, cancel: cancel, done: make(chan error, 1)}
+	m := &standbyMember{id: id, s: s, fs: fs, cancel: cancel, done: make(chan error, 1)}
 	go func() { m.done <- s.Run(ctx) }()
 	t.Cleanup(func() { m.kill(t) })
 	return m
@@ -211,7 +214,7 @@ func startMember(t *testing.T, mc multicast.Config, id uint64) *standbyMember {
 func (m *standbyMember) kill(t *testing.T) {
 	m.cancel()
 	if err := <-m.done; err != nil && !errors.Is(err, context.Canceled) {
-		t.Errorf("standby %d: Run: %v", m.s.cfg.Member, err)
+		t.Errorf("standby %d: Run: %v", m.id, err)
 	}
 	m.done <- nil // later kills return at once
 }
@@ -231,7 +234,7 @@ func startPrimary(t *testing.T, mc multicast.Config, epoch uint32, self uint64, 
 	if err != nil {
 		t.Fatal(err)
 	}
-	cfg := seqConfig(epoch, cut+1)
+	cfg := standbytest.SeqConfig(epoch, cut+1)
 	var a *sequencer.Agent
 	if tk != nil {
 		a, err = sequencer.NewPrimaryAgent(cfg, srv, sequencer.SystemClock(), *tk)
@@ -388,7 +391,7 @@ func TestCluster_FailoverContinuesTheStream(t *testing.T) {
 		if want := uint32(1 + btoi(m.seq > cut)); m.epoch != want {
 			t.Fatalf("tail: seq %d in epoch %d, want %d (cut %d)", m.seq, m.epoch, want, cut)
 		}
-		if m.acct == acctA && m.flags&wire.FlagInternal == 0 {
+		if m.acct == standbytest.Alice && m.flags&wire.FlagInternal == 0 {
 			seen[m.cmdSeq]++
 		}
 	}
@@ -437,14 +440,14 @@ func TestCluster_StandbysUnderLoss(t *testing.T) {
 	last := p.a.Core().Published()
 	want := p.a.Core().State().Snapshot()
 	for _, m := range []*standbyMember{a, b} {
-		waitFor(t, fmt.Sprintf("standby %d holds the stream", m.s.cfg.Member), func() bool { return m.s.Contiguous() == last })
+		waitFor(t, fmt.Sprintf("standby %d holds the stream", m.id), func() bool { return m.s.Contiguous() == last })
 		m.kill(t)
 		seq, snap := m.s.Snapshot()
 		if seq != last || !bytes.Equal(snap, want) {
-			t.Fatalf("standby %d: State at %d differs from the primary's at %d", m.s.cfg.Member, seq, last)
+			t.Fatalf("standby %d: State at %d differs from the primary's at %d", m.id, seq, last)
 		}
 		st := m.s.Stats()
-		t.Logf("standby %d: %+v", m.s.cfg.Member, st)
+		t.Logf("standby %d: %+v", m.id, st)
 	}
 	if a.s.Stats().Stashed+b.s.Stats().Stashed == 0 {
 		t.Error("no packet waited in a stash: the faults did not reach the standbys")

@@ -4,6 +4,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/seqd/seqd/cluster/standby/standbytest"
 	"github.com/seqd/seqd/sequencer"
 	"github.com/seqd/seqd/transport"
 	"github.com/seqd/seqd/wire"
@@ -68,11 +69,11 @@ func (s *recordServer) Close() error                                       { ret
 // after Step returned; and a repair, a packet already stored, is not
 // stored again.
 func TestTeeSink_RepairFromTheHistoryToEveryone(t *testing.T) {
-	src := newStream(t)
-	pkts := src.commands(t, 30)
-	s := newStandby(t, standbyConfig(t, 2), &fakeClient{})
+	src := standbytest.NewStream(t)
+	pkts := src.Commands(t, 30)
+	s := newStandby(t, standbyConfig(t, 2), &standbytest.Client{})
 	for _, p := range pkts {
-		s.frame(p, 0)
+		s.Step(p, 0)
 	}
 	const cut = 20
 	tk, err := s.Takeover(cut)
@@ -82,7 +83,7 @@ func TestTeeSink_RepairFromTheHistoryToEveryone(t *testing.T) {
 	hist := &reentryStore{RetransmitStore: tk.History}
 	tk.History = hist
 	srv := &recordServer{}
-	cfg := seqConfig(2, cut+1)
+	cfg := standbytest.SeqConfig(2, cut+1)
 	if cfg.MulticastRepairWindow == 0 {
 		t.Fatal("the default config repairs by unicast only: the case is not exercised")
 	}
@@ -91,12 +92,12 @@ func TestTeeSink_RepairFromTheHistoryToEveryone(t *testing.T) {
 		t.Fatal(err)
 	}
 	out := newTeeSink(core, srv, hist)
-	now := sequencer.Time{Mono: int64(time.Second), Wall: src.now + 1}
+	now := sequencer.Time{Mono: int64(time.Second), Wall: src.Now + 1}
 	core.Flush(now)
 	out.send(core)
 	live := len(srv.published)
 
-	nak, err := wire.AppendNak(make([]byte, wire.NakBytes), &wire.Nak{Epoch: 2, Session: testSession, FromSeq: 15, ToSeq: cut})
+	nak, err := wire.AppendNak(make([]byte, wire.NakBytes), &wire.Nak{Epoch: 2, Session: standbytest.Session, FromSeq: 15, ToSeq: cut})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -156,10 +157,10 @@ func (s *retainServer) MaxRetainedBytes() int { return 64 << 10 }
 // packets by reference when the transport can (no copy on the way to the
 // kernel), and each still reaches its store.
 func TestTeeSink_RetainsAndStores(t *testing.T) {
-	src := newStream(t)
-	s := newStandby(t, standbyConfig(t, 2), &fakeClient{})
-	for _, p := range src.commands(t, 10) {
-		s.frame(p, 0)
+	src := standbytest.NewStream(t)
+	s := newStandby(t, standbyConfig(t, 2), &standbytest.Client{})
+	for _, p := range src.Commands(t, 10) {
+		s.Step(p, 0)
 	}
 	const cut = 10
 	tk, err := s.Takeover(cut)
@@ -167,14 +168,14 @@ func TestTeeSink_RetainsAndStores(t *testing.T) {
 		t.Fatal(err)
 	}
 	srv := &retainServer{}
-	cfg := seqConfig(2, cut+1)
+	cfg := standbytest.SeqConfig(2, cut+1)
 	cfg.MaxMessageBytes = 64 << 10 // the ring then holds what the server retains, the margin and one call's output
 	core, err := sequencer.NewPrimary(cfg, tk)
 	if err != nil {
 		t.Fatal(err)
 	}
 	out := newTeeSink(core, srv, tk.History)
-	now := sequencer.Time{Mono: int64(time.Second), Wall: src.now + 1}
+	now := sequencer.Time{Mono: int64(time.Second), Wall: src.Now + 1}
 	core.Flush(now)
 	out.send(core)
 	if srv.retained == 0 {

@@ -115,13 +115,9 @@ func benchDirs(b *testing.B) map[string]string {
 	return dirs
 }
 
-// shellSyncer is the fsync goroutine of a shell using SyncInShell.
-type shellSyncer struct {
-	req  chan SyncRequest
-	done chan error
-	r    SyncRequest
-	out  bool
-}
+// shellSyncer is the fsync goroutine of a shell using SyncInShell: a
+// Syncer, as the Service's and the standby's.
+type shellSyncer struct{ *Syncer }
 
 // openBenchStore opens a store with cfg in a new directory under dir;
 // both go when the benchmark ends.
@@ -166,45 +162,28 @@ func endBenchStore(b *testing.B, s *Store, y *shellSyncer, start time.Time) floa
 	return time.Since(start).Seconds()
 }
 
-func newShellSyncer() *shellSyncer {
-	y := &shellSyncer{req: make(chan SyncRequest), done: make(chan error, 1)}
-	go func() {
-		for r := range y.req {
-			y.done <- r.Run()
-		}
-	}()
-	return y
-}
+func newShellSyncer() *shellSyncer { return &shellSyncer{NewSyncer(nil)} }
 
 // poll finishes a sync that has ended and starts one when due.
 func (y *shellSyncer) poll(s *Store) error {
-	if y.out {
-		select {
-		case err := <-y.done:
-			y.out = false
-			if err := s.FinishSync(y.r, err); err != nil {
-				return err
-			}
-		default:
-			return nil
+	if req, err, ok := y.Done(); ok {
+		if err := s.FinishSync(req, err); err != nil {
+			return err
 		}
 	}
-	if s.SyncDue() {
+	if !y.Out() && s.SyncDue() {
 		if r, ok := s.StartSync(); ok {
-			y.r, y.out = r, true
-			y.req <- r
+			y.Start(r)
 		}
 	}
 	return nil
 }
 
 func (y *shellSyncer) close(s *Store) error {
-	if y.out {
-		if err := s.FinishSync(y.r, <-y.done); err != nil {
-			return err
-		}
+	defer y.Close()
+	if req, err, ok := y.Wait(); ok {
+		return s.FinishSync(req, err)
 	}
-	close(y.req)
 	return nil
 }
 

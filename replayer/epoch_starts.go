@@ -3,8 +3,9 @@ package replayer
 // EpochStarts is a table of where epochs start, from stream headers (or
 // the failover state): a packet of epoch e keeps no record at or past the
 // start of a later epoch (the failover cut e there; the new primary's
-// records have those seqs). The persister and the standby consult it
-// before they append a packet that may straddle a cut.
+// records have those seqs). The Persister consults it before it appends
+// a packet that may straddle a cut, and the standby to tell what its
+// store holds of the stream.
 //
 // It holds the epochs of one session (a store holds one), sorted by
 // epoch, whatever the order they are learned in: a standby cut off from

@@ -33,7 +33,7 @@ func stableStream(n int) (pkts [][]byte, hb []byte) {
 type persistRig struct {
 	t *testing.T
 	r *receiver.Receiver
-	p persister
+	p Persister
 	s *Store
 }
 
@@ -47,7 +47,7 @@ func newPersistRig(t *testing.T) *persistRig {
 	s, _ := mustOpen(t, t.TempDir(), testConfig())
 	t.Cleanup(func() { s.Close() })
 	g := &persistRig{t: t, r: r, s: s}
-	g.p.init(64 << 20)
+	g.p.Init(PersistConfig{MaxHeldBytes: 64 << 20, MaxPacketBytes: testConfig().MaxPacketBytes})
 	return g
 }
 
@@ -57,11 +57,11 @@ func (g *persistRig) step(frame []byte) error {
 	rd := g.r.Ready()
 	delivered := g.r.Next() - 1
 	for _, f := range rd.Persist {
-		if err := g.p.offer(g.s, f, delivered); err != nil {
+		if err := g.p.Offer(g.s, f, delivered); err != nil {
 			return err
 		}
 	}
-	err := g.p.drain(g.s, delivered)
+	err := g.p.Drain(g.s, delivered)
 	g.r.Advance()
 	return err
 }
@@ -144,7 +144,7 @@ func TestPersister_HoleThatNeverFillsIsAnError(t *testing.T) {
 func TestPersister_PendingBound(t *testing.T) {
 	pkts, _ := stableStream(2000)
 	g := newPersistRig(t)
-	g.p.init(8 << 10)
+	g.p.Init(PersistConfig{MaxHeldBytes: 8 << 10, MaxPacketBytes: testConfig().MaxPacketBytes})
 	var err error
 	for _, p := range pkts[1:] {
 		if err = g.step(p); err != nil {
@@ -190,14 +190,14 @@ func TestPersister_AllocatesNothing(t *testing.T) {
 		info := packetInfo(pkts[i+4])
 		last := info.LastSeq()
 		for k := 1; k <= 4; k++ {
-			if err := g.p.offer(s, pkts[i+k], last); err != nil {
+			if err := g.p.Offer(s, pkts[i+k], last); err != nil {
 				t.Fatal(err)
 			}
 		}
-		if err := g.p.offer(s, pkts[i], last); err != nil {
+		if err := g.p.Offer(s, pkts[i], last); err != nil {
 			t.Fatal(err)
 		}
-		if err := g.p.drain(s, last); err != nil {
+		if err := g.p.Drain(s, last); err != nil {
 			t.Fatal(err)
 		}
 		i += 5
@@ -285,5 +285,54 @@ func TestPersister_EpochCutRecordsNeverStored(t *testing.T) {
 	}
 	if g.p.Stats().Cut == 0 {
 		t.Fatalf("stats %+v: no packet was cut", g.p.Stats())
+	}
+}
+
+// TestPersister_CatchUpKeepsNothingAboveTheLimit: a Persister that stores
+// on arrival (a standby's: FromSeqOne, WaitForGaps) holds what an empty
+// store cannot take first, and a catch-up to a cut (AppendTo) fills the
+// gap, drains what waited up to the cut, stores the packet that
+// straddles it without the records above, and drops the rest.
+func TestPersister_CatchUpKeepsNothingAboveTheLimit(t *testing.T) {
+	st := newStream()
+	for range 40 {
+		st.msg(300)
+	}
+	st.flush()
+	pkts := st.pkts
+	if len(pkts) < 8 {
+		t.Fatalf("%d packets: the test needs 8", len(pkts))
+	}
+	s, _ := mustOpen(t, t.TempDir(), testConfig())
+	t.Cleanup(func() { s.Close() })
+	var p Persister
+	p.Init(PersistConfig{MaxHeldBytes: 1 << 20, MaxPacketBytes: testConfig().MaxPacketBytes, FromSeqOne: true, WaitForGaps: true})
+	for _, f := range pkts[1:] {
+		if err := p.Offer(s, f, ^uint64(0)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if got := s.Contiguous(); got != 0 || p.Stats().Holds != uint64(len(pkts)-1) {
+		t.Fatalf("an empty store took seq %d first (holds %d): it takes seq 1 first", got, p.Stats().Holds)
+	}
+	i5 := packetInfo(pkts[5])
+	limit := i5.FirstSeq + 1
+	if err := p.AppendTo(s, pkts[0], limit); err != nil {
+		t.Fatal(err)
+	}
+	if got := s.Contiguous(); got != limit {
+		t.Fatalf("store holds up to %d, want the limit %d", got, limit)
+	}
+	if st := p.Stats(); st.Held != 0 || st.Cut != 1 || st.Appended != 6 {
+		t.Fatalf("stats %+v: want nothing held, one packet cut, six appended", st)
+	}
+	got, _ := collect(s, 1, limit)
+	samePackets(t, "stored below the cut", got[:5], pkts[:5])
+	var last wire.Packet
+	if err := wire.DecodePacket(got[5], &last); err != nil {
+		t.Fatal(err)
+	}
+	if last.LastSeq() != limit || last.Stable > limit {
+		t.Fatalf("the straddling packet ends at %d with stable %d, want %d and at most %d", last.LastSeq(), last.Stable, limit, limit)
 	}
 }

@@ -11,8 +11,8 @@ import (
 // them. A receiver hands over every packet that brought it new records in
 // the order they arrived (a repair comes after the packets that followed
 // its hole), while a Store takes packets only in order and gap-free: the
-// replayer service's persister and the cluster's standby both park the
-// early ones here and append them once the gap fills.
+// Persister (the replayer service's and the cluster standby's) parks the
+// early ones here and appends them once the gap fills.
 //
 // At one stream position only one packet is kept: a duplicate is dropped,
 // but a newer epoch's packet replaces an older one's (the deposed

@@ -9,6 +9,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/seqd/seqd/internal/agent"
 	"github.com/seqd/seqd/receiver"
 	"github.com/seqd/seqd/sequencer"
 	"github.com/seqd/seqd/transport"
@@ -43,7 +44,7 @@ type ServiceConfig struct {
 	// Repair is the NAK answering policy (the sequencer's).
 	Repair sequencer.RepairConfig
 	// MaxPendingBytes bounds the frames held back while a hole before them
-	// is repaired (see persister); beyond it the service stops with
+	// is repaired (see Persister); beyond it the service stops with
 	// ErrPendingFull.
 	MaxPendingBytes int
 	// PollWait is the longest the service blocks reading the stream
@@ -97,7 +98,7 @@ func (c ServiceConfig) Validate() error {
 
 // Service is a replayer: the thin shell that follows the stream with the
 // pure receiver over a transport.Client, persists what it delivers to a
-// Store (see persister), and answers NAKs from the Store on a
+// Store (see Persister), and answers NAKs from the Store on a
 // transport.Server of its own (see naks). One goroutine (Run) does all of
 // it; an fsync runs on a helper goroutine (Config.SyncInShell) so appends
 // never wait for the disk.
@@ -115,21 +116,20 @@ type Service struct {
 	srv     transport.Server
 	sourcer transport.Sourcer
 	peers   []transport.Peer // repair source i+1's Peer
-	pend    persister
+	pend    Persister
 	naks    naks
 	start   time.Time
 	err     error // fatal, sticky
 	checked bool  // the stream's session was checked against the store's
 
-	lastSnap int64           // mono time of the last stats snapshot
-	yield    transport.Yield // Run goroutine only
+	lastSnap int64         // mono time of the last stats snapshot
+	run      *agent.Runner // Run's
+	frames   int           // what the last Poll handled
 
 	onStream transport.Handler
 	onNak    transport.Handler
 
-	syncReq  chan SyncRequest
-	syncDone chan syncResult
-	syncOut  bool
+	syncer *Syncer // nil without SyncInShell
 
 	dos     chan doReq
 	stopped chan struct{}
@@ -138,11 +138,6 @@ type Service struct {
 	durable    atomic.Uint64
 	mu         sync.Mutex // guards stats
 	stats      ServiceStats
-}
-
-type syncResult struct {
-	req SyncRequest
-	err error
 }
 
 type doReq struct {
@@ -188,7 +183,6 @@ func NewService(cfg ServiceConfig, follow transport.Client, srv transport.Server
 		return nil, fmt.Errorf("replayer: %s: %w", cfg.Dir, rec.Corrupt)
 	}
 	s := &Service{cfg: cfg, log: log, store: store, rec: rec, follow: follow, srv: srv, start: time.Now(),
-		syncReq: make(chan SyncRequest, 1), syncDone: make(chan syncResult, 1),
 		dos: make(chan doReq, 16), stopped: make(chan struct{})}
 	rc := cfg.Receiver
 	// The receiver follows whatever session is live (rc.Session stays as
@@ -228,13 +222,19 @@ func NewService(cfg ServiceConfig, follow transport.Client, srv transport.Server
 		store.Close()
 		return nil, err
 	}
-	s.pend.init(cfg.MaxPendingBytes)
+	s.pend.Init(PersistConfig{MaxHeldBytes: cfg.MaxPendingBytes, MaxPacketBytes: cfg.Store.MaxPacketBytes})
 	s.naks.init(cfg.Repair, sequencer.ServerSink{Server: srv})
 	s.onStream, s.onNak = s.stream, s.nak
 	s.contiguous.Store(store.Contiguous())
 	s.durable.Store(store.Durable())
+	rcfg := agent.DefaultConfig()
+	rcfg.MaxWait, rcfg.Clock = cfg.PollWait, s.mono
+	if s.run, err = agent.NewRunner(rcfg); err != nil {
+		store.Close()
+		return nil, err
+	}
 	if cfg.Store.SyncInShell {
-		go s.syncer()
+		s.syncer = NewSyncer(nil)
 	}
 	return s, nil
 }
@@ -300,25 +300,11 @@ func (s *Service) mono() int64 {
 // the receiver stopped (ErrUnrecoverable: the stream lost what no source
 // holds; ErrNewSession), the store failed, a transport closed. Either
 // way it finishes the fsync under way and closes the store, fsyncing it.
+// The agent runner drives it (Poll, DoWork, NextDue): a Poll blocks up to
+// PollWait, the worst added latency of a NAK answer.
 func (s *Service) Run(ctx context.Context) (err error) {
 	defer func() { err = s.shutdown(err) }()
-	got := 0
-	for {
-		if err := ctx.Err(); err != nil {
-			return err
-		}
-		wait := time.Duration(0)
-		if got == 0 {
-			wait = s.cfg.PollWait
-		}
-		var now int64
-		if got, now, err = s.turn(wait); err != nil {
-			return err
-		}
-		// Out of the scheduler's sight for long, this loop would lose its
-		// P at every sysmon tick it spends in epoll_wait (transport.Yield).
-		s.yield.Maybe(now)
-	}
+	return s.run.Run(ctx, s)
 }
 
 // Work runs one turn of Run's loop without waiting, for a shell that owns
@@ -330,7 +316,10 @@ func (s *Service) Work() error {
 	if s.err != nil {
 		return s.err
 	}
-	_, _, err := s.turn(0)
+	if _, err := s.Poll(0); err != nil {
+		return err
+	}
+	_, err := s.DoWork(s.mono())
 	return err
 }
 
@@ -338,44 +327,54 @@ func (s *Service) Work() error {
 // under way and closes the store.
 func (s *Service) Close() error { return s.shutdown(nil) }
 
-// turn is one iteration of Run: the stream (waiting up to wait), the
-// receiver's timers, the NAK endpoint, the store's fsync policy, the
-// flushes, the Do requests, and the stats snapshot every 10 ms. It
-// returns the frames it handled and its clock reading.
-func (s *Service) turn(wait time.Duration) (int, int64, error) {
+// Poll reads the stream for up to wait (agent.Agent): each frame goes to
+// the receiver and what it persists to the store.
+func (s *Service) Poll(wait time.Duration) (int, error) {
 	n, err := s.follow.Poll(s.onStream, wait)
 	if err != nil {
-		return 0, 0, fmt.Errorf("replayer: follow the stream: %w", err)
+		return 0, fmt.Errorf("replayer: follow the stream: %w", err)
 	}
 	if s.err != nil {
-		return 0, 0, s.err
+		return 0, s.err
 	}
-	now := s.mono()
+	s.frames = n
+	return n, nil
+}
+
+// DoWork is the rest of a turn (agent.Agent): the receiver's timers, the
+// NAK endpoint (polled without waiting), the store's fsync policy, the
+// flushes, the Do requests, and the stats snapshot every 10 ms. It
+// returns the frames handled in the turn.
+func (s *Service) DoWork(now int64) (int, error) {
 	s.r.Tick(now)
 	s.handleReady()
 	m, err := s.srv.Poll(s.onNak, 0)
 	if err != nil {
-		return 0, 0, fmt.Errorf("replayer: nak endpoint: %w", err)
+		return 0, fmt.Errorf("replayer: nak endpoint: %w", err)
 	}
 	s.tickStore(now)
 	if s.err != nil {
-		return 0, 0, s.err
+		return 0, s.err
 	}
 	// Only a closed transport is fatal: anything else a Flush reports
 	// is loss, which the transport counts and the protocol repairs.
 	if err := s.follow.Flush(); errors.Is(err, transport.ErrClosed) {
-		return 0, 0, fmt.Errorf("replayer: follow the stream: %w", err)
+		return 0, fmt.Errorf("replayer: follow the stream: %w", err)
 	}
 	if err := s.srv.Flush(); errors.Is(err, transport.ErrClosed) {
-		return 0, 0, fmt.Errorf("replayer: nak endpoint: %w", err)
+		return 0, fmt.Errorf("replayer: nak endpoint: %w", err)
 	}
 	s.runDos()
 	if now-s.lastSnap >= int64(10*time.Millisecond) {
 		s.lastSnap = now
 		s.snapshot()
 	}
-	return n + m, now, nil
+	return s.frames + m, nil
 }
+
+// NextDue is the receiver's next timed work (agent.Agent); the runner
+// waits at most PollWait, so the NAK endpoint is polled that often.
+func (s *Service) NextDue() (int64, bool) { return s.r.NextDue() }
 
 // stream is the follow transport's handler.
 func (s *Service) stream(frame []byte, from transport.Peer) {
@@ -406,7 +405,7 @@ func (s *Service) nak(frame []byte, from transport.Peer) {
 }
 
 // handleReady acts on the receiver's output in its documented order:
-// persist (through the persister), then send; deliveries are not used.
+// persist (through the Persister), then send; deliveries are not used.
 func (s *Service) handleReady() {
 	rd := s.r.Ready()
 	delivered := s.r.Next() - 1
@@ -414,12 +413,12 @@ func (s *Service) handleReady() {
 		if s.err != nil {
 			break
 		}
-		if err := s.pend.offer(s.store, f, delivered); err != nil {
+		if err := s.pend.Offer(s.store, f, delivered); err != nil {
 			s.failStore(err)
 		}
 	}
 	if s.err == nil {
-		if err := s.pend.drain(s.store, delivered); err != nil {
+		if err := s.pend.Drain(s.store, delivered); err != nil {
 			s.failStore(err)
 		}
 	}
@@ -441,36 +440,25 @@ func (s *Service) handleReady() {
 }
 
 // tickStore hands appended bytes to the OS and runs the fsync policy:
-// with SyncInShell, an fsync due goes to the syncer goroutine.
+// with SyncInShell, an fsync due goes to the Syncer's goroutine.
 func (s *Service) tickStore(now int64) {
 	if err := s.store.Tick(now); err != nil {
 		s.fail(err)
 		return
 	}
-	if !s.cfg.Store.SyncInShell {
+	if s.syncer == nil {
 		return
 	}
-	select {
-	case res := <-s.syncDone:
-		s.syncOut = false
-		if err := s.store.FinishSync(res.req, res.err); err != nil {
+	if req, err, ok := s.syncer.Done(); ok {
+		if err := s.store.FinishSync(req, err); err != nil {
 			s.fail(err)
 			return
 		}
-	default:
 	}
-	if !s.syncOut && s.store.SyncDue() {
+	if !s.syncer.Out() && s.store.SyncDue() {
 		if req, ok := s.store.StartSync(); ok {
-			s.syncOut = true
-			s.syncReq <- req // the channel holds one: never blocks
+			s.syncer.Start(req)
 		}
-	}
-}
-
-// syncer runs the store's fsyncs off the Run goroutine.
-func (s *Service) syncer() {
-	for req := range s.syncReq {
-		s.syncDone <- syncResult{req: req, err: req.Run()}
 	}
 }
 
@@ -521,15 +509,13 @@ func (s *Service) snapshot() {
 // shutdown finishes the fsync under way, closes the store (fsyncing it)
 // and logs where the store stands.
 func (s *Service) shutdown(err error) error {
-	if s.cfg.Store.SyncInShell {
-		if s.syncOut {
-			res := <-s.syncDone
-			s.syncOut = false
-			if ferr := s.store.FinishSync(res.req, res.err); ferr != nil && err == nil {
+	if s.syncer != nil {
+		if req, serr, ok := s.syncer.Wait(); ok {
+			if ferr := s.store.FinishSync(req, serr); ferr != nil && err == nil {
 				err = ferr
 			}
 		}
-		close(s.syncReq)
+		s.syncer.Close()
 	}
 	cerr := s.store.Close()
 	if cerr != nil && err == nil {

@@ -30,7 +30,7 @@ func BenchmarkReplayerWritePath(b *testing.B) {
 				s := openBenchStore(b, dir, cfg)
 				y := newShellSyncer()
 				var r *receiver.Receiver
-				var p persister
+				var p Persister
 				if path == "service" {
 					rc := receiver.DefaultConfig()
 					rc.Persist, rc.Replayer, rc.Rewind, rc.RewindFrom = true, true, true, 1
@@ -38,7 +38,7 @@ func BenchmarkReplayerWritePath(b *testing.B) {
 					if r, err = receiver.New(rc); err != nil {
 						b.Fatal(err)
 					}
-					p.init(64 << 20)
+					p.Init(PersistConfig{MaxHeldBytes: 64 << 20, MaxPacketBytes: DefaultConfig().MaxPacketBytes})
 				}
 				pk := newBatchPacket(b, 5, 256)
 				b.ReportAllocs()
@@ -57,11 +57,11 @@ func BenchmarkReplayerWritePath(b *testing.B) {
 						rd := r.Ready()
 						delivered := r.Next() - 1
 						for _, f := range rd.Persist {
-							if err := p.offer(s, f, delivered); err != nil {
+							if err := p.Offer(s, f, delivered); err != nil {
 								b.Fatal(err)
 							}
 						}
-						if err := p.drain(s, delivered); err != nil {
+						if err := p.Drain(s, delivered); err != nil {
 							b.Fatal(err)
 						}
 						r.Advance()

@@ -53,6 +53,6 @@ func TestService_BusyLoopYieldsToTheScheduler(t *testing.T) {
 		}
 		_ = s.Run(ctx)
 		cancel()
-		tc.Check(t, s.yield.Count(), time.Duration(mono))
+		tc.Check(t, s.run.Yields(), time.Duration(mono))
 	}
 }

@@ -9,6 +9,7 @@ import (
 
 	"github.com/seqd/seqd/cluster"
 	"github.com/seqd/seqd/cluster/failover"
+	"github.com/seqd/seqd/cluster/standby"
 	"github.com/seqd/seqd/fsm"
 	"github.com/seqd/seqd/replayer"
 	"github.com/seqd/seqd/sequencer"
@@ -17,7 +18,7 @@ import (
 )
 
 // The sequencer group (Config.Cluster): three members, one primary, two
-// standbys. A standby is a real cluster.Standby (receiver, replayer.Store
+// standbys. A standby is a real standby.Agent (receiver, replayer.Store
 // on files, State, stash, seal, heal) driven step by step (Step, Work) on
 // the simulator's clock over its own mem client; the primary's stable is
 // a cluster.QuorumAcks over the standbys' acks and what the primary wrote.
@@ -64,7 +65,7 @@ const members = 3
 type member struct {
 	id      uint64
 	dir     string
-	sb      *cluster.Standby // nil: primary or dead
+	sb      *standby.Agent // nil: primary or dead
 	client  transport.Client
 	peer    transport.Peer
 	dead    bool
@@ -212,7 +213,7 @@ func (c *simCluster) startStandby(m *member) error {
 		}
 	}()
 	w := c.w
-	cfg := cluster.DefaultStandbyConfig()
+	cfg := standby.DefaultConfig()
 	cfg.Member = m.id
 	cfg.Session = 1
 	cfg.Dir = m.dir
@@ -230,7 +231,7 @@ func (c *simCluster) startStandby(m *member) error {
 	}
 	m.client = w.net.Client()
 	m.peer = m.client.(interface{ Peer() transport.Peer }).Peer()
-	sb, err := cluster.NewStandby(cfg, m.client)
+	sb, err := standby.New(cfg, m.client)
 	if err != nil {
 		return fmt.Errorf("member %d: %w", m.id, err)
 	}

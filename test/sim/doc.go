@@ -23,7 +23,7 @@
 // past a cut required to stop with ErrDiverged.
 //
 // With Cluster (on by default) the sequencer is a group of three members
-// (cluster.go): the standbys are real cluster.Standby followers (driven
+// (cluster.go): the standbys are real standby.Agent followers (driven
 // by Step and Work, stores on real files) whose acks make the primary's
 // stable through cluster.QuorumAcks, and epoch changes run through
 // cluster/failover's core, the one the member runs (election.go), over a

@@ -7,6 +7,7 @@ import (
 
 	"github.com/seqd/seqd/cluster"
 	"github.com/seqd/seqd/cluster/failover"
+	"github.com/seqd/seqd/cluster/standby"
 	"github.com/seqd/seqd/fsm"
 	"github.com/seqd/seqd/sequencer"
 )
@@ -18,7 +19,7 @@ import (
 // (longer to and from a slow member), a dead member refuses at once, and
 // the core's Ready is acted on as the member's shell does: the seal
 // recorded (restarted standbys seal it before they follow the stream),
-// seals answered by cluster.Standby.Seal after failover.CheckSeal, the
+// seals answered by standby.Agent.Seal after failover.CheckSeal, the
 // catch-up by CatchUpFrom, the takeover by Standby.Takeover, and Start
 // by a sequencer.NewPrimary of the epoch the core names.
 
@@ -285,7 +286,7 @@ func (w *world) stampAt(seq uint64) int64 {
 
 func (c *simCluster) fetch(f *failover.Fetch) {
 	lm := c.m[c.leader]
-	var srcs []cluster.FetchSource
+	var srcs []standby.Source
 	for _, p := range f.Peers {
 		if m := c.m[p.ID-1]; !m.dead && m.sb != nil {
 			srcs = append(srcs, m.sb)

@@ -56,7 +56,7 @@ type Config struct {
 	// (epoch.go).
 	EpochChanges bool
 	// Cluster runs a group of three sequencer members (cluster.go): two
-	// real cluster.Standby followers whose acks make stable through a
+	// real standby.Agent followers whose acks make stable through a
 	// cluster.QuorumAcks, and epoch changes by a simulated election with
 	// seal, catch-up and takeover, instead of SafeLag's simulated group
 	// and EpochChanges' simulated cut (EpochChanges then turns the

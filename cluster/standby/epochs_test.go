@@ -1,10 +1,11 @@
-package cluster
+package standby
 
 import (
 	"bytes"
 	"slices"
 	"testing"
 
+	"github.com/seqd/seqd/cluster/standby/standbytest"
 	"github.com/seqd/seqd/wire"
 )
 
@@ -18,33 +19,33 @@ import (
 // than the newest it knew dropped epoch 2, and the standby went on
 // reporting the cut records of its tail as held.)
 func TestStandby_EpochStartLearnedLate(t *testing.T) {
-	src, e2, e3, pkts, cut := laterEpochs(t, 6, 5)
-	c3 := e3.core
-	cut2 := e2.core.Published()
-	if cut2+1 <= src.core.Published()+1 {
-		t.Fatalf("epoch 3 starts at %d, not above the stale tail (to %d) and a gap: the test needs it there", cut2+1, src.core.Published())
+	src, e2, e3, pkts, cut := standbytest.LaterEpochs(t, 6, 5)
+	c3 := e3.Core
+	cut2 := e2.Core.Published()
+	if cut2+1 <= src.Core.Published()+1 {
+		t.Fatalf("epoch 3 starts at %d, not above the stale tail (to %d) and a gap: the test needs it there", cut2+1, src.Core.Published())
 	}
 
-	s := newStandby(t, storeHolding(t, 2, pkts), &fakeClient{})
+	s := newStandby(t, storeHolding(t, 2, pkts), &standbytest.Client{})
 	// Epoch 3 from the stream first: it starts above the tail and a gap
 	// (waiting for repair), so the stream alone says nothing of the cut.
-	for _, b := range e3.pkts {
+	for _, b := range e3.Pkts {
 		s.frame(b, 0)
 	}
 	s.KnowEpoch(2, cut+1) // the failover state, late
 	if got := s.Contiguous(); got != cut {
 		t.Fatalf("told epoch 2 began at %d after seeing epoch 3, Contiguous = %d, want %d", cut+1, got, cut)
 	}
-	if seq, snap := s.Snapshot(); seq != cut || !bytes.Equal(snap, referenceState(t, pkts, cut).Snapshot()) {
+	if seq, snap := s.Snapshot(); seq != cut || !bytes.Equal(snap, standbytest.ReferenceState(t, pkts, cut).Snapshot()) {
 		t.Fatalf("told epoch 2 began at %d after seeing epoch 3, the State is at %d: want the stream's at %d", cut+1, seq, cut)
 	}
 	// The live stream goes on; the standby heals and repairs epoch 2
 	// and the start of epoch 3.
-	seen := len(e3.pkts)
-	for _, b := range e3.commands(t, 3) {
+	seen := len(e3.Pkts)
+	for _, b := range e3.Commands(t, 3) {
 		s.frame(b, 0)
 	}
-	for _, b := range append(slices.Clone(e2.pkts), e3.pkts[:seen]...) {
+	for _, b := range append(slices.Clone(e2.Pkts), e3.Pkts[:seen]...) {
 		rep := bytes.Clone(b)
 		wire.SetPacketFlags(rep, wire.PacketRetransmit)
 		s.frame(rep, 0)

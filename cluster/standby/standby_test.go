@@ -1,161 +1,22 @@
-package cluster
+package standby
 
 import (
 	"bytes"
 	"context"
 	"errors"
-	"net"
-	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
 
+	"github.com/seqd/seqd/cluster/standby/standbytest"
 	"github.com/seqd/seqd/sequencer"
 	"github.com/seqd/seqd/transport"
 	"github.com/seqd/seqd/wire"
 )
 
-const testSession = 9
-
-var acctA = wire.MustAccount("alice")
-
-// fakeClient is a transport.Client that keeps what is sent.
-type fakeClient struct {
-	mu   sync.Mutex
-	sent [][]byte
-	keep bool // copy sent frames (off for allocation tests)
-	n    int
-}
-
-func (c *fakeClient) Send(f []byte) error {
-	c.mu.Lock()
-	c.n++
-	if c.keep {
-		c.sent = append(c.sent, bytes.Clone(f))
-	}
-	c.mu.Unlock()
-	return nil
-}
-func (c *fakeClient) Flush() error { return nil }
-func (c *fakeClient) Poll(transport.Handler, time.Duration) (int, error) {
-	return 0, nil
-}
-func (c *fakeClient) Close() error { return nil }
-
-// acks returns the standby acks sent so far.
-func (c *fakeClient) acks(t testing.TB) []wire.Status {
-	t.Helper()
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	var out []wire.Status
-	for _, f := range c.sent {
-		var st wire.Status
-		if k, _ := wire.PeekKind(f); k == wire.KindStatus {
-			if err := wire.DecodeStatus(f, &st); err != nil {
-				t.Fatal(err)
-			}
-			if st.Flags&wire.StatusStandby != 0 {
-				out = append(out, st)
-			}
-		}
-	}
-	return out
-}
-
-// stream is a primary Core whose data packets are kept.
-type stream struct {
-	core   sequencer.SinkShell
-	pkts   [][]byte
-	cmdSeq uint64
-	now    int64
-}
-
-func (s *stream) Publish(p []byte) {
-	if k, _ := wire.PeekKind(p); k == wire.KindData {
-		s.pkts = append(s.pkts, bytes.Clone(p))
-	}
-}
-func (s *stream) SendTo(transport.Peer, []byte) {}
-
-func seqConfig(epoch uint32, first uint64) sequencer.Config {
-	cfg := sequencer.DefaultConfig()
-	cfg.Session, cfg.Epoch, cfg.FirstSeq, cfg.Standalone = testSession, epoch, first, false
-	cfg.RingBytes = 1 << 20
-	cfg.MaxSenders = 64
-	return cfg
-}
-
-func newStream(t testing.TB) *stream {
-	t.Helper()
-	s := &stream{}
-	c, err := sequencer.NewSinkShell(seqConfig(1, 1), s)
-	if err != nil {
-		t.Fatal(err)
-	}
-	s.core = c
-	return s
-}
-
-// nextEpoch is the stream of a primary of cfg (its epoch, from its
-// FirstSeq) that took over st: its clock goes on from s's and its
-// commands are numbered on from cmdSeq.
-func (s *stream) nextEpoch(t testing.TB, cfg sequencer.Config, st *sequencer.State, cmdSeq uint64) *stream {
-	t.Helper()
-	next := &stream{now: s.now, cmdSeq: cmdSeq}
-	c, err := sequencer.NewPrimarySinkShell(cfg, next, sequencer.Takeover{State: st})
-	if err != nil {
-		t.Fatal(err)
-	}
-	next.core = c
-	return next
-}
-
-// laterEpochs: epoch 1's 10 commands (pkts), cut 3 packets below their
-// end; epoch 2 from the cut, n2 commands numbered on from alice's last
-// one before the cut; epoch 3 from epoch 2's end, n3 commands.
-func laterEpochs(t testing.TB, n2, n3 int) (src, e2, e3 *stream, pkts [][]byte, cut uint64) {
-	t.Helper()
-	src = newStream(t)
-	pkts = src.commands(t, 10)
-	cut = src.core.Published() - 3
-	e2 = src.nextEpoch(t, seqConfig(2, cut+1), referenceState(t, pkts, cut), lastCmdOf(t, pkts, acctA, cut))
-	e2.commands(t, n2)
-	e3 = e2.nextEpoch(t, seqConfig(3, e2.core.Published()+1), e2.core.State(), e2.cmdSeq)
-	e3.commands(t, n3)
-	return src, e2, e3, pkts, cut
-}
-
-// commands sequences n commands of alice, one packet each, and returns
-// the new packets.
-func (s *stream) commands(t testing.TB, n int) [][]byte {
-	t.Helper()
-	before := len(s.pkts)
-	for range n {
-		s.cmdSeq++
-		s.now += 1000
-		if err := s.core.Step(sequencer.Time{Mono: s.now, Wall: s.now}, cmdFrame(t, s.cmdSeq, "x"), 1); err != nil {
-			t.Fatal(err)
-		}
-		s.core.Flush(sequencer.Time{Mono: s.now, Wall: s.now})
-	}
-	return s.pkts[before:]
-}
-
-func cmdFrame(t testing.TB, seq uint64, payload string) []byte {
-	t.Helper()
-	var w wire.CommandWriter
-	if err := w.Reset(make([]byte, 512), acctA, 1, 0, testSession); err != nil {
-		t.Fatal(err)
-	}
-	if err := w.Append(&wire.Command{CmdSeq: seq, Payload: []byte(payload)}); err != nil {
-		t.Fatal(err)
-	}
-	return bytes.Clone(w.Bytes())
-}
-
-func standbyConfig(t testing.TB, member uint64) StandbyConfig {
-	cfg := DefaultStandbyConfig()
-	cfg.Member, cfg.Dir, cfg.MaxSenders, cfg.Session = member, t.TempDir(), 64, testSession
+func standbyConfig(t testing.TB, member uint64) Config {
+	cfg := DefaultConfig()
+	cfg.Member, cfg.Dir, cfg.MaxSenders, cfg.Session = member, t.TempDir(), 64, standbytest.Session
 	cfg.Receiver.PendingRecords = 1 << 10
 	cfg.Receiver.MaxReassemblyBytes = 1 << 20
 	cfg.Receiver.MaxReceiveMessageBytes = 1 << 20
@@ -163,9 +24,9 @@ func standbyConfig(t testing.TB, member uint64) StandbyConfig {
 	return cfg
 }
 
-func newStandby(t testing.TB, cfg StandbyConfig, c transport.Client) *Standby {
+func newStandby(t testing.TB, cfg Config, c transport.Client) *Agent {
 	t.Helper()
-	s, err := NewStandby(cfg, c)
+	s, err := New(cfg, c)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -175,10 +36,10 @@ func newStandby(t testing.TB, cfg StandbyConfig, c transport.Client) *Standby {
 
 // storeHolding is a config of member whose store holds pkts: a standby
 // took them and closed, as a member restarted on its directory finds it.
-func storeHolding(t testing.TB, member uint64, pkts [][]byte) StandbyConfig {
+func storeHolding(t testing.TB, member uint64, pkts [][]byte) Config {
 	t.Helper()
 	cfg := standbyConfig(t, member)
-	s, err := NewStandby(cfg, &fakeClient{})
+	s, err := New(cfg, &standbytest.Client{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -191,69 +52,16 @@ func storeHolding(t testing.TB, member uint64, pkts [][]byte) StandbyConfig {
 	return cfg
 }
 
-// fetchFrom serves s's store from a FetchServer on loopback until the
-// test ends.
-func fetchFrom(t testing.TB, s *Standby) *FetchServer {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	fs, err := NewFetchServer(DefaultFetchServerConfig(), s, ln)
-	if err != nil {
-		t.Fatal(err)
-	}
-	go fs.Serve()
-	t.Cleanup(func() { fs.Close() })
-	return fs
-}
-
-// peerServing is another member's FetchServer: member 2's standby,
-// holding pkts.
-func peerServing(t testing.TB, pkts [][]byte) *FetchServer {
-	t.Helper()
-	full := newStandby(t, standbyConfig(t, 2), &fakeClient{})
-	for _, p := range pkts {
-		full.frame(p, 0)
-	}
-	return fetchFrom(t, full)
-}
-
 // syncAndAck makes the store durable and runs the standby's ack step, as
 // a turn of Run does.
-func syncAndAck(t testing.TB, s *Standby) {
+func syncAndAck(t testing.TB, s *Agent) {
 	t.Helper()
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if err := s.store.Sync(); err != nil {
+	if err := s.core.store.Sync(); err != nil {
 		t.Fatal(err)
 	}
 	s.ackLocked(s.clock())
-}
-
-// referenceState applies the records of pkts up to seq last to a fresh
-// State: what every applier must hold at last.
-func referenceState(t testing.TB, pkts [][]byte, last uint64) *sequencer.State {
-	t.Helper()
-	st := sequencer.NewState(64, 1)
-	var p wire.Packet
-	var r wire.Record
-	for _, b := range pkts {
-		if err := wire.DecodePacket(b, &p); err != nil {
-			t.Fatal(err)
-		}
-		for p.Next(&r) {
-			if r.Seq == st.LastSeq()+1 && r.Seq <= last {
-				if err := st.Apply(&r); err != nil {
-					t.Fatal(err)
-				}
-			}
-		}
-	}
-	if st.LastSeq() != last {
-		t.Fatalf("reference state reached %d, want %d", st.LastSeq(), last)
-	}
-	return st
 }
 
 // TestStandby_PersistsAppliesAndAcks: packets in any order (a gap filled
@@ -261,9 +69,9 @@ func referenceState(t testing.TB, pkts [][]byte, last uint64) *sequencer.State {
 // primary's at the same position; the ack names the member, the epoch
 // and the durable seq.
 func TestStandby_PersistsAppliesAndAcks(t *testing.T) {
-	src := newStream(t)
-	pkts := src.commands(t, 30)
-	fc := &fakeClient{keep: true}
+	src := standbytest.NewStream(t)
+	pkts := src.Commands(t, 30)
+	fc := &standbytest.Client{Keep: true}
 	s := newStandby(t, standbyConfig(t, 2), fc)
 	for i := 0; i < len(pkts); i++ {
 		switch i {
@@ -278,7 +86,7 @@ func TestStandby_PersistsAppliesAndAcks(t *testing.T) {
 	if err := s.Err(); err != nil {
 		t.Fatal(err)
 	}
-	last := src.core.Published()
+	last := src.Core.Published()
 	if got := s.Contiguous(); got != last {
 		t.Fatalf("store holds up to %d, want %d", got, last)
 	}
@@ -286,19 +94,19 @@ func TestStandby_PersistsAppliesAndAcks(t *testing.T) {
 		t.Fatalf("stats %+v: want stashed packets and %d appended", st, len(pkts))
 	}
 	seq, snap := s.Snapshot()
-	if seq != last || !bytes.Equal(snap, src.core.State().Snapshot()) {
+	if seq != last || !bytes.Equal(snap, src.Core.State().Snapshot()) {
 		t.Fatalf("standby state at %d differs from the primary's at %d", seq, last)
 	}
 	syncAndAck(t, s)
-	acks := fc.acks(t)
+	acks := fc.Acks(t)
 	if len(acks) != 1 {
 		t.Fatalf("%d acks, want 1", len(acks))
 	}
-	if a := acks[0]; a.Member != 2 || a.Epoch != 1 || a.Contiguous != last || a.Session != testSession {
+	if a := acks[0]; a.Member != 2 || a.Epoch != 1 || a.Contiguous != last || a.Session != standbytest.Session {
 		t.Fatalf("ack %+v, want member 2 epoch 1 contiguous %d", a, last)
 	}
 	syncAndAck(t, s)
-	if n := len(fc.acks(t)); n != 1 {
+	if n := len(fc.Acks(t)); n != 1 {
 		t.Fatalf("an unchanged ack was sent again before the keepalive (%d acks)", n)
 	}
 }
@@ -306,10 +114,10 @@ func TestStandby_PersistsAppliesAndAcks(t *testing.T) {
 // TestStandby_AcksOnlyDurable: an ack never runs ahead of the fsync unless
 // AckWritten says so.
 func TestStandby_AcksOnlyDurable(t *testing.T) {
-	src := newStream(t)
-	pkts := src.commands(t, 5)
+	src := standbytest.NewStream(t)
+	pkts := src.Commands(t, 5)
 	for _, written := range []bool{false, true} {
-		fc := &fakeClient{keep: true}
+		fc := &standbytest.Client{Keep: true}
 		cfg := standbyConfig(t, 2)
 		cfg.AckWritten = written
 		s := newStandby(t, cfg, fc)
@@ -319,10 +127,10 @@ func TestStandby_AcksOnlyDurable(t *testing.T) {
 		s.mu.Lock()
 		s.ackLocked(s.clock())
 		s.mu.Unlock()
-		acks := fc.acks(t)
+		acks := fc.Acks(t)
 		want := uint64(0)
 		if written {
-			want = src.core.Published()
+			want = src.Core.Published()
 		}
 		if len(acks) != 1 || acks[0].Contiguous != want {
 			t.Fatalf("AckWritten=%v: acks %+v, want one of %d", written, acks, want)
@@ -335,26 +143,26 @@ func TestStandby_AcksOnlyDurable(t *testing.T) {
 // nothing of it; the next epoch's packets are stored and acked with epoch
 // 2; a seal of an older epoch is refused.
 func TestStandby_SealFreezesUntilTheNextEpoch(t *testing.T) {
-	src := newStream(t)
-	pkts := src.commands(t, 10)
-	fc := &fakeClient{keep: true}
+	src := standbytest.NewStream(t)
+	pkts := src.Commands(t, 10)
+	fc := &standbytest.Client{Keep: true}
 	s := newStandby(t, standbyConfig(t, 2), fc)
 	for _, p := range pkts {
 		s.frame(p, 0)
 	}
 	cut, err := s.Seal(1)
-	if err != nil || cut != src.core.Published() {
-		t.Fatalf("Seal(1) = %d, %v; want %d", cut, err, src.core.Published())
+	if err != nil || cut != src.Core.Published() {
+		t.Fatalf("Seal(1) = %d, %v; want %d", cut, err, src.Core.Published())
 	}
 	seq, snap := s.Snapshot()
-	for _, p := range src.commands(t, 5) { // the deposed primary goes on
+	for _, p := range src.Commands(t, 5) { // the deposed primary goes on
 		s.frame(p, 0)
 	}
 	if s.Contiguous() != cut || s.Stats().SealedDrops != 5 {
 		t.Fatalf("after the seal: holds %d (want %d), sealed drops %d (want 5)", s.Contiguous(), cut, s.Stats().SealedDrops)
 	}
 	syncAndAck(t, s)
-	if acks := fc.acks(t); len(acks) != 0 {
+	if acks := fc.Acks(t); len(acks) != 0 {
 		t.Fatalf("acks of a sealed epoch: %+v", acks)
 	}
 	if _, err := s.Seal(0); !errors.Is(err, ErrSealed) {
@@ -366,9 +174,9 @@ func TestStandby_SealFreezesUntilTheNextEpoch(t *testing.T) {
 	if err := st.Restore(snap); err != nil || st.LastSeq() != seq {
 		t.Fatal(err)
 	}
-	next := src.nextEpoch(t, seqConfig(2, cut+1), st, 10)
-	c2 := next.core
-	for _, p := range next.commands(t, 5) {
+	next := src.NextEpoch(t, standbytest.SeqConfig(2, cut+1), st, 10)
+	c2 := next.Core
+	for _, p := range next.Commands(t, 5) {
 		s.frame(p, 0)
 	}
 	if err := s.Err(); err != nil {
@@ -378,7 +186,7 @@ func TestStandby_SealFreezesUntilTheNextEpoch(t *testing.T) {
 		t.Fatalf("holds %d, want %d", s.Contiguous(), c2.Published())
 	}
 	syncAndAck(t, s)
-	acks := fc.acks(t)
+	acks := fc.Acks(t)
 	if len(acks) != 1 || acks[0].Epoch != 2 || acks[0].Contiguous != c2.Published() {
 		t.Fatalf("acks %+v, want one of epoch 2 at %d", acks, c2.Published())
 	}
@@ -392,15 +200,15 @@ func TestStandby_SealFreezesUntilTheNextEpoch(t *testing.T) {
 // store); a cut it does not hold is refused; after a Takeover, Run stops
 // and a second Takeover is refused.
 func TestStandby_TakeoverAtACutBelowTheState(t *testing.T) {
-	src := newStream(t)
-	pkts := src.commands(t, 30)
+	src := standbytest.NewStream(t)
+	pkts := src.Commands(t, 30)
 	cfg := standbyConfig(t, 2)
 	cfg.SnapshotEveryRecords = 7
-	s := newStandby(t, cfg, &fakeClient{})
+	s := newStandby(t, cfg, &standbytest.Client{})
 	for _, p := range pkts {
 		s.frame(p, 0)
 	}
-	if _, err := s.Takeover(src.core.Published() + 1); !errors.Is(err, ErrBehindCut) {
+	if _, err := s.Takeover(src.Core.Published() + 1); !errors.Is(err, ErrBehindCut) {
 		t.Fatalf("Takeover beyond the store: %v, want ErrBehindCut", err)
 	}
 	const cut = 20
@@ -408,10 +216,10 @@ func TestStandby_TakeoverAtACutBelowTheState(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if tk.State.LastSeq() != cut || !bytes.Equal(tk.State.Snapshot(), referenceState(t, pkts, cut).Snapshot()) {
+	if tk.State.LastSeq() != cut || !bytes.Equal(tk.State.Snapshot(), standbytest.ReferenceState(t, pkts, cut).Snapshot()) {
 		t.Fatalf("takeover state at %d differs from the stream's at %d", tk.State.LastSeq(), cut)
 	}
-	if _, err := sequencer.NewPrimarySinkShell(seqConfig(2, cut+1), &stream{}, tk); err != nil {
+	if _, err := sequencer.NewPrimarySinkShell(standbytest.SeqConfig(2, cut+1), &standbytest.Stream{}, tk); err != nil {
 		t.Fatalf("NewPrimary: %v", err)
 	}
 	if _, err := s.Takeover(cut); !errors.Is(err, ErrTakenOver) {
@@ -432,10 +240,10 @@ func TestStandby_TakeoverAtACutBelowTheState(t *testing.T) {
 // directory holds the same State as before and repairs from the store's
 // end.
 func TestStandby_RestartRebuildsFromTheStore(t *testing.T) {
-	src := newStream(t)
-	pkts := src.commands(t, 12)
+	src := standbytest.NewStream(t)
+	pkts := src.Commands(t, 12)
 	cfg := standbyConfig(t, 2)
-	s, err := NewStandby(cfg, &fakeClient{})
+	s, err := New(cfg, &standbytest.Client{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -446,27 +254,27 @@ func TestStandby_RestartRebuildsFromTheStore(t *testing.T) {
 	if err := s.Close(); err != nil {
 		t.Fatal(err)
 	}
-	s2 := newStandby(t, cfg, &fakeClient{})
-	if seq, snap := s2.Snapshot(); seq != src.core.Published() || !bytes.Equal(snap, want) {
+	s2 := newStandby(t, cfg, &standbytest.Client{})
+	if seq, snap := s2.Snapshot(); seq != src.Core.Published() || !bytes.Equal(snap, want) {
 		t.Fatalf("reopened state at %d differs", seq)
 	}
-	for _, p := range src.commands(t, 3) {
+	for _, p := range src.Commands(t, 3) {
 		s2.frame(p, 0)
 	}
-	if s2.Contiguous() != src.core.Published() || s2.Err() != nil {
-		t.Fatalf("after restart holds %d, want %d (%v)", s2.Contiguous(), src.core.Published(), s2.Err())
+	if s2.Contiguous() != src.Core.Published() || s2.Err() != nil {
+		t.Fatalf("after restart holds %d, want %d (%v)", s2.Contiguous(), src.Core.Published(), s2.Err())
 	}
 }
 
 // TestStandby_StashBounded: packets ahead of a gap beyond MaxStashBytes
 // stop the standby with ErrStashFull instead of being lost.
 func TestStandby_StashBounded(t *testing.T) {
-	src := newStream(t)
-	pkts := src.commands(t, 2000)
+	src := standbytest.NewStream(t)
+	pkts := src.Commands(t, 2000)
 	cfg := standbyConfig(t, 2)
 	cfg.MaxStashBytes = 1 << 16
 	cfg.Receiver.PendingRecords = 1 << 12
-	s := newStandby(t, cfg, &fakeClient{})
+	s := newStandby(t, cfg, &standbytest.Client{})
 	for _, p := range pkts[3:] {
 		s.frame(p, 0)
 	}
@@ -478,9 +286,9 @@ func TestStandby_StashBounded(t *testing.T) {
 // TestStandby_FramePathAllocatesNothing: an in-order packet (receive,
 // append, apply) and an ack allocate nothing.
 func TestStandby_FramePathAllocatesNothing(t *testing.T) {
-	src := newStream(t)
-	pkts := src.commands(t, 1600)
-	fc := &fakeClient{}
+	src := standbytest.NewStream(t)
+	pkts := src.Commands(t, 1600)
+	fc := &standbytest.Client{}
 	s := newStandby(t, standbyConfig(t, 2), fc)
 	for _, p := range pkts[:500] {
 		s.frame(p, 0)
@@ -490,7 +298,7 @@ func TestStandby_FramePathAllocatesNothing(t *testing.T) {
 		s.frame(pkts[i], 0)
 		i++
 		s.mu.Lock()
-		s.ackAny = false // force an ack
+		s.core.ackAny = false // force an ack
 		s.ackLocked(s.clock())
 		s.mu.Unlock()
 	}); n != 0 {
@@ -501,74 +309,14 @@ func TestStandby_FramePathAllocatesNothing(t *testing.T) {
 	}
 }
 
-// TestFetch_CatchUpFromAPeer: a standby that lacks the end of the sealed
-// epoch fetches it from another member's FetchServer, cut exactly at the
-// cut, and takes over with the stream's State there.
-func TestFetch_CatchUpFromAPeer(t *testing.T) {
-	src := newStream(t)
-	pkts := src.commands(t, 300)
-	fs := peerServing(t, pkts)
-
-	behind := newStandby(t, standbyConfig(t, 3), &fakeClient{})
-	for _, p := range pkts[:40] {
-		behind.frame(p, 0)
-	}
-	cut := src.core.Published() - 7
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	if err := behind.CatchUp(ctx, cut, []string{"127.0.0.1:1", fs.Addr().String()}); err != nil {
-		t.Fatal(err)
-	}
-	if behind.Contiguous() != cut {
-		t.Fatalf("caught up to %d, want exactly the cut %d", behind.Contiguous(), cut)
-	}
-	tk, err := behind.Takeover(cut)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if !bytes.Equal(tk.State.Snapshot(), referenceState(t, pkts, cut).Snapshot()) {
-		t.Fatal("state after catch-up differs from the stream's at the cut")
-	}
-
-	// A range the server does not hold ends with what it holds.
-	held, err := Fetch(ctx, fs.Addr().String(), src.core.Published()+1, src.core.Published()+5, func([]byte) error {
-		t.Error("a packet beyond what the server holds")
-		return nil
-	})
-	if err != nil || held != src.core.Published() {
-		t.Fatalf("Fetch beyond the end: held %d, %v; want %d", held, err, src.core.Published())
-	}
-	if _, err := Fetch(ctx, fs.Addr().String(), 5, 3, nil); !errors.Is(err, ErrFetchRange) {
-		t.Fatalf("Fetch 5..3: %v, want ErrFetchRange", err)
-	}
-	// A request of another version gets an error frame.
-	c, err := net.Dial("tcp", fs.Addr().String())
-	if err != nil {
-		t.Fatal(err)
-	}
-	req := appendFetchRequest(nil, 1, 2)
-	req[4] = 9
-	if _, err := c.Write(req); err != nil {
-		t.Fatal(err)
-	}
-	var hdr [fetchHeaderBytes]byte
-	if _, err := c.Read(hdr[:]); err != nil {
-		t.Fatal(err)
-	}
-	if kind, _, err := decodeFetchHeader(hdr[:]); err != nil || kind != fetchError {
-		t.Fatalf("answer to a bad version: kind %d, %v; want an error frame", kind, err)
-	}
-	c.Close()
-}
-
 // BenchmarkStandby_Frame is the standby's in-order path per packet of one
 // small command: receive, append to the store (no fsync), apply, ack.
 func BenchmarkStandby_Frame(b *testing.B) {
-	src := newStream(b)
-	pkts := src.commands(b, 200000)
+	src := standbytest.NewStream(b)
+	pkts := src.Commands(b, 200000)
 	cfg := standbyConfig(b, 2)
 	cfg.Store.SegmentBytes = 1 << 30
-	s := newStandby(b, cfg, &fakeClient{})
+	s := newStandby(b, cfg, &standbytest.Client{})
 	b.ReportAllocs()
 	b.ResetTimer()
 	i := 0
@@ -576,7 +324,7 @@ func BenchmarkStandby_Frame(b *testing.B) {
 		if i == len(pkts) {
 			b.StopTimer()
 			s.Close()
-			s = newStandby(b, standbyConfig(b, 2), &fakeClient{})
+			s = newStandby(b, standbyConfig(b, 2), &standbytest.Client{})
 			i = 0
 			b.StartTimer()
 		}
@@ -590,7 +338,7 @@ func BenchmarkStandby_Frame(b *testing.B) {
 
 // wakeClient blocks in Poll until woken, like a socket with no traffic.
 type wakeClient struct {
-	fakeClient
+	standbytest.Client
 	wake  chan struct{}
 	woken atomic.Bool // a Poll returned because of Wake
 }
@@ -635,64 +383,26 @@ func TestStandby_RunStopsAtOnceWhenCancelled(t *testing.T) {
 	}
 }
 
-// batch sequences n commands of alice into one packet.
-func (s *stream) batch(t testing.TB, n int) []byte {
-	t.Helper()
-	payloads := make([][]byte, n)
-	for i := range payloads {
-		payloads[i] = []byte("y")
-	}
-	pkts := s.frame(t, payloads...)
-	if len(pkts) != 1 {
-		t.Fatalf("%d packets for one batch", len(pkts))
-	}
-	return pkts[0]
-}
-
-// frame sequences commands of alice with these payloads, sent in one
-// frame, and returns the new packets.
-func (s *stream) frame(t testing.TB, payloads ...[]byte) [][]byte {
-	t.Helper()
-	var w wire.CommandWriter
-	if err := w.Reset(make([]byte, 2048), acctA, 1, 0, testSession); err != nil {
-		t.Fatal(err)
-	}
-	for _, p := range payloads {
-		s.cmdSeq++
-		if err := w.Append(&wire.Command{CmdSeq: s.cmdSeq, Payload: p}); err != nil {
-			t.Fatal(err)
-		}
-	}
-	s.now += 1000
-	before := len(s.pkts)
-	at := sequencer.Time{Mono: s.now, Wall: s.now}
-	if err := s.core.Step(at, w.Bytes(), 1); err != nil {
-		t.Fatal(err)
-	}
-	s.core.Flush(at)
-	return s.pkts[before:]
-}
-
 // TestStandby_RepairStraddlingTheCutIsTrimmed: a repair of the old epoch
 // whose packet runs past the new epoch's start is stored without the cut
 // records, and the new epoch's packets follow it in the store.
 func TestStandby_RepairStraddlingTheCutIsTrimmed(t *testing.T) {
-	src := newStream(t)
-	src.commands(t, 4)
-	straddling := src.batch(t, 4) // seqs last-3..last
+	src := standbytest.NewStream(t)
+	src.Commands(t, 4)
+	straddling := src.Batch(t, 4) // seqs last-3..last
 	var p wire.Packet
 	if err := wire.DecodePacket(straddling, &p); err != nil {
 		t.Fatal(err)
 	}
 	cut := p.FirstSeq + 1 // two of its records survive the failover
-	s := newStandby(t, standbyConfig(t, 2), &fakeClient{})
-	for _, b := range src.pkts[:len(src.pkts)-1] {
+	s := newStandby(t, standbyConfig(t, 2), &standbytest.Client{})
+	for _, b := range src.Pkts[:len(src.Pkts)-1] {
 		s.frame(b, 0)
 	}
-	next := src.nextEpoch(t, seqConfig(2, cut+1), referenceState(t, src.pkts, cut), 100)
-	c2 := next.core
-	next.commands(t, 3)
-	for _, b := range next.pkts {
+	next := src.NextEpoch(t, standbytest.SeqConfig(2, cut+1), standbytest.ReferenceState(t, src.Pkts, cut), 100)
+	c2 := next.Core
+	next.Commands(t, 3)
+	for _, b := range next.Pkts {
 		s.frame(b, 0) // ahead of the gap: stashed
 	}
 	rep := bytes.Clone(straddling)
@@ -706,8 +416,8 @@ func TestStandby_RepairStraddlingTheCutIsTrimmed(t *testing.T) {
 		t.Fatalf("holds %d (want %d), truncated %d (want 1)", s.Contiguous(), c2.Published(), s.Stats().Truncated)
 	}
 	s.mu.Lock()
-	e1, _ := s.store.EpochOf(cut)
-	e2, _ := s.store.EpochOf(cut + 1)
+	e1, _ := s.core.store.EpochOf(cut)
+	e2, _ := s.core.store.EpochOf(cut + 1)
 	s.mu.Unlock()
 	if e1 != 1 || e2 != 2 {
 		t.Fatalf("store epochs: seq %d in %d, seq %d in %d", cut, e1, cut+1, e2)
@@ -724,22 +434,22 @@ func TestStandby_RepairStraddlingTheCutIsTrimmed(t *testing.T) {
 // with the new primary's State. The same holds after a restart on that
 // store.
 func TestStandby_BeyondTheCutHeals(t *testing.T) {
-	src := newStream(t)
-	pkts := src.commands(t, 10)
-	fc := &fakeClient{keep: true}
+	src := standbytest.NewStream(t)
+	pkts := src.Commands(t, 10)
+	fc := &standbytest.Client{Keep: true}
 	cfg := standbyConfig(t, 2)
 	cfg.SnapshotEveryRecords = 4
-	s, err := NewStandby(cfg, fc)
+	s, err := New(cfg, fc)
 	if err != nil {
 		t.Fatal(err)
 	}
 	for _, b := range pkts {
 		s.frame(b, 0)
 	}
-	cut := src.core.Published() - 3
-	next := src.nextEpoch(t, seqConfig(2, cut+1), referenceState(t, pkts, cut), 100)
-	c2 := next.core
-	for _, b := range next.commands(t, 4) {
+	cut := src.Core.Published() - 3
+	next := src.NextEpoch(t, standbytest.SeqConfig(2, cut+1), standbytest.ReferenceState(t, pkts, cut), 100)
+	c2 := next.Core
+	for _, b := range next.Commands(t, 4) {
 		s.frame(b, 0)
 	}
 	if err := s.Err(); err != nil {
@@ -752,7 +462,7 @@ func TestStandby_BeyondTheCutHeals(t *testing.T) {
 		t.Fatal("healed standby's State differs from the new primary's")
 	}
 	syncAndAck(t, s)
-	acks := fc.acks(t)
+	acks := fc.Acks(t)
 	if a := acks[len(acks)-1]; a.Epoch != 2 || a.Contiguous != c2.Published() {
 		t.Fatalf("last ack %+v, want epoch 2 at %d", a, c2.Published())
 	}
@@ -763,8 +473,8 @@ func TestStandby_BeyondTheCutHeals(t *testing.T) {
 	// A standby reopened on a store that holds the deposed primary's
 	// records past the cut (the restart came before the new epoch).
 	stale := storeHolding(t, 3, pkts)
-	s3 := newStandby(t, stale, &fakeClient{})
-	for _, b := range next.pkts {
+	s3 := newStandby(t, stale, &standbytest.Client{})
+	for _, b := range next.Pkts {
 		s3.frame(b, 0)
 	}
 	if err := s3.Err(); err != nil || s3.Contiguous() != c2.Published() {
@@ -778,7 +488,7 @@ func TestStandby_BeyondTheCutHeals(t *testing.T) {
 	if err := s3.Close(); err != nil {
 		t.Fatal(err)
 	}
-	s3 = newStandby(t, stale, &fakeClient{})
+	s3 = newStandby(t, stale, &standbytest.Client{})
 	if seq, snap := s3.Snapshot(); seq != c2.Published() || !bytes.Equal(snap, c2.State().Snapshot()) {
 		t.Fatalf("standby reopened on a healed store: State at %d, want the new primary's at %d", seq, c2.Published())
 	}
@@ -788,12 +498,12 @@ func TestStandby_BeyondTheCutHeals(t *testing.T) {
 	// on its stale tail, appending the new epoch after it (found by the
 	// simulator's cluster scenario).
 	late := storeHolding(t, 4, pkts)
-	s4 := newStandby(t, late, &fakeClient{})
+	s4 := newStandby(t, late, &standbytest.Client{})
 	// More of the new epoch, numbered on from alice's last command
 	// before the cut; the standby sees them before the epoch's first
 	// packet (a repair, last).
-	next.cmdSeq = lastCmdOf(t, pkts, acctA, cut)
-	later := next.commands(t, 6)
+	next.CmdSeq = standbytest.LastCmdOf(t, pkts, standbytest.Alice, cut)
+	later := next.Commands(t, 6)
 	if len(later) == 0 || c2.Published() < cut+6 {
 		t.Fatalf("the new epoch published up to %d, want commands past %d", c2.Published(), cut+1)
 	}
@@ -808,7 +518,7 @@ func TestStandby_BeyondTheCutHeals(t *testing.T) {
 	if got, err := s4.Seal(1); err != nil || got > cut {
 		t.Fatalf("while healing, Seal(1) = %d, %v: want at most the cut %d", got, err, cut)
 	}
-	rep := bytes.Clone(next.pkts[0])
+	rep := bytes.Clone(next.Pkts[0])
 	wire.SetPacketFlags(rep, wire.PacketRetransmit)
 	s4.frame(rep, 0)
 	if err := s4.Err(); err != nil || s4.Contiguous() != c2.Published() || s4.Stats().Healed != 1 {
@@ -818,7 +528,7 @@ func TestStandby_BeyondTheCutHeals(t *testing.T) {
 		t.Fatal("reopened standby's State differs from the new primary's (new epoch seen late)")
 	}
 	s4.mu.Lock()
-	e, _ := s4.store.EpochOf(cut + 1)
+	e, _ := s4.core.store.EpochOf(cut + 1)
 	s4.mu.Unlock()
 	if e != 2 {
 		t.Fatalf("seq %d is of epoch %d in the store, want 2", cut+1, e)
@@ -826,68 +536,9 @@ func TestStandby_BeyondTheCutHeals(t *testing.T) {
 	if err := s4.Close(); err != nil {
 		t.Fatal(err)
 	}
-	s4 = newStandby(t, late, &fakeClient{})
+	s4 = newStandby(t, late, &standbytest.Client{})
 	if seq, snap := s4.Snapshot(); seq != c2.Published() || !bytes.Equal(snap, c2.State().Snapshot()) {
 		t.Fatalf("reopened on the store healed late: State at %d, want the new primary's at %d", seq, c2.Published())
-	}
-}
-
-// lastCmdOf is the command seq of acct's last record at or below seq
-// last in pkts.
-func lastCmdOf(t testing.TB, pkts [][]byte, acct wire.Account, last uint64) uint64 {
-	t.Helper()
-	var p wire.Packet
-	var r wire.Record
-	var cmd uint64
-	for _, b := range pkts {
-		if err := wire.DecodePacket(b, &p); err != nil {
-			t.Fatal(err)
-		}
-		for p.Next(&r) {
-			if r.Seq <= last && r.Account == acct && r.Flags&wire.FlagInternal == 0 {
-				cmd = r.CmdSeq
-			}
-		}
-	}
-	return cmd
-}
-
-// TestStandby_CatchUpDropsStashAboveTheCut: packets of the sealed epoch
-// that waited ahead of a gap and lie above the cut are not stored when
-// the catch-up fills the gap: the store ends at the cut.
-func TestStandby_CatchUpDropsStashAboveTheCut(t *testing.T) {
-	src := newStream(t)
-	pkts := src.commands(t, 30)
-	fs := peerServing(t, pkts)
-
-	s := newStandby(t, standbyConfig(t, 3), &fakeClient{})
-	for i, p := range pkts {
-		if i != 10 { // lost: everything after it waits in the stash
-			s.frame(p, 0)
-		}
-	}
-	held, err := s.Seal(1)
-	if err != nil {
-		t.Fatal(err)
-	}
-	cut := src.core.Published() - 5
-	if held >= cut || s.Stats().Stashed == 0 {
-		t.Fatalf("held %d stashed %d: the test needs a gap below the cut and packets stashed", held, s.Stats().Stashed)
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	if err := s.CatchUp(ctx, cut, []string{fs.Addr().String()}); err != nil {
-		t.Fatal(err)
-	}
-	if got := s.Contiguous(); got != cut {
-		t.Fatalf("store holds up to %d after the catch-up, want exactly the cut %d", got, cut)
-	}
-	tk, err := s.Takeover(cut)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if !bytes.Equal(tk.State.Snapshot(), referenceState(t, pkts, cut).Snapshot()) {
-		t.Fatal("state at the cut differs from the stream's")
 	}
 }
 
@@ -896,8 +547,8 @@ func TestStandby_CatchUpDropsStashAboveTheCut(t *testing.T) {
 // at the same seq arrives, the new one is kept: the store follows the new
 // epoch once the gap below is repaired.
 func TestStandby_NewEpochPacketWinsInTheStash(t *testing.T) {
-	src := newStream(t)
-	pkts := src.commands(t, 20)
+	src := standbytest.NewStream(t)
+	pkts := src.Commands(t, 20)
 	first := func(b []byte) uint64 {
 		var p wire.Packet
 		if err := wire.DecodePacket(b, &p); err != nil {
@@ -905,9 +556,9 @@ func TestStandby_NewEpochPacketWinsInTheStash(t *testing.T) {
 		}
 		return p.FirstSeq
 	}
-	cut := src.core.Published() - 5
+	cut := src.Core.Published() - 5
 	const gap = 8
-	s := newStandby(t, standbyConfig(t, 2), &fakeClient{})
+	s := newStandby(t, standbyConfig(t, 2), &standbytest.Client{})
 	var lost []byte
 	for _, b := range pkts {
 		switch q := first(b); {
@@ -917,9 +568,9 @@ func TestStandby_NewEpochPacketWinsInTheStash(t *testing.T) {
 			s.frame(b, 0) // cut+1 is the deposed primary's: stashed behind the gap
 		}
 	}
-	next := src.nextEpoch(t, seqConfig(2, cut+1), referenceState(t, pkts, cut), 100)
-	c2 := next.core
-	for _, b := range next.commands(t, 3) {
+	next := src.NextEpoch(t, standbytest.SeqConfig(2, cut+1), standbytest.ReferenceState(t, pkts, cut), 100)
+	c2 := next.Core
+	for _, b := range next.Commands(t, 3) {
 		s.frame(b, 0)
 	}
 	rep := bytes.Clone(lost)
@@ -936,39 +587,23 @@ func TestStandby_NewEpochPacketWinsInTheStash(t *testing.T) {
 	}
 }
 
-// smallPackets is a sequencer config whose packets hold 256 bytes, so a
-// command of a few hundred bytes is sequenced in fragments.
-func smallPackets(epoch uint32, first uint64) sequencer.Config {
-	cfg := seqConfig(epoch, first)
-	cfg.MaxPacketBytes = 256
-	return cfg
-}
-
-// mixed sequences a small command and a 700-byte one in one frame (the
-// big one's first fragment shares the small one's packet) and returns
-// the new packets.
-func (s *stream) mixed(t testing.TB) [][]byte {
-	t.Helper()
-	return s.frame(t, bytes.Repeat([]byte{'z'}, 5), bytes.Repeat([]byte{'z'}, 700))
-}
-
 // TestStandby_FragmentedMessagesStored: messages in fragments, in order
 // or not, reach the store whole and the State equals the primary's.
 func TestStandby_FragmentedMessagesStored(t *testing.T) {
-	src := &stream{}
-	c, err := sequencer.NewSinkShell(smallPackets(1, 1), src)
+	src := &standbytest.Stream{}
+	c, err := sequencer.NewSinkShell(standbytest.SmallPackets(1, 1), src)
 	if err != nil {
 		t.Fatal(err)
 	}
-	src.core = c
+	src.Core = c
 	var pkts [][]byte
 	for range 10 {
-		pkts = append(pkts, src.mixed(t)...)
+		pkts = append(pkts, src.Mixed(t)...)
 	}
 	if len(pkts) < 30 {
 		t.Fatalf("%d packets: the commands were not fragmented", len(pkts))
 	}
-	s := newStandby(t, standbyConfig(t, 2), &fakeClient{})
+	s := newStandby(t, standbyConfig(t, 2), &standbytest.Client{})
 	pkts[7], pkts[8] = pkts[8], pkts[7] // a fragment ahead of its predecessor
 	for _, p := range pkts {
 		s.frame(p, 0)
@@ -990,15 +625,15 @@ func TestStandby_FragmentedMessagesStored(t *testing.T) {
 // cut message (it keeps the fragments back until the message is whole),
 // so the new epoch's packets follow in the store.
 func TestStandby_CutInsideAFragmentedMessage(t *testing.T) {
-	src := &stream{}
-	c, err := sequencer.NewSinkShell(smallPackets(1, 1), src)
+	src := &standbytest.Stream{}
+	c, err := sequencer.NewSinkShell(standbytest.SmallPackets(1, 1), src)
 	if err != nil {
 		t.Fatal(err)
 	}
-	src.core = c
-	pkts := append(src.commands(t, 3), src.mixed(t)...)
+	src.Core = c
+	pkts := append(src.Commands(t, 3), src.Mixed(t)...)
 	pkts = pkts[:len(pkts)-1] // the last fragment never left the old primary
-	s := newStandby(t, standbyConfig(t, 2), &fakeClient{})
+	s := newStandby(t, standbyConfig(t, 2), &standbytest.Client{})
 	for _, p := range pkts {
 		s.frame(p, 0)
 	}
@@ -1009,9 +644,9 @@ func TestStandby_CutInsideAFragmentedMessage(t *testing.T) {
 	if want := c.Published() - 1; cut != want {
 		t.Fatalf("sealed at %d, want %d (the seq before the message in fragments)", cut, want)
 	}
-	next := src.nextEpoch(t, smallPackets(2, cut+1), referenceState(t, src.pkts, cut), 100)
-	c2 := next.core
-	for _, p := range next.commands(t, 3) {
+	next := src.NextEpoch(t, standbytest.SmallPackets(2, cut+1), standbytest.ReferenceState(t, src.Pkts, cut), 100)
+	c2 := next.Core
+	for _, p := range next.Commands(t, 3) {
 		s.frame(p, 0)
 	}
 	if err := s.Err(); err != nil {
@@ -1021,7 +656,7 @@ func TestStandby_CutInsideAFragmentedMessage(t *testing.T) {
 		t.Fatalf("holds %d, want the new epoch's %d", s.Contiguous(), c2.Published())
 	}
 	s.mu.Lock()
-	e, _ := s.store.EpochOf(cut + 1)
+	e, _ := s.core.store.EpochOf(cut + 1)
 	s.mu.Unlock()
 	if e != 2 {
 		t.Fatalf("seq %d stored in epoch %d, want 2", cut+1, e)
@@ -1038,25 +673,25 @@ func TestStandby_CutInsideAFragmentedMessage(t *testing.T) {
 // failover state), it does not count the tail, heals, and follows both
 // epochs to the new primary's State (found by the simulator, seed 56).
 func TestStandby_MissedTwoEpochsHealsWithKnowEpoch(t *testing.T) {
-	src, e2, e3, pkts, cut := laterEpochs(t, 2, 5)
-	c2, c3 := e2.core, e3.core
+	src, e2, e3, pkts, cut := standbytest.LaterEpochs(t, 2, 5)
+	c2, c3 := e2.Core, e3.Core
 	cut2 := c2.Published()
-	if cut2+1 <= src.core.Published() {
-		t.Fatalf("epoch 3 starts at %d, within the stale tail (to %d): the test needs it above", cut2+1, src.core.Published())
+	if cut2+1 <= src.Core.Published() {
+		t.Fatalf("epoch 3 starts at %d, within the stale tail (to %d): the test needs it above", cut2+1, src.Core.Published())
 	}
 
-	s := newStandby(t, storeHolding(t, 2, pkts), &fakeClient{})
+	s := newStandby(t, storeHolding(t, 2, pkts), &standbytest.Client{})
 	s.KnowEpoch(2, cut+1)
 	if got := s.Contiguous(); got != cut {
 		t.Fatalf("told epoch 2 began at %d, Contiguous = %d, want %d", cut+1, got, cut)
 	}
-	if seq, snap := s.Snapshot(); seq != cut || !bytes.Equal(snap, referenceState(t, pkts, cut).Snapshot()) {
+	if seq, snap := s.Snapshot(); seq != cut || !bytes.Equal(snap, standbytest.ReferenceState(t, pkts, cut).Snapshot()) {
 		t.Fatalf("told epoch 2 began at %d, the State is at %d: want the stream's at %d (a Takeover at the cut took the cut records)", cut+1, seq, cut)
 	}
-	for _, b := range e3.pkts {
+	for _, b := range e3.Pkts {
 		s.frame(b, 0)
 	}
-	for _, b := range e2.pkts {
+	for _, b := range e2.Pkts {
 		rep := bytes.Clone(b)
 		wire.SetPacketFlags(rep, wire.PacketRetransmit)
 		s.frame(rep, 0)
@@ -1079,31 +714,31 @@ func TestStandby_MissedTwoEpochsHealsWithKnowEpoch(t *testing.T) {
 // records of epoch 1 as epoch 1's (sim seed 1457). Told the epoch start
 // on open (KnowEpoch), the store records it at once.
 func TestStandby_HealedLateRecordsTheEpochStart(t *testing.T) {
-	src := newStream(t)
-	pkts := src.commands(t, 10)
-	tail := src.core.Published()
+	src := standbytest.NewStream(t)
+	pkts := src.Commands(t, 10)
+	tail := src.Core.Published()
 	cut := tail - 3
-	e2 := src.nextEpoch(t, seqConfig(2, cut+1), referenceState(t, pkts, cut), lastCmdOf(t, pkts, acctA, cut))
-	c2 := e2.core
+	e2 := src.NextEpoch(t, standbytest.SeqConfig(2, cut+1), standbytest.ReferenceState(t, pkts, cut), standbytest.LastCmdOf(t, pkts, standbytest.Alice, cut))
+	c2 := e2.Core
 	for c2.Published() < tail {
-		e2.commands(t, 1)
+		e2.Commands(t, 1)
 	}
-	if c2.Published() != tail || len(e2.pkts) < 2 {
-		t.Fatalf("epoch 2 published up to %d in %d packets, want exactly to the stale tail %d", c2.Published(), len(e2.pkts), tail)
+	if c2.Published() != tail || len(e2.Pkts) < 2 {
+		t.Fatalf("epoch 2 published up to %d in %d packets, want exactly to the stale tail %d", c2.Published(), len(e2.Pkts), tail)
 	}
-	e3 := e2.nextEpoch(t, seqConfig(3, tail+1), c2.State(), e2.cmdSeq)
-	c3 := e3.core
-	e3.commands(t, 4)
+	e3 := e2.NextEpoch(t, standbytest.SeqConfig(3, tail+1), c2.State(), e2.CmdSeq)
+	c3 := e3.Core
+	e3.Commands(t, 4)
 
-	follow := func(t *testing.T, s *Standby) {
+	follow := func(t *testing.T, s *Agent) {
 		t.Helper()
-		for _, b := range e2.pkts[1:] {
+		for _, b := range e2.Pkts[1:] {
 			s.frame(b, 0)
 		}
-		for _, b := range e3.pkts {
+		for _, b := range e3.Pkts {
 			s.frame(b, 0)
 		}
-		rep := bytes.Clone(e2.pkts[0])
+		rep := bytes.Clone(e2.Pkts[0])
 		wire.SetPacketFlags(rep, wire.PacketRetransmit)
 		s.frame(rep, 0)
 		if err := s.Err(); err != nil || s.Contiguous() != c3.Published() {
@@ -1117,18 +752,18 @@ func TestStandby_HealedLateRecordsTheEpochStart(t *testing.T) {
 		checkStoreEpochs(t, s, cut, tail)
 	}
 	t.Run("heal", func(t *testing.T) {
-		s := newStandby(t, storeHolding(t, 2, pkts), &fakeClient{})
+		s := newStandby(t, storeHolding(t, 2, pkts), &standbytest.Client{})
 		follow(t, s)
 		if s.Stats().Healed != 1 {
 			t.Fatalf("healed %d times, want 1", s.Stats().Healed)
 		}
 	})
 	t.Run("know", func(t *testing.T) {
-		s := newStandby(t, storeHolding(t, 2, pkts), &fakeClient{})
+		s := newStandby(t, storeHolding(t, 2, pkts), &standbytest.Client{})
 		s.KnowEpoch(2, cut+1)
 		s.mu.Lock()
-		c := s.store.Contiguous()
-		e := s.store.Epochs()
+		c := s.core.store.Contiguous()
+		e := s.core.store.Epochs()
 		s.mu.Unlock()
 		if c != cut || len(e) != 2 || e[1].Epoch != 2 || e[1].Start != cut+1 {
 			t.Fatalf("told epoch 2 began at %d: the store holds up to %d with epochs %+v, want %d and epoch 2's start", cut+1, c, e, cut)
@@ -1139,14 +774,14 @@ func TestStandby_HealedLateRecordsTheEpochStart(t *testing.T) {
 
 // checkStoreEpochs: the standby's store has epochs 2 (from cut+1) and 3
 // (from start3), and serves no packet of epoch 1 above the cut.
-func checkStoreEpochs(t *testing.T, s *Standby, cut, start3 uint64) {
+func checkStoreEpochs(t *testing.T, s *Agent, cut, start3 uint64) {
 	t.Helper()
-	e := s.store.Epochs()
+	e := s.core.store.Epochs()
 	if len(e) != 3 || e[1].Epoch != 2 || e[1].Start != cut+1 || e[2].Epoch != 3 || e[2].Start != start3+1 {
 		t.Fatalf("store epochs %+v: want epoch 2 from %d and epoch 3 from %d", e, cut+1, start3+1)
 	}
 	var p wire.Packet
-	s.store.Range(1, start3, func(pkt []byte, _ sequencer.PacketInfo) bool {
+	s.core.store.Range(1, start3, func(pkt []byte, _ sequencer.PacketInfo) bool {
 		if err := wire.DecodePacket(pkt, &p); err != nil {
 			t.Fatal(err)
 		}

@@ -1,8 +1,9 @@
-package cluster
+package standby
 
 import (
 	"testing"
 
+	"github.com/seqd/seqd/cluster/standby/standbytest"
 	"github.com/seqd/seqd/wire"
 )
 
@@ -10,15 +11,16 @@ import (
 // the stash behind a gap, and go to the store when the gap fills,
 // allocate nothing per packet.
 func TestStandby_StashPathAllocatesNothing(t *testing.T) {
-	src := newStream(t)
-	pkts := src.commands(t, 1000)
-	s := newStandby(t, standbyConfig(t, 2), &fakeClient{})
+	src := standbytest.NewStream(t)
+	pkts := src.Commands(t, 1000)
+	s := newStandby(t, standbyConfig(t, 2), &standbytest.Client{})
 	i := 0
 	round := func() {
 		s.mu.Lock()
 		for k := 4; k >= 0; k-- { // the first of five comes last
-			s.persistLocked(pkts[i+k])
+			s.core.persist(pkts[i+k])
 		}
+		s.publishLocked()
 		s.mu.Unlock()
 		i += 5
 	}

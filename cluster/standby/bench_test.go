@@ -1,9 +1,10 @@
-package cluster
+package standby
 
 import (
 	"strings"
 	"testing"
 
+	"github.com/seqd/seqd/cluster/standby/standbytest"
 	"github.com/seqd/seqd/sequencer"
 )
 
@@ -12,25 +13,25 @@ import (
 // poll batch of 16 packets one store flush (Store.Tick) and one ack, as
 // Run does. Per packet.
 func BenchmarkStandby_Batch(b *testing.B) {
-	src := newStream(b)
+	src := standbytest.NewStream(b)
 	payload := strings.Repeat("x", 256)
 	var pkts [][]byte
-	for len(src.pkts) < 20000 {
+	for len(src.Pkts) < 20000 {
 		for range 5 {
-			src.cmdSeq++
-			src.now += 1000
-			if err := src.core.Step(sequencer.Time{Mono: src.now, Wall: src.now}, cmdFrame(b, src.cmdSeq, payload), 1); err != nil {
+			src.CmdSeq++
+			src.Now += 1000
+			if err := src.Core.Step(sequencer.Time{Mono: src.Now, Wall: src.Now}, standbytest.CmdFrame(b, src.CmdSeq, payload), 1); err != nil {
 				b.Fatal(err)
 			}
 		}
-		src.core.Flush(sequencer.Time{Mono: src.now, Wall: src.now})
+		src.Core.Flush(sequencer.Time{Mono: src.Now, Wall: src.Now})
 	}
-	pkts = src.pkts
-	fresh := func() *Standby {
+	pkts = src.Pkts
+	fresh := func() *Agent {
 		cfg := standbyConfig(b, 2)
 		cfg.AckWritten = true
 		cfg.Store.SegmentBytes = 1 << 30
-		return newStandby(b, cfg, &fakeClient{})
+		return newStandby(b, cfg, &standbytest.Client{})
 	}
 	s := fresh()
 	b.ReportAllocs()
@@ -49,7 +50,7 @@ func BenchmarkStandby_Batch(b *testing.B) {
 		if i%16 == 0 {
 			now := s.clock()
 			s.mu.Lock()
-			if err := s.store.Tick(now); err != nil {
+			if err := s.core.store.Tick(now); err != nil {
 				b.Fatal(err)
 			}
 			s.ackLocked(now)

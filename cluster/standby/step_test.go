@@ -1,10 +1,12 @@
-package cluster
+package standby
 
 import (
 	"bytes"
 	"errors"
 	"testing"
 	"time"
+
+	"github.com/seqd/seqd/cluster/standby/standbytest"
 )
 
 // TestStandby_StepWorkCatchUpFrom: a standby driven by Step and Work
@@ -12,9 +14,9 @@ import (
 // in process (CatchUpFrom) to a cut and holds nothing above it; Work
 // after a Takeover says so.
 func TestStandby_StepWorkCatchUpFrom(t *testing.T) {
-	src := newStream(t)
-	pkts := src.commands(t, 20)
-	fc := &fakeClient{keep: true}
+	src := standbytest.NewStream(t)
+	pkts := src.Commands(t, 20)
+	fc := &standbytest.Client{Keep: true}
 	cfg := standbyConfig(t, 2)
 	cfg.AckWritten = true
 	a := newStandby(t, cfg, fc)
@@ -24,15 +26,15 @@ func TestStandby_StepWorkCatchUpFrom(t *testing.T) {
 	if err := a.Work(); err != nil {
 		t.Fatal(err)
 	}
-	last := src.core.Published()
+	last := src.Core.Published()
 	if a.Contiguous() != last {
 		t.Fatalf("holds %d, want %d", a.Contiguous(), last)
 	}
-	acks := fc.acks(t)
+	acks := fc.Acks(t)
 	if len(acks) == 0 || acks[len(acks)-1].Contiguous != last {
 		t.Fatalf("acks %+v, want one at %d", acks, last)
 	}
-	b := newStandby(t, standbyConfig(t, 3), &fakeClient{})
+	b := newStandby(t, standbyConfig(t, 3), &standbytest.Client{})
 	cut := last - 5
 	if err := b.CatchUpFrom(cut, a); err != nil {
 		t.Fatal(err)
@@ -44,7 +46,7 @@ func TestStandby_StepWorkCatchUpFrom(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !bytes.Equal(tk.State.Snapshot(), referenceState(t, pkts, cut).Snapshot()) {
+	if !bytes.Equal(tk.State.Snapshot(), standbytest.ReferenceState(t, pkts, cut).Snapshot()) {
 		t.Fatal("the caught-up State differs from the stream's at the cut")
 	}
 	if err := b.Work(); !errors.Is(err, ErrTakenOver) {
@@ -58,14 +60,14 @@ func TestStandby_StepWorkCatchUpFrom(t *testing.T) {
 // WrittenSyncInterval; one that acks durable seqs still fsyncs at once.
 // The clock is the test's: no timing.
 func TestStandby_AckWrittenFsyncsLazily(t *testing.T) {
-	src := newStream(t)
-	pkts := src.commands(t, 10)
+	src := standbytest.NewStream(t)
+	pkts := src.Commands(t, 10)
 	for _, written := range []bool{true, false} {
 		var now int64
 		cfg := standbyConfig(t, 2)
 		cfg.AckWritten = written
 		cfg.Clock = func() int64 { return now }
-		fc := &fakeClient{keep: true}
+		fc := &standbytest.Client{Keep: true}
 		s := newStandby(t, cfg, fc)
 		// Ten turns 2 ms apart, a packet in each: past Store.SyncInterval
 		// every turn, well within WrittenSyncInterval.
@@ -83,8 +85,8 @@ func TestStandby_AckWrittenFsyncsLazily(t *testing.T) {
 		if !written && fsyncs < uint64(len(pkts))-1 {
 			t.Fatalf("durable acks: %d fsyncs in %d turns 2 ms apart, want one per turn", fsyncs, len(pkts))
 		}
-		if acks := fc.acks(t); len(acks) == 0 || acks[len(acks)-1].Contiguous != src.core.Published() {
-			t.Fatalf("AckWritten=%v: acks %+v, want the last at %d", written, acks, src.core.Published())
+		if acks := fc.Acks(t); len(acks) == 0 || acks[len(acks)-1].Contiguous != src.Core.Published() {
+			t.Fatalf("AckWritten=%v: acks %+v, want the last at %d", written, acks, src.Core.Published())
 		}
 		if written {
 			now += int64(cfg.WrittenSyncInterval)
