@@ -137,8 +137,8 @@ func (t Timeouts) Validate() error {
 	return nil
 }
 
-// Config sets up a Node. Start from DefaultConfig.
-type Config struct {
+// MemberConfig sets up a Member. Start from DefaultMemberConfig.
+type MemberConfig struct {
 	// ID is this member's id (>= 1), its raft.ServerID in decimal.
 	ID uint64
 	// Dir holds the Raft log and stable store (raft.db, raft-boltdb/v2)
@@ -157,7 +157,7 @@ type Config struct {
 	// raft, admin and stream (fetch) addresses.
 	Members []fsm.Member
 	// Join: this member joins a running cluster and does not bootstrap;
-	// the primary adds it (seqd admin add-member, Node.AddMember).
+	// the primary adds it (seqd admin add-member, Member.AddMember).
 	Join bool
 	// Timeouts is the timing profile (LANTimeouts by default).
 	Timeouts Timeouts
@@ -183,9 +183,9 @@ type Config struct {
 	RaftStream raft.StreamLayer
 }
 
-// DefaultConfig returns the defaults: LAN timeouts, admin on loopback.
-func DefaultConfig() Config {
-	return Config{
+// DefaultMemberConfig returns the defaults: LAN timeouts, admin on loopback.
+func DefaultMemberConfig() MemberConfig {
+	return MemberConfig{
 		AdminAddr:          "127.0.0.1:7400",
 		Timeouts:           LANTimeouts(),
 		Sequencer:          sequencer.DefaultConfig(),
@@ -194,7 +194,7 @@ func DefaultConfig() Config {
 }
 
 // Validate reports the first field outside its allowed range.
-func (c Config) Validate() error {
+func (c MemberConfig) Validate() error {
 	bad := func(field string, v any, want string) error { return config.New(ErrConfig, field, v, want) }
 	if c.ID == 0 {
 		return bad("ID", c.ID, ">= 1")

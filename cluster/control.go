@@ -17,7 +17,7 @@ import (
 	"github.com/seqd/seqd/fsm"
 )
 
-// The control endpoint is HTTP with JSON bodies, on Config.AdminAddr:
+// The control endpoint is HTTP with JSON bodies, on MemberConfig.AdminAddr:
 //
 //	POST /v1/seal?epoch=E            seal epoch E here: {"contiguous": N}
 //	GET  /v1/status                  this member: MemberStatus
@@ -71,7 +71,7 @@ type Handover struct {
 	PauseUS int64  `json:"pause_us"` // old primary's last loop to the new one's first record
 }
 
-func (n *Node) controlHandler() http.Handler {
+func (n *Member) controlHandler() http.Handler {
 	mux := http.NewServeMux()
 	mux.HandleFunc("POST /v1/seal", func(w http.ResponseWriter, r *http.Request) {
 		e, err := strconv.ParseUint(r.URL.Query().Get("epoch"), 10, 32)
@@ -146,7 +146,7 @@ func writeJSON(w http.ResponseWriter, v any) {
 }
 
 // Status is this member's view of the cluster.
-func (n *Node) Status() MemberStatus {
+func (n *Member) Status() MemberStatus {
 	st := n.fsm.State()
 	_, leader := n.raft.LeaderWithID()
 	s := MemberStatus{
@@ -183,7 +183,7 @@ func (n *Node) Status() MemberStatus {
 // Every quorum intersects the one that made any seq stable, and a sealed
 // member acks nothing more of the epoch, so the cut keeps every stable
 // seq and no later one can become stable.
-func (n *Node) sealQuorum(ctx context.Context, st *fsm.State) (uint64, []string, error) {
+func (n *Member) sealQuorum(ctx context.Context, st *fsm.State) (uint64, []string, error) {
 	epoch := st.Epoch()
 	var voters []fsm.Member
 	for _, m := range st.Members() {
@@ -323,7 +323,7 @@ func capStale(st *fsm.State, c uint64, held uint32) (uint64, bool) {
 	return cut.Last, true
 }
 
-func (n *Node) sealRemote(ctx context.Context, m fsm.Member, epoch uint64) (SealReply, error) {
+func (n *Member) sealRemote(ctx context.Context, m fsm.Member, epoch uint64) (SealReply, error) {
 	var r SealReply
 	err := call(ctx, n.client, http.MethodPost, m.AdminAddr, "/v1/seal?epoch="+strconv.FormatUint(epoch, 10), nil, &r)
 	return r, err
@@ -377,7 +377,7 @@ func call(ctx context.Context, c *http.Client, method, addr, path string, body a
 // then seals, finds nothing to fetch, and begins the next epoch at once.
 // It returns when the new epoch is committed, with the pause between the
 // last loop of this primary and the first record of the new one.
-func (n *Node) TransferPrimary(ctx context.Context, to uint64) (Handover, error) {
+func (n *Member) TransferPrimary(ctx context.Context, to uint64) (Handover, error) {
 	if n.Role() != RolePrimary {
 		return Handover{}, n.notPrimary()
 	}
@@ -447,7 +447,7 @@ func (n *Node) TransferPrimary(ctx context.Context, to uint64) (Handover, error)
 	}
 }
 
-func (n *Node) notPrimary() error {
+func (n *Member) notPrimary() error {
 	addr, id := n.raft.LeaderWithID()
 	if id == "" {
 		return fmt.Errorf("%w: member %d (no leader known)", ErrNotPrimary, n.cfg.ID)
@@ -461,7 +461,7 @@ func (n *Node) notPrimary() error {
 // The new member must be started with the same members list and an empty
 // Dir; it does not bootstrap (a member not in its own list fails
 // Validate), so give it every member, itself included.
-func (n *Node) AddMember(m fsm.Member) error {
+func (n *Member) AddMember(m fsm.Member) error {
 	if !n.IsLeader() {
 		return n.notPrimary()
 	}
@@ -485,7 +485,7 @@ func (n *Node) AddMember(m fsm.Member) error {
 // refuses to remove the primary: transfer the role first), then raft's
 // configuration. It refuses to leave fewer than minVoters voters: to
 // replace a member, add the new one first, then remove the old.
-func (n *Node) RemoveMember(id uint64) error {
+func (n *Member) RemoveMember(id uint64) error {
 	if !n.IsLeader() {
 		return n.notPrimary()
 	}

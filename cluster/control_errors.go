@@ -5,7 +5,7 @@ import "errors"
 // Sentinel errors of the control path (raft wiring, roles, admin). The
 // data path (standby, quorum, fetch) keeps its own beside it.
 var (
-	// ErrConfig is wrapped by Config.Validate with the bad field and its range.
+	// ErrConfig is wrapped by the Validate methods with the bad field and its range.
 	ErrConfig = errors.New("cluster: invalid config")
 	// ErrNotPrimary: the request needs the primary (the Raft leader), and
 	// this member is not it; the error names the leader when known.

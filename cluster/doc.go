@@ -17,16 +17,16 @@
 //   - FetchServer and Fetch: a small TCP range protocol by which a member
 //     fetches the packets of a sealed epoch it lacks from another.
 //
-// On the primary, the Node's shell hands every frame to a QuorumAcks
+// On the primary, the Member's shell hands every frame to a QuorumAcks
 // (NewQuorumAcks, the Deps.Acks of an epoch) and moves stable to its
 // Stable; a primary run by sequencer.Agent uses Agent.SetStableFunc with
 // SharedQuorum.Update instead (the Core queues the acks it receives).
 //
 // # Control path
 //
-// Node is one sequencer process of the group: hashicorp/raft (log and
+// Member is one sequencer process of the group: hashicorp/raft (log and
 // stable store in raft-boltdb/v2, file snapshots, TCP transport) over the
-// failover state of package fsm, bootstrapped from Config.Members, with
+// failover state of package fsm, bootstrapped from MemberConfig.Members, with
 // members added and removed live (AddMember, RemoveMember: raft's
 // configuration and the fsm's member table). Timings come in named
 // profiles: LANTimeouts (300 ms heartbeat and election, 290 ms leader
@@ -40,7 +40,7 @@
 // request, not failed by it (freshconn.go). The timeouts can then be long
 // enough to ride out a starved leader (docs/failover-timing.md).
 //
-// The Raft leader is the primary. On becoming leader a Node records the
+// The Raft leader is the primary. On becoming leader a Member records the
 // bootstrap members still missing before epoch 1 (a bootstrap leader
 // deposed midway leaves the rest to the next) and a session if there is
 // none, seals the current epoch on every voter through their control
@@ -74,7 +74,7 @@
 // primary once its standbys hold what it published, then transfers the
 // Raft leadership; the pause is measured) and /v1/members.
 //
-// For failover drills, Config.RaftStream takes a PartitionLayer: a TCP
+// For failover drills, MemberConfig.RaftStream takes a PartitionLayer: a TCP
 // stream layer that a drill cuts off (held connections closed, dials
 // refused, accepts closed) and heals (`seqd sequencer --fault-addr`).
 //

@@ -23,10 +23,10 @@ import (
 
 // Follower is the data path of a member, as the control path uses it: the
 // standby that follows, persists and acks the stream (cluster.Standby).
-// The Node runs it (Run) while the member is not primary, seals it from
+// The Member runs it (Run) while the member is not primary, seals it from
 // the control endpoint's goroutines meanwhile, and stops it before the
 // Takeover that makes the member primary: the store it hands over then
-// belongs to the new primary's Core. After the primacy ends the Node
+// belongs to the new primary's Core. After the primacy ends the Member
 // opens a new one (Deps.NewFollower) on the same directory.
 type Follower interface {
 	// Run follows the stream until ctx ends (then it returns ctx.Err())
@@ -47,7 +47,7 @@ type Follower interface {
 }
 
 // EpochKnower is optional for a Follower (cluster.Standby has it): the
-// Node tells a follower it opens where every epoch of the session began,
+// Member tells a follower it opens where every epoch of the session began,
 // from the failover state (after a restart, only once that state has
 // caught up with the group: awaitFailoverState), and the running one
 // each later epoch start as the FSM applies it (followers.tell, on Run's
@@ -96,14 +96,14 @@ type Epoch struct {
 	Self     uint64
 }
 
-// Deps are the Node's collaborators, each an interface so that tests hand
+// Deps are the Member's collaborators, each an interface so that tests hand
 // in small twins.
 type Deps struct {
 	// NewFollower opens this member's standby (required): at start, and
 	// again each time the member stops being primary.
 	NewFollower func() (Follower, error)
 	// Stream opens the primary's end of the stream transport when this
-	// member becomes primary; the Node closes it when it stops (required).
+	// member becomes primary; the Member closes it when it stops (required).
 	Stream func() (transport.Server, error)
 	// Acks returns the ack tracker of a new epoch (required).
 	Acks func(e Epoch) Acks
@@ -151,15 +151,15 @@ type Change struct {
 	LeaderAtNS int64  `json:"leader_at_ns"` // wall clock when it became leader
 }
 
-// Node is one sequencer process of the Raft group: it runs hashicorp/raft
+// Member is one sequencer process of the Raft group: it runs hashicorp/raft
 // over the failover state (fsm), and is primary while it is the Raft
 // leader. See the package comment for the roles and the epoch change.
 //
 // Concurrency: Run owns the role changes; Status, TransferPrimary,
 // AddMember and RemoveMember are safe from any goroutine. The primary
 // sequences on a goroutine of its own, which alone touches the Core.
-type Node struct {
-	cfg   Config
+type Member struct {
+	cfg   MemberConfig
 	deps  Deps
 	log   *slog.Logger
 	fsm   *fsm.FSM
@@ -208,10 +208,10 @@ type Node struct {
 	closeOnce sync.Once
 }
 
-// New validates cfg, opens the Raft stores in cfg.Dir (bootstrapping a new
+// NewMember validates cfg, opens the Raft stores in cfg.Dir (bootstrapping a new
 // cluster from cfg.Members when they are empty), starts Raft and the
 // control endpoint on cfg.AdminAddr. Call Run to take part in the roles.
-func New(cfg Config, deps Deps) (*Node, error) {
+func NewMember(cfg MemberConfig, deps Deps) (*Member, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
@@ -230,7 +230,7 @@ func New(cfg Config, deps Deps) (*Node, error) {
 	if log == nil {
 		log = slog.Default()
 	}
-	n := &Node{
+	n := &Member{
 		cfg:     cfg,
 		deps:    deps,
 		log:     log.With("member", cfg.ID),
@@ -261,25 +261,25 @@ func New(cfg Config, deps Deps) (*Node, error) {
 }
 
 // AdminAddr is the address the control endpoint listens on.
-func (n *Node) AdminAddr() string { return n.adminLn.Addr().String() }
+func (n *Member) AdminAddr() string { return n.adminLn.Addr().String() }
 
 // State is the failover state as this member has applied it.
-func (n *Node) State() *fsm.State { return n.fsm.State() }
+func (n *Member) State() *fsm.State { return n.fsm.State() }
 
 // Role is what this member does now.
-func (n *Node) Role() Role { return Role(n.role.Load()) }
+func (n *Member) Role() Role { return Role(n.role.Load()) }
 
 // Changed gets a token after the role changes or the failover state
 // moves (tokens coalesce: read Role and State after each), so that a
 // caller reporting role changes need not poll them.
-func (n *Node) Changed() <-chan struct{} { return n.changed }
+func (n *Member) Changed() <-chan struct{} { return n.changed }
 
-func (n *Node) setRole(r Role) {
+func (n *Member) setRole(r Role) {
 	n.role.Store(int32(r))
 	n.signalChanged()
 }
 
-func (n *Node) signalChanged() {
+func (n *Member) signalChanged() {
 	select {
 	case n.changed <- struct{}{}:
 	default:
@@ -291,7 +291,7 @@ type wakeRef struct{ w transport.Waker }
 
 // wakePrimary makes the primary's loop run a turn now, if this member
 // sequences; safe from any goroutine.
-func (n *Node) wakePrimary() {
+func (n *Member) wakePrimary() {
 	if r := n.primaryWake.Load(); r != nil {
 		r.w.Wake()
 	}
@@ -299,15 +299,15 @@ func (n *Node) wakePrimary() {
 
 // IsLeader says whether this member is the Raft leader (it may still be
 // sealing, not yet sequencing).
-func (n *Node) IsLeader() bool { return n.raft.State() == raft.Leader }
+func (n *Member) IsLeader() bool { return n.raft.State() == raft.Leader }
 
 // LastChange is the timing of the last epoch change this member led, or nil.
-func (n *Node) LastChange() *Change { return n.lastChange.Load() }
+func (n *Member) LastChange() *Change { return n.lastChange.Load() }
 
 // Run takes part in the roles until ctx ends: primary while this member is
 // the Raft leader, standby otherwise. It returns ctx.Err() after stopping
 // the primary and Raft (Close is implied).
-func (n *Node) Run(ctx context.Context) error {
+func (n *Member) Run(ctx context.Context) error {
 	defer n.Close()
 	var (
 		cancel context.CancelFunc
@@ -382,7 +382,7 @@ func (n *Node) Run(ctx context.Context) error {
 }
 
 // Close stops the control endpoint and Raft. Run calls it when it returns.
-func (n *Node) Close() error {
+func (n *Member) Close() error {
 	n.closeOnce.Do(func() {
 		n.setRole(RoleStopped)
 		n.admin.Close()
@@ -403,7 +403,7 @@ var errRejected = errors.New("cluster: proposal rejected")
 // lead runs while this member is the Raft leader: it changes the epoch and
 // sequences; an attempt that fails (no quorum to seal, a commit that
 // timed out) is retried after a heartbeat while still leader.
-func (n *Node) lead(ctx context.Context) {
+func (n *Member) lead(ctx context.Context) {
 	defer n.setRole(RoleStandby)
 	barrier, failures := false, 0
 	for ctx.Err() == nil && n.IsLeader() && !n.handover.Load() {
@@ -464,7 +464,7 @@ const maxLeadFailures = 3
 // then reads through a Barrier. A seal of a stale (older) epoch changes
 // nothing on the standbys of the current one. This saves one commit (a
 // replicated fsync) of the epoch change.
-func (n *Node) leadOnce(ctx context.Context, barrier bool) error {
+func (n *Member) leadOnce(ctx context.Context, barrier bool) error {
 	n.setRole(RoleSealing)
 	t0 := time.Now()
 	// A previous attempt may have stopped the standby to take it over.
@@ -609,7 +609,7 @@ func (n *Node) leadOnce(ctx context.Context, barrier bool) error {
 	return n.sequence(ctx, core, srv, acks, ch, t0)
 }
 
-// bootstrapMissing are the bootstrap members (Config.Members, voters
+// bootstrapMissing are the bootstrap members (MemberConfig.Members, voters
 // unless said otherwise) the failover state does not record yet, before
 // its first epoch; none once an epoch began (members then change only by
 // AddMember and RemoveMember) or for a member that joined. A leader that
@@ -618,7 +618,7 @@ func (n *Node) leadOnce(ctx context.Context, barrier bool) error {
 // only the members recorded so far, and the group could not seal without
 // them (a new primary is not a voter: "primary is not a voting member";
 // a state whose one voter died has no quorum).
-func (n *Node) bootstrapMissing(st *fsm.State) []fsm.Member {
+func (n *Member) bootstrapMissing(st *fsm.State) []fsm.Member {
 	if n.cfg.Join || st.Epoch() != 0 {
 		return nil
 	}
@@ -637,7 +637,7 @@ func (n *Node) bootstrapMissing(st *fsm.State) []fsm.Member {
 
 // apply proposes cmd and waits for it to commit, returning the state
 // right after it or the reason it was rejected.
-func (n *Node) apply(cmd fsm.Command) (*fsm.State, error) {
+func (n *Member) apply(cmd fsm.Command) (*fsm.State, error) {
 	b, err := fsm.Encode(cmd)
 	if err != nil {
 		return nil, err
@@ -653,7 +653,7 @@ func (n *Node) apply(cmd fsm.Command) (*fsm.State, error) {
 	return s, nil
 }
 
-func (n *Node) raftErr(op string, err error) error {
+func (n *Member) raftErr(op string, err error) error {
 	if errors.Is(err, raft.ErrNotLeader) || errors.Is(err, raft.ErrLeadershipLost) || errors.Is(err, raft.ErrLeadershipTransferInProgress) || errors.Is(err, raft.ErrRaftShutdown) {
 		return fmt.Errorf("%w: %s: %v", errNotLeader, op, err)
 	}
@@ -674,7 +674,7 @@ func (n *Node) raftErr(op string, err error) error {
 // it when raft reports the leadership lost), a handover, a membership
 // change. A stream server that cannot be woken is polled every
 // maxPrimaryWait, as before.
-func (n *Node) sequence(ctx context.Context, core *sequencer.Core, srv transport.Server, acks Acks, ch *Change, t0 time.Time) error {
+func (n *Member) sequence(ctx context.Context, core *sequencer.Core, srv transport.Server, acks Acks, ch *Change, t0 time.Time) error {
 	sh := newPrimaryShell(n, core, srv, acks)
 	if w, ok := srv.(transport.Waker); ok {
 		sh.wakeable = true
@@ -746,7 +746,7 @@ func (n *Node) sequence(ctx context.Context, core *sequencer.Core, srv transport
 // the core), move stable to the quorum's, flush, tick, and publish the
 // positions for Status and the checkpointer. A turn allocates nothing.
 type primaryShell struct {
-	n       *Node
+	n       *Member
 	core    *sequencer.Core
 	srv     transport.Server
 	acks    Acks
@@ -755,10 +755,10 @@ type primaryShell struct {
 	fresh   bool // now was read in this turn
 	onFrame transport.Handler
 	ackBuf  []sequencer.StandbyAck
-	idle    transport.Idle  // Config.IdleSpin
+	idle    transport.Idle  // MemberConfig.IdleSpin
 	yield   transport.Yield // the loop's goroutine only
 	got     int             // frames the last Poll delivered
-	// wakeable: the server is a transport.Waker that the Node wakes when
+	// wakeable: the server is a transport.Waker that the Member wakes when
 	// the loop must look (sequence); the turn may then block until its
 	// next timed work.
 	wakeable bool
@@ -775,7 +775,7 @@ type primaryShell struct {
 // sequencing within a millisecond of raft noticing it.
 const maxPrimaryWait = time.Millisecond
 
-func newPrimaryShell(n *Node, core *sequencer.Core, srv transport.Server, acks Acks) *primaryShell {
+func newPrimaryShell(n *Member, core *sequencer.Core, srv transport.Server, acks Acks) *primaryShell {
 	sh := &primaryShell{n: n, core: core, srv: srv, acks: acks, clock: n.deps.Clock, ackBuf: make([]sequencer.StandbyAck, 0, 64),
 		idle: transport.Idle{Spin: n.cfg.IdleSpin}}
 	sh.onFrame = sh.frame
@@ -848,7 +848,7 @@ func (sh *primaryShell) turn() (sequencer.Time, error) {
 // CheckpointInterval when stable moved, without blocking the sequencing
 // loop: one proposal in flight at a time, on a goroutine of its own.
 type checkpointer struct {
-	n       *Node
+	n       *Member
 	epoch   uint64
 	next    int64 // mono ns of the next proposal
 	last    uint64
@@ -857,7 +857,7 @@ type checkpointer struct {
 	stopped atomic.Bool
 }
 
-func newCheckpointer(n *Node, epoch uint64) *checkpointer {
+func newCheckpointer(n *Member, epoch uint64) *checkpointer {
 	c := &checkpointer{n: n, epoch: epoch}
 	if cp, ok := n.fsm.State().LastCheckpoint(); ok {
 		c.last = cp.Seq // checkpoints grow: the next must be above it
@@ -920,7 +920,7 @@ type ownEpoch struct {
 // holdsOwn says whether this member, sealed for epoch with contiguous
 // held, holds everything it published as that epoch's primary: only then
 // does its answer count toward the seal's quorum (sealQuorum).
-func (n *Node) holdsOwn(epoch, contiguous uint64) bool {
+func (n *Member) holdsOwn(epoch, contiguous uint64) bool {
 	o := n.own.Load()
 	return o != nil && o.epoch == epoch && contiguous >= o.published
 }

@@ -15,10 +15,10 @@ import (
 // followers runs the member's standby, one at a time: from start until a
 // lead stops it to take over its store, and again (a new one on the same
 // directory) when the primacy ends. A follower that fails by itself
-// reports on errc, and the Node's Run returns the error: a member that
+// reports on errc, and the Member's Run returns the error: a member that
 // cannot follow the stream must not stay in the group looking healthy.
 type followers struct {
-	n    *Node
+	n    *Member
 	errc chan error
 	// mu guards the fields below. Lock order: mu, then the follower's
 	// own lock (start and tell call KnowEpoch under mu, so no epoch start
@@ -30,7 +30,7 @@ type followers struct {
 	told   uint64 // the newest epoch cur was told the start of
 }
 
-func newFollowers(n *Node) *followers {
+func newFollowers(n *Member) *followers {
 	return &followers{n: n, errc: make(chan error, 1)}
 }
 
@@ -164,7 +164,7 @@ const openCatchUpFactor = 20
 // caught up with the group (fsmCaughtUp), when ctx ends, or after
 // openCatchUpFactor seal timeouts, saying which in the log. A new member
 // (nothing on disk) does not wait: it missed nothing.
-func (n *Node) awaitFailoverState(ctx context.Context) {
+func (n *Member) awaitFailoverState(ctx context.Context) {
 	from := n.store.startIndex
 	if from == 0 {
 		return
@@ -205,7 +205,7 @@ func (n *Node) awaitFailoverState(ctx context.Context) {
 // applied, and the FSM's own index counts commands only: the entries
 // between the two are read from the log (noops and configuration changes
 // do not matter).
-func (n *Node) fsmCaughtUp(from uint64) bool {
+func (n *Member) fsmCaughtUp(from uint64) bool {
 	commit := n.raft.CommitIndex()
 	if commit < from || n.raft.AppliedIndex() < commit {
 		return false
@@ -224,7 +224,7 @@ func (n *Node) fsmCaughtUp(from uint64) bool {
 	return true
 }
 
-// The standby the Node runs heals its stale tail and reports its epoch.
+// The standby the Member runs heals its stale tail and reports its epoch.
 var (
 	_ EpochKnower = (*Standby)(nil)
 	_ HeldEpocher = (*Standby)(nil)

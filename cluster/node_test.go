@@ -142,7 +142,7 @@ type allAcks struct{}
 func (allAcks) Observe([]byte, transport.Peer) {}
 func (allAcks) Stable(published uint64) uint64 { return published }
 
-// trackedAcks is allAcks that records the voters the Node gives it, and
+// trackedAcks is allAcks that records the voters the Member gives it, and
 // raises stable (the cluster's; nil: none) to what it made stable.
 type trackedAcks struct {
 	allAcks
@@ -177,9 +177,9 @@ func (a *trackedAcks) voters() []uint64 {
 }
 
 type member struct {
-	cfg    Config
+	cfg    MemberConfig
 	fol    *fakeFollower
-	node   *Node
+	node   *Member
 	cancel context.CancelFunc
 	done   chan error
 	epochs atomic.Int32 // epochs this member began as primary
@@ -283,11 +283,11 @@ func (c *testCluster) startWith(self fsm.Member, ms []fsm.Member, join bool, dir
 	return m
 }
 
-// open builds a member's Node (raft runs, the roles do not: run).
+// open builds a member's Member (raft runs, the roles do not: run).
 func (c *testCluster) open(self fsm.Member, ms []fsm.Member, join bool, dir string) *member {
 	t := c.t
 	t.Helper()
-	cfg := DefaultConfig()
+	cfg := DefaultMemberConfig()
 	cfg.ID, cfg.Dir, cfg.RaftAddr, cfg.AdminAddr = self.ID, dir, self.RaftAddr, self.AdminAddr
 	cfg.Members, cfg.Join = ms, join
 	cfg.Timeouts = c.timeouts
@@ -316,7 +316,7 @@ func (c *testCluster) open(self fsm.Member, ms []fsm.Member, join bool, dir stri
 			return a
 		},
 	}
-	n, err := New(cfg, deps)
+	n, err := NewMember(cfg, deps)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -325,7 +325,7 @@ func (c *testCluster) open(self fsm.Member, ms []fsm.Member, join bool, dir stri
 	return m
 }
 
-// run takes the member's Node into the roles (Node.Run).
+// run takes the member's Member into the roles (Member.Run).
 func (m *member) run() {
 	ctx, cancel := context.WithCancel(context.Background())
 	m.cancel = cancel
@@ -391,7 +391,7 @@ func (c *testCluster) primary() *member {
 	return nil
 }
 
-func TestNode_ElectionBeginsEpochOne(t *testing.T) {
+func TestMember_ElectionBeginsEpochOne(t *testing.T) {
 	c := newTestCluster(t, 3)
 	p := c.primary()
 	for _, m := range c.members {
@@ -414,7 +414,7 @@ func TestNode_ElectionBeginsEpochOne(t *testing.T) {
 	}
 }
 
-func TestNode_LeaderChangeBeginsNextEpochAtCut(t *testing.T) {
+func TestMember_LeaderChangeBeginsNextEpochAtCut(t *testing.T) {
 	c := newTestCluster(t, 3)
 	old := c.primary()
 	// The standbys hold different prefixes; the new primary must start
@@ -458,7 +458,7 @@ func TestNode_LeaderChangeBeginsNextEpochAtCut(t *testing.T) {
 	t.Logf("epoch change after the leader stopped: %+v", *p.node.LastChange())
 }
 
-func TestNode_TransferPrimary(t *testing.T) {
+func TestMember_TransferPrimary(t *testing.T) {
 	c := newTestCluster(t, 3)
 	old := c.primary()
 	var to *member
@@ -486,7 +486,7 @@ func TestNode_TransferPrimary(t *testing.T) {
 	}
 }
 
-func TestNode_AddAndRemoveMemberLive(t *testing.T) {
+func TestMember_AddAndRemoveMemberLive(t *testing.T) {
 	c := newTestCluster(t, 3)
 	p := c.primary()
 	ms := memberList(t, 4)
@@ -543,9 +543,9 @@ func TestNode_AddAndRemoveMemberLive(t *testing.T) {
 	}
 }
 
-// TestNode_PrimaryStopsWithoutQuorum: a primary that cannot reach a
+// TestMember_PrimaryStopsWithoutQuorum: a primary that cannot reach a
 // quorum stops sequencing once raft's leader lease runs out, on its own.
-func TestNode_PrimaryStopsWithoutQuorum(t *testing.T) {
+func TestMember_PrimaryStopsWithoutQuorum(t *testing.T) {
 	c := newTestCluster(t, 3)
 	p := c.primary()
 	for _, m := range c.members {
@@ -565,10 +565,10 @@ func TestNode_PrimaryStopsWithoutQuorum(t *testing.T) {
 	}
 }
 
-// TestNode_RestartedMemberRejoinsAsStandby: a member restarted on its
+// TestMember_RestartedMemberRejoinsAsStandby: a member restarted on its
 // directory keeps its raft state (no second bootstrap), follows the new
 // epoch and can become primary again later, at a new epoch.
-func TestNode_RestartedMemberRejoinsAsStandby(t *testing.T) {
+func TestMember_RestartedMemberRejoinsAsStandby(t *testing.T) {
 	c := newTestCluster(t, 3)
 	old := c.primary()
 	for _, m := range c.members {
@@ -598,10 +598,10 @@ func TestNode_RestartedMemberRejoinsAsStandby(t *testing.T) {
 	}
 }
 
-// TestNode_FailoverTimeLAN logs, with the LAN profile, the time from
+// TestMember_FailoverTimeLAN logs, with the LAN profile, the time from
 // stopping the primary to the first record of the next epoch (the control
 // path alone: the data path is a twin). It asserts no duration.
-func TestNode_FailoverTimeLAN(t *testing.T) {
+func TestMember_FailoverTimeLAN(t *testing.T) {
 	if testing.Short() {
 		t.Skip("timing log only")
 	}
@@ -617,11 +617,11 @@ func TestNode_FailoverTimeLAN(t *testing.T) {
 	t.Logf("primary stopped -> first record of epoch %d: %.1f ms (%+v)", p.node.State().Epoch(), float64(started.Sub(stopped).Microseconds())/1000, *p.node.LastChange())
 }
 
-// TestNode_LeaderThatCannotTakeOverStepsAside: a leader whose standby
+// TestMember_LeaderThatCannotTakeOverStepsAside: a leader whose standby
 // cannot take over (every Takeover fails) hands the Raft leadership to
 // another member after a few attempts, and that one becomes primary:
 // the group is not left without one.
-func TestNode_LeaderThatCannotTakeOverStepsAside(t *testing.T) {
+func TestMember_LeaderThatCannotTakeOverStepsAside(t *testing.T) {
 	// TransferPrimary waits 4 seal timeouts for the new epoch, and the
 	// epoch comes only after maxLeadFailures attempts a heartbeat apart,
 	// a leadership transfer and another member's epoch change (2.5 s
@@ -789,12 +789,12 @@ func TestSeal_StaleTailCountsOnlyToItsEpochsCut(t *testing.T) {
 	}
 }
 
-// TestNode_OpenedFollowerKnowsEveryEpochStart: a standby the Node opens
+// TestMember_OpenedFollowerKnowsEveryEpochStart: a standby the Member opens
 // is told where every epoch of the session began (from the failover
 // state), oldest first, so that one that missed several epoch changes
 // drops the cut records of its tail and heals from the first epoch it
 // missed (the simulator's members are told the same on every open).
-func TestNode_OpenedFollowerKnowsEveryEpochStart(t *testing.T) {
+func TestMember_OpenedFollowerKnowsEveryEpochStart(t *testing.T) {
 	c := newTestCluster(t, 3)
 	// a is the primary of epoch 1.
 	a, b, s := c.primaryAndOthers()
@@ -879,12 +879,12 @@ func (c *testCluster) transfer(from, to *member) {
 	}
 }
 
-// TestNode_RestartedMemberKnowsEpochsItMissed: a member down while two
+// TestMember_RestartedMemberKnowsEpochsItMissed: a member down while two
 // epochs began restarts on its raft directory (bolt log, no snapshot).
 // Raft replays nothing into the FSM until the leader tells the member
 // what is committed, so a standby opened at once would be told no epoch
 // start and heal a stale tail wrong (keep a deposed primary's records).
-// The Node opens it only once the failover state has caught up with what
+// The Member opens it only once the failover state has caught up with what
 // was on its disk and Raft's commit index, and tells it each later epoch
 // start as it applies: it starts following knowing at least the epochs it
 // had on disk, and is soon told every epoch start, oldest first.
@@ -894,7 +894,7 @@ func (c *testCluster) transfer(from, to *member) {
 // far, so the first batch of the log can satisfy the wait with the last
 // BeginEpoch still on its way (1 run in 20 under load); the standby then
 // learns that start a moment later (EpochStarts' sorted insert).
-func TestNode_RestartedMemberKnowsEpochsItMissed(t *testing.T) {
+func TestMember_RestartedMemberKnowsEpochsItMissed(t *testing.T) {
 	c := newTestCluster(t, 3)
 	// a is the primary of epoch 1.
 	a, b, s := c.primaryAndOthers()
@@ -928,10 +928,10 @@ func TestNode_RestartedMemberKnowsEpochsItMissed(t *testing.T) {
 	}
 }
 
-// TestNode_RunningFollowerToldEachNewEpoch: a member's running standby is
+// TestMember_RunningFollowerToldEachNewEpoch: a member's running standby is
 // told each epoch start as its FSM applies the BeginEpoch, without being
 // reopened (it may have missed the epoch's stream while cut off).
-func TestNode_RunningFollowerToldEachNewEpoch(t *testing.T) {
+func TestMember_RunningFollowerToldEachNewEpoch(t *testing.T) {
 	c := newTestCluster(t, 3)
 	// a is the primary of epoch 1.
 	a, b, s := c.primaryAndOthers()

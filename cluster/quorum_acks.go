@@ -7,7 +7,7 @@ import (
 	"github.com/seqd/seqd/wire"
 )
 
-// QuorumAcks is the Node's Acks for one epoch: it picks the standby acks
+// QuorumAcks is the Member's Acks for one epoch: it picks the standby acks
 // (wire.Status with StatusStandby) out of the frames the primary receives
 // and keeps a Quorum of the epoch's voters. Observe and Stable run on the
 // primary's sequencing goroutine only; SetVoters is safe from any.

@@ -32,7 +32,7 @@ type raftStores struct {
 	stopPrompt chan struct{}
 	// startIndex is the last index of the Raft log (or snapshot) found on
 	// disk at start: 0 for a new member. A restarted member opens its
-	// standby once the failover state has caught up past it (Node.Run).
+	// standby once the failover state has caught up past it (Member.Run).
 	startIndex uint64
 }
 
@@ -64,7 +64,7 @@ func parseServerID(s raft.ServerID) uint64 {
 // raftConfig is hashicorp/raft's configuration for cfg: the timeouts of
 // the profile, warnings and errors of raft to stderr (its debug chatter
 // would drown the process's own log).
-func raftConfig(cfg Config) *raft.Config {
+func raftConfig(cfg MemberConfig) *raft.Config {
 	rc := raft.DefaultConfig()
 	rc.LocalID = serverID(cfg.ID)
 	rc.HeartbeatTimeout = cfg.Timeouts.Heartbeat
@@ -111,7 +111,7 @@ func raftConfig(cfg Config) *raft.Config {
 // openRaft opens the stores in cfg.Dir and the TCP transport on
 // cfg.RaftAddr, bootstraps a new cluster from cfg.Members when the stores
 // are empty, and starts Raft with f.
-func openRaft(cfg Config, f *fsm.FSM) (*raft.Raft, *raftStores, error) {
+func openRaft(cfg MemberConfig, f *fsm.FSM) (*raft.Raft, *raftStores, error) {
 	if err := os.MkdirAll(cfg.Dir, 0o755); err != nil {
 		return nil, nil, fmt.Errorf("cluster: %w", err)
 	}
@@ -131,7 +131,7 @@ func openRaft(cfg Config, f *fsm.FSM) (*raft.Raft, *raftStores, error) {
 	// the pipeline's decoder returns while the sender parks on its
 	// in-flight channel; replication to that member stops for good (it
 	// never catches up with the failover state) and Shutdown waits on
-	// the parked sender forever (seen in TestNode_RestartedMemberRejoinsAsStandby;
+	// the parked sender forever (seen in TestMember_RestartedMemberRejoinsAsStandby;
 	// grafana/pyroscope#5518 found the same). The failover state commits
 	// a few entries a second: one append in flight per peer is plenty.
 	stream := cfg.RaftStream

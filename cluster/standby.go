@@ -266,7 +266,7 @@ func (s *Standby) Run(ctx context.Context) error {
 	s.mu.Unlock()
 
 	if s.waker != nil {
-		// A Poll blocked when ctx ends returns at once: the Node stops
+		// A Poll blocked when ctx ends returns at once: the Member stops
 		// the standby on the way to its Takeover.
 		stop := context.AfterFunc(ctx, s.waker.Wake)
 		defer stop()

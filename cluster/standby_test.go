@@ -612,7 +612,7 @@ func (c *wakeClient) Wake() {
 }
 
 // TestStandby_RunStopsAtOnceWhenCancelled: cancelling Run wakes its Poll
-// (a Waker client), so the Node's stop before a Takeover does not wait
+// (a Waker client), so the Member's stop before a Takeover does not wait
 // for the poll timeout (up to 100 ms).
 func TestStandby_RunStopsAtOnceWhenCancelled(t *testing.T) {
 	c := &wakeClient{wake: make(chan struct{}, 1)}

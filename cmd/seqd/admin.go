@@ -16,7 +16,7 @@ import (
 )
 
 // adminCommand talks to the control endpoints of a sequencer cluster
-// (cluster.Node, loopback by default).
+// (cluster.Member, loopback by default).
 func adminCommand() *cli.Command {
 	addr := &cli.StringFlag{Name: "addr", Value: "127.0.0.1:7400", Usage: "admin endpoint of any member (sequencer --admin-addr)", EnvVars: []string{"SEQD_ADMIN_ADDR"}}
 	timeout := &cli.DurationFlag{Name: "timeout", Value: 10 * time.Second, Usage: "give up after this long"}

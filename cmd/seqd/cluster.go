@@ -34,8 +34,8 @@ func clusterFlags() []cli.Flag {
 
 // clusterConfig reads the cluster keys into a cluster.Config; seq is the
 // sequencer template the flags built.
-func clusterConfig(c *cli.Context, seq sequencer.Config, log *slog.Logger) (cluster.Config, error) {
-	cfg := cluster.DefaultConfig()
+func clusterConfig(c *cli.Context, seq sequencer.Config, log *slog.Logger) (cluster.MemberConfig, error) {
+	cfg := cluster.DefaultMemberConfig()
 	cfg.ID = c.Uint64("id")
 	cfg.Dir = c.String("dir")
 	cfg.Join = c.Bool("join")
@@ -82,7 +82,7 @@ var clusterKeys = map[string]string{
 
 // fetchAddr is this member's fetch address: --fetch-addr, or its entry in
 // --peers.
-func fetchAddr(c *cli.Context, cfg cluster.Config) string {
+func fetchAddr(c *cli.Context, cfg cluster.MemberConfig) string {
 	if a := c.String("fetch-addr"); a != "" {
 		return a
 	}
@@ -95,7 +95,7 @@ func fetchAddr(c *cli.Context, cfg cluster.Config) string {
 }
 
 // runClusterSequencer runs one member of a sequencer group: its standby
-// (the data path) all the time, and the Node, which makes it primary while
+// (the data path) all the time, and the Member, which makes it primary while
 // it is the Raft leader. It prints a line on each role change, for
 // scripts and the tests:
 //
@@ -158,7 +158,7 @@ func runClusterSequencer(c *cli.Context, seq sequencer.Config, log *slog.Logger)
 		},
 		Acks: newAcks,
 	}
-	n, err := cluster.New(cfg, deps)
+	n, err := cluster.NewMember(cfg, deps)
 	if err != nil {
 		return err
 	}
@@ -170,7 +170,7 @@ func runClusterSequencer(c *cli.Context, seq sequencer.Config, log *slog.Logger)
 	fmt.Printf("sequencer: ready cluster id=%d raft=%s admin=%s\n", cfg.ID, cfg.RaftAddr, n.AdminAddr())
 	log.Info("cluster member serving", "id", cfg.ID, "raft", cfg.RaftAddr, "admin", n.AdminAddr(), "pid", os.Getpid())
 
-	// The Node signals each role change and each move of its failover
+	// The Member signals each role change and each move of its failover
 	// state (Changed); the slow tick only backs that up. (A 1 ms ticker
 	// here woke every idle member a thousand times a second.)
 	tick := time.NewTicker(250 * time.Millisecond)
@@ -215,7 +215,7 @@ func runClusterSequencer(c *cli.Context, seq sequencer.Config, log *slog.Logger)
 // entry in --tcp.addr (the members' stream addresses, in the order of
 // --peers): the member serves the stream there while it is primary, and
 // its standby follows the primary among the others.
-func clusterTCPListen(c *cli.Context, cfg cluster.Config) error {
+func clusterTCPListen(c *cli.Context, cfg cluster.MemberConfig) error {
 	if c.IsSet("tcp.listen") {
 		return nil
 	}

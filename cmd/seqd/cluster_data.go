@@ -14,7 +14,7 @@ import (
 )
 
 // dataPath is a member's data path: newFollower opens a standby on the
-// member's stream store (the Node calls it at start and whenever the
+// member's stream store (the Member calls it at start and whenever the
 // member stops being primary), and run serves the store to catching-up
 // members (the fetch server) for as long as the process lives, whichever
 // standby holds it.
@@ -42,7 +42,7 @@ type standbyHandle struct {
 }
 
 // Wake makes a Run blocked in Poll return, so that it sees its context
-// cancelled at once (the Node stops the standby before taking it over).
+// cancelled at once (the Member stops the standby before taking it over).
 func (h *standbyHandle) Wake() {
 	if w, ok := h.client.(transport.Waker); ok {
 		w.Wake()

@@ -25,7 +25,7 @@ import (
 // demoMember is one sequencer of the demo's Raft group.
 type demoMember struct {
 	id     uint64
-	node   *cluster.Node
+	node   *cluster.Member
 	dp     *dataPath
 	cancel context.CancelFunc
 	done   chan error
@@ -83,7 +83,7 @@ func runClusterDemo(ctx context.Context, nodes, count, rate int, timeouts string
 		}
 	}()
 	for i, mem := range members {
-		cfg := cluster.DefaultConfig()
+		cfg := cluster.DefaultMemberConfig()
 		cfg.ID, cfg.Dir, cfg.RaftAddr, cfg.AdminAddr, cfg.Members = mem.ID, filepath.Join(dir, fmt.Sprint(mem.ID)), mem.RaftAddr, mem.AdminAddr, members
 		cfg.Timeouts = prof()
 		cfg.Logger = log
@@ -105,7 +105,7 @@ func runClusterDemo(ctx context.Context, nodes, count, rate int, timeouts string
 			},
 			Acks: newAcks,
 		}
-		n, err := cluster.New(cfg, deps)
+		n, err := cluster.NewMember(cfg, deps)
 		if err != nil {
 			dp.close()
 			return err

@@ -61,7 +61,7 @@ type faults struct {
 
 // startFaults serves the fault endpoint when --fault-addr is set and puts
 // a PartitionLayer under cfg's Raft; nil (no faults) otherwise.
-func startFaults(c *cli.Context, cfg *cluster.Config, log *slog.Logger) (*faults, error) {
+func startFaults(c *cli.Context, cfg *cluster.MemberConfig, log *slog.Logger) (*faults, error) {
 	addr := c.String("fault-addr")
 	if addr == "" {
 		return nil, nil
