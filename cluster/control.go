@@ -165,8 +165,8 @@ func (n *Member) Status() MemberStatus {
 		Change:     n.lastChange.Load(),
 		Members:    st.Members(),
 	}
-	if c, ok := n.fr.get().(Contiguouser); ok {
-		s.Contiguous = c.Contiguous()
+	if f := n.fr.get(); f != nil {
+		s.Contiguous = f.Contiguous()
 	}
 	if n.Role() == RolePrimary {
 		// It holds what it published (its standby's store is its history).

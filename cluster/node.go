@@ -44,33 +44,23 @@ type Follower interface {
 	// history store that answers NAKs at or below it; called after Run
 	// returned.
 	Takeover(cut uint64) (sequencer.Takeover, error)
-}
-
-// EpochKnower is optional for a Follower (cluster.Standby has it): the
-// Member tells a follower it opens where every epoch of the session began,
-// from the failover state (after a restart, only once that state has
-// caught up with the group: awaitFailoverState), and the running one
-// each later epoch start as the FSM applies it (followers.tell, on Run's
-// goroutine, never Raft's). A standby that missed two or more epoch
-// changes (down or cut off meanwhile) cannot tell from the stream where
-// its own newest epoch was cut, and would keep and report the cut records
-// of its tail; told, it drops them and heals from the missed epoch's
-// start.
-type EpochKnower interface {
+	// KnowEpoch says where epoch began in the stream (start, its first
+	// seq). The Member tells a follower it opens where every epoch of the
+	// session began, from the failover state (after a restart, only once
+	// that state has caught up with the group: awaitFailoverState), and
+	// the running one each later epoch start as the FSM applies it
+	// (followers.tell, on Run's goroutine, never Raft's). A standby that
+	// missed two or more epoch changes (down or cut off meanwhile) cannot
+	// tell from the stream where its own newest epoch was cut, and would
+	// keep and report the cut records of its tail; told, it drops them
+	// and heals from the missed epoch's start.
 	KnowEpoch(epoch uint32, start uint64)
-}
-
-// HeldEpocher is optional for a Follower (cluster.Standby has it): the
-// epoch of the newest record its seal answer counts (0: none or unknown).
-// The sealing leader caps an answer whose epoch is older than the sealed
-// one at that epoch's cut (capStale).
-type HeldEpocher interface {
+	// HeldEpoch is the epoch of the newest record its seal answer counts
+	// (0: none or unknown). The sealing leader caps an answer whose epoch
+	// is older than the sealed one at that epoch's cut (capStale).
 	HeldEpoch() uint32
-}
-
-// Contiguouser is optional for a Follower: the highest contiguous seq it
-// holds, for `seqd admin status` (the lag).
-type Contiguouser interface {
+	// Contiguous is the highest contiguous seq it holds, for `seqd admin
+	// status` (the lag). Safe while Run runs.
 	Contiguous() uint64
 }
 
@@ -84,6 +74,9 @@ type Acks interface {
 	// Stable is the highest seq held by a quorum of the epoch's members,
 	// given that the primary published up to published.
 	Stable(published uint64) uint64
+	// SetVoters changes whose acks count within the epoch (a member
+	// added or removed during it); the tracker keeps what was stable.
+	SetVoters(voters []uint64) error
 }
 
 // Epoch describes an epoch this member starts as primary; Deps.Acks gets
@@ -702,14 +695,6 @@ func (n *Member) sequence(ctx context.Context, core *sequencer.Core, srv transpo
 
 	ckpt := newCheckpointer(n, ch.Epoch)
 	defer ckpt.stop()
-	// A member added or removed during the epoch changes whose acks
-	// count (the tracker keeps what was stable).
-	setVoters := func([]uint64) error { return nil }
-	if v, ok := acks.(interface{ SetVoters([]uint64) error }); ok {
-		setVoters = v.SetVoters
-	} else if q, ok := acks.(interface{ Quorum() *Quorum }); ok {
-		setVoters = q.Quorum().SetVoters
-	}
 	members := n.fsm.State()
 	for {
 		if ctx.Err() != nil || n.handover.Load() {
@@ -732,7 +717,9 @@ func (n *Member) sequence(ctx context.Context, core *sequencer.Core, srv transpo
 						ids = append(ids, m.ID)
 					}
 				}
-				if err := setVoters(ids); err != nil {
+				// A member added or removed during the epoch changes
+				// whose acks count.
+				if err := acks.SetVoters(ids); err != nil {
 					n.log.Warn("quorum voters", "err", err)
 				}
 			}

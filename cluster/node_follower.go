@@ -52,12 +52,9 @@ func (fr *followers) start(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("cluster: open the standby: %w", err)
 	}
-	fr.told = 0
-	if k, ok := f.(EpochKnower); ok {
-		st := fr.n.fsm.State()
-		knowEpochs(k, st, 0)
-		fr.told = st.Epoch()
-	}
+	st := fr.n.fsm.State()
+	knowEpochs(f, st, 0)
+	fr.told = st.Epoch()
 	fctx, cancel := context.WithCancel(ctx)
 	done := make(chan struct{})
 	fr.cur, fr.cancel, fr.done = f, cancel, done
@@ -107,11 +104,7 @@ func (fr *followers) seal(epoch uint32) (uint64, uint32, error) {
 	if err != nil {
 		return 0, 0, err
 	}
-	var held uint32
-	if h, ok := f.(HeldEpocher); ok {
-		held = h.HeldEpoch()
-	}
-	return c, held, nil
+	return c, f.HeldEpoch(), nil
 }
 
 // tell tells the running follower where each epoch that began since it
@@ -122,15 +115,14 @@ func (fr *followers) seal(epoch uint32) (uint64, uint32, error) {
 func (fr *followers) tell() {
 	fr.mu.Lock()
 	defer fr.mu.Unlock()
-	k, ok := fr.cur.(EpochKnower)
-	if !ok {
-		return // none runs (primary), or it cannot use them
+	if fr.cur == nil {
+		return // none runs (primary)
 	}
 	st := fr.n.fsm.State()
 	if st.Epoch() <= fr.told {
 		return
 	}
-	knowEpochs(k, st, fr.told)
+	knowEpochs(fr.cur, st, fr.told)
 	fr.told = st.Epoch()
 }
 
@@ -138,7 +130,7 @@ func (fr *followers) tell() {
 // began, oldest first: epoch e+1 at the cut of e plus one, and the
 // current epoch at its start (1 when the session began inside it). Cuts
 // of older sessions number another sequence and are left out.
-func knowEpochs(k EpochKnower, st *fsm.State, after uint64) {
+func knowEpochs(k Follower, st *fsm.State, after uint64) {
 	if st.Session() == 0 {
 		return
 	}
@@ -224,8 +216,5 @@ func (n *Member) fsmCaughtUp(from uint64) bool {
 	return true
 }
 
-// The standby the Member runs heals its stale tail and reports its epoch.
-var (
-	_ EpochKnower = (*Standby)(nil)
-	_ HeldEpocher = (*Standby)(nil)
-)
+// The standby is the Member's follower.
+var _ Follower = (*Standby)(nil)
