@@ -142,7 +142,8 @@ type MemberConfig struct {
 	// ID is this member's id (>= 1), its raft.ServerID in decimal.
 	ID uint64
 	// Dir holds the Raft log and stable store (raft.db, raft-boltdb/v2)
-	// and the Raft snapshots (snapshots/).
+	// and the Raft snapshots (snapshots/) that OpenRaft opens; the Member
+	// itself runs on the stores in Deps.Raft.
 	Dir string
 	// RaftAddr is the host:port the Raft transport binds and advertises;
 	// it must be this member's RaftAddr in Members.
@@ -177,9 +178,9 @@ type MemberConfig struct {
 	// RaftLog gets hashicorp/raft's warnings and errors (os.Stderr when
 	// nil; io.Discard silences them).
 	RaftLog io.Writer
-	// RaftStream, when set, carries Raft's RPCs instead of a TCP transport
-	// of its own on RaftAddr (which must still name it to the peers): the
-	// drill's fault injection (PartitionLayer) goes in here.
+	// RaftStream, when set, carries OpenRaft's RPCs instead of a TCP
+	// transport of its own on RaftAddr (which must still name it to the
+	// peers): the drill's fault injection (PartitionLayer) goes in here.
 	RaftStream raft.StreamLayer
 }
 
@@ -198,9 +199,6 @@ func (c MemberConfig) Validate() error {
 	bad := func(field string, v any, want string) error { return config.New(ErrConfig, field, v, want) }
 	if c.ID == 0 {
 		return bad("ID", c.ID, ">= 1")
-	}
-	if c.Dir == "" {
-		return bad("Dir", c.Dir, "a directory for the raft log and snapshots")
 	}
 	if c.RaftAddr == "" {
 		return bad("RaftAddr", c.RaftAddr, "host:port")

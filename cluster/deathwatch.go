@@ -245,7 +245,7 @@ func (w *deathWatch) check(r watchedRaft) watchOutcome {
 // raftHandle is watchedRaft over a running raft and its transport.
 type raftHandle struct {
 	r     *raft.Raft
-	trans *raft.NetworkTransport
+	trans raft.Transport
 	id    raft.ServerID
 }
 

@@ -24,9 +24,11 @@
 //
 // # Control path
 //
-// Member is one sequencer process of the group: hashicorp/raft (log and
-// stable store in raft-boltdb/v2, file snapshots, TCP transport) over the
-// failover state of package fsm, bootstrapped from MemberConfig.Members, with
+// Member is one sequencer process of the group: hashicorp/raft over the
+// failover state of package fsm, on the stores and transport handed to
+// NewMember in Deps.Raft (OpenRaft's in production: log and stable store
+// in raft-boltdb/v2, file snapshots, TCP transport; hashicorp/raft's
+// in-memory twins in tests), bootstrapped from MemberConfig.Members, with
 // members added and removed live (AddMember, RemoveMember: raft's
 // configuration and the fsm's member table). Timings come in named
 // profiles: LANTimeouts (300 ms heartbeat and election, 290 ms leader

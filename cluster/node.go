@@ -102,6 +102,10 @@ type Deps struct {
 	Acks func(e Epoch) Acks
 	// Clock reads the time (sequencer.SystemClock when nil).
 	Clock func() sequencer.Time
+	// Raft is what the member's Raft runs on (required): OpenRaft's bolt
+	// stores and TCP transport in production, hashicorp/raft's in-memory
+	// twins in tests. The Member closes it.
+	Raft RaftDeps
 }
 
 // Role is what a member does now.
@@ -201,20 +205,31 @@ type Member struct {
 	closeOnce sync.Once
 }
 
-// NewMember validates cfg, opens the Raft stores in cfg.Dir (bootstrapping a new
-// cluster from cfg.Members when they are empty), starts Raft and the
-// control endpoint on cfg.AdminAddr. Call Run to take part in the roles.
+// NewMember validates cfg and deps, starts Raft on deps.Raft
+// (bootstrapping a new cluster from cfg.Members when its stores are
+// empty) and the control endpoint on cfg.AdminAddr. Call Run to take part
+// in the roles. The Member owns deps.Raft from here on, and closes it on
+// an error too.
 func NewMember(cfg MemberConfig, deps Deps) (*Member, error) {
-	if err := cfg.Validate(); err != nil {
+	fail := func(err error) (*Member, error) {
+		if deps.Raft.Close != nil {
+			_ = deps.Raft.Close()
+		}
 		return nil, err
+	}
+	if err := cfg.Validate(); err != nil {
+		return fail(err)
 	}
 	sc := cfg.Sequencer
 	sc.Session, sc.Epoch, sc.FirstSeq, sc.Standalone = 1, 1, 1, false
 	if err := sc.Validate(); err != nil {
-		return nil, err
+		return fail(err)
 	}
 	if deps.NewFollower == nil || deps.Stream == nil || deps.Acks == nil {
-		return nil, fmt.Errorf("%w: Deps need NewFollower, Stream and Acks", ErrConfig)
+		return fail(fmt.Errorf("%w: Deps need NewFollower, Stream and Acks", ErrConfig))
+	}
+	if err := deps.Raft.validate(); err != nil {
+		return fail(err)
 	}
 	if deps.Clock == nil {
 		deps.Clock = sequencer.SystemClock()
@@ -237,10 +252,10 @@ func NewMember(cfg MemberConfig, deps Deps) (*Member, error) {
 	n.fr = newFollowers(n)
 	ln, err := net.Listen("tcp", cfg.AdminAddr)
 	if err != nil {
-		return nil, fmt.Errorf("cluster: admin endpoint: %w", err)
+		return fail(fmt.Errorf("cluster: admin endpoint: %w", err))
 	}
 	n.adminLn = ln
-	n.raft, n.store, err = openRaft(cfg, n.fsm)
+	n.raft, n.store, err = startRaft(cfg, n.fsm, deps.Raft)
 	if err != nil {
 		ln.Close()
 		return nil, err

@@ -205,7 +205,7 @@ func (n *Member) fsmCaughtUp(from uint64) bool {
 	applied := n.fsm.State().AppliedIndex()
 	var l raft.Log
 	for i := commit; i > applied; i-- {
-		err := n.store.bolt.GetLog(i, &l)
+		err := n.store.deps.Logs.GetLog(i, &l)
 		if errors.Is(err, raft.ErrLogNotFound) {
 			break // compacted: in a snapshot the FSM took or restored
 		}

@@ -13,6 +13,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/hashicorp/raft"
+
 	"github.com/seqd/seqd/fsm"
 	"github.com/seqd/seqd/internal/freeport"
 	"github.com/seqd/seqd/sequencer"
@@ -20,10 +22,12 @@ import (
 	"github.com/seqd/seqd/transport/mem"
 )
 
-// These tests run real hashicorp/raft members (bolt stores in temp dirs,
-// TCP on loopback) with a twin of the data path: fakeFollower holds a
-// contiguous seq the test sets, and the stream is an in-memory network.
-// Waits poll with a deadline; no test asserts a duration.
+// These tests run real hashicorp/raft members with a twin of the data
+// path: fakeFollower holds a contiguous seq the test sets, and the stream
+// is an in-memory network. Raft runs on hashicorp/raft's in-memory stores
+// and transport (inmemRaft) unless a test needs the production path
+// (newRealTestCluster: bolt stores in temp dirs, TCP on loopback, the
+// death watch). Waits poll with a deadline; no test asserts a duration.
 
 const wait = 20 * time.Second
 
@@ -197,6 +201,57 @@ type testCluster struct {
 	// stream opens each primary's stream server (nil: an in-memory
 	// network's).
 	stream func() (transport.Server, error)
+	// real: members run on OpenRaft (bolt, TCP); otherwise on inmem.
+	real  bool
+	inmem inmemRaft
+}
+
+// inmemRaft is hashicorp/raft's in-memory twins for a test cluster's
+// members: the stores of each directory outlive the member (a member
+// restarted on its directory finds its Raft state, as on bolt), and each
+// member's transport is connected to every running member's. A member
+// that closes is disconnected from the others: their RPCs to it fail at
+// once, as a dead process's port refuses them.
+type inmemRaft struct {
+	mu    sync.Mutex
+	disks map[string]*inmemDisk
+	trans map[raft.ServerAddress]*raft.InmemTransport
+}
+
+type inmemDisk struct {
+	logs  *raft.InmemStore
+	snaps *raft.InmemSnapshotStore
+}
+
+func (r *inmemRaft) deps(dir, addr string) RaftDeps {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.disks == nil {
+		r.disks, r.trans = map[string]*inmemDisk{}, map[raft.ServerAddress]*raft.InmemTransport{}
+	}
+	d := r.disks[dir]
+	if d == nil {
+		d = &inmemDisk{logs: raft.NewInmemStore(), snaps: raft.NewInmemSnapshotStore()}
+		r.disks[dir] = d
+	}
+	a := raft.ServerAddress(addr)
+	_, tr := raft.NewInmemTransport(a)
+	for oa, o := range r.trans {
+		tr.Connect(oa, o)
+		o.Connect(a, tr)
+	}
+	r.trans[a] = tr
+	return RaftDeps{Logs: d.logs, Stable: d.logs, Snapshots: d.snaps, Transport: tr, Close: func() error {
+		r.mu.Lock()
+		defer r.mu.Unlock()
+		if r.trans[a] == tr {
+			delete(r.trans, a)
+		}
+		for _, o := range r.trans {
+			o.Disconnect(a)
+		}
+		return tr.Close()
+	}}
 }
 
 // sessionState is a failover state built by hand: members recorded, a
@@ -253,7 +308,19 @@ func unitTimeouts() Timeouts {
 
 func newTestClusterWith(t *testing.T, k int, timeouts Timeouts) *testCluster {
 	t.Helper()
-	c := &testCluster{t: t, timeouts: timeouts}
+	return newTestClusterOn(t, k, timeouts, false)
+}
+
+// newRealTestCluster runs its members on the production Raft path
+// (OpenRaft: bolt stores, TCP, the death watch).
+func newRealTestCluster(t *testing.T, k int, timeouts Timeouts) *testCluster {
+	t.Helper()
+	return newTestClusterOn(t, k, timeouts, true)
+}
+
+func newTestClusterOn(t *testing.T, k int, timeouts Timeouts, real bool) *testCluster {
+	t.Helper()
+	c := &testCluster{t: t, timeouts: timeouts, real: real}
 	ms := memberList(t, k)
 	for _, m := range ms {
 		c.start(m, ms, false)
@@ -316,6 +383,15 @@ func (c *testCluster) open(self fsm.Member, ms []fsm.Member, join bool, dir stri
 			m.acks.Store(a)
 			return a
 		},
+	}
+	if c.real {
+		rd, err := OpenRaft(cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		deps.Raft = rd
+	} else {
+		deps.Raft = c.inmem.deps(dir, self.RaftAddr)
 	}
 	n, err := NewMember(cfg, deps)
 	if err != nil {
@@ -570,7 +646,8 @@ func TestMember_PrimaryStopsWithoutQuorum(t *testing.T) {
 // directory keeps its raft state (no second bootstrap), follows the new
 // epoch and can become primary again later, at a new epoch.
 func TestMember_RestartedMemberRejoinsAsStandby(t *testing.T) {
-	c := newTestCluster(t, 3)
+	// On bolt and TCP: the restart reads the raft state back from disk.
+	c := newRealTestCluster(t, 3, unitTimeouts())
 	old := c.primary()
 	for _, m := range c.members {
 		m.fol.set(old.node.Status().Published)
@@ -606,7 +683,8 @@ func TestMember_FailoverTimeLAN(t *testing.T) {
 	if testing.Short() {
 		t.Skip("timing log only")
 	}
-	c := newTestClusterWith(t, 3, LANTimeouts())
+	// The production path: the death watch replaces the stopped primary.
+	c := newRealTestCluster(t, 3, LANTimeouts())
 	old := c.primary()
 	for _, m := range c.members {
 		m.fol.set(old.node.Status().Published)

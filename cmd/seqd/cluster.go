@@ -147,6 +147,11 @@ func runClusterSequencer(c *cli.Context, seq sequencer.Config, log *slog.Logger)
 	default:
 		return oneOf("standby.ack", ack, "written", "durable")
 	}
+	// The member's Raft: bolt stores in cfg.Dir, TCP on cfg.RaftAddr.
+	rd, err := cluster.OpenRaft(cfg)
+	if err != nil {
+		return err
+	}
 	deps := cluster.Deps{
 		NewFollower: dp.newFollower,
 		Stream: func() (transport.Server, error) {
@@ -157,6 +162,7 @@ func runClusterSequencer(c *cli.Context, seq sequencer.Config, log *slog.Logger)
 			return flt.server(s)
 		},
 		Acks: newAcks,
+		Raft: rd,
 	}
 	n, err := cluster.NewMember(cfg, deps)
 	if err != nil {

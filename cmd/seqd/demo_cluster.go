@@ -96,6 +96,11 @@ func runClusterDemo(ctx context.Context, nodes, count, rate int, timeouts string
 			return err
 		}
 		dp.ackWritten = true // seqd sequencer --cluster's default (--standby.ack written)
+		rd, err := cluster.OpenRaft(cfg)
+		if err != nil {
+			dp.close()
+			return err
+		}
 		deps := cluster.Deps{
 			NewFollower: dp.newFollower,
 			Stream: func() (transport.Server, error) {
@@ -104,6 +109,7 @@ func runClusterDemo(ctx context.Context, nodes, count, rate int, timeouts string
 				return multicast.NewServer(mc)
 			},
 			Acks: newAcks,
+			Raft: rd,
 		}
 		n, err := cluster.NewMember(cfg, deps)
 		if err != nil {
