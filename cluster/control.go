@@ -15,18 +15,14 @@ import (
 	"github.com/hashicorp/raft"
 
 	"github.com/seqd/seqd/fsm"
+	"github.com/seqd/seqd/ops"
 )
 
-// The control endpoint is HTTP with JSON bodies, on MemberConfig.AdminAddr:
+// The control endpoint on MemberConfig.AdminAddr is HTTP: the admin
+// endpoint of package ops (status, transfer, members: ops.AdminHandler),
+// and the seal a new primary asks of every voter:
 //
-//	POST /v1/seal?epoch=E            seal epoch E here: {"contiguous": N}
-//	GET  /v1/status                  this member: MemberStatus
-//	POST /v1/transfer?to=ID          (primary) hand the primary role to ID
-//	                                 (0: any standby): Handover
-//	POST /v1/members                 (primary) add a voter: fsm.Member JSON
-//	DELETE /v1/members?id=ID         (primary) remove a member
-//
-// Errors answer with a status other than 200 and the error's text.
+//	POST /v1/seal?epoch=E            seal epoch E here: SealReply JSON
 
 // SealReply is a member's answer to a seal.
 type SealReply struct {
@@ -39,36 +35,6 @@ type SealReply struct {
 	// none, or a member that cannot tell). The leader caps an answer of
 	// an older epoch than the sealed one at that epoch's cut (capStale).
 	HeldEpoch uint32 `json:"held_epoch,omitempty"`
-}
-
-// MemberStatus is one member's view, for `seqd admin status`.
-type MemberStatus struct {
-	ID         uint64       `json:"id"`
-	Role       string       `json:"role"`
-	RaftState  string       `json:"raft_state"`
-	Term       uint64       `json:"term"`
-	Leader     uint64       `json:"leader"`
-	Session    uint64       `json:"session"`
-	Epoch      uint64       `json:"epoch"`
-	Primary    uint64       `json:"primary"`
-	EpochStart uint64       `json:"epoch_start"`
-	Applied    uint64       `json:"applied_index"`
-	Stable     uint64       `json:"stable,omitempty"`     // primary only
-	Published  uint64       `json:"published,omitempty"`  // primary only
-	Contiguous uint64       `json:"contiguous"`           // what this member's standby holds
-	StartedAt  int64        `json:"started_at,omitempty"` // wall ns of its current or last epoch's first record
-	StoppedAt  int64        `json:"stopped_at,omitempty"` // wall ns its last primary loop ended
-	Change     *Change      `json:"last_change,omitempty"`
-	Members    []fsm.Member `json:"members"`
-}
-
-// Handover is the outcome of a planned transfer of the primary role.
-type Handover struct {
-	From    uint64 `json:"from"`
-	To      uint64 `json:"to"`
-	Epoch   uint64 `json:"epoch"` // the new primary's epoch
-	Cut     uint64 `json:"cut"`
-	PauseUS int64  `json:"pause_us"` // old primary's last loop to the new one's first record
 }
 
 func (n *Member) controlHandler() http.Handler {
@@ -84,72 +50,21 @@ func (n *Member) controlHandler() http.Handler {
 			http.Error(w, err.Error(), http.StatusConflict)
 			return
 		}
-		writeJSON(w, SealReply{ID: n.cfg.ID, Contiguous: c, HoldsOwn: n.holdsOwn(e, c), HeldEpoch: held})
+		w.Header().Set("Content-Type", "application/json")
+		_ = json.NewEncoder(w).Encode(SealReply{ID: n.cfg.ID, Contiguous: c, HoldsOwn: n.holdsOwn(e, c), HeldEpoch: held})
 	})
-	mux.HandleFunc("GET /v1/status", func(w http.ResponseWriter, r *http.Request) {
-		writeJSON(w, n.Status())
-	})
-	mux.HandleFunc("POST /v1/transfer", func(w http.ResponseWriter, r *http.Request) {
-		to, _ := strconv.ParseUint(r.URL.Query().Get("to"), 10, 64)
-		h, err := n.TransferPrimary(r.Context(), to)
-		if err != nil {
-			http.Error(w, err.Error(), httpStatus(err))
-			return
-		}
-		writeJSON(w, h)
-	})
-	mux.HandleFunc("POST /v1/members", func(w http.ResponseWriter, r *http.Request) {
-		var m fsm.Member
-		if err := json.NewDecoder(io.LimitReader(r.Body, 4096)).Decode(&m); err != nil {
-			http.Error(w, err.Error(), http.StatusBadRequest)
-			return
-		}
-		if err := n.AddMember(m); err != nil {
-			http.Error(w, err.Error(), httpStatus(err))
-			return
-		}
-		writeJSON(w, n.Status())
-	})
-	mux.HandleFunc("DELETE /v1/members", func(w http.ResponseWriter, r *http.Request) {
-		id, err := strconv.ParseUint(r.URL.Query().Get("id"), 10, 64)
-		if err != nil {
-			http.Error(w, "id: "+err.Error(), http.StatusBadRequest)
-			return
-		}
-		if err := n.RemoveMember(id); err != nil {
-			http.Error(w, err.Error(), httpStatus(err))
-			return
-		}
-		writeJSON(w, n.Status())
-	})
+	mux.Handle("/", ops.AdminHandler(n))
 	return mux
 }
 
 // minVoters is the fewest voters RemoveMember leaves.
 const minVoters = 3
 
-func httpStatus(err error) int {
-	switch {
-	case errors.Is(err, ErrTooFewVoters):
-		return http.StatusPreconditionFailed
-	case errors.Is(err, ErrNotPrimary):
-		return http.StatusMisdirectedRequest
-	case errors.Is(err, ErrUnknownMember):
-		return http.StatusNotFound
-	}
-	return http.StatusInternalServerError
-}
-
-func writeJSON(w http.ResponseWriter, v any) {
-	w.Header().Set("Content-Type", "application/json")
-	_ = json.NewEncoder(w).Encode(v) // a client that went away is its own problem
-}
-
 // Status is this member's view of the cluster.
-func (n *Member) Status() MemberStatus {
+func (n *Member) Status() ops.MemberStatus {
 	st := n.fsm.State()
 	_, leader := n.raft.LeaderWithID()
-	s := MemberStatus{
+	s := ops.MemberStatus{
 		ID:         n.cfg.ID,
 		Role:       n.Role().String(),
 		RaftState:  n.raft.State().String(),
@@ -325,22 +240,14 @@ func capStale(st *fsm.State, c uint64, held uint32) (uint64, bool) {
 
 func (n *Member) sealRemote(ctx context.Context, m fsm.Member, epoch uint64) (SealReply, error) {
 	var r SealReply
-	err := call(ctx, n.client, http.MethodPost, m.AdminAddr, "/v1/seal?epoch="+strconv.FormatUint(epoch, 10), nil, &r)
+	err := call(ctx, n.client, http.MethodPost, m.AdminAddr, "/v1/seal?epoch="+strconv.FormatUint(epoch, 10), &r)
 	return r, err
 }
 
 // call does one request to a control endpoint and decodes the JSON answer
 // into out.
-func call(ctx context.Context, c *http.Client, method, addr, path string, body any, out any) error {
-	var rd io.Reader
-	if body != nil {
-		b, err := json.Marshal(body)
-		if err != nil {
-			return err
-		}
-		rd = bytes.NewReader(b)
-	}
-	req, err := http.NewRequestWithContext(ctx, method, "http://"+addr+path, rd)
+func call(ctx context.Context, c *http.Client, method, addr, path string, out any) error {
+	req, err := http.NewRequestWithContext(ctx, method, "http://"+addr+path, nil)
 	if err != nil {
 		return err
 	}
@@ -355,15 +262,8 @@ func call(ctx context.Context, c *http.Client, method, addr, path string, body a
 	}
 	if resp.StatusCode != http.StatusOK {
 		msg := string(bytes.TrimSpace(b))
-		switch resp.StatusCode {
-		case http.StatusMisdirectedRequest:
-			return fmt.Errorf("%w: %s", ErrNotPrimary, msg)
-		case http.StatusNotFound:
-			return fmt.Errorf("%w: %s", ErrUnknownMember, msg)
-		case http.StatusConflict:
+		if resp.StatusCode == http.StatusConflict {
 			return fmt.Errorf("%w: %s", ErrSealRefused, msg)
-		case http.StatusPreconditionFailed:
-			return fmt.Errorf("%w: %s", ErrTooFewVoters, msg)
 		}
 		return fmt.Errorf("%s %s: %s: %s", method, path, resp.Status, msg)
 	}
@@ -377,20 +277,20 @@ func call(ctx context.Context, c *http.Client, method, addr, path string, body a
 // then seals, finds nothing to fetch, and begins the next epoch at once.
 // It returns when the new epoch is committed, with the pause between the
 // last loop of this primary and the first record of the new one.
-func (n *Member) TransferPrimary(ctx context.Context, to uint64) (Handover, error) {
+func (n *Member) TransferPrimary(ctx context.Context, to uint64) (ops.Handover, error) {
 	if n.Role() != RolePrimary {
-		return Handover{}, n.notPrimary()
+		return ops.Handover{}, n.notPrimary()
 	}
 	st := n.fsm.State()
 	var target fsm.Member
 	if to != 0 {
 		m, ok := st.Member(to)
 		if !ok || m.Role != fsm.Voter || to == n.cfg.ID {
-			return Handover{}, fmt.Errorf("%w: %d is not another voting member", ErrUnknownMember, to)
+			return ops.Handover{}, fmt.Errorf("%w: %d is not another voting member", ErrUnknownMember, to)
 		}
 		target = m
 	}
-	h := Handover{From: n.cfg.ID, To: to}
+	h := ops.Handover{From: n.cfg.ID, To: to}
 	// Let the standbys catch up with what was published, so the cut is
 	// the last seq and no message is sent again.
 	deadline := time.Now().Add(n.cfg.Timeouts.LeaderLease)
@@ -431,8 +331,10 @@ func (n *Member) TransferPrimary(ctx context.Context, to uint64) (Handover, erro
 			// until it sequences the new epoch.
 			m, _ := cur.Member(h.To)
 			for time.Now().Before(wait) && ctx.Err() == nil {
-				var ms MemberStatus
-				if err := call(ctx, n.client, http.MethodGet, m.AdminAddr, "/v1/status", nil, &ms); err == nil && ms.Role == RolePrimary.String() && ms.Epoch == h.Epoch && ms.StartedAt != 0 {
+				sctx, cancel := context.WithTimeout(ctx, n.cfg.Timeouts.Seal)
+				ms, err := ops.FetchStatus(sctx, m.AdminAddr)
+				cancel()
+				if err == nil && ms.Role == RolePrimary.String() && ms.Epoch == h.Epoch && ms.StartedAt != 0 {
 					h.PauseUS = (ms.StartedAt - n.stoppedAt.Load()) / 1000
 					break
 				}
@@ -513,3 +415,6 @@ func (n *Member) RemoveMember(id uint64) error {
 	}
 	return nil
 }
+
+// The admin endpoint serves a Member.
+var _ ops.Member = (*Member)(nil)

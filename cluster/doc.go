@@ -71,8 +71,9 @@
 // the stream; later epoch starts reach the running standby as the FSM
 // applies them (fsm.FSM.Notify).
 //
-// The control endpoint also serves `seqd admin`: GET /v1/status,
-// POST /v1/transfer (TransferPrimary: a planned handover that stops the
+// The control endpoint also serves `seqd admin` (package ops: the Member
+// is an ops.Member behind ops.AdminHandler): GET /v1/status, POST
+// /v1/transfer (TransferPrimary: a planned handover that stops the
 // primary once its standbys hold what it published, then transfers the
 // Raft leadership; the pause is measured) and /v1/members.
 //

@@ -16,6 +16,7 @@ import (
 	"github.com/hashicorp/raft"
 
 	"github.com/seqd/seqd/fsm"
+	"github.com/seqd/seqd/ops"
 	"github.com/seqd/seqd/sequencer"
 	"github.com/seqd/seqd/transport"
 	"github.com/seqd/seqd/wire"
@@ -133,21 +134,6 @@ func (r Role) String() string {
 	return fmt.Sprintf("role(%d)", int32(r))
 }
 
-// Change is the timing of the last epoch change this member led, in
-// microseconds from becoming Raft leader.
-type Change struct {
-	Epoch      uint64 `json:"epoch"`
-	Cut        uint64 `json:"cut"`
-	SealUS     int64  `json:"seal_us"`      // seal answered by a quorum
-	CatchUpUS  int64  `json:"catchup_us"`   // holds 1..cut
-	CommitUS   int64  `json:"commit_us"`    // BeginEpoch committed
-	BarrierUS  int64  `json:"barrier_us"`   // every committed entry applied
-	TakeoverUS int64  `json:"takeover_us"`  // standby stopped, its State and store taken
-	OpenUS     int64  `json:"open_us"`      // stream transport open, Core built
-	StartedUS  int64  `json:"started_us"`   // first record of the epoch published
-	LeaderAtNS int64  `json:"leader_at_ns"` // wall clock when it became leader
-}
-
 // Member is one sequencer process of the Raft group: it runs hashicorp/raft
 // over the failover state (fsm), and is primary while it is the Raft
 // leader. See the package comment for the roles and the epoch change.
@@ -196,7 +182,7 @@ type Member struct {
 	lastStamp  atomic.Int64
 	startedAt  atomic.Int64 // wall ns of the first record of the current epoch
 	stoppedAt  atomic.Int64 // wall ns the last primary loop of this member ended
-	lastChange atomic.Pointer[Change]
+	lastChange atomic.Pointer[ops.Change]
 	// own is the last epoch this process sequenced and what it published
 	// (nil after a restart: a crash may have lost what the store had not
 	// written yet).
@@ -310,7 +296,7 @@ func (n *Member) wakePrimary() {
 func (n *Member) IsLeader() bool { return n.raft.State() == raft.Leader }
 
 // LastChange is the timing of the last epoch change this member led, or nil.
-func (n *Member) LastChange() *Change { return n.lastChange.Load() }
+func (n *Member) LastChange() *ops.Change { return n.lastChange.Load() }
 
 // Run takes part in the roles until ctx ends: primary while this member is
 // the Raft leader, standby otherwise. It returns ctx.Err() after stopping
@@ -479,7 +465,7 @@ func (n *Member) leadOnce(ctx context.Context, barrier bool) error {
 	if err := n.fr.start(ctx); err != nil {
 		return err
 	}
-	ch := &Change{LeaderAtNS: t0.UnixNano()}
+	ch := &ops.Change{LeaderAtNS: t0.UnixNano()}
 	timeout := n.cfg.Timeouts.Seal
 	if barrier {
 		if err := n.raft.Barrier(timeout).Error(); err != nil {
@@ -682,7 +668,7 @@ func (n *Member) raftErr(op string, err error) error {
 // it when raft reports the leadership lost), a handover, a membership
 // change. A stream server that cannot be woken is polled every
 // maxPrimaryWait, as before.
-func (n *Member) sequence(ctx context.Context, core *sequencer.Core, srv transport.Server, acks Acks, ch *Change, t0 time.Time) error {
+func (n *Member) sequence(ctx context.Context, core *sequencer.Core, srv transport.Server, acks Acks, ch *ops.Change, t0 time.Time) error {
 	sh := newPrimaryShell(n, core, srv, acks)
 	if w, ok := srv.(transport.Waker); ok {
 		sh.wakeable = true

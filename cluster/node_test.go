@@ -17,6 +17,7 @@ import (
 
 	"github.com/seqd/seqd/fsm"
 	"github.com/seqd/seqd/internal/freeport"
+	"github.com/seqd/seqd/ops"
 	"github.com/seqd/seqd/sequencer"
 	"github.com/seqd/seqd/transport"
 	"github.com/seqd/seqd/transport/mem"
@@ -599,7 +600,7 @@ func TestMember_AddAndRemoveMemberLive(t *testing.T) {
 			if err := p.node.RemoveMember(m.cfg.ID); !errors.Is(err, ErrTooFewVoters) {
 				t.Fatalf("removing member %d of three: %v, want ErrTooFewVoters", m.cfg.ID, err)
 			}
-			if err := RequestRemoveMember(context.Background(), p.cfg.AdminAddr, m.cfg.ID); !errors.Is(err, ErrTooFewVoters) {
+			if err := ops.RequestRemoveMember(context.Background(), p.cfg.AdminAddr, m.cfg.ID); !errors.Is(err, ErrTooFewVoters) {
 				t.Fatalf("removing member %d of three over HTTP: %v, want ErrTooFewVoters", m.cfg.ID, err)
 			}
 			break

@@ -11,8 +11,8 @@ import (
 
 	"github.com/urfave/cli/v2"
 
-	"github.com/seqd/seqd/cluster"
 	"github.com/seqd/seqd/fsm"
+	"github.com/seqd/seqd/ops"
 )
 
 // adminCommand talks to the control endpoints of a sequencer cluster
@@ -67,8 +67,8 @@ func adminCtx(c *cli.Context) (context.Context, context.CancelFunc) {
 
 // primaryAddr finds the admin endpoint of the primary, starting from any
 // member's.
-func primaryAddr(ctx context.Context, addr string) (string, cluster.MemberStatus, error) {
-	st, err := cluster.FetchStatus(ctx, addr)
+func primaryAddr(ctx context.Context, addr string) (string, ops.MemberStatus, error) {
+	st, err := ops.FetchStatus(ctx, addr)
 	if err != nil {
 		return "", st, err
 	}
@@ -89,11 +89,11 @@ func runAdminStatus(c *cli.Context) error {
 	}
 	ctx, cancel := adminCtx(c)
 	defer cancel()
-	first, err := cluster.FetchStatus(ctx, c.String("addr"))
+	first, err := ops.FetchStatus(ctx, c.String("addr"))
 	if err != nil {
 		return err
 	}
-	all := cluster.FetchAll(ctx, first)
+	all := ops.FetchAll(ctx, first)
 	var published uint64
 	for _, s := range all {
 		if s.Err == nil && s.Status.ID == first.Primary {
@@ -144,7 +144,7 @@ func runAdminTransfer(c *cli.Context) error {
 	if err != nil {
 		return err
 	}
-	h, err := cluster.RequestTransfer(ctx, addr, to)
+	h, err := ops.RequestTransfer(ctx, addr, to)
 	if err != nil {
 		return err
 	}
@@ -199,7 +199,7 @@ func runAdminAddMember(c *cli.Context) error {
 	if err != nil {
 		return err
 	}
-	if err := cluster.RequestAddMember(ctx, addr, m); err != nil {
+	if err := ops.RequestAddMember(ctx, addr, m); err != nil {
 		return err
 	}
 	fmt.Printf("admin: added member %d (raft %s, admin %s)\n", m.ID, m.RaftAddr, m.AdminAddr)
@@ -220,7 +220,7 @@ func runAdminRemoveMember(c *cli.Context) error {
 	if err != nil {
 		return err
 	}
-	if err := cluster.RequestRemoveMember(ctx, addr, id); err != nil {
+	if err := ops.RequestRemoveMember(ctx, addr, id); err != nil {
 		return err
 	}
 	fmt.Printf("admin: removed member %d\n", id)

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/seqd/seqd/cluster"
+	"github.com/seqd/seqd/ops"
 )
 
 // benchIdle runs `seqd bench --mode idle`: a sequencer (with
@@ -84,7 +85,7 @@ func benchIdle(ctx context.Context, o benchOptions, set *procSet, seq *proc, net
 		head += fmt.Sprintf(" sequencers=3 timeouts=%s", o.timeouts)
 		standbys := 0
 		for i := range members {
-			st, err := cluster.FetchStatus(ctx, members[i].admin)
+			st, err := ops.FetchStatus(ctx, members[i].admin)
 			switch {
 			case err != nil:
 				procs[i].name = "member" + strconv.Itoa(i+1)
@@ -122,7 +123,7 @@ func settledEpoch(ctx context.Context, set *procSet, members []*proc) (uint64, e
 	for {
 		epoch, primaries, agreed := uint64(0), 0, true
 		for i, m := range members {
-			st, err := cluster.FetchStatus(ctx, m.admin)
+			st, err := ops.FetchStatus(ctx, m.admin)
 			if err != nil {
 				agreed = false
 				break
