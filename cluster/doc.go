@@ -14,7 +14,7 @@
 //     and acks the highest contiguous seq it holds (durably, by default)
 //     to the primary in a wire.Status with StatusStandby and its member id.
 //     Seal, CatchUp and Takeover turn it into the next epoch's primary.
-//   - FetchServer and Fetch: a small TCP range protocol by which a member
+//   - PeerServer and Fetch: a small TCP range protocol by which a member
 //     fetches the packets of a sealed epoch it lacks from another.
 //
 // On the primary, the Member's shell hands every frame to a QuorumAcks
@@ -84,7 +84,7 @@
 // # Concurrency
 //
 // Quorum is not safe for concurrent use. Standby runs on the goroutine of
-// Run; Seal, Contiguous and the FetchServer's reads are safe from other
+// Run; Seal, Contiguous and the PeerServer's reads are safe from other
 // goroutines (one mutex, held per stream frame and per fetch chunk).
 // Takeover is called after Run returned.
 package cluster

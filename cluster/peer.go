@@ -119,7 +119,7 @@ func decodeFetchHeader(b []byte) (kind byte, n int, err error) {
 	return kind, int(n64), nil
 }
 
-// FetchSource is what a FetchServer serves: a member's store, read under
+// FetchSource is what a PeerServer serves: a member's store, read under
 // whatever lock guards it. Standby implements it.
 type FetchSource interface {
 	// FetchRange appends to dst, as fetch frames (fetchPacket), the
@@ -130,8 +130,8 @@ type FetchSource interface {
 	FetchRange(dst []byte, from, to uint64, maxBytes int) (out []byte, next uint64, done bool, held uint64, err error)
 }
 
-// FetchServerConfig tunes a FetchServer.
-type FetchServerConfig struct {
+// PeerServerConfig tunes a PeerServer.
+type PeerServerConfig struct {
 	// MaxConns bounds the connections served at once; more wait in the
 	// kernel's backlog.
 	MaxConns int
@@ -141,14 +141,14 @@ type FetchServerConfig struct {
 	Logger *slog.Logger
 }
 
-// DefaultFetchServerConfig: 8 connections, 5 s per I/O.
-func DefaultFetchServerConfig() FetchServerConfig {
-	return FetchServerConfig{MaxConns: 8, IOTimeout: 5 * time.Second}
+// DefaultPeerServerConfig: 8 connections, 5 s per I/O.
+func DefaultPeerServerConfig() PeerServerConfig {
+	return PeerServerConfig{MaxConns: 8, IOTimeout: 5 * time.Second}
 }
 
-// FetchServer answers fetch requests from a FetchSource on a listener.
-type FetchServer struct {
-	cfg  FetchServerConfig
+// PeerServer answers fetch requests from a FetchSource on a listener.
+type PeerServer struct {
+	cfg  PeerServerConfig
 	src  FetchSource
 	ln   net.Listener
 	sem  chan struct{}
@@ -158,27 +158,27 @@ type FetchServer struct {
 	done bool
 }
 
-// NewFetchServer serves src on ln (Serve starts it; Close stops it and
+// NewPeerServer serves src on ln (Serve starts it; Close stops it and
 // closes ln).
-func NewFetchServer(cfg FetchServerConfig, src FetchSource, ln net.Listener) (*FetchServer, error) {
+func NewPeerServer(cfg PeerServerConfig, src FetchSource, ln net.Listener) (*PeerServer, error) {
 	if cfg.MaxConns < 1 || cfg.MaxConns > 1024 {
-		return nil, fmt.Errorf("%w: FetchServerConfig.MaxConns = %d, want 1..1024", ErrConfig, cfg.MaxConns)
+		return nil, fmt.Errorf("%w: PeerServerConfig.MaxConns = %d, want 1..1024", ErrConfig, cfg.MaxConns)
 	}
 	if cfg.IOTimeout < time.Millisecond {
-		return nil, fmt.Errorf("%w: FetchServerConfig.IOTimeout = %v, want >= 1ms", ErrConfig, cfg.IOTimeout)
+		return nil, fmt.Errorf("%w: PeerServerConfig.IOTimeout = %v, want >= 1ms", ErrConfig, cfg.IOTimeout)
 	}
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
 	}
-	return &FetchServer{cfg: cfg, src: src, ln: ln, sem: make(chan struct{}, cfg.MaxConns), conn: map[net.Conn]struct{}{}}, nil
+	return &PeerServer{cfg: cfg, src: src, ln: ln, sem: make(chan struct{}, cfg.MaxConns), conn: map[net.Conn]struct{}{}}, nil
 }
 
 // Addr is the listener's address.
-func (s *FetchServer) Addr() net.Addr { return s.ln.Addr() }
+func (s *PeerServer) Addr() net.Addr { return s.ln.Addr() }
 
 // Serve accepts connections until Close; it returns nil after Close, or
 // the listener's error.
-func (s *FetchServer) Serve() error {
+func (s *PeerServer) Serve() error {
 	for {
 		s.sem <- struct{}{}
 		c, err := s.ln.Accept()
@@ -212,7 +212,7 @@ func (s *FetchServer) Serve() error {
 
 // Close stops Serve, closes every connection and waits for their
 // goroutines.
-func (s *FetchServer) Close() error {
+func (s *PeerServer) Close() error {
 	s.mu.Lock()
 	s.done = true
 	err := s.ln.Close()
@@ -224,7 +224,7 @@ func (s *FetchServer) Close() error {
 	return err
 }
 
-func (s *FetchServer) serve(c net.Conn) {
+func (s *PeerServer) serve(c net.Conn) {
 	defer func() {
 		s.mu.Lock()
 		delete(s.conn, c)
@@ -239,7 +239,7 @@ func (s *FetchServer) serve(c net.Conn) {
 }
 
 // answer reads one request and writes the answer.
-func (s *FetchServer) answer(c net.Conn) error {
+func (s *PeerServer) answer(c net.Conn) error {
 	var req [FetchRequestBytes]byte
 	_ = c.SetReadDeadline(time.Now().Add(s.cfg.IOTimeout))
 	if _, err := io.ReadFull(c, req[:]); err != nil {
@@ -275,7 +275,7 @@ func (s *FetchServer) answer(c net.Conn) error {
 	}
 }
 
-func (s *FetchServer) writeError(c net.Conn, err error) {
+func (s *PeerServer) writeError(c net.Conn, err error) {
 	msg := err.Error()
 	if len(msg) > maxFetchErrorBytes {
 		msg = msg[:maxFetchErrorBytes]

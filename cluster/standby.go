@@ -1009,7 +1009,7 @@ func (s *Standby) Close() error {
 	return s.store.Close()
 }
 
-// FetchRange serves the store to a FetchServer (see FetchSource), under
+// FetchRange serves the store to a PeerServer (see FetchSource), under
 // the standby's lock.
 func (s *Standby) FetchRange(dst []byte, from, to uint64, maxBytes int) ([]byte, uint64, bool, uint64, error) {
 	s.mu.Lock()
@@ -1053,7 +1053,7 @@ func (s *Standby) FetchRange(dst []byte, from, to uint64, maxBytes int) ([]byte,
 }
 
 // lockedStore is the store as a new primary's History: every call takes
-// the standby's lock, which a FetchServer shares.
+// the standby's lock, which a PeerServer shares.
 type lockedStore struct{ s *Standby }
 
 func (l lockedStore) Put(pkt []byte, info sequencer.PacketInfo) {

@@ -185,7 +185,7 @@ func (s *sender) send(t *testing.T, from, to uint64, what string, done func() bo
 // member is a standby running on its own multicast client.
 type standbyMember struct {
 	s      *Standby
-	fs     *FetchServer
+	fs     *PeerServer
 	cancel context.CancelFunc
 	done   chan error
 }

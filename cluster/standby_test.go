@@ -191,15 +191,15 @@ func storeHolding(t testing.TB, member uint64, pkts [][]byte) StandbyConfig {
 	return cfg
 }
 
-// fetchFrom serves s's store from a FetchServer on loopback until the
+// fetchFrom serves s's store from a PeerServer on loopback until the
 // test ends.
-func fetchFrom(t testing.TB, s *Standby) *FetchServer {
+func fetchFrom(t testing.TB, s *Standby) *PeerServer {
 	t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
 	}
-	fs, err := NewFetchServer(DefaultFetchServerConfig(), s, ln)
+	fs, err := NewPeerServer(DefaultPeerServerConfig(), s, ln)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -208,9 +208,9 @@ func fetchFrom(t testing.TB, s *Standby) *FetchServer {
 	return fs
 }
 
-// peerServing is another member's FetchServer: member 2's standby,
+// peerServing is another member's PeerServer: member 2's standby,
 // holding pkts.
-func peerServing(t testing.TB, pkts [][]byte) *FetchServer {
+func peerServing(t testing.TB, pkts [][]byte) *PeerServer {
 	t.Helper()
 	full := newStandby(t, standbyConfig(t, 2), &fakeClient{})
 	for _, p := range pkts {
@@ -502,7 +502,7 @@ func TestStandby_FramePathAllocatesNothing(t *testing.T) {
 }
 
 // TestFetch_CatchUpFromAPeer: a standby that lacks the end of the sealed
-// epoch fetches it from another member's FetchServer, cut exactly at the
+// epoch fetches it from another member's PeerServer, cut exactly at the
 // cut, and takes over with the stream's State there.
 func TestFetch_CatchUpFromAPeer(t *testing.T) {
 	src := newStream(t)

@@ -31,7 +31,7 @@ type dataPath struct {
 	// frame (sequencer.idle-spin).
 	idleSpin time.Duration
 	cur      atomic.Pointer[standbyHandle]
-	fetch    *cluster.FetchServer
+	fetch    *cluster.PeerServer
 }
 
 // standbyHandle is a Standby and the stream client it reads; Close
@@ -74,9 +74,9 @@ func openDataPath(id uint64, dir, fetchAddr string, maxSenders int, openClient f
 		if err != nil {
 			return nil, fmt.Errorf("fetch server: %w", err)
 		}
-		cfg := cluster.DefaultFetchServerConfig()
+		cfg := cluster.DefaultPeerServerConfig()
 		cfg.Logger = log
-		if d.fetch, err = cluster.NewFetchServer(cfg, d, ln); err != nil {
+		if d.fetch, err = cluster.NewPeerServer(cfg, d, ln); err != nil {
 			ln.Close()
 			return nil, err
 		}
