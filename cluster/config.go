@@ -148,14 +148,15 @@ type MemberConfig struct {
 	// RaftAddr is the host:port the Raft transport binds and advertises;
 	// it must be this member's RaftAddr in Members.
 	RaftAddr string
-	// AdminAddr is where the control and admin endpoint (HTTP) listens:
-	// seals from a new primary, `seqd admin`. Loopback by default; give a
-	// routable address only on a trusted network (it can hand the
-	// primary role over).
+	// AdminAddr is where the admin endpoint (HTTP, ops.AdminHandler)
+	// listens, for `seqd admin`: people, not members (they talk on their
+	// peer ports). Loopback by default; give a routable address only on a
+	// trusted network (it can hand the primary role over).
 	AdminAddr string
 	// Members are the voters a new cluster starts with (this member
 	// included); used only when Dir holds no Raft state yet. Each has its
-	// raft, admin and stream (fetch) addresses.
+	// raft, admin and peer (StreamAddr: seal, fetch, status; served by a
+	// PeerServer with SetMember) addresses.
 	Members []fsm.Member
 	// Join: this member joins a running cluster and does not bootstrap;
 	// the primary adds it (seqd admin add-member, Member.AddMember).
@@ -216,8 +217,10 @@ func (c MemberConfig) Validate() error {
 			return bad("Members", fmt.Sprintf("id %d", m.ID), "distinct ids >= 1")
 		}
 		ids[m.ID] = true
-		if m.RaftAddr == "" || m.AdminAddr == "" {
-			return bad("Members", fmt.Sprintf("member %d", m.ID), "a raft and an admin address each")
+		if m.RaftAddr == "" || m.AdminAddr == "" || m.StreamAddr == "" {
+			// The peer address (StreamAddr) is where a new primary seals
+			// the member and fetches what it lacks.
+			return bad("Members", fmt.Sprintf("member %d", m.ID), "a raft, an admin and a peer address each")
 		}
 		if m.ID == c.ID {
 			self = true

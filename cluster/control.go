@@ -1,60 +1,40 @@
 package cluster
 
 import (
-	"bytes"
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
-	"net/http"
 	"slices"
-	"strconv"
 	"time"
 
 	"github.com/hashicorp/raft"
 
 	"github.com/seqd/seqd/fsm"
 	"github.com/seqd/seqd/ops"
+	"github.com/seqd/seqd/wire"
 )
 
-// The control endpoint on MemberConfig.AdminAddr is HTTP: the admin
-// endpoint of package ops (status, transfer, members: ops.AdminHandler),
-// and the seal a new primary asks of every voter:
-//
-//	POST /v1/seal?epoch=E            seal epoch E here: SealReply JSON
-
-// SealReply is a member's answer to a seal.
-type SealReply struct {
-	ID         uint64 `json:"id"`
-	Contiguous uint64 `json:"contiguous"`
-	// HoldsOwn: the member was the sealed epoch's primary and its store
-	// holds everything it published then (it did not restart since).
-	HoldsOwn bool `json:"holds_own,omitempty"`
-	// HeldEpoch is the epoch of the newest record Contiguous counts (0:
-	// none, or a member that cannot tell). The leader caps an answer of
-	// an older epoch than the sealed one at that epoch's cut (capStale).
-	HeldEpoch uint32 `json:"held_epoch,omitempty"`
+// Seal seals this member's standby for epoch (it stops acking epoch and
+// every earlier one) and says what it holds: the answer to a new
+// primary's seal, on the peer port (PeerServer). Safe from any goroutine.
+func (n *Member) Seal(epoch uint32) (wire.PeerSealReply, error) {
+	c, held, err := n.fr.seal(epoch)
+	if err != nil {
+		return wire.PeerSealReply{}, err
+	}
+	r := wire.PeerSealReply{Member: n.cfg.ID, Contiguous: c, HeldEpoch: held}
+	if n.holdsOwn(uint64(epoch), c) {
+		r.Flags |= wire.PeerHoldsOwn
+	}
+	return r, nil
 }
 
-func (n *Member) controlHandler() http.Handler {
-	mux := http.NewServeMux()
-	mux.HandleFunc("POST /v1/seal", func(w http.ResponseWriter, r *http.Request) {
-		e, err := strconv.ParseUint(r.URL.Query().Get("epoch"), 10, 32)
-		if err != nil {
-			http.Error(w, "epoch: "+err.Error(), http.StatusBadRequest)
-			return
-		}
-		c, held, err := n.fr.seal(uint32(e))
-		if err != nil {
-			http.Error(w, err.Error(), http.StatusConflict)
-			return
-		}
-		w.Header().Set("Content-Type", "application/json")
-		_ = json.NewEncoder(w).Encode(SealReply{ID: n.cfg.ID, Contiguous: c, HoldsOwn: n.holdsOwn(e, c), HeldEpoch: held})
-	})
-	mux.Handle("/", ops.AdminHandler(n))
-	return mux
+// PeerStatus is this member's role, the epoch of its failover state and
+// the start of its current or last epoch as primary: what a member that
+// handed the primary role over waits on (TransferPrimary). Safe from any
+// goroutine.
+func (n *Member) PeerStatus() wire.PeerStatusReply {
+	return wire.PeerStatusReply{Member: n.cfg.ID, Epoch: n.fsm.State().Epoch(), StartedAt: n.startedAt.Load(), Role: uint8(n.Role())}
 }
 
 // minVoters is the fewest voters RemoveMember leaves.
@@ -92,9 +72,9 @@ func (n *Member) Status() ops.MemberStatus {
 }
 
 // sealQuorum seals the current epoch of st on every voter (this member
-// directly, the others through their control endpoints) and returns, once
+// directly, the others through their peer ports: RequestSeal) and returns, once
 // a quorum answered, the highest contiguous seq among the answers (the
-// cut) and the fetch addresses of the members that answered, best first.
+// cut) and the peer addresses of the members that answered, best first.
 // Every quorum intersects the one that made any seq stable, and a sealed
 // member acks nothing more of the epoch, so the cut keeps every stable
 // seq and no later one can become stable.
@@ -132,7 +112,7 @@ func (n *Member) sealQuorum(ctx context.Context, st *fsm.State) (uint64, []strin
 				return
 			}
 			r, err := n.sealRemote(ctx, m, epoch)
-			answers <- answer{m, r.Contiguous, r.HoldsOwn, r.HeldEpoch, err}
+			answers <- answer{m, r.Contiguous, r.Flags&wire.PeerHoldsOwn != 0, r.HeldEpoch, err}
 		}()
 	}
 	type got struct {
@@ -238,36 +218,12 @@ func capStale(st *fsm.State, c uint64, held uint32) (uint64, bool) {
 	return cut.Last, true
 }
 
-func (n *Member) sealRemote(ctx context.Context, m fsm.Member, epoch uint64) (SealReply, error) {
-	var r SealReply
-	err := call(ctx, n.client, http.MethodPost, m.AdminAddr, "/v1/seal?epoch="+strconv.FormatUint(epoch, 10), &r)
-	return r, err
-}
-
-// call does one request to a control endpoint and decodes the JSON answer
-// into out.
-func call(ctx context.Context, c *http.Client, method, addr, path string, out any) error {
-	req, err := http.NewRequestWithContext(ctx, method, "http://"+addr+path, nil)
-	if err != nil {
-		return err
+// sealRemote seals epoch on member m through its peer port.
+func (n *Member) sealRemote(ctx context.Context, m fsm.Member, epoch uint64) (wire.PeerSealReply, error) {
+	if m.StreamAddr == "" {
+		return wire.PeerSealReply{}, fmt.Errorf("%w: member %d has no peer address", ErrSealRefused, m.ID)
 	}
-	resp, err := c.Do(req)
-	if err != nil {
-		return err
-	}
-	defer resp.Body.Close()
-	b, err := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
-	if err != nil {
-		return err
-	}
-	if resp.StatusCode != http.StatusOK {
-		msg := string(bytes.TrimSpace(b))
-		if resp.StatusCode == http.StatusConflict {
-			return fmt.Errorf("%w: %s", ErrSealRefused, msg)
-		}
-		return fmt.Errorf("%s %s: %s: %s", method, path, resp.Status, msg)
-	}
-	return json.Unmarshal(b, out)
+	return RequestSeal(ctx, m.StreamAddr, uint32(epoch))
 }
 
 // TransferPrimary hands the primary role to member to (0: the standby
@@ -328,13 +284,13 @@ func (n *Member) TransferPrimary(ctx context.Context, to uint64) (ops.Handover, 
 				h.Cut = c.Last
 			}
 			// The pause ends at the new primary's first record: ask it
-			// until it sequences the new epoch.
+			// (on its peer port) until it sequences the new epoch.
 			m, _ := cur.Member(h.To)
 			for time.Now().Before(wait) && ctx.Err() == nil {
 				sctx, cancel := context.WithTimeout(ctx, n.cfg.Timeouts.Seal)
-				ms, err := ops.FetchStatus(sctx, m.AdminAddr)
+				ms, err := RequestPeerStatus(sctx, m.StreamAddr)
 				cancel()
-				if err == nil && ms.Role == RolePrimary.String() && ms.Epoch == h.Epoch && ms.StartedAt != 0 {
+				if err == nil && Role(ms.Role) == RolePrimary && ms.Epoch == h.Epoch && ms.StartedAt != 0 {
 					h.PauseUS = (ms.StartedAt - n.stoppedAt.Load()) / 1000
 					break
 				}
@@ -369,6 +325,11 @@ func (n *Member) AddMember(m fsm.Member) error {
 	}
 	if m.Role == 0 {
 		m.Role = fsm.Voter
+	}
+	if m.StreamAddr == "" {
+		// A member no new primary can seal could leave the group
+		// without a quorum to seal.
+		return fmt.Errorf("%w: member %d has no peer address (ID@RAFT@ADMIN@PEER)", ErrConfig, m.ID)
 	}
 	var f raft.IndexFuture
 	if m.Role == fsm.Voter {

@@ -75,8 +75,8 @@ func TestControl_AdminOverHTTP(t *testing.T) {
 func TestSeal_OneVoterThatDoesNotAnswer(t *testing.T) {
 	c := newTestCluster(t, 1)
 	p := c.primary()
-	// Member 9 is down: nothing listens on its control address.
-	gone := fsm.Member{ID: 9, Role: fsm.Voter, RaftAddr: freeAddr(t), AdminAddr: freeAddr(t), StreamAddr: "fetch-9"}
+	// Member 9 is down: nothing listens on its peer address.
+	gone := fsm.Member{ID: 9, Role: fsm.Voter, RaftAddr: freeAddr(t), AdminAddr: freeAddr(t), StreamAddr: freeAddr(t)}
 	st := sessionState(t, []fsm.Member{gone}, fsm.BeginEpoch{Epoch: 1, Primary: gone.ID, PrevCut: 0})
 	cut, peers, err := p.node.sealQuorum(context.Background(), st)
 	if !errors.Is(err, ErrNoQuorum) {

@@ -14,8 +14,11 @@
 //     and acks the highest contiguous seq it holds (durably, by default)
 //     to the primary in a wire.Status with StatusStandby and its member id.
 //     Seal, CatchUp and Takeover turn it into the next epoch's primary.
-//   - PeerServer and Fetch: a small TCP range protocol by which a member
-//     fetches the packets of a sealed epoch it lacks from another.
+//   - PeerServer: a member's peer port (the peer protocol of wire/peer.go,
+//     one TCP connection per request): Fetch, by which a member fetches
+//     the packets of a sealed epoch it lacks from another; RequestSeal;
+//     RequestPeerStatus. Members talk to each other only there and on
+//     Raft's transport.
 //
 // On the primary, the Member's shell hands every frame to a QuorumAcks
 // (NewQuorumAcks, the Deps.Acks of an epoch) and moves stable to its
@@ -45,8 +48,8 @@
 // The Raft leader is the primary. On becoming leader a Member records the
 // bootstrap members still missing before epoch 1 (a bootstrap leader
 // deposed midway leaves the rest to the next) and a session if there is
-// none, seals the current epoch on every voter through their control
-// endpoints (HTTP, POST /v1/seal: Standby.Seal), takes the highest
+// none, seals the current epoch on every voter through their peer ports
+// (RequestSeal, answered by Member.Seal: Standby.Seal), takes the highest
 // contiguous seq reported as the cut once a quorum answered (plus a commit timeout of grace for the
 // rest), catches its standby up to it, stops its standby and builds the
 // primary's Core with sequencer.NewPrimary on the standby's State and
@@ -71,8 +74,8 @@
 // the stream; later epoch starts reach the running standby as the FSM
 // applies them (fsm.FSM.Notify).
 //
-// The control endpoint also serves `seqd admin` (package ops: the Member
-// is an ops.Member behind ops.AdminHandler): GET /v1/status, POST
+// The admin endpoint, for people, serves `seqd admin` (package ops: the
+// Member is an ops.Member behind ops.AdminHandler): GET /v1/status, POST
 // /v1/transfer (TransferPrimary: a planned handover that stops the
 // primary once its standbys hold what it published, then transfers the
 // Raft leadership; the pause is measured) and /v1/members.

@@ -25,7 +25,7 @@ import (
 // Follower is the data path of a member, as the control path uses it: the
 // standby that follows, persists and acks the stream (cluster.Standby).
 // The Member runs it (Run) while the member is not primary, seals it from
-// the control endpoint's goroutines meanwhile, and stops it before the
+// the peer server's goroutines meanwhile, and stops it before the
 // Takeover that makes the member primary: the store it hands over then
 // belongs to the new primary's Core. After the primacy ends the Member
 // opens a new one (Deps.NewFollower) on the same directory.
@@ -151,7 +151,6 @@ type Member struct {
 
 	admin   *http.Server
 	adminLn net.Listener
-	client  *http.Client
 
 	role atomic.Int32
 	// handover is set while a planned transfer stops this primary: the
@@ -193,7 +192,7 @@ type Member struct {
 
 // NewMember validates cfg and deps, starts Raft on deps.Raft
 // (bootstrapping a new cluster from cfg.Members when its stores are
-// empty) and the control endpoint on cfg.AdminAddr. Call Run to take part
+// empty) and the admin endpoint on cfg.AdminAddr. Call Run to take part
 // in the roles. The Member owns deps.Raft from here on, and closes it on
 // an error too.
 func NewMember(cfg MemberConfig, deps Deps) (*Member, error) {
@@ -232,7 +231,6 @@ func NewMember(cfg MemberConfig, deps Deps) (*Member, error) {
 		relead:  make(chan struct{}, 1),
 		applied: make(chan struct{}, 1),
 		changed: make(chan struct{}, 1),
-		client:  &http.Client{Timeout: cfg.Timeouts.Seal},
 	}
 	n.fsm.Notify(n.applied)
 	n.fr = newFollowers(n)
@@ -246,7 +244,7 @@ func NewMember(cfg MemberConfig, deps Deps) (*Member, error) {
 		ln.Close()
 		return nil, err
 	}
-	n.admin = &http.Server{Handler: n.controlHandler(), ReadHeaderTimeout: 5 * time.Second}
+	n.admin = &http.Server{Handler: ops.AdminHandler(n), ReadHeaderTimeout: 5 * time.Second}
 	go func() {
 		// Serve returns when the endpoint is closed (Close).
 		_ = n.admin.Serve(ln)
@@ -254,7 +252,7 @@ func NewMember(cfg MemberConfig, deps Deps) (*Member, error) {
 	return n, nil
 }
 
-// AdminAddr is the address the control endpoint listens on.
+// AdminAddr is the address the admin endpoint listens on.
 func (n *Member) AdminAddr() string { return n.adminLn.Addr().String() }
 
 // State is the failover state as this member has applied it.
@@ -375,7 +373,7 @@ func (n *Member) Run(ctx context.Context) error {
 	}
 }
 
-// Close stops the control endpoint and Raft. Run calls it when it returns.
+// Close stops the admin endpoint and Raft. Run calls it when it returns.
 func (n *Member) Close() error {
 	n.closeOnce.Do(func() {
 		n.setRole(RoleStopped)

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"net"
 	"os"
 	"slices"
 	"strings"
@@ -186,6 +187,7 @@ type member struct {
 	cfg    MemberConfig
 	fol    *fakeFollower
 	node   *Member
+	peer   *PeerServer // on its peer address: seals and status (no store)
 	cancel context.CancelFunc
 	done   chan error
 	epochs atomic.Int32 // epochs this member began as primary
@@ -284,7 +286,7 @@ func freeAddr(t *testing.T) string {
 func memberList(t *testing.T, k int) []fsm.Member {
 	var ms []fsm.Member
 	for id := 1; id <= k; id++ {
-		ms = append(ms, fsm.Member{ID: uint64(id), Role: fsm.Voter, RaftAddr: freeAddr(t), AdminAddr: freeAddr(t), StreamAddr: fmt.Sprintf("fetch-%d", id)})
+		ms = append(ms, fsm.Member{ID: uint64(id), Role: fsm.Voter, RaftAddr: freeAddr(t), AdminAddr: freeAddr(t), StreamAddr: freeAddr(t)})
 	}
 	return ms
 }
@@ -399,8 +401,28 @@ func (c *testCluster) open(self fsm.Member, ms []fsm.Member, join bool, dir stri
 		t.Fatal(err)
 	}
 	m.node = n
+	ln, err := net.Listen("tcp", self.StreamAddr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m.peer, err = NewPeerServer(DefaultPeerServerConfig(), nil, ln)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m.peer.SetMember(n)
+	go func() { _ = m.peer.Serve() }()
 	c.members = append(c.members, m)
 	return m
+}
+
+// peerAddr is the member's peer address (its StreamAddr).
+func (m *member) peerAddr() string {
+	for _, o := range m.cfg.Members {
+		if o.ID == m.cfg.ID {
+			return o.StreamAddr
+		}
+	}
+	return ""
 }
 
 // run takes the member's Member into the roles (Member.Run).
@@ -415,6 +437,10 @@ func (m *member) stop() {
 		m.cancel()
 		<-m.done
 		m.cancel = nil
+	}
+	if m.peer != nil {
+		m.peer.Close()
+		m.peer = nil
 	}
 }
 
@@ -819,7 +845,7 @@ func TestSeal_PrimaryThatHoldsItsEpochCounts(t *testing.T) {
 // TestSeal_StaleTailCountsOnlyToItsEpochsCut: a member that missed the
 // changes to epochs 2 and 3 holds records of epoch 1 past epoch 1's cut
 // (cut records, never stable) and cannot tell; it answers the seal over
-// HTTP with the epoch of its newest record, and the leader counts it only
+// its peer port with the epoch of its newest record, and the leader counts it only
 // up to that epoch's cut and fetches nothing from it. Counted as it came,
 // the cut would rise past seqs epochs 2 and 3 gave to other messages
 // (found by the simulator).
@@ -852,13 +878,13 @@ func TestSeal_StaleTailCountsOnlyToItsEpochsCut(t *testing.T) {
 	if cut != 850 {
 		t.Fatalf("cut %d, want 850: the stale member's epoch 1 tail past its cut 500 was counted", cut)
 	}
-	if slices.Contains(peers, fmt.Sprintf("fetch-%d", stale.cfg.ID)) {
+	if slices.Contains(peers, stale.peerAddr()) {
 		t.Fatalf("peers %v include the stale member %d", peers, stale.cfg.ID)
 	}
 	// Once a quorum answered, the rest get only a short grace, so on a
 	// loaded machine one of the three may be missing; every peer offered
 	// must be one of them.
-	want := []string{fmt.Sprintf("fetch-%d", x.cfg.ID), fmt.Sprintf("fetch-%d", y.cfg.ID), fmt.Sprintf("fetch-%d", z.cfg.ID)}
+	want := []string{x.peerAddr(), y.peerAddr(), z.peerAddr()}
 	if len(peers) < 2 {
 		t.Fatalf("peers %v, want at least two of %v (a quorum of five with the stale member)", peers, want)
 	}

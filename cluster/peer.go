@@ -3,131 +3,53 @@ package cluster
 import (
 	"bufio"
 	"context"
-	"encoding/binary"
 	"errors"
 	"fmt"
 	"io"
 	"log/slog"
 	"net"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/seqd/seqd/replayer"
+	"github.com/seqd/seqd/wire"
 )
 
-// Fetch protocol: how a member gets the stream packets it lacks from
-// another member (the catch-up of an epoch change). One TCP connection per
-// request, client first:
-//
-//	request  (FetchRequestBytes = 24): magic u32 "SQFQ" @0, version u16 @4
-//	         (FetchVersion), reserved u16 @6 (0), from u64 @8, to u64 @16
-//	         (1 <= from <= to)
-//	response: frames, each an 8-byte header, kind u8 @0, reserved [3]byte
-//	         (0), length u32 @4, then length bytes:
-//	           fetchPacket (1): one stream packet, as stored (its first
-//	             record in from..to; packets in stream order, gap-free);
-//	           fetchEnd (2): 8 bytes, the highest seq the server holds
-//	             whole; the last frame of a complete answer;
-//	           fetchError (3): the server's error text (at most
-//	             maxFetchErrorBytes), the last frame.
-//
-// All integers are little-endian. A frame longer than
-// replayer.MaxFramePacketBytes is refused by the reader before it reads
-// the body, so a peer cannot make it reserve more.
+// The peer server answers what the members of the group ask each other
+// (the peer protocol, wire/peer.go) on a member's peer port
+// (fsm.Member.StreamAddr): fetches of stored stream packets (the
+// catch-up of an epoch change), seals of the current epoch and the status
+// a handover waits on. Fetch, RequestSeal and RequestPeerStatus are its
+// clients. Members never use the admin endpoint, which is for people.
 
-// FetchVersion is the fetch protocol's version; another is refused.
-const FetchVersion = 1
+// fetchChunkBytes is how much the server copies out of the store per
+// turn of its lock, so the standby's stream loop waits little.
+const fetchChunkBytes = 1 << 20
 
-// FetchRequestBytes is the size of a fetch request.
-const FetchRequestBytes = 24
-
-const (
-	fetchMagic         = 0x51465153 // "SQFQ" as little-endian bytes
-	fetchHeaderBytes   = 8
-	fetchPacket        = 1
-	fetchEnd           = 2
-	fetchError         = 3
-	maxFetchErrorBytes = 1024
-	// fetchChunkBytes is how much the server copies out of the store per
-	// turn of its lock, so the standby's stream loop waits little.
-	fetchChunkBytes = 1 << 20
-)
-
-var le = binary.LittleEndian
-
-// appendFetchRequest encodes a request for from..to.
-func appendFetchRequest(b []byte, from, to uint64) []byte {
-	var r [FetchRequestBytes]byte
-	le.PutUint32(r[0:], fetchMagic)
-	le.PutUint16(r[4:], FetchVersion)
-	le.PutUint64(r[8:], from)
-	le.PutUint64(r[16:], to)
-	return append(b, r[:]...)
-}
-
-// decodeFetchRequest validates a request and returns its range.
-func decodeFetchRequest(b []byte) (from, to uint64, err error) {
-	switch {
-	case len(b) != FetchRequestBytes:
-		return 0, 0, ErrFetchProtocol
-	case le.Uint32(b) != fetchMagic:
-		return 0, 0, ErrFetchProtocol
-	case le.Uint16(b[4:]) != FetchVersion:
-		return 0, 0, ErrFetchVersion
-	case le.Uint16(b[6:]) != 0:
-		return 0, 0, ErrFetchProtocol
-	}
-	from, to = le.Uint64(b[8:]), le.Uint64(b[16:])
-	if from == 0 || to < from {
-		return 0, 0, ErrFetchRange
-	}
-	return from, to, nil
-}
-
-// putFetchHeader writes a frame header.
-func putFetchHeader(b []byte, kind byte, n int) {
-	b[0], b[1], b[2], b[3] = kind, 0, 0, 0
-	le.PutUint32(b[4:], uint32(n))
-}
-
-// decodeFetchHeader validates a response frame header and returns its
-// kind and body length.
-func decodeFetchHeader(b []byte) (kind byte, n int, err error) {
-	if len(b) != fetchHeaderBytes {
-		return 0, 0, ErrFetchProtocol
-	}
-	kind, n64 := b[0], le.Uint32(b[4:])
-	if b[1]|b[2]|b[3] != 0 {
-		return 0, 0, ErrFetchProtocol
-	}
-	switch kind {
-	case fetchPacket:
-		if n64 == 0 || n64 > replayer.MaxFramePacketBytes {
-			return 0, 0, ErrFetchProtocol
-		}
-	case fetchEnd:
-		if n64 != 8 {
-			return 0, 0, ErrFetchProtocol
-		}
-	case fetchError:
-		if n64 > maxFetchErrorBytes {
-			return 0, 0, ErrFetchProtocol
-		}
-	default:
-		return 0, 0, ErrFetchProtocol
-	}
-	return kind, int(n64), nil
-}
+// The store's largest frame fits a peer packet frame.
+const _ = uint(wire.PeerMaxPacketBytes - replayer.MaxFramePacketBytes)
 
 // FetchSource is what a PeerServer serves: a member's store, read under
 // whatever lock guards it. Standby implements it.
 type FetchSource interface {
-	// FetchRange appends to dst, as fetch frames (fetchPacket), the
+	// FetchRange appends to dst, as peer frames (wire.PeerPacket), the
 	// stored packets that carry records of from..to, in order, stopping
 	// after about maxBytes at a packet whose last record is whole. It
 	// returns dst, the next seq to ask for and whether from..to is done
 	// (served, or nothing more held); held is the highest seq held whole.
 	FetchRange(dst []byte, from, to uint64, maxBytes int) (out []byte, next uint64, done bool, held uint64, err error)
+}
+
+// PeerMember is what a PeerServer asks of the member it serves
+// (cluster.Member): seals and status. Safe from any goroutine.
+type PeerMember interface {
+	// Seal stops acking epoch (and every earlier one) and says what this
+	// member holds.
+	Seal(epoch uint32) (wire.PeerSealReply, error)
+	// PeerStatus is this member's role, epoch and the start of its
+	// current or last epoch as primary.
+	PeerStatus() wire.PeerStatusReply
 }
 
 // PeerServerConfig tunes a PeerServer.
@@ -146,20 +68,23 @@ func DefaultPeerServerConfig() PeerServerConfig {
 	return PeerServerConfig{MaxConns: 8, IOTimeout: 5 * time.Second}
 }
 
-// PeerServer answers fetch requests from a FetchSource on a listener.
+// PeerServer answers the peer protocol on a listener: fetches from a
+// FetchSource, seals and status from a PeerMember (SetMember).
 type PeerServer struct {
-	cfg  PeerServerConfig
-	src  FetchSource
-	ln   net.Listener
-	sem  chan struct{}
-	wg   sync.WaitGroup
-	mu   sync.Mutex
-	conn map[net.Conn]struct{} // open connections, closed by Close
-	done bool
+	cfg    PeerServerConfig
+	src    FetchSource
+	member atomic.Pointer[peerMemberRef]
+	ln     net.Listener
+	sem    chan struct{}
+	wg     sync.WaitGroup
+	mu     sync.Mutex
+	conn   map[net.Conn]struct{} // open connections, closed by Close
+	done   bool
 }
 
 // NewPeerServer serves src on ln (Serve starts it; Close stops it and
-// closes ln).
+// closes ln). src may be nil: fetches are refused. Seals and status
+// requests are refused until SetMember.
 func NewPeerServer(cfg PeerServerConfig, src FetchSource, ln net.Listener) (*PeerServer, error) {
 	if cfg.MaxConns < 1 || cfg.MaxConns > 1024 {
 		return nil, fmt.Errorf("%w: PeerServerConfig.MaxConns = %d, want 1..1024", ErrConfig, cfg.MaxConns)
@@ -172,6 +97,13 @@ func NewPeerServer(cfg PeerServerConfig, src FetchSource, ln net.Listener) (*Pee
 	}
 	return &PeerServer{cfg: cfg, src: src, ln: ln, sem: make(chan struct{}, cfg.MaxConns), conn: map[net.Conn]struct{}{}}, nil
 }
+
+type peerMemberRef struct{ m PeerMember }
+
+// SetMember makes the server answer seals and status requests for m
+// (before Serve, so that no request finds none: the listener's backlog
+// holds them meanwhile).
+func (s *PeerServer) SetMember(m PeerMember) { s.member.Store(&peerMemberRef{m}) }
 
 // Addr is the listener's address.
 func (s *PeerServer) Addr() net.Addr { return s.ln.Addr() }
@@ -238,19 +170,63 @@ func (s *PeerServer) serve(c net.Conn) {
 	}
 }
 
-// answer reads one request and writes the answer.
+// errNoMember: a seal or status request reached a peer server that
+// serves no member (yet), or a fetch one that serves no store.
+var (
+	errNoMember = errors.New("cluster: this peer port serves no member")
+	errNoStore  = errors.New("cluster: this peer port serves no store")
+)
+
+// answer reads one request and writes the answer. A refused seal is the
+// asker's to report; only a broken request or a failed write is this
+// server's.
 func (s *PeerServer) answer(c net.Conn) error {
-	var req [FetchRequestBytes]byte
+	var req [wire.PeerRequestBytes]byte
 	_ = c.SetReadDeadline(time.Now().Add(s.cfg.IOTimeout))
 	if _, err := io.ReadFull(c, req[:]); err != nil {
 		return fmt.Errorf("read request: %w", err)
 	}
-	from, to, err := decodeFetchRequest(req[:])
-	if err != nil {
+	var q wire.PeerRequest
+	if err := wire.DecodePeerRequest(req[:], &q); err != nil {
 		s.writeError(c, err)
 		return err
 	}
-	buf := make([]byte, 0, fetchChunkBytes+replayer.MaxFramePacketBytes+fetchHeaderBytes)
+	if q.Kind == wire.PeerFetch {
+		return s.fetch(c, q.From, q.To)
+	}
+	ref := s.member.Load()
+	if ref == nil {
+		s.writeError(c, errNoMember)
+		return nil
+	}
+	var out [wire.PeerFrameHeaderBytes + wire.PeerStatusReplyBytes]byte
+	b := out[:0]
+	switch q.Kind {
+	case wire.PeerSeal:
+		r, err := ref.m.Seal(q.Epoch)
+		if err != nil {
+			s.writeError(c, err)
+			return nil
+		}
+		b = wire.AppendPeerSealReply(b, &r)
+	case wire.PeerStatus:
+		r := ref.m.PeerStatus()
+		b = wire.AppendPeerStatusReply(b, &r)
+	}
+	_ = c.SetWriteDeadline(time.Now().Add(s.cfg.IOTimeout))
+	if _, err := c.Write(b); err != nil {
+		return fmt.Errorf("write: %w", err)
+	}
+	return nil
+}
+
+// fetch writes the packets holding from..to and the end frame.
+func (s *PeerServer) fetch(c net.Conn, from, to uint64) error {
+	if s.src == nil {
+		s.writeError(c, errNoStore)
+		return nil
+	}
+	buf := make([]byte, 0, fetchChunkBytes+wire.PeerMaxPacketBytes+wire.PeerFrameHeaderBytes+wire.PeerEndBytes)
 	next := from
 	for {
 		out, n, done, held, err := s.src.FetchRange(buf[:0], next, to, fetchChunkBytes)
@@ -259,10 +235,7 @@ func (s *PeerServer) answer(c net.Conn) error {
 			return fmt.Errorf("range %d..%d: %w", next, to, err)
 		}
 		if done {
-			var end [fetchHeaderBytes + 8]byte
-			putFetchHeader(end[:], fetchEnd, 8)
-			le.PutUint64(end[fetchHeaderBytes:], held)
-			out = append(out, end[:]...)
+			out = wire.AppendPeerEnd(out, held)
 		}
 		_ = c.SetWriteDeadline(time.Now().Add(s.cfg.IOTimeout))
 		if _, err := c.Write(out); err != nil {
@@ -276,15 +249,105 @@ func (s *PeerServer) answer(c net.Conn) error {
 }
 
 func (s *PeerServer) writeError(c net.Conn, err error) {
-	msg := err.Error()
-	if len(msg) > maxFetchErrorBytes {
-		msg = msg[:maxFetchErrorBytes]
-	}
-	b := make([]byte, fetchHeaderBytes, fetchHeaderBytes+len(msg))
-	putFetchHeader(b, fetchError, len(msg))
-	b = append(b, msg...)
 	_ = c.SetWriteDeadline(time.Now().Add(s.cfg.IOTimeout))
-	_, _ = c.Write(b)
+	_, _ = c.Write(wire.AppendPeerError(nil, err.Error()))
+}
+
+// peerConn dials addr for one request, bounded by ctx (default 10 s when
+// it has no deadline), and sends q. The caller closes the connection
+// and calls stop.
+func peerConn(ctx context.Context, addr string, q *wire.PeerRequest) (c net.Conn, stop func(), err error) {
+	cancel := func() {}
+	if _, ok := ctx.Deadline(); !ok {
+		ctx, cancel = context.WithTimeout(ctx, 10*time.Second)
+	}
+	var d net.Dialer
+	c, err = d.DialContext(ctx, "tcp", addr)
+	if err != nil {
+		cancel()
+		return nil, nil, err
+	}
+	dl, _ := ctx.Deadline()
+	_ = c.SetDeadline(dl)
+	after := context.AfterFunc(ctx, func() { _ = c.SetDeadline(time.Unix(1, 0)) })
+	stop = func() { after(); cancel() }
+	var req [wire.PeerRequestBytes]byte
+	if _, err := c.Write(wire.AppendPeerRequest(req[:0], q)); err != nil {
+		c.Close()
+		stop()
+		return nil, nil, err
+	}
+	return c, stop, nil
+}
+
+// readPeerFrame reads one answer frame into body (grown as needed).
+func readPeerFrame(r io.Reader, body []byte) (kind uint8, out []byte, err error) {
+	var hdr [wire.PeerFrameHeaderBytes]byte
+	if _, err := io.ReadFull(r, hdr[:]); err != nil {
+		return 0, body, fmt.Errorf("%w (answer cut short)", err)
+	}
+	kind, n, err := wire.DecodePeerFrameHeader(hdr[:])
+	if err != nil {
+		return 0, body, err
+	}
+	if cap(body) < n {
+		body = make([]byte, n)
+	}
+	body = body[:n]
+	if _, err := io.ReadFull(r, body); err != nil {
+		return 0, body, fmt.Errorf("%w (answer cut short)", err)
+	}
+	return kind, body, nil
+}
+
+// RequestSeal asks the member whose peer port is addr to seal epoch and
+// returns its answer; a member that refuses answers ErrSealRefused with
+// its reason. ctx bounds the exchange.
+func RequestSeal(ctx context.Context, addr string, epoch uint32) (wire.PeerSealReply, error) {
+	var r wire.PeerSealReply
+	body, err := peerCall(ctx, addr, &wire.PeerRequest{Kind: wire.PeerSeal, Epoch: epoch}, wire.PeerSealed)
+	if err == nil {
+		err = wire.DecodePeerSealReply(body, &r)
+	}
+	if err != nil {
+		return r, fmt.Errorf("cluster: seal epoch %d at %s: %w", epoch, addr, err)
+	}
+	return r, nil
+}
+
+// RequestPeerStatus asks the member whose peer port is addr for its role,
+// epoch and the start of its epoch as primary. ctx bounds the exchange.
+func RequestPeerStatus(ctx context.Context, addr string) (wire.PeerStatusReply, error) {
+	var r wire.PeerStatusReply
+	body, err := peerCall(ctx, addr, &wire.PeerRequest{Kind: wire.PeerStatus}, wire.PeerState)
+	if err == nil {
+		err = wire.DecodePeerStatusReply(body, &r)
+	}
+	if err != nil {
+		return r, fmt.Errorf("cluster: status of %s: %w", addr, err)
+	}
+	return r, nil
+}
+
+// peerCall sends q to addr and returns the body of the one answer frame
+// of kind want; an error frame is ErrSealRefused with its text.
+func peerCall(ctx context.Context, addr string, q *wire.PeerRequest, want uint8) ([]byte, error) {
+	c, stop, err := peerConn(ctx, addr, q)
+	if err != nil {
+		return nil, err
+	}
+	defer stop()
+	defer c.Close()
+	kind, body, err := readPeerFrame(c, make([]byte, 0, wire.PeerStatusReplyBytes))
+	switch {
+	case err != nil:
+		return nil, err
+	case kind == wire.PeerError:
+		return nil, fmt.Errorf("%w: %s", ErrSealRefused, body)
+	case kind != want:
+		return nil, fmt.Errorf("%w: answer of kind %d, want %d", wire.ErrKind, kind, want)
+	}
+	return body, nil
 }
 
 // Fetch asks the member at addr for the packets holding from..to and hands
@@ -297,51 +360,31 @@ func Fetch(ctx context.Context, addr string, from, to uint64, fn func(pkt []byte
 	if from == 0 || to < from {
 		return 0, ErrFetchRange
 	}
-	if _, ok := ctx.Deadline(); !ok {
-		var cancel context.CancelFunc
-		ctx, cancel = context.WithTimeout(ctx, 10*time.Second)
-		defer cancel()
-	}
-	var d net.Dialer
-	c, err := d.DialContext(ctx, "tcp", addr)
+	c, stop, err := peerConn(ctx, addr, &wire.PeerRequest{Kind: wire.PeerFetch, From: from, To: to})
 	if err != nil {
 		return 0, fmt.Errorf("cluster: fetch %d..%d from %s: %w", from, to, addr, err)
 	}
-	defer c.Close()
-	dl, _ := ctx.Deadline()
-	_ = c.SetDeadline(dl)
-	stop := context.AfterFunc(ctx, func() { _ = c.SetDeadline(time.Unix(1, 0)) })
 	defer stop()
-	if _, err := c.Write(appendFetchRequest(nil, from, to)); err != nil {
-		return 0, fmt.Errorf("cluster: fetch %d..%d from %s: %w", from, to, addr, err)
-	}
+	defer c.Close()
 	r := bufio.NewReaderSize(c, 256<<10)
-	var hdr [fetchHeaderBytes]byte
 	body := make([]byte, 0, 64<<10)
 	for {
-		if _, err := io.ReadFull(r, hdr[:]); err != nil {
-			return 0, fmt.Errorf("cluster: fetch %d..%d from %s: %w (answer cut short)", from, to, addr, err)
-		}
-		kind, n, err := decodeFetchHeader(hdr[:])
+		var kind uint8
+		kind, body, err = readPeerFrame(r, body)
 		if err != nil {
 			return 0, fmt.Errorf("cluster: fetch %d..%d from %s: %w", from, to, addr, err)
 		}
-		if cap(body) < n {
-			body = make([]byte, n)
-		}
-		body = body[:n]
-		if _, err := io.ReadFull(r, body); err != nil {
-			return 0, fmt.Errorf("cluster: fetch %d..%d from %s: %w (answer cut short)", from, to, addr, err)
-		}
 		switch kind {
-		case fetchPacket:
+		case wire.PeerPacket:
 			if err := fn(body); err != nil {
 				return 0, err
 			}
-		case fetchEnd:
-			return le.Uint64(body), nil
-		case fetchError:
+		case wire.PeerEnd:
+			return wire.DecodePeerEnd(body)
+		case wire.PeerError:
 			return 0, fmt.Errorf("%w: %s: %s", ErrFetchRefused, addr, body)
+		default:
+			return 0, fmt.Errorf("cluster: fetch %d..%d from %s: %w: a frame of kind %d", from, to, addr, wire.ErrKind, kind)
 		}
 	}
 }

@@ -1026,8 +1026,8 @@ func (s *Standby) FetchRange(dst []byte, from, to uint64, maxBytes int) ([]byte,
 	to = min(to, held)
 	next, full := from, false
 	s.store.Range(from, to, func(pkt []byte, info sequencer.PacketInfo) bool {
-		var hdr [fetchHeaderBytes]byte
-		putFetchHeader(hdr[:], fetchPacket, len(pkt))
+		var hdr [wire.PeerFrameHeaderBytes]byte
+		wire.PutPeerFrameHeader(hdr[:], wire.PeerPacket, len(pkt))
 		dst = append(append(dst, hdr[:]...), pkt...)
 		if wire.DecodePacket(pkt, &s.pkt) != nil {
 			return false

@@ -5,6 +5,7 @@ import (
 
 	"github.com/seqd/seqd/receiver"
 	"github.com/seqd/seqd/transport"
+	"github.com/seqd/seqd/wire"
 )
 
 // A Standby driven step by step, for a shell that owns the transport and
@@ -90,15 +91,15 @@ func (s *Standby) CatchUpFrom(cut uint64, srcs ...FetchSource) error {
 			if err != nil {
 				break // try the next source
 			}
-			for b := buf; len(b) >= fetchHeaderBytes; {
-				kind, n, err := decodeFetchHeader(b[:fetchHeaderBytes])
-				if err != nil || kind != fetchPacket || len(b) < fetchHeaderBytes+n {
+			for b := buf; len(b) >= wire.PeerFrameHeaderBytes; {
+				kind, n, err := wire.DecodePeerFrameHeader(b[:wire.PeerFrameHeaderBytes])
+				if err != nil || kind != wire.PeerPacket || len(b) < wire.PeerFrameHeaderBytes+n {
 					return fmt.Errorf("%w: a source's range does not decode: %v", ErrCatchUp, err)
 				}
-				if err := s.fetched(b[fetchHeaderBytes:fetchHeaderBytes+n], cut); err != nil {
+				if err := s.fetched(b[wire.PeerFrameHeaderBytes:wire.PeerFrameHeaderBytes+n], cut); err != nil {
 					return err
 				}
-				b = b[fetchHeaderBytes+n:]
+				b = b[wire.PeerFrameHeaderBytes+n:]
 			}
 			if done || next <= have+1 && s.Contiguous() == have {
 				break

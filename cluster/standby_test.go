@@ -546,16 +546,16 @@ func TestFetch_CatchUpFromAPeer(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	req := appendFetchRequest(nil, 1, 2)
+	req := wire.AppendPeerRequest(nil, &wire.PeerRequest{Kind: wire.PeerFetch, From: 1, To: 2})
 	req[4] = 9
 	if _, err := c.Write(req); err != nil {
 		t.Fatal(err)
 	}
-	var hdr [fetchHeaderBytes]byte
+	var hdr [wire.PeerFrameHeaderBytes]byte
 	if _, err := c.Read(hdr[:]); err != nil {
 		t.Fatal(err)
 	}
-	if kind, _, err := decodeFetchHeader(hdr[:]); err != nil || kind != fetchError {
+	if kind, _, err := wire.DecodePeerFrameHeader(hdr[:]); err != nil || kind != wire.PeerError {
 		t.Fatalf("answer to a bad version: kind %d, %v; want an error frame", kind, err)
 	}
 	c.Close()

@@ -2,7 +2,9 @@
 // the event stream (data packets and heartbeats), commands from nodes to the
 // sequencer, retransmit requests (NAKs) and their refusals, receivers' position
 // reports (status), and the payloads of internal, sequencer-generated
-// messages.
+// messages; and, each described beside its codecs, the rewind protocol of
+// replayers (rewind.go) and the peer protocol of sequencer members: fetch,
+// seal and status (peer.go).
 //
 // All integers are little-endian at fixed offsets. Encoders write into
 // buffers the caller owns; decoders fill caller-owned structs whose byte

@@ -47,7 +47,7 @@ first record).`,
 				Name:      "add-member",
 				Usage:     "add a voter, live (start it first with --join and the full member list)",
 				Flags:     []cli.Flag{addr, timeout},
-				ArgsUsage: "ID@RAFT@ADMIN[@FETCH]",
+				ArgsUsage: "ID@RAFT@ADMIN@PEER",
 				Action:    runAdminAddMember,
 			},
 			{
@@ -152,11 +152,12 @@ func runAdminTransfer(c *cli.Context) error {
 	return nil
 }
 
-// parseMember reads ID@RAFT@ADMIN[@FETCH].
+// parseMember reads ID@RAFT@ADMIN@PEER (a member without PEER is
+// refused by the cluster: no new primary could seal it).
 func parseMember(s string) (fsm.Member, error) {
 	parts := strings.Split(strings.TrimSpace(s), "@")
 	if len(parts) < 3 || len(parts) > 4 {
-		return fsm.Member{}, fmt.Errorf("member %q: want ID@RAFT_ADDR@ADMIN_ADDR[@FETCH_ADDR]", s)
+		return fsm.Member{}, fmt.Errorf("member %q: want ID@RAFT_ADDR@ADMIN_ADDR@PEER_ADDR", s)
 	}
 	id, err := strconv.ParseUint(parts[0], 10, 64)
 	if err != nil || id == 0 {
@@ -187,7 +188,7 @@ func parseMembers(s string) ([]fsm.Member, error) {
 
 func runAdminAddMember(c *cli.Context) error {
 	if c.NArg() != 1 {
-		return fmt.Errorf("admin add-member: want one ID@RAFT@ADMIN[@FETCH], got %q", c.Args().Slice())
+		return fmt.Errorf("admin add-member: want one ID@RAFT@ADMIN@PEER, got %q", c.Args().Slice())
 	}
 	m, err := parseMember(c.Args().First())
 	if err != nil {

@@ -23,9 +23,11 @@ func clusterFlags() []cli.Flag {
 		uintFlag("id", 0, "cluster: this member's id (>= 1)"),
 		strFlag("dir", "", "cluster: directory of the raft log (raft.db), raft snapshots and the standby's stream store"),
 		strFlag("raft-addr", "", "cluster: host:port of this member's Raft transport (default: its entry in --peers)"),
-		strFlag("admin-addr", "", "cluster: host:port of this member's control and admin endpoint (default: its entry in --peers; keep it on loopback or a trusted network)"),
-		strFlag("fetch-addr", "", "cluster: host:port this member serves its stored stream on, for a new primary catching up (default: its entry in --peers)"),
-		strFlag("peers", "", "cluster: every member, this one included: ID@RAFT_ADDR@ADMIN_ADDR@FETCH_ADDR,... (used to bootstrap a new cluster)"),
+		strFlag("admin-addr", "", "cluster: host:port of this member's admin endpoint, for seqd admin (default: its entry in --peers; keep it on loopback or a trusted network)"),
+		// --fetch-addr is the old name of --peer-addr (the fetch port
+		// became the peer port): still accepted.
+		strFlagAlias("peer-addr", "fetch-addr", "", "cluster: host:port of this member's peer port, where the other members seal it and fetch its stored stream (default: its entry in --peers; --fetch-addr is an alias)"),
+		strFlag("peers", "", "cluster: every member, this one included: ID@RAFT_ADDR@ADMIN_ADDR@PEER_ADDR,... (used to bootstrap a new cluster)"),
 		strFlag("timeouts", "lan", "cluster: timing profile: lan (300 ms heartbeat and election, 290 ms lease; a killed primary is replaced in ~20 ms by the death watch) | wan (1 s, lease 500 ms) | test (300 ms, no prompt check)"),
 		strFlag("standby.ack", "written", "cluster: what a standby acks, so what stable means: written (the record is in its store's file: it survives the process, and a quorum of processes on separate machines is the durability, as in Aeron Cluster and Kafka) | durable (fsynced first: survives a power loss of the whole group, and costs one fsync in every safe-mode round trip, about 1-4 ms)"),
 		boolFlag("join", false, "cluster: join a running cluster instead of bootstrapping (then: seqd admin add-member on the primary)"),
@@ -80,10 +82,10 @@ var clusterKeys = map[string]string{
 	"Members":   "peers",
 }
 
-// fetchAddr is this member's fetch address: --fetch-addr, or its entry in
-// --peers.
-func fetchAddr(c *cli.Context, cfg cluster.MemberConfig) string {
-	if a := c.String("fetch-addr"); a != "" {
+// peerAddr is this member's peer address: --peer-addr (or its alias
+// --fetch-addr), or its entry in --peers.
+func peerAddr(c *cli.Context, cfg cluster.MemberConfig) string {
+	if a := c.String("peer-addr"); a != "" {
 		return a
 	}
 	for _, m := range cfg.Members {
@@ -128,7 +130,7 @@ func runClusterSequencer(c *cli.Context, seq sequencer.Config, log *slog.Logger)
 		return err
 	}
 	defer flt.close()
-	dp, err := openDataPath(cfg.ID, filepath.Join(cfg.Dir, "stream"), fetchAddr(c, cfg), seq.MaxSenders,
+	dp, err := openDataPath(cfg.ID, filepath.Join(cfg.Dir, "stream"), peerAddr(c, cfg), seq.MaxSenders,
 		func() (transport.Client, error) {
 			cl, err := openClient(c, log, "standby")
 			if err != nil {
@@ -168,6 +170,7 @@ func runClusterSequencer(c *cli.Context, seq sequencer.Config, log *slog.Logger)
 	if err != nil {
 		return err
 	}
+	dp.serve(n)
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	errc := make(chan error, 2)

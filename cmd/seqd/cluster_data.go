@@ -72,7 +72,7 @@ func openDataPath(id uint64, dir, fetchAddr string, maxSenders int, openClient f
 	if fetchAddr != "" {
 		ln, err := net.Listen("tcp", fetchAddr)
 		if err != nil {
-			return nil, fmt.Errorf("fetch server: %w", err)
+			return nil, fmt.Errorf("peer server: %w", err)
 		}
 		cfg := cluster.DefaultPeerServerConfig()
 		cfg.Logger = log
@@ -113,7 +113,15 @@ func (d *dataPath) FetchRange(dst []byte, from, to uint64, maxBytes int) ([]byte
 	return h.FetchRange(dst, from, to, maxBytes)
 }
 
-// run serves fetches until ctx ends.
+// serve makes the peer server answer seals and status for n (before run
+// serves it).
+func (d *dataPath) serve(n *cluster.Member) {
+	if d.fetch != nil {
+		d.fetch.SetMember(n)
+	}
+}
+
+// run serves the peer port (fetches, seals, status) until ctx ends.
 func (d *dataPath) run(ctx context.Context) error {
 	if d.fetch == nil {
 		<-ctx.Done()
@@ -128,9 +136,9 @@ func (d *dataPath) run(ctx context.Context) error {
 		return ctx.Err()
 	case err := <-errc:
 		if err == nil {
-			err = errors.New("fetch server stopped")
+			err = errors.New("peer server stopped")
 		}
-		return fmt.Errorf("fetch server: %w", err)
+		return fmt.Errorf("peer server: %w", err)
 	}
 }
 

@@ -33,6 +33,12 @@ func strFlag(key, value, usage string) cli.Flag {
 	return altsrc.NewStringFlag(&cli.StringFlag{Name: key, Value: value, Usage: usage, EnvVars: []string{envName(key)}})
 }
 
+// strFlagAlias is strFlag under a second, older name too (flag, TOML key
+// and environment variable).
+func strFlagAlias(key, alias, value, usage string) cli.Flag {
+	return altsrc.NewStringFlag(&cli.StringFlag{Name: key, Aliases: []string{alias}, Value: value, Usage: usage, EnvVars: []string{envName(key), envName(alias)}})
+}
+
 func intFlag(key string, value int, usage string) cli.Flag {
 	return altsrc.NewIntFlag(&cli.IntFlag{Name: key, Value: value, Usage: usage, EnvVars: []string{envName(key)}})
 }

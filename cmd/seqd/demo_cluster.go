@@ -116,6 +116,7 @@ func runClusterDemo(ctx context.Context, nodes, count, rate int, timeouts string
 			dp.close()
 			return err
 		}
+		dp.serve(n)
 		m := &demoMember{id: mem.ID, node: n, dp: dp, done: make(chan error, 2)}
 		mctx, mcancel := context.WithCancel(ctx)
 		m.cancel = mcancel
