@@ -410,7 +410,8 @@ func (c *testCluster) open(self fsm.Member, ms []fsm.Member, join bool, dir stri
 		t.Fatal(err)
 	}
 	m.peer.SetMember(n)
-	go func() { _ = m.peer.Serve() }()
+	srv := m.peer
+	go func() { _ = srv.Serve() }()
 	c.members = append(c.members, m)
 	return m
 }

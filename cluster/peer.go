@@ -166,7 +166,7 @@ func (s *PeerServer) serve(c net.Conn) {
 		s.wg.Done()
 	}()
 	if err := s.answer(c); err != nil {
-		s.cfg.Logger.Warn("cluster: fetch", "peer", c.RemoteAddr().String(), "err", err)
+		s.cfg.Logger.Warn("cluster: peer request", "peer", c.RemoteAddr().String(), "err", err)
 	}
 }
 
