@@ -15,9 +15,10 @@ import (
 
 // dataPath is a member's data path: newFollower opens a standby on the
 // member's stream store (the Member calls it at start and whenever the
-// member stops being primary), and run serves the store to catching-up
-// members (the fetch server) for as long as the process lives, whichever
-// standby holds it.
+// member stops being primary), and run serves the member's peer port for
+// as long as the process lives (the peer server: the store, whichever
+// standby holds it, to catching-up members; seals and status for the
+// member, once serve named it).
 type dataPath struct {
 	member     uint64
 	dir        string
