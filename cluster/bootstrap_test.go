@@ -6,20 +6,20 @@ import (
 	"github.com/seqd/seqd/fsm"
 )
 
-// TestNode_BootstrapRecordsEveryMemberBeforeEpochOne: a leader that lost
+// TestMember_BootstrapRecordsEveryMemberBeforeEpochOne: a leader that lost
 // the leadership after recording one bootstrap member leaves the others
 // to the next leader, which records them before it begins epoch 1 (it
 // used to skip the bootstrap once the list was not empty, and epoch 1
 // began with one member: the next leader was "not a voting member", and
 // once that member died no seal had a quorum). After epoch 1, or for a
 // member that joined, members change only by AddMember/RemoveMember.
-func TestNode_BootstrapRecordsEveryMemberBeforeEpochOne(t *testing.T) {
+func TestMember_BootstrapRecordsEveryMemberBeforeEpochOne(t *testing.T) {
 	ms := []fsm.Member{
 		{ID: 1, RaftAddr: "127.0.0.1:1"},
 		{ID: 2, RaftAddr: "127.0.0.1:2", Role: fsm.Voter},
 		{ID: 3, RaftAddr: "127.0.0.1:3"},
 	}
-	n := &Node{cfg: Config{ID: 2, Members: ms}}
+	n := &Member{cfg: MemberConfig{ID: 2, Members: ms}}
 	st := fsm.Initial()
 	apply := func(cmd fsm.Command) {
 		t.Helper()
@@ -51,7 +51,7 @@ func TestNode_BootstrapRecordsEveryMemberBeforeEpochOne(t *testing.T) {
 		t.Fatalf("after epoch 1: %+v re-added", got)
 	}
 	// A member that joined bootstraps nothing.
-	j := &Node{cfg: Config{ID: 4, Members: ms, Join: true}}
+	j := &Member{cfg: MemberConfig{ID: 4, Members: ms, Join: true}}
 	if got := j.bootstrapMissing(fsm.Initial()); len(got) != 0 {
 		t.Fatalf("joining member bootstraps %+v", got)
 	}

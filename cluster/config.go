@@ -137,27 +137,29 @@ func (t Timeouts) Validate() error {
 	return nil
 }
 
-// Config sets up a Node. Start from DefaultConfig.
-type Config struct {
+// MemberConfig sets up a Member. Start from DefaultMemberConfig.
+type MemberConfig struct {
 	// ID is this member's id (>= 1), its raft.ServerID in decimal.
 	ID uint64
 	// Dir holds the Raft log and stable store (raft.db, raft-boltdb/v2)
-	// and the Raft snapshots (snapshots/).
+	// and the Raft snapshots (snapshots/) that OpenRaft opens; the Member
+	// itself runs on the stores in Deps.Raft.
 	Dir string
 	// RaftAddr is the host:port the Raft transport binds and advertises;
 	// it must be this member's RaftAddr in Members.
 	RaftAddr string
-	// AdminAddr is where the control and admin endpoint (HTTP) listens:
-	// seals from a new primary, `seqd admin`. Loopback by default; give a
-	// routable address only on a trusted network (it can hand the
-	// primary role over).
+	// AdminAddr is where the admin endpoint (HTTP, ops.AdminHandler)
+	// listens, for `seqd admin`: people, not members (they talk on their
+	// peer ports). Loopback by default; give a routable address only on a
+	// trusted network (it can hand the primary role over).
 	AdminAddr string
 	// Members are the voters a new cluster starts with (this member
 	// included); used only when Dir holds no Raft state yet. Each has its
-	// raft, admin and stream (fetch) addresses.
+	// raft, admin and peer (StreamAddr: seal, fetch, status; served by a
+	// PeerServer with SetMember) addresses.
 	Members []fsm.Member
 	// Join: this member joins a running cluster and does not bootstrap;
-	// the primary adds it (seqd admin add-member, Node.AddMember).
+	// the primary adds it (seqd admin add-member, Member.AddMember).
 	Join bool
 	// Timeouts is the timing profile (LANTimeouts by default).
 	Timeouts Timeouts
@@ -177,15 +179,15 @@ type Config struct {
 	// RaftLog gets hashicorp/raft's warnings and errors (os.Stderr when
 	// nil; io.Discard silences them).
 	RaftLog io.Writer
-	// RaftStream, when set, carries Raft's RPCs instead of a TCP transport
-	// of its own on RaftAddr (which must still name it to the peers): the
-	// drill's fault injection (PartitionLayer) goes in here.
+	// RaftStream, when set, carries OpenRaft's RPCs instead of a TCP
+	// transport of its own on RaftAddr (which must still name it to the
+	// peers): the drill's fault injection (PartitionLayer) goes in here.
 	RaftStream raft.StreamLayer
 }
 
-// DefaultConfig returns the defaults: LAN timeouts, admin on loopback.
-func DefaultConfig() Config {
-	return Config{
+// DefaultMemberConfig returns the defaults: LAN timeouts, admin on loopback.
+func DefaultMemberConfig() MemberConfig {
+	return MemberConfig{
 		AdminAddr:          "127.0.0.1:7400",
 		Timeouts:           LANTimeouts(),
 		Sequencer:          sequencer.DefaultConfig(),
@@ -194,13 +196,10 @@ func DefaultConfig() Config {
 }
 
 // Validate reports the first field outside its allowed range.
-func (c Config) Validate() error {
+func (c MemberConfig) Validate() error {
 	bad := func(field string, v any, want string) error { return config.New(ErrConfig, field, v, want) }
 	if c.ID == 0 {
 		return bad("ID", c.ID, ">= 1")
-	}
-	if c.Dir == "" {
-		return bad("Dir", c.Dir, "a directory for the raft log and snapshots")
 	}
 	if c.RaftAddr == "" {
 		return bad("RaftAddr", c.RaftAddr, "host:port")
@@ -218,8 +217,10 @@ func (c Config) Validate() error {
 			return bad("Members", fmt.Sprintf("id %d", m.ID), "distinct ids >= 1")
 		}
 		ids[m.ID] = true
-		if m.RaftAddr == "" || m.AdminAddr == "" {
-			return bad("Members", fmt.Sprintf("member %d", m.ID), "a raft and an admin address each")
+		if m.RaftAddr == "" || m.AdminAddr == "" || m.StreamAddr == "" {
+			// The peer address (StreamAddr) is where a new primary seals
+			// the member and fetches what it lacks.
+			return bad("Members", fmt.Sprintf("member %d", m.ID), "a raft, an admin and a peer address each")
 		}
 		if m.ID == c.ID {
 			self = true

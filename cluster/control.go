@@ -1,155 +1,50 @@
 package cluster
 
 import (
-	"bytes"
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
-	"net/http"
 	"slices"
-	"strconv"
 	"time"
 
 	"github.com/hashicorp/raft"
 
 	"github.com/seqd/seqd/fsm"
+	"github.com/seqd/seqd/ops"
+	"github.com/seqd/seqd/wire"
 )
 
-// The control endpoint is HTTP with JSON bodies, on Config.AdminAddr:
-//
-//	POST /v1/seal?epoch=E            seal epoch E here: {"contiguous": N}
-//	GET  /v1/status                  this member: MemberStatus
-//	POST /v1/transfer?to=ID          (primary) hand the primary role to ID
-//	                                 (0: any standby): Handover
-//	POST /v1/members                 (primary) add a voter: fsm.Member JSON
-//	DELETE /v1/members?id=ID         (primary) remove a member
-//
-// Errors answer with a status other than 200 and the error's text.
-
-// SealReply is a member's answer to a seal.
-type SealReply struct {
-	ID         uint64 `json:"id"`
-	Contiguous uint64 `json:"contiguous"`
-	// HoldsOwn: the member was the sealed epoch's primary and its store
-	// holds everything it published then (it did not restart since).
-	HoldsOwn bool `json:"holds_own,omitempty"`
-	// HeldEpoch is the epoch of the newest record Contiguous counts (0:
-	// none, or a member that cannot tell). The leader caps an answer of
-	// an older epoch than the sealed one at that epoch's cut (capStale).
-	HeldEpoch uint32 `json:"held_epoch,omitempty"`
+// Seal seals this member's standby for epoch (it stops acking epoch and
+// every earlier one) and says what it holds: the answer to a new
+// primary's seal, on the peer port (PeerServer). Safe from any goroutine.
+func (n *Member) Seal(epoch uint32) (wire.PeerSealReply, error) {
+	c, held, err := n.fr.seal(epoch)
+	if err != nil {
+		return wire.PeerSealReply{}, err
+	}
+	r := wire.PeerSealReply{Member: n.cfg.ID, Contiguous: c, HeldEpoch: held}
+	if n.holdsOwn(uint64(epoch), c) {
+		r.Flags |= wire.PeerHoldsOwn
+	}
+	return r, nil
 }
 
-// MemberStatus is one member's view, for `seqd admin status`.
-type MemberStatus struct {
-	ID         uint64       `json:"id"`
-	Role       string       `json:"role"`
-	RaftState  string       `json:"raft_state"`
-	Term       uint64       `json:"term"`
-	Leader     uint64       `json:"leader"`
-	Session    uint64       `json:"session"`
-	Epoch      uint64       `json:"epoch"`
-	Primary    uint64       `json:"primary"`
-	EpochStart uint64       `json:"epoch_start"`
-	Applied    uint64       `json:"applied_index"`
-	Stable     uint64       `json:"stable,omitempty"`     // primary only
-	Published  uint64       `json:"published,omitempty"`  // primary only
-	Contiguous uint64       `json:"contiguous"`           // what this member's standby holds
-	StartedAt  int64        `json:"started_at,omitempty"` // wall ns of its current or last epoch's first record
-	StoppedAt  int64        `json:"stopped_at,omitempty"` // wall ns its last primary loop ended
-	Change     *Change      `json:"last_change,omitempty"`
-	Members    []fsm.Member `json:"members"`
-}
-
-// Handover is the outcome of a planned transfer of the primary role.
-type Handover struct {
-	From    uint64 `json:"from"`
-	To      uint64 `json:"to"`
-	Epoch   uint64 `json:"epoch"` // the new primary's epoch
-	Cut     uint64 `json:"cut"`
-	PauseUS int64  `json:"pause_us"` // old primary's last loop to the new one's first record
-}
-
-func (n *Node) controlHandler() http.Handler {
-	mux := http.NewServeMux()
-	mux.HandleFunc("POST /v1/seal", func(w http.ResponseWriter, r *http.Request) {
-		e, err := strconv.ParseUint(r.URL.Query().Get("epoch"), 10, 32)
-		if err != nil {
-			http.Error(w, "epoch: "+err.Error(), http.StatusBadRequest)
-			return
-		}
-		c, held, err := n.fr.seal(uint32(e))
-		if err != nil {
-			http.Error(w, err.Error(), http.StatusConflict)
-			return
-		}
-		writeJSON(w, SealReply{ID: n.cfg.ID, Contiguous: c, HoldsOwn: n.holdsOwn(e, c), HeldEpoch: held})
-	})
-	mux.HandleFunc("GET /v1/status", func(w http.ResponseWriter, r *http.Request) {
-		writeJSON(w, n.Status())
-	})
-	mux.HandleFunc("POST /v1/transfer", func(w http.ResponseWriter, r *http.Request) {
-		to, _ := strconv.ParseUint(r.URL.Query().Get("to"), 10, 64)
-		h, err := n.TransferPrimary(r.Context(), to)
-		if err != nil {
-			http.Error(w, err.Error(), httpStatus(err))
-			return
-		}
-		writeJSON(w, h)
-	})
-	mux.HandleFunc("POST /v1/members", func(w http.ResponseWriter, r *http.Request) {
-		var m fsm.Member
-		if err := json.NewDecoder(io.LimitReader(r.Body, 4096)).Decode(&m); err != nil {
-			http.Error(w, err.Error(), http.StatusBadRequest)
-			return
-		}
-		if err := n.AddMember(m); err != nil {
-			http.Error(w, err.Error(), httpStatus(err))
-			return
-		}
-		writeJSON(w, n.Status())
-	})
-	mux.HandleFunc("DELETE /v1/members", func(w http.ResponseWriter, r *http.Request) {
-		id, err := strconv.ParseUint(r.URL.Query().Get("id"), 10, 64)
-		if err != nil {
-			http.Error(w, "id: "+err.Error(), http.StatusBadRequest)
-			return
-		}
-		if err := n.RemoveMember(id); err != nil {
-			http.Error(w, err.Error(), httpStatus(err))
-			return
-		}
-		writeJSON(w, n.Status())
-	})
-	return mux
+// PeerStatus is this member's role, the epoch of its failover state and
+// the start of its current or last epoch as primary: what a member that
+// handed the primary role over waits on (TransferPrimary). Safe from any
+// goroutine.
+func (n *Member) PeerStatus() wire.PeerStatusReply {
+	return wire.PeerStatusReply{Member: n.cfg.ID, Epoch: n.fsm.State().Epoch(), StartedAt: n.startedAt.Load(), Role: uint8(n.Role())}
 }
 
 // minVoters is the fewest voters RemoveMember leaves.
 const minVoters = 3
 
-func httpStatus(err error) int {
-	switch {
-	case errors.Is(err, ErrTooFewVoters):
-		return http.StatusPreconditionFailed
-	case errors.Is(err, ErrNotPrimary):
-		return http.StatusMisdirectedRequest
-	case errors.Is(err, ErrUnknownMember):
-		return http.StatusNotFound
-	}
-	return http.StatusInternalServerError
-}
-
-func writeJSON(w http.ResponseWriter, v any) {
-	w.Header().Set("Content-Type", "application/json")
-	_ = json.NewEncoder(w).Encode(v) // a client that went away is its own problem
-}
-
 // Status is this member's view of the cluster.
-func (n *Node) Status() MemberStatus {
+func (n *Member) Status() ops.MemberStatus {
 	st := n.fsm.State()
 	_, leader := n.raft.LeaderWithID()
-	s := MemberStatus{
+	s := ops.MemberStatus{
 		ID:         n.cfg.ID,
 		Role:       n.Role().String(),
 		RaftState:  n.raft.State().String(),
@@ -165,8 +60,8 @@ func (n *Node) Status() MemberStatus {
 		Change:     n.lastChange.Load(),
 		Members:    st.Members(),
 	}
-	if c, ok := n.fr.get().(Contiguouser); ok {
-		s.Contiguous = c.Contiguous()
+	if f := n.fr.get(); f != nil {
+		s.Contiguous = f.Contiguous()
 	}
 	if n.Role() == RolePrimary {
 		// It holds what it published (its standby's store is its history).
@@ -177,13 +72,13 @@ func (n *Node) Status() MemberStatus {
 }
 
 // sealQuorum seals the current epoch of st on every voter (this member
-// directly, the others through their control endpoints) and returns, once
+// directly, the others through their peer ports: RequestSeal) and returns, once
 // a quorum answered, the highest contiguous seq among the answers (the
-// cut) and the fetch addresses of the members that answered, best first.
+// cut) and the peer addresses of the members that answered, best first.
 // Every quorum intersects the one that made any seq stable, and a sealed
 // member acks nothing more of the epoch, so the cut keeps every stable
 // seq and no later one can become stable.
-func (n *Node) sealQuorum(ctx context.Context, st *fsm.State) (uint64, []string, error) {
+func (n *Member) sealQuorum(ctx context.Context, st *fsm.State) (uint64, []string, error) {
 	epoch := st.Epoch()
 	var voters []fsm.Member
 	for _, m := range st.Members() {
@@ -217,7 +112,7 @@ func (n *Node) sealQuorum(ctx context.Context, st *fsm.State) (uint64, []string,
 				return
 			}
 			r, err := n.sealRemote(ctx, m, epoch)
-			answers <- answer{m, r.Contiguous, r.HoldsOwn, r.HeldEpoch, err}
+			answers <- answer{m, r.Contiguous, r.Flags&wire.PeerHoldsOwn != 0, r.HeldEpoch, err}
 		}()
 	}
 	type got struct {
@@ -323,51 +218,12 @@ func capStale(st *fsm.State, c uint64, held uint32) (uint64, bool) {
 	return cut.Last, true
 }
 
-func (n *Node) sealRemote(ctx context.Context, m fsm.Member, epoch uint64) (SealReply, error) {
-	var r SealReply
-	err := call(ctx, n.client, http.MethodPost, m.AdminAddr, "/v1/seal?epoch="+strconv.FormatUint(epoch, 10), nil, &r)
-	return r, err
-}
-
-// call does one request to a control endpoint and decodes the JSON answer
-// into out.
-func call(ctx context.Context, c *http.Client, method, addr, path string, body any, out any) error {
-	var rd io.Reader
-	if body != nil {
-		b, err := json.Marshal(body)
-		if err != nil {
-			return err
-		}
-		rd = bytes.NewReader(b)
+// sealRemote seals epoch on member m through its peer port.
+func (n *Member) sealRemote(ctx context.Context, m fsm.Member, epoch uint64) (wire.PeerSealReply, error) {
+	if m.StreamAddr == "" {
+		return wire.PeerSealReply{}, fmt.Errorf("%w: member %d has no peer address", ErrSealRefused, m.ID)
 	}
-	req, err := http.NewRequestWithContext(ctx, method, "http://"+addr+path, rd)
-	if err != nil {
-		return err
-	}
-	resp, err := c.Do(req)
-	if err != nil {
-		return err
-	}
-	defer resp.Body.Close()
-	b, err := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
-	if err != nil {
-		return err
-	}
-	if resp.StatusCode != http.StatusOK {
-		msg := string(bytes.TrimSpace(b))
-		switch resp.StatusCode {
-		case http.StatusMisdirectedRequest:
-			return fmt.Errorf("%w: %s", ErrNotPrimary, msg)
-		case http.StatusNotFound:
-			return fmt.Errorf("%w: %s", ErrUnknownMember, msg)
-		case http.StatusConflict:
-			return fmt.Errorf("%w: %s", ErrSealRefused, msg)
-		case http.StatusPreconditionFailed:
-			return fmt.Errorf("%w: %s", ErrTooFewVoters, msg)
-		}
-		return fmt.Errorf("%s %s: %s: %s", method, path, resp.Status, msg)
-	}
-	return json.Unmarshal(b, out)
+	return RequestSeal(ctx, m.StreamAddr, uint32(epoch))
 }
 
 // TransferPrimary hands the primary role to member to (0: the standby
@@ -377,20 +233,20 @@ func call(ctx context.Context, c *http.Client, method, addr, path string, body a
 // then seals, finds nothing to fetch, and begins the next epoch at once.
 // It returns when the new epoch is committed, with the pause between the
 // last loop of this primary and the first record of the new one.
-func (n *Node) TransferPrimary(ctx context.Context, to uint64) (Handover, error) {
+func (n *Member) TransferPrimary(ctx context.Context, to uint64) (ops.Handover, error) {
 	if n.Role() != RolePrimary {
-		return Handover{}, n.notPrimary()
+		return ops.Handover{}, n.notPrimary()
 	}
 	st := n.fsm.State()
 	var target fsm.Member
 	if to != 0 {
 		m, ok := st.Member(to)
 		if !ok || m.Role != fsm.Voter || to == n.cfg.ID {
-			return Handover{}, fmt.Errorf("%w: %d is not another voting member", ErrUnknownMember, to)
+			return ops.Handover{}, fmt.Errorf("%w: %d is not another voting member", ErrUnknownMember, to)
 		}
 		target = m
 	}
-	h := Handover{From: n.cfg.ID, To: to}
+	h := ops.Handover{From: n.cfg.ID, To: to}
 	// Let the standbys catch up with what was published, so the cut is
 	// the last seq and no message is sent again.
 	deadline := time.Now().Add(n.cfg.Timeouts.LeaderLease)
@@ -428,11 +284,13 @@ func (n *Node) TransferPrimary(ctx context.Context, to uint64) (Handover, error)
 				h.Cut = c.Last
 			}
 			// The pause ends at the new primary's first record: ask it
-			// until it sequences the new epoch.
+			// (on its peer port) until it sequences the new epoch.
 			m, _ := cur.Member(h.To)
 			for time.Now().Before(wait) && ctx.Err() == nil {
-				var ms MemberStatus
-				if err := call(ctx, n.client, http.MethodGet, m.AdminAddr, "/v1/status", nil, &ms); err == nil && ms.Role == RolePrimary.String() && ms.Epoch == h.Epoch && ms.StartedAt != 0 {
+				sctx, cancel := context.WithTimeout(ctx, n.cfg.Timeouts.Seal)
+				ms, err := RequestPeerStatus(sctx, m.StreamAddr)
+				cancel()
+				if err == nil && Role(ms.Role) == RolePrimary && ms.Epoch == h.Epoch && ms.StartedAt != 0 {
 					h.PauseUS = (ms.StartedAt - n.stoppedAt.Load()) / 1000
 					break
 				}
@@ -447,7 +305,7 @@ func (n *Node) TransferPrimary(ctx context.Context, to uint64) (Handover, error)
 	}
 }
 
-func (n *Node) notPrimary() error {
+func (n *Member) notPrimary() error {
 	addr, id := n.raft.LeaderWithID()
 	if id == "" {
 		return fmt.Errorf("%w: member %d (no leader known)", ErrNotPrimary, n.cfg.ID)
@@ -461,12 +319,17 @@ func (n *Node) notPrimary() error {
 // The new member must be started with the same members list and an empty
 // Dir; it does not bootstrap (a member not in its own list fails
 // Validate), so give it every member, itself included.
-func (n *Node) AddMember(m fsm.Member) error {
+func (n *Member) AddMember(m fsm.Member) error {
 	if !n.IsLeader() {
 		return n.notPrimary()
 	}
 	if m.Role == 0 {
 		m.Role = fsm.Voter
+	}
+	if m.StreamAddr == "" {
+		// A member no new primary can seal could leave the group
+		// without a quorum to seal.
+		return fmt.Errorf("%w: member %d has no peer address (ID@RAFT@ADMIN@PEER)", ErrConfig, m.ID)
 	}
 	var f raft.IndexFuture
 	if m.Role == fsm.Voter {
@@ -485,7 +348,7 @@ func (n *Node) AddMember(m fsm.Member) error {
 // refuses to remove the primary: transfer the role first), then raft's
 // configuration. It refuses to leave fewer than minVoters voters: to
 // replace a member, add the new one first, then remove the old.
-func (n *Node) RemoveMember(id uint64) error {
+func (n *Member) RemoveMember(id uint64) error {
 	if !n.IsLeader() {
 		return n.notPrimary()
 	}
@@ -513,3 +376,6 @@ func (n *Node) RemoveMember(id uint64) error {
 	}
 	return nil
 }
+
+// The admin endpoint serves a Member.
+var _ ops.Member = (*Member)(nil)

@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/seqd/seqd/fsm"
+	"github.com/seqd/seqd/ops"
 )
 
 // TestControl_AdminOverHTTP drives the admin endpoint as `seqd admin` does:
@@ -23,7 +24,7 @@ func TestControl_AdminOverHTTP(t *testing.T) {
 	}
 	ctx := context.Background()
 	e := p.node.State().Epoch() // 1, unless a loaded machine made raft change leaders
-	st, err := FetchStatus(ctx, standby.cfg.AdminAddr)
+	st, err := ops.FetchStatus(ctx, standby.cfg.AdminAddr)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -34,7 +35,7 @@ func TestControl_AdminOverHTTP(t *testing.T) {
 	// (a descheduled loop: Published 0 for a while): wait for it.
 	waitFor(t, "the primary's first turn", func() bool { return p.node.Status().Published > 0 })
 	primaries := 0
-	for _, a := range FetchAll(ctx, st) {
+	for _, a := range ops.FetchAll(ctx, st) {
 		if a.Err != nil {
 			t.Fatalf("member %d: %v", a.Member.ID, a.Err)
 		}
@@ -48,7 +49,7 @@ func TestControl_AdminOverHTTP(t *testing.T) {
 	if primaries != 1 {
 		t.Fatalf("%d primaries", primaries)
 	}
-	if _, err := RequestTransfer(ctx, standby.cfg.AdminAddr, 0); !errors.Is(err, ErrNotPrimary) {
+	if _, err := ops.RequestTransfer(ctx, standby.cfg.AdminAddr, 0); !errors.Is(err, ErrNotPrimary) {
 		t.Fatalf("transfer asked of a standby: %v, want ErrNotPrimary", err)
 	}
 	// Every member holds what the primary published (the quorum's
@@ -56,7 +57,7 @@ func TestControl_AdminOverHTTP(t *testing.T) {
 	for _, m := range c.members {
 		m.fol.set(p.node.Status().Published)
 	}
-	h, err := RequestTransfer(ctx, p.cfg.AdminAddr, standby.cfg.ID)
+	h, err := ops.RequestTransfer(ctx, p.cfg.AdminAddr, standby.cfg.ID)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -74,8 +75,8 @@ func TestControl_AdminOverHTTP(t *testing.T) {
 func TestSeal_OneVoterThatDoesNotAnswer(t *testing.T) {
 	c := newTestCluster(t, 1)
 	p := c.primary()
-	// Member 9 is down: nothing listens on its control address.
-	gone := fsm.Member{ID: 9, Role: fsm.Voter, RaftAddr: freeAddr(t), AdminAddr: freeAddr(t), StreamAddr: "fetch-9"}
+	// Member 9 is down: nothing listens on its peer address.
+	gone := fsm.Member{ID: 9, Role: fsm.Voter, RaftAddr: freeAddr(t), AdminAddr: freeAddr(t), StreamAddr: freeAddr(t)}
 	st := sessionState(t, []fsm.Member{gone}, fsm.BeginEpoch{Epoch: 1, Primary: gone.ID, PrevCut: 0})
 	cut, peers, err := p.node.sealQuorum(context.Background(), st)
 	if !errors.Is(err, ErrNoQuorum) {

@@ -245,7 +245,7 @@ func (w *deathWatch) check(r watchedRaft) watchOutcome {
 // raftHandle is watchedRaft over a running raft and its transport.
 type raftHandle struct {
 	r     *raft.Raft
-	trans *raft.NetworkTransport
+	trans raft.Transport
 	id    raft.ServerID
 }
 
@@ -313,7 +313,7 @@ func (h *raftHandle) TimeoutNow() error {
 // closed them, and its dialed ones are freshConns. Close (raft's
 // transport shutting down) closes the listener and then every connection
 // it dialed, as the kernel does for a process that dies: the peers' death
-// watches then see a member that shuts down (a leader whose Node is
+// watches then see a member that shuts down (a leader whose Member is
 // closed, the demo's kill) at once, not a heartbeat timeout later (raft
 // leaves its pooled connections open at shutdown).
 //

@@ -169,7 +169,7 @@ func newWatchGroup(t *testing.T) *watchGroup {
 		members = append(members, fsm.Member{ID: uint64(i + 1), Role: fsm.Voter, RaftAddr: pl.Addr().String(), AdminAddr: "127.0.0.1:1"})
 	}
 	for i := range 3 {
-		cfg := Config{ID: uint64(i + 1), Dir: t.TempDir(), RaftAddr: members[i].RaftAddr, Members: members,
+		cfg := MemberConfig{ID: uint64(i + 1), Dir: t.TempDir(), RaftAddr: members[i].RaftAddr, Members: members,
 			Timeouts: tm, RaftStream: g.layers[i], RaftLog: io.Discard,
 			Logger: slog.New(slog.NewTextHandler(tlogWriter{t}, nil))}
 		r, st, err := openRaft(cfg, fsm.New())
@@ -347,7 +347,7 @@ func TestDialProbe(t *testing.T) {
 }
 
 // TestDeathWatch_ShutDownLeaderIsReplacedAtOnce: a leader whose raft shuts
-// down (Node.Close, the demo's kill) closes the connections it dialed, as
+// down (Member.Close, the demo's kill) closes the connections it dialed, as
 // a dying process's kernel does, so the survivors' death watches replace
 // it at once; raft alone leaves its pooled connections open, and only the
 // minute of heartbeat timeout would.

@@ -12,19 +12,24 @@
 //     stream, persists it, applies it to a sequencer.State and acks the
 //     highest contiguous seq it holds to the primary; Seal, CatchUp and
 //     Takeover turn it into the next epoch's primary.
-//   - FetchServer and Fetch: a small TCP range protocol by which a member
-//     fetches the packets of a sealed epoch it lacks from another.
+//   - PeerServer: a member's peer port (the peer protocol of wire/peer.go,
+//     one TCP connection per request): Fetch, by which a member fetches
+//     the packets of a sealed epoch it lacks from another; RequestSeal;
+//     RequestPeerStatus. Members talk to each other only there and on
+//     Raft's transport.
 //
-// On the primary, the Node's shell hands every frame to a QuorumAcks
+// On the primary, the Member's shell hands every frame to a QuorumAcks
 // (NewQuorumAcks, the Deps.Acks of an epoch) and moves stable to its
 // Stable; a primary run by sequencer.Agent uses Agent.SetStableFunc with
 // SharedQuorum.Update instead (the Core queues the acks it receives).
 //
 // # Control path
 //
-// Node is one sequencer process of the group: hashicorp/raft (log and
-// stable store in raft-boltdb/v2, file snapshots, TCP transport) over the
-// failover state of package fsm, bootstrapped from Config.Members, with
+// Member is one sequencer process of the group: hashicorp/raft over the
+// failover state of package fsm, on the stores and transport handed to
+// NewMember in Deps.Raft (OpenRaft's in production: log and stable store
+// in raft-boltdb/v2, file snapshots, TCP transport; hashicorp/raft's
+// in-memory twins in tests), bootstrapped from MemberConfig.Members, with
 // members added and removed live (AddMember, RemoveMember: raft's
 // configuration and the fsm's member table). Timings come in named
 // profiles: LANTimeouts (300 ms heartbeat and election, 290 ms leader
@@ -38,11 +43,11 @@
 // request, not failed by it (freshconn.go). The timeouts can then be long
 // enough to ride out a starved leader (docs/failover-timing.md).
 //
-// The Raft leader is the primary. On becoming leader a Node records the
+// The Raft leader is the primary. On becoming leader a Member records the
 // bootstrap members still missing before epoch 1 (a bootstrap leader
 // deposed midway leaves the rest to the next) and a session if there is
-// none, seals the current epoch on every voter through their control
-// endpoints (HTTP, POST /v1/seal: the follower's Seal), takes the highest
+// none, seals the current epoch on every voter through their peer ports
+// (RequestSeal, answered by Member.Seal: Standby.Seal), takes the highest
 // contiguous seq reported as the cut once a quorum answered (plus a commit timeout of grace for the
 // rest), catches its standby up to it, stops its standby and builds the
 // primary's Core with sequencer.NewPrimary on the standby's State and
@@ -67,12 +72,13 @@
 // the stream; later epoch starts reach the running standby as the FSM
 // applies them (fsm.FSM.Notify).
 //
-// The control endpoint also serves `seqd admin`: GET /v1/status,
-// POST /v1/transfer (TransferPrimary: a planned handover that stops the
+// The admin endpoint, for people, serves `seqd admin` (package ops: the
+// Member is an ops.Member behind ops.AdminHandler): GET /v1/status, POST
+// /v1/transfer (TransferPrimary: a planned handover that stops the
 // primary once its standbys hold what it published, then transfers the
 // Raft leadership; the pause is measured) and /v1/members.
 //
-// For failover drills, Config.RaftStream takes a PartitionLayer: a TCP
+// For failover drills, MemberConfig.RaftStream takes a PartitionLayer: a TCP
 // stream layer that a drill cuts off (held connections closed, dials
 // refused, accepts closed) and heals (`seqd sequencer --fault-addr`).
 //

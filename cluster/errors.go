@@ -9,13 +9,10 @@ import "errors"
 var (
 	// ErrTooManyVoters: a membership has more voters than MaxVoters.
 	ErrTooManyVoters = errors.New("cluster: too many voters")
-	// ErrFetchProtocol: a fetch request or answer frame is malformed.
-	ErrFetchProtocol = errors.New("cluster: malformed fetch frame")
-	// ErrFetchVersion: a fetch request of another protocol version.
-	ErrFetchVersion = errors.New("cluster: unsupported fetch version")
 	// ErrFetchRange: a fetch of an empty or reversed range, or from seq 0.
 	ErrFetchRange = errors.New("cluster: bad fetch range")
-	// ErrFetchRefused: the fetch server answered with an error.
+	// ErrFetchRefused: the peer server answered a fetch with an error.
+	// (Malformed peer frames are wire's errors: wire.ErrPeer and its kin.)
 	ErrFetchRefused = errors.New("cluster: fetch refused")
 	// ErrPartitioned: a PartitionLayer refused a Raft dial while a drill
 	// has the member cut off.

@@ -89,7 +89,7 @@ func TestStandby_IdleSpin(t *testing.T) {
 }
 
 // TestPrimaryShell_IdleSpin: the primary's turn spins after a frame with
-// Config.IdleSpin, and blocks up to maxPrimaryWait without it.
+// MemberConfig.IdleSpin, and blocks up to maxPrimaryWait without it.
 func TestPrimaryShell_IdleSpin(t *testing.T) {
 	for _, spin := range []time.Duration{0, time.Hour} {
 		net, err := mem.NewNetwork(mem.Config{})
@@ -106,7 +106,7 @@ func TestPrimaryShell_IdleSpin(t *testing.T) {
 			t.Fatal(err)
 		}
 		var mono int64
-		n := &Node{cfg: Config{IdleSpin: spin}, deps: Deps{Clock: func() sequencer.Time {
+		n := &Member{cfg: MemberConfig{IdleSpin: spin}, deps: Deps{Clock: func() sequencer.Time {
 			mono += 1000
 			return sequencer.Time{Mono: mono, Wall: 1_700_000_000_000_000_000 + mono}
 		}}}

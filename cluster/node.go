@@ -17,16 +17,17 @@ import (
 
 	"github.com/seqd/seqd/fsm"
 	"github.com/seqd/seqd/internal/agent"
+	"github.com/seqd/seqd/ops"
 	"github.com/seqd/seqd/sequencer"
 	"github.com/seqd/seqd/transport"
 )
 
 // Follower is the data path of a member, as the control path uses it: the
 // standby that follows, persists and acks the stream (cluster.Standby).
-// The Node runs it (Run) while the member is not primary, seals it from
-// the control endpoint's goroutines meanwhile, and stops it before the
+// The Member runs it (Run) while the member is not primary, seals it from
+// the peer server's goroutines meanwhile, and stops it before the
 // Takeover that makes the member primary: the store it hands over then
-// belongs to the new primary's Core. After the primacy ends the Node
+// belongs to the new primary's Core. After the primacy ends the Member
 // opens a new one (Deps.NewFollower) on the same directory.
 type Follower interface {
 	// Run follows the stream until ctx ends (then it returns ctx.Err())
@@ -44,33 +45,23 @@ type Follower interface {
 	// history store that answers NAKs at or below it; called after Run
 	// returned.
 	Takeover(cut uint64) (sequencer.Takeover, error)
-}
-
-// EpochKnower is optional for a Follower (cluster.Standby has it): the
-// Node tells a follower it opens where every epoch of the session began,
-// from the failover state (after a restart, only once that state has
-// caught up with the group: awaitFailoverState), and the running one
-// each later epoch start as the FSM applies it (followers.tell, on Run's
-// goroutine, never Raft's). A standby that missed two or more epoch
-// changes (down or cut off meanwhile) cannot tell from the stream where
-// its own newest epoch was cut, and would keep and report the cut records
-// of its tail; told, it drops them and heals from the missed epoch's
-// start.
-type EpochKnower interface {
+	// KnowEpoch says where epoch began in the stream (start, its first
+	// seq). The Member tells a follower it opens where every epoch of the
+	// session began, from the failover state (after a restart, only once
+	// that state has caught up with the group: awaitFailoverState), and
+	// the running one each later epoch start as the FSM applies it
+	// (followers.tell, on Run's goroutine, never Raft's). A standby that
+	// missed two or more epoch changes (down or cut off meanwhile) cannot
+	// tell from the stream where its own newest epoch was cut, and would
+	// keep and report the cut records of its tail; told, it drops them
+	// and heals from the missed epoch's start.
 	KnowEpoch(epoch uint32, start uint64)
-}
-
-// HeldEpocher is optional for a Follower (cluster.Standby has it): the
-// epoch of the newest record its seal answer counts (0: none or unknown).
-// The sealing leader caps an answer whose epoch is older than the sealed
-// one at that epoch's cut (capStale).
-type HeldEpocher interface {
+	// HeldEpoch is the epoch of the newest record its seal answer counts
+	// (0: none or unknown). The sealing leader caps an answer whose epoch
+	// is older than the sealed one at that epoch's cut (capStale).
 	HeldEpoch() uint32
-}
-
-// Contiguouser is optional for a Follower: the highest contiguous seq it
-// holds, for `seqd admin status` (the lag).
-type Contiguouser interface {
+	// Contiguous is the highest contiguous seq it holds, for `seqd admin
+	// status` (the lag). Safe while Run runs.
 	Contiguous() uint64
 }
 
@@ -84,6 +75,9 @@ type Acks interface {
 	// Stable is the highest seq held by a quorum of the epoch's members,
 	// given that the primary published up to published.
 	Stable(published uint64) uint64
+	// SetVoters changes whose acks count within the epoch (a member
+	// added or removed during it); the tracker keeps what was stable.
+	SetVoters(voters []uint64) error
 }
 
 // Epoch describes an epoch this member starts as primary; Deps.Acks gets
@@ -96,19 +90,23 @@ type Epoch struct {
 	Self     uint64
 }
 
-// Deps are the Node's collaborators, each an interface so that tests hand
+// Deps are the Member's collaborators, each an interface so that tests hand
 // in small twins.
 type Deps struct {
 	// NewFollower opens this member's standby (required): at start, and
 	// again each time the member stops being primary.
 	NewFollower func() (Follower, error)
 	// Stream opens the primary's end of the stream transport when this
-	// member becomes primary; the Node closes it when it stops (required).
+	// member becomes primary; the Member closes it when it stops (required).
 	Stream func() (transport.Server, error)
 	// Acks returns the ack tracker of a new epoch (required).
 	Acks func(e Epoch) Acks
 	// Clock reads the time (sequencer.SystemClock when nil).
 	Clock func() sequencer.Time
+	// Raft is what the member's Raft runs on (required): OpenRaft's bolt
+	// stores and TCP transport in production, hashicorp/raft's in-memory
+	// twins in tests. The Member closes it.
+	Raft RaftDeps
 }
 
 // Role is what a member does now.
@@ -136,30 +134,15 @@ func (r Role) String() string {
 	return fmt.Sprintf("role(%d)", int32(r))
 }
 
-// Change is the timing of the last epoch change this member led, in
-// microseconds from becoming Raft leader.
-type Change struct {
-	Epoch      uint64 `json:"epoch"`
-	Cut        uint64 `json:"cut"`
-	SealUS     int64  `json:"seal_us"`      // seal answered by a quorum
-	CatchUpUS  int64  `json:"catchup_us"`   // holds 1..cut
-	CommitUS   int64  `json:"commit_us"`    // BeginEpoch committed
-	BarrierUS  int64  `json:"barrier_us"`   // every committed entry applied
-	TakeoverUS int64  `json:"takeover_us"`  // standby stopped, its State and store taken
-	OpenUS     int64  `json:"open_us"`      // stream transport open, Core built
-	StartedUS  int64  `json:"started_us"`   // first record of the epoch published
-	LeaderAtNS int64  `json:"leader_at_ns"` // wall clock when it became leader
-}
-
-// Node is one sequencer process of the Raft group: it runs hashicorp/raft
+// Member is one sequencer process of the Raft group: it runs hashicorp/raft
 // over the failover state (fsm), and is primary while it is the Raft
 // leader. See the package comment for the roles and the epoch change.
 //
 // Concurrency: Run owns the role changes; Status, TransferPrimary,
 // AddMember and RemoveMember are safe from any goroutine. The primary
 // sequences on a goroutine of its own, which alone touches the Core.
-type Node struct {
-	cfg   Config
+type Member struct {
+	cfg   MemberConfig
 	deps  Deps
 	log   *slog.Logger
 	fsm   *fsm.FSM
@@ -168,7 +151,6 @@ type Node struct {
 
 	admin   *http.Server
 	adminLn net.Listener
-	client  *http.Client
 
 	role atomic.Int32
 	// handover is set while a planned transfer stops this primary: the
@@ -199,7 +181,7 @@ type Node struct {
 	lastStamp  atomic.Int64
 	startedAt  atomic.Int64 // wall ns of the first record of the current epoch
 	stoppedAt  atomic.Int64 // wall ns the last primary loop of this member ended
-	lastChange atomic.Pointer[Change]
+	lastChange atomic.Pointer[ops.Change]
 	// own is the last epoch this process sequenced and what it published
 	// (nil after a restart: a crash may have lost what the store had not
 	// written yet).
@@ -208,20 +190,31 @@ type Node struct {
 	closeOnce sync.Once
 }
 
-// New validates cfg, opens the Raft stores in cfg.Dir (bootstrapping a new
-// cluster from cfg.Members when they are empty), starts Raft and the
-// control endpoint on cfg.AdminAddr. Call Run to take part in the roles.
-func New(cfg Config, deps Deps) (*Node, error) {
-	if err := cfg.Validate(); err != nil {
+// NewMember validates cfg and deps, starts Raft on deps.Raft
+// (bootstrapping a new cluster from cfg.Members when its stores are
+// empty) and the admin endpoint on cfg.AdminAddr. Call Run to take part
+// in the roles. The Member owns deps.Raft from here on, and closes it on
+// an error too.
+func NewMember(cfg MemberConfig, deps Deps) (*Member, error) {
+	fail := func(err error) (*Member, error) {
+		if deps.Raft.Close != nil {
+			_ = deps.Raft.Close()
+		}
 		return nil, err
+	}
+	if err := cfg.Validate(); err != nil {
+		return fail(err)
 	}
 	sc := cfg.Sequencer
 	sc.Session, sc.Epoch, sc.FirstSeq, sc.Standalone = 1, 1, 1, false
 	if err := sc.Validate(); err != nil {
-		return nil, err
+		return fail(err)
 	}
 	if deps.NewFollower == nil || deps.Stream == nil || deps.Acks == nil {
-		return nil, fmt.Errorf("%w: Deps need NewFollower, Stream and Acks", ErrConfig)
+		return fail(fmt.Errorf("%w: Deps need NewFollower, Stream and Acks", ErrConfig))
+	}
+	if err := deps.Raft.validate(); err != nil {
+		return fail(err)
 	}
 	if deps.Clock == nil {
 		deps.Clock = sequencer.SystemClock()
@@ -230,7 +223,7 @@ func New(cfg Config, deps Deps) (*Node, error) {
 	if log == nil {
 		log = slog.Default()
 	}
-	n := &Node{
+	n := &Member{
 		cfg:     cfg,
 		deps:    deps,
 		log:     log.With("member", cfg.ID),
@@ -238,21 +231,20 @@ func New(cfg Config, deps Deps) (*Node, error) {
 		relead:  make(chan struct{}, 1),
 		applied: make(chan struct{}, 1),
 		changed: make(chan struct{}, 1),
-		client:  &http.Client{Timeout: cfg.Timeouts.Seal},
 	}
 	n.fsm.Notify(n.applied)
 	n.fr = newFollowers(n)
 	ln, err := net.Listen("tcp", cfg.AdminAddr)
 	if err != nil {
-		return nil, fmt.Errorf("cluster: admin endpoint: %w", err)
+		return fail(fmt.Errorf("cluster: admin endpoint: %w", err))
 	}
 	n.adminLn = ln
-	n.raft, n.store, err = openRaft(cfg, n.fsm)
+	n.raft, n.store, err = startRaft(cfg, n.fsm, deps.Raft)
 	if err != nil {
 		ln.Close()
 		return nil, err
 	}
-	n.admin = &http.Server{Handler: n.controlHandler(), ReadHeaderTimeout: 5 * time.Second}
+	n.admin = &http.Server{Handler: ops.AdminHandler(n), ReadHeaderTimeout: 5 * time.Second}
 	go func() {
 		// Serve returns when the endpoint is closed (Close).
 		_ = n.admin.Serve(ln)
@@ -260,26 +252,26 @@ func New(cfg Config, deps Deps) (*Node, error) {
 	return n, nil
 }
 
-// AdminAddr is the address the control endpoint listens on.
-func (n *Node) AdminAddr() string { return n.adminLn.Addr().String() }
+// AdminAddr is the address the admin endpoint listens on.
+func (n *Member) AdminAddr() string { return n.adminLn.Addr().String() }
 
 // State is the failover state as this member has applied it.
-func (n *Node) State() *fsm.State { return n.fsm.State() }
+func (n *Member) State() *fsm.State { return n.fsm.State() }
 
 // Role is what this member does now.
-func (n *Node) Role() Role { return Role(n.role.Load()) }
+func (n *Member) Role() Role { return Role(n.role.Load()) }
 
 // Changed gets a token after the role changes or the failover state
 // moves (tokens coalesce: read Role and State after each), so that a
 // caller reporting role changes need not poll them.
-func (n *Node) Changed() <-chan struct{} { return n.changed }
+func (n *Member) Changed() <-chan struct{} { return n.changed }
 
-func (n *Node) setRole(r Role) {
+func (n *Member) setRole(r Role) {
 	n.role.Store(int32(r))
 	n.signalChanged()
 }
 
-func (n *Node) signalChanged() {
+func (n *Member) signalChanged() {
 	select {
 	case n.changed <- struct{}{}:
 	default:
@@ -291,7 +283,7 @@ type wakeRef struct{ w transport.Waker }
 
 // wakePrimary makes the primary's loop run a turn now, if this member
 // sequences; safe from any goroutine.
-func (n *Node) wakePrimary() {
+func (n *Member) wakePrimary() {
 	if r := n.primaryWake.Load(); r != nil {
 		r.w.Wake()
 	}
@@ -299,15 +291,15 @@ func (n *Node) wakePrimary() {
 
 // IsLeader says whether this member is the Raft leader (it may still be
 // sealing, not yet sequencing).
-func (n *Node) IsLeader() bool { return n.raft.State() == raft.Leader }
+func (n *Member) IsLeader() bool { return n.raft.State() == raft.Leader }
 
 // LastChange is the timing of the last epoch change this member led, or nil.
-func (n *Node) LastChange() *Change { return n.lastChange.Load() }
+func (n *Member) LastChange() *ops.Change { return n.lastChange.Load() }
 
 // Run takes part in the roles until ctx ends: primary while this member is
 // the Raft leader, standby otherwise. It returns ctx.Err() after stopping
 // the primary and Raft (Close is implied).
-func (n *Node) Run(ctx context.Context) error {
+func (n *Member) Run(ctx context.Context) error {
 	defer n.Close()
 	var (
 		cancel context.CancelFunc
@@ -381,8 +373,8 @@ func (n *Node) Run(ctx context.Context) error {
 	}
 }
 
-// Close stops the control endpoint and Raft. Run calls it when it returns.
-func (n *Node) Close() error {
+// Close stops the admin endpoint and Raft. Run calls it when it returns.
+func (n *Member) Close() error {
 	n.closeOnce.Do(func() {
 		n.setRole(RoleStopped)
 		n.admin.Close()
@@ -403,7 +395,7 @@ var errRejected = errors.New("cluster: proposal rejected")
 // lead runs while this member is the Raft leader: it changes the epoch and
 // sequences; an attempt that fails (no quorum to seal, a commit that
 // timed out) is retried after a heartbeat while still leader.
-func (n *Node) lead(ctx context.Context) {
+func (n *Member) lead(ctx context.Context) {
 	defer n.setRole(RoleStandby)
 	barrier, failures := false, 0
 	for ctx.Err() == nil && n.IsLeader() && !n.handover.Load() {
@@ -464,14 +456,14 @@ const maxLeadFailures = 3
 // then reads through a Barrier. A seal of a stale (older) epoch changes
 // nothing on the standbys of the current one. This saves one commit (a
 // replicated fsync) of the epoch change.
-func (n *Node) leadOnce(ctx context.Context, barrier bool) error {
+func (n *Member) leadOnce(ctx context.Context, barrier bool) error {
 	n.setRole(RoleSealing)
 	t0 := time.Now()
 	// A previous attempt may have stopped the standby to take it over.
 	if err := n.fr.start(ctx); err != nil {
 		return err
 	}
-	ch := &Change{LeaderAtNS: t0.UnixNano()}
+	ch := &ops.Change{LeaderAtNS: t0.UnixNano()}
 	timeout := n.cfg.Timeouts.Seal
 	if barrier {
 		if err := n.raft.Barrier(timeout).Error(); err != nil {
@@ -609,7 +601,7 @@ func (n *Node) leadOnce(ctx context.Context, barrier bool) error {
 	return n.sequence(ctx, core, out, acks, ch, t0)
 }
 
-// bootstrapMissing are the bootstrap members (Config.Members, voters
+// bootstrapMissing are the bootstrap members (MemberConfig.Members, voters
 // unless said otherwise) the failover state does not record yet, before
 // its first epoch; none once an epoch began (members then change only by
 // AddMember and RemoveMember) or for a member that joined. A leader that
@@ -618,7 +610,7 @@ func (n *Node) leadOnce(ctx context.Context, barrier bool) error {
 // only the members recorded so far, and the group could not seal without
 // them (a new primary is not a voter: "primary is not a voting member";
 // a state whose one voter died has no quorum).
-func (n *Node) bootstrapMissing(st *fsm.State) []fsm.Member {
+func (n *Member) bootstrapMissing(st *fsm.State) []fsm.Member {
 	if n.cfg.Join || st.Epoch() != 0 {
 		return nil
 	}
@@ -637,7 +629,7 @@ func (n *Node) bootstrapMissing(st *fsm.State) []fsm.Member {
 
 // apply proposes cmd and waits for it to commit, returning the state
 // right after it or the reason it was rejected.
-func (n *Node) apply(cmd fsm.Command) (*fsm.State, error) {
+func (n *Member) apply(cmd fsm.Command) (*fsm.State, error) {
 	b, err := fsm.Encode(cmd)
 	if err != nil {
 		return nil, err
@@ -653,7 +645,7 @@ func (n *Node) apply(cmd fsm.Command) (*fsm.State, error) {
 	return s, nil
 }
 
-func (n *Node) raftErr(op string, err error) error {
+func (n *Member) raftErr(op string, err error) error {
 	if errors.Is(err, raft.ErrNotLeader) || errors.Is(err, raft.ErrLeadershipLost) || errors.Is(err, raft.ErrLeadershipTransferInProgress) || errors.Is(err, raft.ErrRaftShutdown) {
 		return fmt.Errorf("%w: %s: %v", errNotLeader, op, err)
 	}
@@ -674,7 +666,7 @@ func (n *Node) raftErr(op string, err error) error {
 // it when raft reports the leadership lost), a handover, a membership
 // change. A stream server that cannot be woken is polled every
 // maxPrimaryWait, as before.
-func (n *Node) sequence(ctx context.Context, core *sequencer.Core, out teeSink, acks Acks, ch *Change, t0 time.Time) error {
+func (n *Member) sequence(ctx context.Context, core *sequencer.Core, out teeSink, acks Acks, ch *ops.Change, t0 time.Time) error {
 	srv := out.srv
 	sh := newPrimaryShell(n, core, srv, acks)
 	sh.out = out
@@ -705,14 +697,6 @@ func (n *Node) sequence(ctx context.Context, core *sequencer.Core, out teeSink, 
 
 	ckpt := newCheckpointer(n, ch.Epoch)
 	defer ckpt.stop()
-	// A member added or removed during the epoch changes whose acks
-	// count (the tracker keeps what was stable).
-	setVoters := func([]uint64) error { return nil }
-	if v, ok := acks.(interface{ SetVoters([]uint64) error }); ok {
-		setVoters = v.SetVoters
-	} else if q, ok := acks.(interface{ Quorum() *Quorum }); ok {
-		setVoters = q.Quorum().SetVoters
-	}
 	members := n.fsm.State()
 	// Between turns: stop at once when the leadership or the epoch ends,
 	// propose a checkpoint when due, follow membership changes.
@@ -727,7 +711,9 @@ func (n *Node) sequence(ctx context.Context, core *sequencer.Core, out teeSink, 
 						ids = append(ids, m.ID)
 					}
 				}
-				if err := setVoters(ids); err != nil {
+				// A member added or removed during the epoch changes
+				// whose acks count.
+				if err := acks.SetVoters(ids); err != nil {
 					n.log.Warn("quorum voters", "err", err)
 				}
 			}
@@ -751,7 +737,7 @@ var errHandingOver = errors.New("cluster: handing over")
 
 // stillPrimary is nil while this member may go on sequencing: ctx lives,
 // no handover began and raft still calls it leader.
-func (n *Node) stillPrimary(ctx context.Context) error {
+func (n *Member) stillPrimary(ctx context.Context) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
@@ -772,7 +758,7 @@ func (n *Node) stillPrimary(ctx context.Context) error {
 // the positions for Status and the checkpointer. A turn allocates
 // nothing.
 type primaryShell struct {
-	n       *Node
+	n       *Member
 	core    *sequencer.Core
 	srv     transport.Server
 	out     teeSink // the Core's Ready to srv (and the store)
@@ -783,7 +769,7 @@ type primaryShell struct {
 	onFrame transport.Handler
 	ackBuf  []sequencer.StandbyAck
 	run     *agent.Runner // idling (Config.IdleSpin), yielding, the clock
-	// wakeable: the server is a transport.Waker that the Node wakes when
+	// wakeable: the server is a transport.Waker that the Member wakes when
 	// the loop must look (sequence); the turn may then block until its
 	// next timed work.
 	wakeable bool
@@ -803,7 +789,7 @@ type primaryShell struct {
 // sequencing within a millisecond of raft noticing it.
 const maxPrimaryWait = time.Millisecond
 
-func newPrimaryShell(n *Node, core *sequencer.Core, srv transport.Server, acks Acks) *primaryShell {
+func newPrimaryShell(n *Member, core *sequencer.Core, srv transport.Server, acks Acks) *primaryShell {
 	sh := &primaryShell{n: n, core: core, srv: srv, out: teeSink{srv: srv}, acks: acks, clock: n.deps.Clock, ackBuf: make([]sequencer.StandbyAck, 0, 64)}
 	sh.onFrame = sh.frame
 	cfg := agent.DefaultConfig()
@@ -896,7 +882,7 @@ func (sh *primaryShell) turn() (sequencer.Time, error) {
 // CheckpointInterval when stable moved, without blocking the sequencing
 // loop: one proposal in flight at a time, on a goroutine of its own.
 type checkpointer struct {
-	n       *Node
+	n       *Member
 	epoch   uint64
 	next    int64 // mono ns of the next proposal
 	last    uint64
@@ -905,7 +891,7 @@ type checkpointer struct {
 	stopped atomic.Bool
 }
 
-func newCheckpointer(n *Node, epoch uint64) *checkpointer {
+func newCheckpointer(n *Member, epoch uint64) *checkpointer {
 	c := &checkpointer{n: n, epoch: epoch}
 	if cp, ok := n.fsm.State().LastCheckpoint(); ok {
 		c.last = cp.Seq // checkpoints grow: the next must be above it
@@ -968,7 +954,7 @@ type ownEpoch struct {
 // holdsOwn says whether this member, sealed for epoch with contiguous
 // held, holds everything it published as that epoch's primary: only then
 // does its answer count toward the seal's quorum (sealQuorum).
-func (n *Node) holdsOwn(epoch, contiguous uint64) bool {
+func (n *Member) holdsOwn(epoch, contiguous uint64) bool {
 	o := n.own.Load()
 	return o != nil && o.epoch == epoch && contiguous >= o.published
 }

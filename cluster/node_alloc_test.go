@@ -28,7 +28,7 @@ func TestPrimaryShell_TurnAllocatesNothing(t *testing.T) {
 		t.Fatal(err)
 	}
 	var mono int64
-	n := &Node{deps: Deps{Clock: func() sequencer.Time {
+	n := &Member{deps: Deps{Clock: func() sequencer.Time {
 		mono += 1000
 		return sequencer.Time{Mono: mono, Wall: 1_700_000_000_000_000_000 + mono}
 	}}}

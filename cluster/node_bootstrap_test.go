@@ -7,12 +7,12 @@ import (
 	"github.com/seqd/seqd/fsm"
 )
 
-// TestNode_PartialBootstrapCompleted: a bootstrap leader deposed after
+// TestMember_PartialBootstrapCompleted: a bootstrap leader deposed after
 // its first AddMember leaves the failover state with one of the three
 // configured members and no session. The next leader adds the members
 // still missing (not only when the table is empty) before it starts the
 // session, so every configured member is a voter of epoch 1.
-func TestNode_PartialBootstrapCompleted(t *testing.T) {
+func TestMember_PartialBootstrapCompleted(t *testing.T) {
 	c := &testCluster{t: t, timeouts: unitTimeouts()}
 	ms := memberList(t, 3)
 	for _, m := range ms {

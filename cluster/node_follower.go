@@ -16,10 +16,10 @@ import (
 // followers runs the member's standby, one at a time: from start until a
 // lead stops it to take over its store, and again (a new one on the same
 // directory) when the primacy ends. A follower that fails by itself
-// reports on errc, and the Node's Run returns the error: a member that
+// reports on errc, and the Member's Run returns the error: a member that
 // cannot follow the stream must not stay in the group looking healthy.
 type followers struct {
-	n    *Node
+	n    *Member
 	errc chan error
 	// mu guards the fields below. Lock order: mu, then the follower's
 	// own lock (start and tell call KnowEpoch under mu, so no epoch start
@@ -31,7 +31,7 @@ type followers struct {
 	told   uint64 // the newest epoch cur was told the start of
 }
 
-func newFollowers(n *Node) *followers {
+func newFollowers(n *Member) *followers {
 	return &followers{n: n, errc: make(chan error, 1)}
 }
 
@@ -53,12 +53,9 @@ func (fr *followers) start(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("cluster: open the standby: %w", err)
 	}
-	fr.told = 0
-	if k, ok := f.(EpochKnower); ok {
-		st := fr.n.fsm.State()
-		knowEpochs(k, st, 0)
-		fr.told = st.Epoch()
-	}
+	st := fr.n.fsm.State()
+	knowEpochs(f, st, 0)
+	fr.told = st.Epoch()
 	fctx, cancel := context.WithCancel(ctx)
 	done := make(chan struct{})
 	fr.cur, fr.cancel, fr.done = f, cancel, done
@@ -108,11 +105,7 @@ func (fr *followers) seal(epoch uint32) (uint64, uint32, error) {
 	if err != nil {
 		return 0, 0, err
 	}
-	var held uint32
-	if h, ok := f.(HeldEpocher); ok {
-		held = h.HeldEpoch()
-	}
-	return c, held, nil
+	return c, f.HeldEpoch(), nil
 }
 
 // tell tells the running follower where each epoch that began since it
@@ -123,15 +116,14 @@ func (fr *followers) seal(epoch uint32) (uint64, uint32, error) {
 func (fr *followers) tell() {
 	fr.mu.Lock()
 	defer fr.mu.Unlock()
-	k, ok := fr.cur.(EpochKnower)
-	if !ok {
-		return // none runs (primary), or it cannot use them
+	if fr.cur == nil {
+		return // none runs (primary)
 	}
 	st := fr.n.fsm.State()
 	if st.Epoch() <= fr.told {
 		return
 	}
-	knowEpochs(k, st, fr.told)
+	knowEpochs(fr.cur, st, fr.told)
 	fr.told = st.Epoch()
 }
 
@@ -139,7 +131,7 @@ func (fr *followers) tell() {
 // began, oldest first: epoch e+1 at the cut of e plus one, and the
 // current epoch at its start (1 when the session began inside it). Cuts
 // of older sessions number another sequence and are left out.
-func knowEpochs(k EpochKnower, st *fsm.State, after uint64) {
+func knowEpochs(k Follower, st *fsm.State, after uint64) {
 	if st.Session() == 0 {
 		return
 	}
@@ -165,7 +157,7 @@ const openCatchUpFactor = 20
 // caught up with the group (fsmCaughtUp), when ctx ends, or after
 // openCatchUpFactor seal timeouts, saying which in the log. A new member
 // (nothing on disk) does not wait: it missed nothing.
-func (n *Node) awaitFailoverState(ctx context.Context) {
+func (n *Member) awaitFailoverState(ctx context.Context) {
 	from := n.store.startIndex
 	if from == 0 {
 		return
@@ -206,7 +198,7 @@ func (n *Node) awaitFailoverState(ctx context.Context) {
 // applied, and the FSM's own index counts commands only: the entries
 // between the two are read from the log (noops and configuration changes
 // do not matter).
-func (n *Node) fsmCaughtUp(from uint64) bool {
+func (n *Member) fsmCaughtUp(from uint64) bool {
 	commit := n.raft.CommitIndex()
 	if commit < from || n.raft.AppliedIndex() < commit {
 		return false
@@ -214,7 +206,7 @@ func (n *Node) fsmCaughtUp(from uint64) bool {
 	applied := n.fsm.State().AppliedIndex()
 	var l raft.Log
 	for i := commit; i > applied; i-- {
-		err := n.store.bolt.GetLog(i, &l)
+		err := n.store.deps.Logs.GetLog(i, &l)
 		if errors.Is(err, raft.ErrLogNotFound) {
 			break // compacted: in a snapshot the FSM took or restored
 		}
@@ -225,10 +217,5 @@ func (n *Node) fsmCaughtUp(from uint64) bool {
 	return true
 }
 
-// The standby the Node runs heals its stale tail and reports its epoch;
-// its store is what the member's fetch server serves.
-var (
-	_ EpochKnower = (*standby.Agent)(nil)
-	_ HeldEpocher = (*standby.Agent)(nil)
-	_ FetchSource = (*standby.Agent)(nil)
-)
+// The standby is the Member's follower.
+var _ Follower = (*standby.Agent)(nil)

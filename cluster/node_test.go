@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"net"
 	"os"
 	"slices"
 	"strings"
@@ -13,17 +14,22 @@ import (
 	"testing"
 	"time"
 
+	"github.com/hashicorp/raft"
+
 	"github.com/seqd/seqd/fsm"
 	"github.com/seqd/seqd/internal/freeport"
+	"github.com/seqd/seqd/ops"
 	"github.com/seqd/seqd/sequencer"
 	"github.com/seqd/seqd/transport"
 	"github.com/seqd/seqd/transport/mem"
 )
 
-// These tests run real hashicorp/raft members (bolt stores in temp dirs,
-// TCP on loopback) with a twin of the data path: fakeFollower holds a
-// contiguous seq the test sets, and the stream is an in-memory network.
-// Waits poll with a deadline; no test asserts a duration.
+// These tests run real hashicorp/raft members with a twin of the data
+// path: fakeFollower holds a contiguous seq the test sets, and the stream
+// is an in-memory network. Raft runs on hashicorp/raft's in-memory stores
+// and transport (inmemRaft) unless a test needs the production path
+// (newRealTestCluster: bolt stores in temp dirs, TCP on loopback, the
+// death watch). Waits poll with a deadline; no test asserts a duration.
 
 const wait = 20 * time.Second
 
@@ -141,8 +147,9 @@ type allAcks struct{}
 
 func (allAcks) Observe([]byte, transport.Peer) {}
 func (allAcks) Stable(published uint64) uint64 { return published }
+func (allAcks) SetVoters([]uint64) error       { return nil }
 
-// trackedAcks is allAcks that records the voters the Node gives it, and
+// trackedAcks is allAcks that records the voters the Member gives it, and
 // raises stable (the cluster's; nil: none) to what it made stable.
 type trackedAcks struct {
 	allAcks
@@ -177,9 +184,10 @@ func (a *trackedAcks) voters() []uint64 {
 }
 
 type member struct {
-	cfg    Config
+	cfg    MemberConfig
 	fol    *fakeFollower
-	node   *Node
+	node   *Member
+	peer   *PeerServer // on its peer address: seals and status (no store)
 	cancel context.CancelFunc
 	done   chan error
 	epochs atomic.Int32 // epochs this member began as primary
@@ -196,6 +204,57 @@ type testCluster struct {
 	// stream opens each primary's stream server (nil: an in-memory
 	// network's).
 	stream func() (transport.Server, error)
+	// real: members run on OpenRaft (bolt, TCP); otherwise on inmem.
+	real  bool
+	inmem inmemRaft
+}
+
+// inmemRaft is hashicorp/raft's in-memory twins for a test cluster's
+// members: the stores of each directory outlive the member (a member
+// restarted on its directory finds its Raft state, as on bolt), and each
+// member's transport is connected to every running member's. A member
+// that closes is disconnected from the others: their RPCs to it fail at
+// once, as a dead process's port refuses them.
+type inmemRaft struct {
+	mu    sync.Mutex
+	disks map[string]*inmemDisk
+	trans map[raft.ServerAddress]*raft.InmemTransport
+}
+
+type inmemDisk struct {
+	logs  *raft.InmemStore
+	snaps *raft.InmemSnapshotStore
+}
+
+func (r *inmemRaft) deps(dir, addr string) RaftDeps {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.disks == nil {
+		r.disks, r.trans = map[string]*inmemDisk{}, map[raft.ServerAddress]*raft.InmemTransport{}
+	}
+	d := r.disks[dir]
+	if d == nil {
+		d = &inmemDisk{logs: raft.NewInmemStore(), snaps: raft.NewInmemSnapshotStore()}
+		r.disks[dir] = d
+	}
+	a := raft.ServerAddress(addr)
+	_, tr := raft.NewInmemTransport(a)
+	for oa, o := range r.trans {
+		tr.Connect(oa, o)
+		o.Connect(a, tr)
+	}
+	r.trans[a] = tr
+	return RaftDeps{Logs: d.logs, Stable: d.logs, Snapshots: d.snaps, Transport: tr, Close: func() error {
+		r.mu.Lock()
+		defer r.mu.Unlock()
+		if r.trans[a] == tr {
+			delete(r.trans, a)
+		}
+		for _, o := range r.trans {
+			o.Disconnect(a)
+		}
+		return tr.Close()
+	}}
 }
 
 // sessionState is a failover state built by hand: members recorded, a
@@ -227,7 +286,7 @@ func freeAddr(t *testing.T) string {
 func memberList(t *testing.T, k int) []fsm.Member {
 	var ms []fsm.Member
 	for id := 1; id <= k; id++ {
-		ms = append(ms, fsm.Member{ID: uint64(id), Role: fsm.Voter, RaftAddr: freeAddr(t), AdminAddr: freeAddr(t), StreamAddr: fmt.Sprintf("fetch-%d", id)})
+		ms = append(ms, fsm.Member{ID: uint64(id), Role: fsm.Voter, RaftAddr: freeAddr(t), AdminAddr: freeAddr(t), StreamAddr: freeAddr(t)})
 	}
 	return ms
 }
@@ -252,7 +311,19 @@ func unitTimeouts() Timeouts {
 
 func newTestClusterWith(t *testing.T, k int, timeouts Timeouts) *testCluster {
 	t.Helper()
-	c := &testCluster{t: t, timeouts: timeouts}
+	return newTestClusterOn(t, k, timeouts, false)
+}
+
+// newRealTestCluster runs its members on the production Raft path
+// (OpenRaft: bolt stores, TCP, the death watch).
+func newRealTestCluster(t *testing.T, k int, timeouts Timeouts) *testCluster {
+	t.Helper()
+	return newTestClusterOn(t, k, timeouts, true)
+}
+
+func newTestClusterOn(t *testing.T, k int, timeouts Timeouts, real bool) *testCluster {
+	t.Helper()
+	c := &testCluster{t: t, timeouts: timeouts, real: real}
 	ms := memberList(t, k)
 	for _, m := range ms {
 		c.start(m, ms, false)
@@ -283,11 +354,11 @@ func (c *testCluster) startWith(self fsm.Member, ms []fsm.Member, join bool, dir
 	return m
 }
 
-// open builds a member's Node (raft runs, the roles do not: run).
+// open builds a member's Member (raft runs, the roles do not: run).
 func (c *testCluster) open(self fsm.Member, ms []fsm.Member, join bool, dir string) *member {
 	t := c.t
 	t.Helper()
-	cfg := DefaultConfig()
+	cfg := DefaultMemberConfig()
 	cfg.ID, cfg.Dir, cfg.RaftAddr, cfg.AdminAddr = self.ID, dir, self.RaftAddr, self.AdminAddr
 	cfg.Members, cfg.Join = ms, join
 	cfg.Timeouts = c.timeouts
@@ -316,16 +387,46 @@ func (c *testCluster) open(self fsm.Member, ms []fsm.Member, join bool, dir stri
 			return a
 		},
 	}
-	n, err := New(cfg, deps)
+	if c.real {
+		rd, err := OpenRaft(cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		deps.Raft = rd
+	} else {
+		deps.Raft = c.inmem.deps(dir, self.RaftAddr)
+	}
+	n, err := NewMember(cfg, deps)
 	if err != nil {
 		t.Fatal(err)
 	}
 	m.node = n
+	ln, err := net.Listen("tcp", self.StreamAddr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m.peer, err = NewPeerServer(DefaultPeerServerConfig(), nil, ln)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m.peer.SetMember(n)
+	srv := m.peer
+	go func() { _ = srv.Serve() }()
 	c.members = append(c.members, m)
 	return m
 }
 
-// run takes the member's Node into the roles (Node.Run).
+// peerAddr is the member's peer address (its StreamAddr).
+func (m *member) peerAddr() string {
+	for _, o := range m.cfg.Members {
+		if o.ID == m.cfg.ID {
+			return o.StreamAddr
+		}
+	}
+	return ""
+}
+
+// run takes the member's Member into the roles (Member.Run).
 func (m *member) run() {
 	ctx, cancel := context.WithCancel(context.Background())
 	m.cancel = cancel
@@ -337,6 +438,10 @@ func (m *member) stop() {
 		m.cancel()
 		<-m.done
 		m.cancel = nil
+	}
+	if m.peer != nil {
+		m.peer.Close()
+		m.peer = nil
 	}
 }
 
@@ -391,7 +496,7 @@ func (c *testCluster) primary() *member {
 	return nil
 }
 
-func TestNode_ElectionBeginsEpochOne(t *testing.T) {
+func TestMember_ElectionBeginsEpochOne(t *testing.T) {
 	c := newTestCluster(t, 3)
 	p := c.primary()
 	for _, m := range c.members {
@@ -414,7 +519,7 @@ func TestNode_ElectionBeginsEpochOne(t *testing.T) {
 	}
 }
 
-func TestNode_LeaderChangeBeginsNextEpochAtCut(t *testing.T) {
+func TestMember_LeaderChangeBeginsNextEpochAtCut(t *testing.T) {
 	c := newTestCluster(t, 3)
 	old := c.primary()
 	// The standbys hold different prefixes; the new primary must start
@@ -458,7 +563,7 @@ func TestNode_LeaderChangeBeginsNextEpochAtCut(t *testing.T) {
 	t.Logf("epoch change after the leader stopped: %+v", *p.node.LastChange())
 }
 
-func TestNode_TransferPrimary(t *testing.T) {
+func TestMember_TransferPrimary(t *testing.T) {
 	c := newTestCluster(t, 3)
 	old := c.primary()
 	var to *member
@@ -486,7 +591,7 @@ func TestNode_TransferPrimary(t *testing.T) {
 	}
 }
 
-func TestNode_AddAndRemoveMemberLive(t *testing.T) {
+func TestMember_AddAndRemoveMemberLive(t *testing.T) {
 	c := newTestCluster(t, 3)
 	p := c.primary()
 	ms := memberList(t, 4)
@@ -522,7 +627,7 @@ func TestNode_AddAndRemoveMemberLive(t *testing.T) {
 			if err := p.node.RemoveMember(m.cfg.ID); !errors.Is(err, ErrTooFewVoters) {
 				t.Fatalf("removing member %d of three: %v, want ErrTooFewVoters", m.cfg.ID, err)
 			}
-			if err := RequestRemoveMember(context.Background(), p.cfg.AdminAddr, m.cfg.ID); !errors.Is(err, ErrTooFewVoters) {
+			if err := ops.RequestRemoveMember(context.Background(), p.cfg.AdminAddr, m.cfg.ID); !errors.Is(err, ErrTooFewVoters) {
 				t.Fatalf("removing member %d of three over HTTP: %v, want ErrTooFewVoters", m.cfg.ID, err)
 			}
 			break
@@ -543,9 +648,9 @@ func TestNode_AddAndRemoveMemberLive(t *testing.T) {
 	}
 }
 
-// TestNode_PrimaryStopsWithoutQuorum: a primary that cannot reach a
+// TestMember_PrimaryStopsWithoutQuorum: a primary that cannot reach a
 // quorum stops sequencing once raft's leader lease runs out, on its own.
-func TestNode_PrimaryStopsWithoutQuorum(t *testing.T) {
+func TestMember_PrimaryStopsWithoutQuorum(t *testing.T) {
 	c := newTestCluster(t, 3)
 	p := c.primary()
 	for _, m := range c.members {
@@ -565,11 +670,12 @@ func TestNode_PrimaryStopsWithoutQuorum(t *testing.T) {
 	}
 }
 
-// TestNode_RestartedMemberRejoinsAsStandby: a member restarted on its
+// TestMember_RestartedMemberRejoinsAsStandby: a member restarted on its
 // directory keeps its raft state (no second bootstrap), follows the new
 // epoch and can become primary again later, at a new epoch.
-func TestNode_RestartedMemberRejoinsAsStandby(t *testing.T) {
-	c := newTestCluster(t, 3)
+func TestMember_RestartedMemberRejoinsAsStandby(t *testing.T) {
+	// On bolt and TCP: the restart reads the raft state back from disk.
+	c := newRealTestCluster(t, 3, unitTimeouts())
 	old := c.primary()
 	for _, m := range c.members {
 		m.fol.set(old.node.Status().Published)
@@ -598,14 +704,15 @@ func TestNode_RestartedMemberRejoinsAsStandby(t *testing.T) {
 	}
 }
 
-// TestNode_FailoverTimeLAN logs, with the LAN profile, the time from
+// TestMember_FailoverTimeLAN logs, with the LAN profile, the time from
 // stopping the primary to the first record of the next epoch (the control
 // path alone: the data path is a twin). It asserts no duration.
-func TestNode_FailoverTimeLAN(t *testing.T) {
+func TestMember_FailoverTimeLAN(t *testing.T) {
 	if testing.Short() {
 		t.Skip("timing log only")
 	}
-	c := newTestClusterWith(t, 3, LANTimeouts())
+	// The production path: the death watch replaces the stopped primary.
+	c := newRealTestCluster(t, 3, LANTimeouts())
 	old := c.primary()
 	for _, m := range c.members {
 		m.fol.set(old.node.Status().Published)
@@ -617,11 +724,11 @@ func TestNode_FailoverTimeLAN(t *testing.T) {
 	t.Logf("primary stopped -> first record of epoch %d: %.1f ms (%+v)", p.node.State().Epoch(), float64(started.Sub(stopped).Microseconds())/1000, *p.node.LastChange())
 }
 
-// TestNode_LeaderThatCannotTakeOverStepsAside: a leader whose standby
+// TestMember_LeaderThatCannotTakeOverStepsAside: a leader whose standby
 // cannot take over (every Takeover fails) hands the Raft leadership to
 // another member after a few attempts, and that one becomes primary:
 // the group is not left without one.
-func TestNode_LeaderThatCannotTakeOverStepsAside(t *testing.T) {
+func TestMember_LeaderThatCannotTakeOverStepsAside(t *testing.T) {
 	// TransferPrimary waits 4 seal timeouts for the new epoch, and the
 	// epoch comes only after maxLeadFailures attempts a heartbeat apart,
 	// a leadership transfer and another member's epoch change (2.5 s
@@ -739,7 +846,7 @@ func TestSeal_PrimaryThatHoldsItsEpochCounts(t *testing.T) {
 // TestSeal_StaleTailCountsOnlyToItsEpochsCut: a member that missed the
 // changes to epochs 2 and 3 holds records of epoch 1 past epoch 1's cut
 // (cut records, never stable) and cannot tell; it answers the seal over
-// HTTP with the epoch of its newest record, and the leader counts it only
+// its peer port with the epoch of its newest record, and the leader counts it only
 // up to that epoch's cut and fetches nothing from it. Counted as it came,
 // the cut would rise past seqs epochs 2 and 3 gave to other messages
 // (found by the simulator).
@@ -772,13 +879,13 @@ func TestSeal_StaleTailCountsOnlyToItsEpochsCut(t *testing.T) {
 	if cut != 850 {
 		t.Fatalf("cut %d, want 850: the stale member's epoch 1 tail past its cut 500 was counted", cut)
 	}
-	if slices.Contains(peers, fmt.Sprintf("fetch-%d", stale.cfg.ID)) {
+	if slices.Contains(peers, stale.peerAddr()) {
 		t.Fatalf("peers %v include the stale member %d", peers, stale.cfg.ID)
 	}
 	// Once a quorum answered, the rest get only a short grace, so on a
 	// loaded machine one of the three may be missing; every peer offered
 	// must be one of them.
-	want := []string{fmt.Sprintf("fetch-%d", x.cfg.ID), fmt.Sprintf("fetch-%d", y.cfg.ID), fmt.Sprintf("fetch-%d", z.cfg.ID)}
+	want := []string{x.peerAddr(), y.peerAddr(), z.peerAddr()}
 	if len(peers) < 2 {
 		t.Fatalf("peers %v, want at least two of %v (a quorum of five with the stale member)", peers, want)
 	}
@@ -789,12 +896,12 @@ func TestSeal_StaleTailCountsOnlyToItsEpochsCut(t *testing.T) {
 	}
 }
 
-// TestNode_OpenedFollowerKnowsEveryEpochStart: a standby the Node opens
+// TestMember_OpenedFollowerKnowsEveryEpochStart: a standby the Member opens
 // is told where every epoch of the session began (from the failover
 // state), oldest first, so that one that missed several epoch changes
 // drops the cut records of its tail and heals from the first epoch it
 // missed (the simulator's members are told the same on every open).
-func TestNode_OpenedFollowerKnowsEveryEpochStart(t *testing.T) {
+func TestMember_OpenedFollowerKnowsEveryEpochStart(t *testing.T) {
 	c := newTestCluster(t, 3)
 	// a is the primary of epoch 1.
 	a, b, s := c.primaryAndOthers()
@@ -879,12 +986,12 @@ func (c *testCluster) transfer(from, to *member) {
 	}
 }
 
-// TestNode_RestartedMemberKnowsEpochsItMissed: a member down while two
+// TestMember_RestartedMemberKnowsEpochsItMissed: a member down while two
 // epochs began restarts on its raft directory (bolt log, no snapshot).
 // Raft replays nothing into the FSM until the leader tells the member
 // what is committed, so a standby opened at once would be told no epoch
 // start and heal a stale tail wrong (keep a deposed primary's records).
-// The Node opens it only once the failover state has caught up with what
+// The Member opens it only once the failover state has caught up with what
 // was on its disk and Raft's commit index, and tells it each later epoch
 // start as it applies: it starts following knowing at least the epochs it
 // had on disk, and is soon told every epoch start, oldest first.
@@ -894,7 +1001,7 @@ func (c *testCluster) transfer(from, to *member) {
 // far, so the first batch of the log can satisfy the wait with the last
 // BeginEpoch still on its way (1 run in 20 under load); the standby then
 // learns that start a moment later (EpochStarts' sorted insert).
-func TestNode_RestartedMemberKnowsEpochsItMissed(t *testing.T) {
+func TestMember_RestartedMemberKnowsEpochsItMissed(t *testing.T) {
 	c := newTestCluster(t, 3)
 	// a is the primary of epoch 1.
 	a, b, s := c.primaryAndOthers()
@@ -928,10 +1035,10 @@ func TestNode_RestartedMemberKnowsEpochsItMissed(t *testing.T) {
 	}
 }
 
-// TestNode_RunningFollowerToldEachNewEpoch: a member's running standby is
+// TestMember_RunningFollowerToldEachNewEpoch: a member's running standby is
 // told each epoch start as its FSM applies the BeginEpoch, without being
 // reopened (it may have missed the epoch's stream while cut off).
-func TestNode_RunningFollowerToldEachNewEpoch(t *testing.T) {
+func TestMember_RunningFollowerToldEachNewEpoch(t *testing.T) {
 	c := newTestCluster(t, 3)
 	// a is the primary of epoch 1.
 	a, b, s := c.primaryAndOthers()

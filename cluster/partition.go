@@ -17,7 +17,7 @@ import (
 // connection it holds is closed, dials fail with ErrPartitioned and
 // accepted connections are closed at once. Switched off, it is a plain
 // TCP stream layer again and Raft reconnects by itself. It is wired in
-// only when Config.RaftStream is set; a member started without the fault
+// only when MemberConfig.RaftStream is set; a member started without the fault
 // flag never has one.
 //
 // Safe for concurrent use; mu guards conns only.

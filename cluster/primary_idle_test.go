@@ -54,7 +54,7 @@ func fakeClockPrimaryShell(t *testing.T, mono *int64, wrap func(transport.Server
 	if err != nil {
 		t.Fatal(err)
 	}
-	n := &Node{deps: Deps{Clock: func() sequencer.Time {
+	n := &Member{deps: Deps{Clock: func() sequencer.Time {
 		return sequencer.Time{Mono: *mono, Wall: 1_700_000_000_000_000_000 + *mono}
 	}}}
 	acks := NewQuorumAcks(Epoch{Session: 7, Epoch: 1, FirstSeq: 1, Self: 1, Members: []fsm.Member{{ID: 1}, {ID: 2}, {ID: 3}}})
@@ -143,7 +143,7 @@ func TestPrimaryShell_CheckpointDueBoundsTheWait(t *testing.T) {
 // wakeOnlyServer is a stream server whose Poll, when it may block and
 // nothing is there, returns only when woken (Wake) or closed, whatever
 // its wait: a primary on it ends, hands over or sees a membership change
-// only if the Node wakes its loop. Polls that blocked are counted.
+// only if the Member wakes its loop. Polls that blocked are counted.
 type wakeOnlyServer struct {
 	transport.Server
 	woken  chan struct{}
@@ -192,11 +192,11 @@ func (s *wakeOnlyServer) Close() error {
 	return s.Server.Close()
 }
 
-// TestNode_IdlePrimaryIsWokenToStop: the primary's loop blocks in Poll
+// TestMember_IdlePrimaryIsWokenToStop: the primary's loop blocks in Poll
 // (a server that returns only when woken) and still hands over, sees a
 // new voter, and stops when raft deposes it: each reaches it through a
 // Wake, not a poll timer.
-func TestNode_IdlePrimaryIsWokenToStop(t *testing.T) {
+func TestMember_IdlePrimaryIsWokenToStop(t *testing.T) {
 	c := &testCluster{t: t, timeouts: unitTimeouts(), stream: newWakeOnlyServer}
 	ms := memberList(t, 3)
 	for _, m := range ms {
@@ -287,11 +287,11 @@ func waitStream(t *testing.T, p *member) *wakeOnlyServer {
 	}
 }
 
-// TestNode_RoleChangeSignalsChanged: every role change leaves a token on
+// TestMember_RoleChangeSignalsChanged: every role change leaves a token on
 // Changed, whatever the FSM does (seqd sequencer --cluster prints the
 // role lines from it, with no 1 ms poll of Role).
-func TestNode_RoleChangeSignalsChanged(t *testing.T) {
-	n := &Node{changed: make(chan struct{}, 1)}
+func TestMember_RoleChangeSignalsChanged(t *testing.T) {
+	n := &Member{changed: make(chan struct{}, 1)}
 	for _, r := range []Role{RoleSealing, RolePrimary, RoleStandby, RoleStopped} {
 		n.setRole(r)
 		select {

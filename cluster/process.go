@@ -4,22 +4,23 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"github.com/seqd/seqd/cluster/standby"
 	"net"
 	"sync/atomic"
 	"time"
 
+	"github.com/seqd/seqd/cluster/standby"
 	"github.com/seqd/seqd/transport"
 )
 
 // DataConfig is a member's data path: its standbys' stream store, its
-// fetch server and how its standbys ack.
+// peer server and how its standbys ack.
 type DataConfig struct {
 	// Dir is the stream store's directory (a member's <dir>/stream).
 	Dir string
-	// FetchAddr is where the fetch server serves the store to catching-up
-	// members; empty: no fetch server.
-	FetchAddr string
+	// PeerAddr is the member's peer port, where its peer server serves
+	// the store to catching-up members and answers seals and status;
+	// empty: no peer server.
+	PeerAddr string
 	// AckWritten: standbys ack what they wrote to their store (it
 	// survives the process) rather than what they fsynced. The default
 	// (DefaultDataConfig) is true, as `seqd sequencer --cluster` has
@@ -35,7 +36,7 @@ type DataConfig struct {
 }
 
 // DefaultDataConfig is the data path `seqd sequencer --cluster` runs
-// with (Dir and FetchAddr are the member's own).
+// with (Dir and PeerAddr are the member's own).
 func DefaultDataConfig() DataConfig { return DataConfig{AckWritten: true} }
 
 // Opens are how a Process opens its stream transports.
@@ -44,23 +45,27 @@ type Opens struct {
 	Client func() (transport.Client, error)
 	// Server opens the primary's stream server (required).
 	Server func() (transport.Server, error)
+	// Raft opens the member's Raft stores and transport; nil: OpenRaft
+	// (bolt in MemberConfig.Dir, TCP on MemberConfig.RaftAddr).
+	Raft func(MemberConfig) (RaftDeps, error)
 }
 
 // Process is one member as a seqd process runs it: the Raft member
-// (Node) with its data path, a standby on the member's stream store (the
-// Node opens one at start and whenever the member stops being primary),
-// and the fetch server that serves the store to catching-up members for
-// as long as the process lives, whichever standby holds it; the epochs'
-// acks are a quorum of the voters.
+// (Member) with its data path, a standby on the member's stream store (the
+// Member opens one at start and whenever the member stops being primary),
+// and the peer server that serves the store to catching-up members for
+// as long as the process lives, whichever standby holds it, and answers
+// seals and status for the Member; the epochs' acks are a quorum of the
+// voters.
 type Process struct {
-	Node *Node
+	Member *Member
 
 	member     uint64
 	maxSenders int
 	data       DataConfig
 	openClient func() (transport.Client, error)
 	cur        atomic.Pointer[standbyHandle]
-	fetch      *FetchServer
+	peer       *PeerServer
 }
 
 // standbyHandle is a Standby and the stream client it reads; Close
@@ -71,7 +76,7 @@ type standbyHandle struct {
 }
 
 // Wake makes a Run blocked in Poll return, so that it sees its context
-// cancelled at once (the Node stops the standby before taking it over).
+// cancelled at once (the Member stops the standby before taking it over).
 func (h *standbyHandle) Wake() {
 	if w, ok := h.client.(transport.Waker); ok {
 		w.Wake()
@@ -93,31 +98,44 @@ func (h *standbyHandle) Close() error {
 	return err
 }
 
-// NewProcess builds member cfg.ID: its data path (data), then the Node
+// NewProcess builds member cfg.ID: its data path (data), then the Member
 // wired to it. Close it when Run has returned (or was never called).
-func NewProcess(cfg Config, data DataConfig, open Opens) (*Process, error) {
+func NewProcess(cfg MemberConfig, data DataConfig, open Opens) (*Process, error) {
 	if open.Client == nil || open.Server == nil {
 		return nil, fmt.Errorf("%w: NewProcess needs Opens.Client and Opens.Server", ErrConfig)
 	}
 	d := &Process{member: cfg.ID, maxSenders: cfg.Sequencer.MaxSenders, data: data, openClient: open.Client}
-	if data.FetchAddr != "" {
-		ln, err := net.Listen("tcp", data.FetchAddr)
+	if data.PeerAddr != "" {
+		ln, err := net.Listen("tcp", data.PeerAddr)
 		if err != nil {
-			return nil, fmt.Errorf("fetch server: %w", err)
+			return nil, fmt.Errorf("peer server: %w", err)
 		}
-		fc := DefaultFetchServerConfig()
-		fc.Logger = cfg.Logger
-		if d.fetch, err = NewFetchServer(fc, d, ln); err != nil {
+		pc := DefaultPeerServerConfig()
+		pc.Logger = cfg.Logger
+		if d.peer, err = NewPeerServer(pc, d, ln); err != nil {
 			ln.Close()
 			return nil, err
 		}
 	}
-	n, err := New(cfg, Deps{NewFollower: d.newFollower, Stream: open.Server, Acks: newQuorumAcks})
+	openRaft := open.Raft
+	if openRaft == nil {
+		openRaft = OpenRaft
+	}
+	rd, err := openRaft(cfg)
 	if err != nil {
 		d.Close()
 		return nil, err
 	}
-	d.Node = n
+	// The Member owns rd from here on, and closes it on errors too.
+	n, err := NewMember(cfg, Deps{NewFollower: d.newFollower, Stream: open.Server, Acks: newQuorumAcks, Raft: rd})
+	if err != nil {
+		d.Close()
+		return nil, err
+	}
+	d.Member = n
+	if d.peer != nil {
+		d.peer.SetMember(n)
+	}
 	return d, nil
 }
 
@@ -151,14 +169,14 @@ func (d *Process) FetchRange(dst []byte, from, to uint64, maxBytes int) ([]byte,
 	return h.FetchRange(dst, from, to, maxBytes)
 }
 
-// Run runs the Node and the fetch server until ctx ends or either
+// Run runs the Member and the peer server until ctx ends or either
 // stops, then stops the other and returns the first error.
 func (d *Process) Run(ctx context.Context) error {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	errc := make(chan error, 2)
-	go func() { errc <- d.serveFetch(ctx) }()
-	go func() { errc <- d.Node.Run(ctx) }()
+	go func() { errc <- d.servePeer(ctx) }()
+	go func() { errc <- d.Member.Run(ctx) }()
 	first := <-errc
 	cancel()
 	second := <-errc
@@ -170,31 +188,31 @@ func (d *Process) Run(ctx context.Context) error {
 	return first
 }
 
-// serveFetch serves fetches until ctx ends.
-func (d *Process) serveFetch(ctx context.Context) error {
-	if d.fetch == nil {
+// servePeer serves the peer port (fetches, seals, status) until ctx ends.
+func (d *Process) servePeer(ctx context.Context) error {
+	if d.peer == nil {
 		<-ctx.Done()
 		return ctx.Err()
 	}
 	errc := make(chan error, 1)
-	go func() { errc <- d.fetch.Serve() }()
+	go func() { errc <- d.peer.Serve() }()
 	select {
 	case <-ctx.Done():
-		d.fetch.Close()
+		d.peer.Close()
 		<-errc
 		return ctx.Err()
 	case err := <-errc:
 		if err == nil {
-			err = errors.New("fetch server stopped")
+			err = errors.New("peer server stopped")
 		}
-		return fmt.Errorf("fetch server: %w", err)
+		return fmt.Errorf("peer server: %w", err)
 	}
 }
 
-// Close closes the fetch server.
+// Close closes the peer server.
 func (d *Process) Close() {
-	if d.fetch != nil {
-		d.fetch.Close()
+	if d.peer != nil {
+		d.peer.Close()
 	}
 }
 

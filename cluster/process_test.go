@@ -11,7 +11,7 @@ func TestProcess_DefaultsAndOpens(t *testing.T) {
 	if !DefaultDataConfig().AckWritten {
 		t.Fatal("DefaultDataConfig acks durable, want written (the CLI's --standby.ack default)")
 	}
-	if _, err := NewProcess(DefaultConfig(), DefaultDataConfig(), Opens{}); !errors.Is(err, ErrConfig) {
+	if _, err := NewProcess(DefaultMemberConfig(), DefaultDataConfig(), Opens{}); !errors.Is(err, ErrConfig) {
 		t.Fatalf("NewProcess without openers = %v, want ErrConfig", err)
 	}
 }

@@ -1,13 +1,14 @@
 package cluster
 
 import (
+	"slices"
 	"sync/atomic"
 
 	"github.com/seqd/seqd/transport"
 	"github.com/seqd/seqd/wire"
 )
 
-// QuorumAcks is the Node's Acks for one epoch: it picks the standby acks
+// QuorumAcks is the Member's Acks for one epoch: it picks the standby acks
 // (wire.Status with StatusStandby) out of the frames the primary receives
 // and keeps a Quorum of the epoch's voters. Observe and Stable run on the
 // primary's sequencing goroutine only; SetVoters is safe from any.
@@ -39,10 +40,21 @@ func NewQuorumAcks(e Epoch) *QuorumAcks {
 
 // SetVoters changes the epoch's voting members (a member added, removed,
 // promoted or demoted through Raft): a removed member's acks stop counting
-// at the next Observe or Stable. Safe from any goroutine.
-func (a *QuorumAcks) SetVoters(voters []uint64) {
+// at the next Observe or Stable. Safe from any goroutine. More than
+// MaxVoters distinct ids is ErrTooManyVoters (the first MaxVoters count).
+func (a *QuorumAcks) SetVoters(voters []uint64) error {
 	v := append([]uint64(nil), voters...)
 	a.voters.Store(&v)
+	distinct := 0
+	for i, id := range v {
+		if id != 0 && !slices.Contains(v[:i], id) {
+			distinct++
+		}
+	}
+	if distinct > MaxVoters {
+		return ErrTooManyVoters
+	}
+	return nil
 }
 
 // takeVoters applies a pending SetVoters.

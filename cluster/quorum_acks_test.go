@@ -17,7 +17,7 @@ func ackFrame(t testing.TB, session uint64, epoch uint32, member, contiguous uin
 	return b
 }
 
-// TestQuorumAcks_CountsOnlyTheEpochsVoters: the Node's ack tracker takes
+// TestQuorumAcks_CountsOnlyTheEpochsVoters: the Member's ack tracker takes
 // acks from the frames it observes, only from the epoch's voters, for that
 // epoch and session; a plain status or another session never counts.
 func TestQuorumAcks_CountsOnlyTheEpochsVoters(t *testing.T) {

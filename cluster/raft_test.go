@@ -47,7 +47,7 @@ func TestRaft_LoneFollowerDoesNotDeposeTheLeader(t *testing.T) {
 		}
 	}
 	for i := range k {
-		rc := raftConfig(Config{ID: uint64(i + 1), Timeouts: tm, RaftLog: io.Discard})
+		rc := raftConfig(MemberConfig{ID: uint64(i + 1), Timeouts: tm, RaftLog: io.Discard})
 		store, snaps := raft.NewInmemStore(), raft.NewInmemSnapshotStore()
 		if err := raft.BootstrapCluster(rc, store, store, snaps, trans[i], conf); err != nil {
 			t.Fatal(err)

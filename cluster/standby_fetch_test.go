@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"github.com/seqd/seqd/wire"
 	"net"
 	"testing"
 	"time"
@@ -12,15 +13,15 @@ import (
 	"github.com/seqd/seqd/cluster/standby/standbytest"
 )
 
-// fetchFrom serves s's store from a FetchServer on loopback until the
+// fetchFrom serves s's store from a PeerServer on loopback until the
 // test ends.
-func fetchFrom(t testing.TB, s *standby.Agent) *FetchServer {
+func fetchFrom(t testing.TB, s *standby.Agent) *PeerServer {
 	t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
 	}
-	fs, err := NewFetchServer(DefaultFetchServerConfig(), s, ln)
+	fs, err := NewPeerServer(DefaultPeerServerConfig(), s, ln)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -29,9 +30,9 @@ func fetchFrom(t testing.TB, s *standby.Agent) *FetchServer {
 	return fs
 }
 
-// peerServing is another member's FetchServer: member 2's standby,
+// peerServing is another member's PeerServer: member 2's standby,
 // holding pkts.
-func peerServing(t testing.TB, pkts [][]byte) *FetchServer {
+func peerServing(t testing.TB, pkts [][]byte) *PeerServer {
 	t.Helper()
 	full := newStandby(t, standbyConfig(t, 2), &standbytest.Client{})
 	for _, p := range pkts {
@@ -41,7 +42,7 @@ func peerServing(t testing.TB, pkts [][]byte) *FetchServer {
 }
 
 // TestFetch_CatchUpFromAPeer: a standby that lacks the end of the sealed
-// epoch fetches it from another member's FetchServer, cut exactly at the
+// epoch fetches it from another member's PeerServer, cut exactly at the
 // cut, and takes over with the stream's State there.
 func TestFetch_CatchUpFromAPeer(t *testing.T) {
 	src := standbytest.NewStream(t)
@@ -85,16 +86,16 @@ func TestFetch_CatchUpFromAPeer(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	req := appendFetchRequest(nil, 1, 2)
+	req := wire.AppendPeerRequest(nil, &wire.PeerRequest{Kind: wire.PeerFetch, From: 1, To: 2})
 	req[4] = 9
 	if _, err := c.Write(req); err != nil {
 		t.Fatal(err)
 	}
-	var hdr [fetchHeaderBytes]byte
+	var hdr [wire.PeerFrameHeaderBytes]byte
 	if _, err := c.Read(hdr[:]); err != nil {
 		t.Fatal(err)
 	}
-	if kind, _, err := decodeFetchHeader(hdr[:]); err != nil || kind != fetchError {
+	if kind, _, err := wire.DecodePeerFrameHeader(hdr[:]); err != nil || kind != wire.PeerError {
 		t.Fatalf("answer to a bad version: kind %d, %v; want an error frame", kind, err)
 	}
 	c.Close()

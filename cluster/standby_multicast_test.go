@@ -188,7 +188,7 @@ func (s *sender) send(t *testing.T, from, to uint64, what string, done func() bo
 type standbyMember struct {
 	id     uint64
 	s      *standby.Agent
-	fs     *FetchServer
+	fs     *PeerServer
 	cancel context.CancelFunc
 	done   chan error
 }

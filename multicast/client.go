@@ -63,7 +63,7 @@ func (c *Client) Send(frame []byte) error { return c.queue(frame, c.cfg.cmdUDP) 
 // goroutine. Wakes coalesce: while one is outstanding (written, not yet
 // read by a Poll), more cost an atomic load and no system call. The
 // Server has it too: a cluster primary blocks in Poll until its next
-// timed work, and is woken when it must stop (cluster.Node).
+// timed work, and is woken when it must stop (cluster.Member).
 func (e *endpoint) Wake() {
 	// The poller keeps Close from closing the eventfd under us (its
 	// number could be reused by another file).

@@ -146,7 +146,7 @@ const maxIdleWait = agent.DefaultMaxWait
 // the hot-hot activity check, the expiry of abandoned reassemblies),
 // never longer than maxIdleWait (100 ms); 0 when work is due now. An idle
 // sequencer then wakes once per heartbeat instead of every millisecond.
-// The Agent and a cluster primary's shell (cluster.Node) use it. It reads
+// The Agent and a cluster primary's shell (cluster.Member) use it. It reads
 // the Core's fields directly (same package) and allocates nothing; the
 // Core itself stays free of any notion of waiting.
 func IdleWait(c *Core) time.Duration {

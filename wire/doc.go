@@ -16,6 +16,8 @@
 //   - Internal, TimerRequest, RejectReason: the payloads of internal
 //     records and of timer commands.
 //   - RewindRequest, RewindReply: the rewind connection's handshake.
+//   - PeerRequest and the peer answer frames: the peer protocol of
+//     sequencer members (fetch, seal, status) on a member's peer port.
 //   - Account: an account name of at most 8 bytes packed in a uint64.
 //
 // All integers are little-endian at fixed offsets. Encoders write into

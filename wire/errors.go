@@ -23,4 +23,6 @@ var (
 	ErrHeader      = errors.New("wire: header length out of bounds")
 	ErrFlags       = errors.New("wire: unknown flags")
 	ErrStatus      = errors.New("wire: malformed status")
+	ErrPeer        = errors.New("wire: malformed peer frame")
+	ErrPeerRange   = errors.New("wire: peer fetch range is empty, reversed or from seq 0")
 )

@@ -711,8 +711,8 @@ func (c *Core) FetchRange(dst []byte, from, to uint64, maxBytes int) ([]byte, ui
 	to = min(to, held)
 	next, full := from, false
 	c.store.Range(from, to, func(pkt []byte, info sequencer.PacketInfo) bool {
-		var hdr [wire.FetchFrameHeaderBytes]byte
-		wire.PutFetchFrame(hdr[:], wire.FetchPacket, len(pkt))
+		var hdr [wire.PeerFrameHeaderBytes]byte
+		wire.PutPeerFrameHeader(hdr[:], wire.PeerPacket, len(pkt))
 		dst = append(append(dst, hdr[:]...), pkt...)
 		if wire.DecodePacket(pkt, &c.pkt) != nil {
 			return false

@@ -72,10 +72,10 @@ func (s *Agent) CatchUpFrom(cut uint64, srcs ...Source) error {
 			if err != nil {
 				break // try the next source
 			}
-			const hb = wire.FetchFrameHeaderBytes
+			const hb = wire.PeerFrameHeaderBytes
 			for b := buf; len(b) >= hb; {
-				kind, n, err := wire.DecodeFetchFrame(b[:hb], replayer.MaxFramePacketBytes)
-				if err != nil || kind != wire.FetchPacket || len(b) < hb+n {
+				kind, n, err := wire.DecodePeerFrameHeader(b[:hb])
+				if err != nil || kind != wire.PeerPacket || n > replayer.MaxFramePacketBytes || len(b) < hb+n {
 					return fmt.Errorf("%w: a source's range does not decode: %v", ErrCatchUp, err)
 				}
 				if err := s.fetched(b[hb:hb+n], cut); err != nil {

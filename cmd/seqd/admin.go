@@ -11,12 +11,12 @@ import (
 
 	"github.com/urfave/cli/v2"
 
-	"github.com/seqd/seqd/cluster"
 	"github.com/seqd/seqd/fsm"
+	"github.com/seqd/seqd/ops"
 )
 
 // adminCommand talks to the control endpoints of a sequencer cluster
-// (cluster.Node, loopback by default).
+// (cluster.Member, loopback by default).
 func adminCommand() *cli.Command {
 	addr := &cli.StringFlag{Name: "addr", Value: "127.0.0.1:7400", Usage: "admin endpoint of any member (sequencer --admin-addr)", EnvVars: []string{"SEQD_ADMIN_ADDR"}}
 	timeout := &cli.DurationFlag{Name: "timeout", Value: 10 * time.Second, Usage: "give up after this long"}
@@ -47,7 +47,7 @@ first record).`,
 				Name:      "add-member",
 				Usage:     "add a voter, live (start it first with --join and the full member list)",
 				Flags:     []cli.Flag{addr, timeout},
-				ArgsUsage: "ID@RAFT@ADMIN[@FETCH]",
+				ArgsUsage: "ID@RAFT@ADMIN@PEER",
 				Action:    runAdminAddMember,
 			},
 			{
@@ -67,8 +67,8 @@ func adminCtx(c *cli.Context) (context.Context, context.CancelFunc) {
 
 // primaryAddr finds the admin endpoint of the primary, starting from any
 // member's.
-func primaryAddr(ctx context.Context, addr string) (string, cluster.MemberStatus, error) {
-	st, err := cluster.FetchStatus(ctx, addr)
+func primaryAddr(ctx context.Context, addr string) (string, ops.MemberStatus, error) {
+	st, err := ops.FetchStatus(ctx, addr)
 	if err != nil {
 		return "", st, err
 	}
@@ -89,11 +89,11 @@ func runAdminStatus(c *cli.Context) error {
 	}
 	ctx, cancel := adminCtx(c)
 	defer cancel()
-	first, err := cluster.FetchStatus(ctx, c.String("addr"))
+	first, err := ops.FetchStatus(ctx, c.String("addr"))
 	if err != nil {
 		return err
 	}
-	all := cluster.FetchAll(ctx, first)
+	all := ops.FetchAll(ctx, first)
 	var published uint64
 	for _, s := range all {
 		if s.Err == nil && s.Status.ID == first.Primary {
@@ -144,7 +144,7 @@ func runAdminTransfer(c *cli.Context) error {
 	if err != nil {
 		return err
 	}
-	h, err := cluster.RequestTransfer(ctx, addr, to)
+	h, err := ops.RequestTransfer(ctx, addr, to)
 	if err != nil {
 		return err
 	}
@@ -152,11 +152,12 @@ func runAdminTransfer(c *cli.Context) error {
 	return nil
 }
 
-// parseMember reads ID@RAFT@ADMIN[@FETCH].
+// parseMember reads ID@RAFT@ADMIN@PEER (a member without PEER is
+// refused by the cluster: no new primary could seal it).
 func parseMember(s string) (fsm.Member, error) {
 	parts := strings.Split(strings.TrimSpace(s), "@")
 	if len(parts) < 3 || len(parts) > 4 {
-		return fsm.Member{}, fmt.Errorf("member %q: want ID@RAFT_ADDR@ADMIN_ADDR[@FETCH_ADDR]", s)
+		return fsm.Member{}, fmt.Errorf("member %q: want ID@RAFT_ADDR@ADMIN_ADDR@PEER_ADDR", s)
 	}
 	id, err := strconv.ParseUint(parts[0], 10, 64)
 	if err != nil || id == 0 {
@@ -187,7 +188,7 @@ func parseMembers(s string) ([]fsm.Member, error) {
 
 func runAdminAddMember(c *cli.Context) error {
 	if c.NArg() != 1 {
-		return fmt.Errorf("admin add-member: want one ID@RAFT@ADMIN[@FETCH], got %q", c.Args().Slice())
+		return fmt.Errorf("admin add-member: want one ID@RAFT@ADMIN@PEER, got %q", c.Args().Slice())
 	}
 	m, err := parseMember(c.Args().First())
 	if err != nil {
@@ -199,7 +200,7 @@ func runAdminAddMember(c *cli.Context) error {
 	if err != nil {
 		return err
 	}
-	if err := cluster.RequestAddMember(ctx, addr, m); err != nil {
+	if err := ops.RequestAddMember(ctx, addr, m); err != nil {
 		return err
 	}
 	fmt.Printf("admin: added member %d (raft %s, admin %s)\n", m.ID, m.RaftAddr, m.AdminAddr)
@@ -220,7 +221,7 @@ func runAdminRemoveMember(c *cli.Context) error {
 	if err != nil {
 		return err
 	}
-	if err := cluster.RequestRemoveMember(ctx, addr, id); err != nil {
+	if err := ops.RequestRemoveMember(ctx, addr, id); err != nil {
 		return err
 	}
 	fmt.Printf("admin: removed member %d\n", id)

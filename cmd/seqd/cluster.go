@@ -26,9 +26,11 @@ func clusterFlags() []cli.Flag {
 		options.Uint("id", 0, "cluster: this member's id (>= 1)"),
 		options.String("dir", "", "cluster: directory of the raft log (raft.db), raft snapshots and the standby's stream store"),
 		options.String("raft-addr", "", "cluster: host:port of this member's Raft transport (default: its entry in --peers)"),
-		options.String("admin-addr", "", "cluster: host:port of this member's control and admin endpoint (default: its entry in --peers; keep it on loopback or a trusted network)"),
-		options.String("fetch-addr", "", "cluster: host:port this member serves its stored stream on, for a new primary catching up (default: its entry in --peers)"),
-		options.String("peers", "", "cluster: every member, this one included: ID@RAFT_ADDR@ADMIN_ADDR@FETCH_ADDR,... (used to bootstrap a new cluster)"),
+		options.String("admin-addr", "", "cluster: host:port of this member's admin endpoint, for seqd admin (default: its entry in --peers; keep it on loopback or a trusted network)"),
+		// --fetch-addr is the old name of --peer-addr (the fetch port
+		// became the peer port): still accepted.
+		options.StringAlias("peer-addr", "fetch-addr", "", "cluster: host:port of this member's peer port, where the other members seal it and fetch its stored stream (default: its entry in --peers; --fetch-addr is an alias)"),
+		options.String("peers", "", "cluster: every member, this one included: ID@RAFT_ADDR@ADMIN_ADDR@PEER_ADDR,... (used to bootstrap a new cluster)"),
 		options.String("timeouts", "lan", "cluster: timing profile: lan (300 ms heartbeat and election, 290 ms lease; a killed primary is replaced in ~20 ms by the death watch) | wan (1 s, lease 500 ms) | test (300 ms, no prompt check)"),
 		options.String("standby.ack", standbyAck(cluster.DefaultDataConfig()), "cluster: what a standby acks, so what stable means: written (the record is in its store's file: it survives the process, and a quorum of processes on separate machines is the durability, as in Aeron Cluster and Kafka) | durable (fsynced first: survives a power loss of the whole group, and costs one fsync in every safe-mode round trip, about 1-4 ms)"),
 		options.Bool("join", false, "cluster: join a running cluster instead of bootstrapping (then: seqd admin add-member on the primary)"),
@@ -43,10 +45,10 @@ func standbyAck(d cluster.DataConfig) string {
 	return "durable"
 }
 
-// clusterConfig reads the cluster keys into a cluster.Config; seq is the
+// clusterConfig reads the cluster keys into a cluster.MemberConfig; seq is the
 // sequencer template the flags built.
-func clusterConfig(c *cli.Context, seq sequencer.Config, log *slog.Logger) (cluster.Config, error) {
-	cfg := cluster.DefaultConfig()
+func clusterConfig(c *cli.Context, seq sequencer.Config, log *slog.Logger) (cluster.MemberConfig, error) {
+	cfg := cluster.DefaultMemberConfig()
 	cfg.ID = c.Uint64("id")
 	cfg.Dir = c.String("dir")
 	cfg.Join = c.Bool("join")
@@ -91,10 +93,10 @@ var clusterKeys = map[string]string{
 	"Members":   "peers",
 }
 
-// fetchAddr is this member's fetch address: --fetch-addr, or its entry in
-// --peers.
-func fetchAddr(c *cli.Context, cfg cluster.Config) string {
-	if a := c.String("fetch-addr"); a != "" {
+// peerAddr is this member's peer address: --peer-addr (or its alias
+// --fetch-addr), or its entry in --peers.
+func peerAddr(c *cli.Context, cfg cluster.MemberConfig) string {
+	if a := c.String("peer-addr"); a != "" {
 		return a
 	}
 	for _, m := range cfg.Members {
@@ -106,7 +108,7 @@ func fetchAddr(c *cli.Context, cfg cluster.Config) string {
 }
 
 // runClusterSequencer runs one member of a sequencer group: its standby
-// (the data path) all the time, and the Node, which makes it primary while
+// (the data path) all the time, and the Member, which makes it primary while
 // it is the Raft leader. It prints a line on each role change, for
 // scripts and the tests:
 //
@@ -140,7 +142,7 @@ func runClusterSequencer(c *cli.Context, seq sequencer.Config, log *slog.Logger)
 	}
 	defer flt.Close()
 	data := cluster.DefaultDataConfig()
-	data.Dir, data.FetchAddr = filepath.Join(cfg.Dir, "stream"), fetchAddr(c, cfg)
+	data.Dir, data.PeerAddr = filepath.Join(cfg.Dir, "stream"), peerAddr(c, cfg)
 	data.IdleSpin = c.Duration("sequencer.idle-spin")
 	switch ack := c.String("standby.ack"); ack {
 	case "written", "durable":
@@ -168,7 +170,7 @@ func runClusterSequencer(c *cli.Context, seq sequencer.Config, log *slog.Logger)
 		return err
 	}
 	defer p.Close()
-	n := p.Node
+	n := p.Member
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	errc := make(chan error, 1)
@@ -176,7 +178,7 @@ func runClusterSequencer(c *cli.Context, seq sequencer.Config, log *slog.Logger)
 	fmt.Printf("sequencer: ready cluster id=%d raft=%s admin=%s\n", cfg.ID, cfg.RaftAddr, n.AdminAddr())
 	log.Info("cluster member serving", "id", cfg.ID, "raft", cfg.RaftAddr, "admin", n.AdminAddr(), "pid", os.Getpid())
 
-	// The Node signals each role change and each move of its failover
+	// The Member signals each role change and each move of its failover
 	// state (Changed); the slow tick only backs that up. (A 1 ms ticker
 	// here woke every idle member a thousand times a second.)
 	tick := time.NewTicker(250 * time.Millisecond)
@@ -217,7 +219,7 @@ func runClusterSequencer(c *cli.Context, seq sequencer.Config, log *slog.Logger)
 // entry in --tcp.addr (the members' stream addresses, in the order of
 // --peers): the member serves the stream there while it is primary, and
 // its standby follows the primary among the others.
-func clusterTCPListen(c *cli.Context, cfg cluster.Config) error {
+func clusterTCPListen(c *cli.Context, cfg cluster.MemberConfig) error {
 	if c.IsSet("tcp.listen") {
 		return nil
 	}

@@ -123,7 +123,8 @@ func runSequencer(c *cli.Context) error {
 			return err
 		}
 		fmt.Printf("sequencer: config cluster id=%d dir=%s raft=%s admin=%s fetch=%s members=%d timeouts=%s heartbeat=%v election=%v leader_lease=%v join=%v transport=%s udp.stream-group=%s udp.command-group=%s\n",
-			cc.ID, cc.Dir, cc.RaftAddr, cc.AdminAddr, fetchAddr(c, cc), len(cc.Members), c.String("timeouts"), cc.Timeouts.Heartbeat, cc.Timeouts.Election, cc.Timeouts.LeaderLease, cc.Join,
+			cc.ID, cc.Dir, cc.RaftAddr, cc.AdminAddr, peerAddr(c, cc), // fetch= is the peer address (its old name, kept for scripts)
+			len(cc.Members), c.String("timeouts"), cc.Timeouts.Heartbeat, cc.Timeouts.Election, cc.Timeouts.LeaderLease, cc.Join,
 			c.String("transport"), c.String("udp.stream-group"), c.String("udp.command-group"))
 		return nil
 	}

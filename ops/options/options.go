@@ -29,6 +29,12 @@ func String(key, value, usage string) cli.Flag {
 	return altsrc.NewStringFlag(&cli.StringFlag{Name: key, Value: value, Usage: usage, EnvVars: []string{EnvName(key)}})
 }
 
+// StringAlias is String under a second, older name too (flag, TOML key
+// and environment variable).
+func StringAlias(key, alias, value, usage string) cli.Flag {
+	return altsrc.NewStringFlag(&cli.StringFlag{Name: key, Aliases: []string{alias}, Value: value, Usage: usage, EnvVars: []string{EnvName(key), EnvName(alias)}})
+}
+
 func Int(key string, value int, usage string) cli.Flag {
 	return altsrc.NewIntFlag(&cli.IntFlag{Name: key, Value: value, Usage: usage, EnvVars: []string{EnvName(key)}})
 }

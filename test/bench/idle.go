@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/seqd/seqd/cluster"
+	"github.com/seqd/seqd/ops"
 	"github.com/seqd/seqd/test/proc"
 )
 
@@ -81,7 +82,7 @@ func benchIdle(ctx context.Context, o Config, set *children, seq *proc.Proc, gro
 		head += fmt.Sprintf(" sequencers=3 timeouts=%s", o.Timeouts)
 		standbys := 0
 		for i := range members {
-			st, err := cluster.FetchStatus(ctx, group.admins[i])
+			st, err := ops.FetchStatus(ctx, group.admins[i])
 			switch {
 			case err != nil:
 				procs[i].name = "member" + strconv.Itoa(i+1)
@@ -119,7 +120,7 @@ func settledEpoch(ctx context.Context, set *children, group *benchCluster) (uint
 	for {
 		epoch, primaries, agreed := uint64(0), 0, true
 		for i, admin := range group.admins {
-			st, err := cluster.FetchStatus(ctx, admin)
+			st, err := ops.FetchStatus(ctx, admin)
 			if err != nil {
 				agreed = false
 				break

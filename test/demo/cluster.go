@@ -24,7 +24,7 @@ import (
 // demoMember is one sequencer of the demo's Raft group.
 type demoMember struct {
 	id     uint64
-	node   *cluster.Node
+	node   *cluster.Member
 	p      *cluster.Process
 	cancel context.CancelFunc
 	done   chan error
@@ -78,7 +78,7 @@ func runCluster(ctx context.Context, nodes, count, rate int, timeouts string) er
 		}
 	}()
 	for i, mem := range members {
-		cfg := cluster.DefaultConfig()
+		cfg := cluster.DefaultMemberConfig()
 		cfg.ID, cfg.Dir, cfg.RaftAddr, cfg.AdminAddr, cfg.Members = mem.ID, filepath.Join(dir, fmt.Sprint(mem.ID)), mem.RaftAddr, mem.AdminAddr, members
 		cfg.Timeouts = prof()
 		cfg.Logger = log
@@ -86,7 +86,7 @@ func runCluster(ctx context.Context, nodes, count, rate int, timeouts string) er
 		mcc := mc
 		mcc.FaultStream = uint64(i + 1)
 		data := cluster.DefaultDataConfig() // as seqd sequencer --cluster runs
-		data.Dir, data.FetchAddr = filepath.Join(cfg.Dir, "stream"), mem.StreamAddr
+		data.Dir, data.PeerAddr = filepath.Join(cfg.Dir, "stream"), mem.StreamAddr
 		p, err := cluster.NewProcess(cfg, data, cluster.Opens{
 			Client: func() (transport.Client, error) { return multicast.NewClient(mcc) },
 			Server: func() (transport.Server, error) {
@@ -98,7 +98,7 @@ func runCluster(ctx context.Context, nodes, count, rate int, timeouts string) er
 		if err != nil {
 			return err
 		}
-		m := &demoMember{id: mem.ID, node: p.Node, p: p, done: make(chan error, 1)}
+		m := &demoMember{id: mem.ID, node: p.Member, p: p, done: make(chan error, 1)}
 		mctx, mcancel := context.WithCancel(ctx)
 		m.cancel = mcancel
 		go func() { m.done <- p.Run(mctx) }()

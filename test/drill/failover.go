@@ -21,6 +21,7 @@ import (
 	"github.com/seqd/seqd/cluster"
 	"github.com/seqd/seqd/internal/config"
 	"github.com/seqd/seqd/internal/freeport"
+	"github.com/seqd/seqd/ops"
 	"github.com/seqd/seqd/test/proc"
 )
 
@@ -249,12 +250,12 @@ func (d *drill) caughtUp(ctx context.Context, m *drillProc) error {
 		qctx, cancel := context.WithTimeout(ctx, time.Second)
 		for _, o := range d.members {
 			if want == 0 && o != m && o.alive() {
-				if st, err := cluster.FetchStatus(qctx, o.admin); err == nil && st.Role == cluster.RolePrimary.String() {
+				if st, err := ops.FetchStatus(qctx, o.admin); err == nil && st.Role == cluster.RolePrimary.String() {
 					want, epoch = st.Published, st.Epoch
 				}
 			}
 		}
-		ms, err := cluster.FetchStatus(qctx, m.admin)
+		ms, err := ops.FetchStatus(qctx, m.admin)
 		cancel()
 		// In the primary's epoch too: a member healed from a partition
 		// may hold records past the cut in its store.

@@ -56,7 +56,7 @@ type Faults struct {
 // and puts a PartitionLayer under cfg's Raft; seed seeds the injected
 // stream loss. An empty addr is no fault injection: nil, nil. A bad addr
 // is a config.Error on the field "FaultAddr".
-func StartFaults(addr string, seed uint64, cfg *cluster.Config, log *slog.Logger) (*Faults, error) {
+func StartFaults(addr string, seed uint64, cfg *cluster.MemberConfig, log *slog.Logger) (*Faults, error) {
 	if addr == "" {
 		return nil, nil
 	}

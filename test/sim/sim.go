@@ -64,7 +64,7 @@ type Config struct {
 	Cluster bool
 	// PrimaryStore (with Cluster): the primary appends what it publishes
 	// to its own store before counting itself in the quorum. Without it
-	// (as cluster.Node does today) the primary counts what it published
+	// (as cluster.Member does today) the primary counts what it published
 	// but never wrote: after it crashes, a stable seq may be held by one
 	// member only, and a second failure loses it (simrun -seed 20
 	// -commands 2000 -without idlehours,primarystore,replayer: "the

@@ -1,16 +1,21 @@
-package cluster
+package ops
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
+	"fmt"
+	"io"
 	"net/http"
 	"strconv"
+	"strings"
 	"sync"
 
 	"github.com/seqd/seqd/fsm"
 )
 
-// Clients of the control endpoint, for `seqd admin` and tests. Each call
-// is bounded by ctx.
+// Clients of the admin endpoint, for `seqd admin`, drills and tests. Each
+// call is bounded by ctx.
 
 var adminClient = &http.Client{}
 
@@ -63,4 +68,61 @@ func RequestAddMember(ctx context.Context, addr string, m fsm.Member) error {
 func RequestRemoveMember(ctx context.Context, addr string, id uint64) error {
 	var s MemberStatus
 	return call(ctx, adminClient, http.MethodDelete, addr, "/v1/members?id="+strconv.FormatUint(id, 10), nil, &s)
+}
+
+// remoteError is an error the endpoint answered: its text, and the
+// sentinel its status stands for.
+type remoteError struct {
+	kind error
+	msg  string
+}
+
+func (e *remoteError) Error() string { return e.msg }
+func (e *remoteError) Unwrap() error { return e.kind }
+
+// call does one request to an admin endpoint and decodes the JSON answer
+// into out.
+func call(ctx context.Context, c *http.Client, method, addr, path string, body any, out any) error {
+	var rd io.Reader
+	if body != nil {
+		b, err := json.Marshal(body)
+		if err != nil {
+			return err
+		}
+		rd = bytes.NewReader(b)
+	}
+	req, err := http.NewRequestWithContext(ctx, method, "http://"+addr+path, rd)
+	if err != nil {
+		return err
+	}
+	resp, err := c.Do(req)
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
+	if err != nil {
+		return err
+	}
+	if resp.StatusCode != http.StatusOK {
+		msg := string(bytes.TrimSpace(b))
+		var kind error
+		switch resp.StatusCode {
+		case http.StatusMisdirectedRequest:
+			kind = ErrNotPrimary
+		case http.StatusNotFound:
+			kind = ErrUnknownMember
+		case http.StatusPreconditionFailed:
+			kind = ErrTooFewVoters
+		default:
+			return fmt.Errorf("%s %s: %s: %s", method, path, resp.Status, msg)
+		}
+		// The member's text names the sentinel already ("ops: not
+		// primary: member 2; the leader is ..."); another's may not.
+		if !strings.Contains(msg, kind.Error()) {
+			msg = kind.Error() + ": " + msg
+		}
+		return &remoteError{kind: kind, msg: msg}
+	}
+	return json.Unmarshal(b, out)
 }
