@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"net"
 	"sync/atomic"
 	"time"
@@ -61,6 +62,7 @@ type Process struct {
 	Member *Member
 
 	member     uint64
+	raftAddr   string
 	maxSenders int
 	data       DataConfig
 	openClient func() (transport.Client, error)
@@ -104,7 +106,7 @@ func NewProcess(cfg MemberConfig, data DataConfig, open Opens) (*Process, error)
 	if open.Client == nil || open.Server == nil {
 		return nil, fmt.Errorf("%w: NewProcess needs Opens.Client and Opens.Server", ErrConfig)
 	}
-	d := &Process{member: cfg.ID, maxSenders: cfg.Sequencer.MaxSenders, data: data, openClient: open.Client}
+	d := &Process{member: cfg.ID, raftAddr: cfg.RaftAddr, maxSenders: cfg.Sequencer.MaxSenders, data: data, openClient: open.Client}
 	if data.PeerAddr != "" {
 		ln, err := net.Listen("tcp", data.PeerAddr)
 		if err != nil {
@@ -219,3 +221,57 @@ func (d *Process) Close() {
 // newQuorumAcks is the quorum of an epoch's voters: the primary's stable
 // seq.
 func newQuorumAcks(e Epoch) Acks { return NewQuorumAcks(e) }
+
+// Serve is Run that prints a line for scripts and tests on out when the
+// member is ready, at each of its role changes and when it stopped:
+//
+//	sequencer: ready cluster id=ID raft=ADDR admin=ADDR
+//	sequencer: primary id=ID epoch=E first_seq=S started_ns=T barrier_us=... seal_us=... commit_us=... started_us=...
+//	sequencer: standby id=ID epoch=E primary=P
+//	sequencer: stopped cluster id=ID epoch=E primary=P
+//
+// It returns nil when ctx ended it.
+func (d *Process) Serve(ctx context.Context, out io.Writer) error {
+	n := d.Member
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	errc := make(chan error, 1)
+	go func() { errc <- d.Run(ctx) }()
+	fmt.Fprintf(out, "sequencer: ready cluster id=%d raft=%s admin=%s\n", d.member, d.raftAddr, n.AdminAddr())
+
+	// The Member signals each role change and each move of its failover
+	// state (Changed); the slow tick only backs that up. (A 1 ms ticker
+	// here woke every idle member a thousand times a second.)
+	tick := time.NewTicker(250 * time.Millisecond)
+	defer tick.Stop()
+	role, epoch := RoleStandby, uint64(0)
+	var first error
+	for first == nil {
+		select {
+		case err := <-errc:
+			first = err
+			continue
+		case <-n.Changed():
+		case <-tick.C:
+		}
+		r, st := n.Role(), n.State()
+		switch {
+		case r == RolePrimary && (role != RolePrimary || st.Epoch() != epoch):
+			if ch := n.LastChange(); ch != nil {
+				fmt.Fprintf(out, "sequencer: primary id=%d epoch=%d first_seq=%d started_ns=%d barrier_us=%d seal_us=%d catchup_us=%d commit_us=%d takeover_us=%d open_us=%d started_us=%d\n",
+					d.member, ch.Epoch, ch.Cut+1, n.Status().StartedAt, ch.BarrierUS, ch.SealUS, ch.CatchUpUS, ch.CommitUS, ch.TakeoverUS, ch.OpenUS, ch.StartedUS)
+			}
+			role, epoch = r, st.Epoch()
+		case r == RoleStandby && st.Primary() != 0 && (role != RoleStandby || st.Epoch() != epoch):
+			fmt.Fprintf(out, "sequencer: standby id=%d epoch=%d primary=%d\n", d.member, st.Epoch(), st.Primary())
+			role, epoch = r, st.Epoch()
+		}
+	}
+	cancel()
+	st := n.State()
+	fmt.Fprintf(out, "sequencer: stopped cluster id=%d epoch=%d primary=%d\n", d.member, st.Epoch(), st.Primary())
+	if errors.Is(first, context.Canceled) {
+		return nil
+	}
+	return first
+}

@@ -1,13 +1,10 @@
 package main
 
 import (
-	"context"
-	"errors"
 	"fmt"
 	"log/slog"
 	"os"
 	"path/filepath"
-	"time"
 
 	"github.com/urfave/cli/v2"
 
@@ -107,14 +104,9 @@ func peerAddr(c *cli.Context, cfg cluster.MemberConfig) string {
 	return ""
 }
 
-// runClusterSequencer runs one member of a sequencer group: its standby
-// (the data path) all the time, and the Member, which makes it primary while
-// it is the Raft leader. It prints a line on each role change, for
-// scripts and the tests:
-//
-//	sequencer: ready cluster id=ID raft=ADDR admin=ADDR
-//	sequencer: primary id=ID epoch=E first_seq=S started_ns=T seal_us=... commit_us=... started_us=...
-//	sequencer: standby id=ID epoch=E primary=P
+// runClusterSequencer runs one member of a sequencer group
+// (cluster.Process: its standby all the time, primary while it is the
+// Raft leader), printing its role changes (Process.Serve).
 func runClusterSequencer(c *cli.Context, seq sequencer.Config, log *slog.Logger) error {
 	ctx := c.Context
 	cfg, err := clusterConfig(c, seq, log)
@@ -135,7 +127,7 @@ func runClusterSequencer(c *cli.Context, seq sequencer.Config, log *slog.Logger)
 		return options.OneOf("transport", c.String("transport"), open.ServerKinds...)
 	}
 	// --fault-addr (drills): Raft and the stream sockets go through
-	// switchable fault injection (drill_fault.go).
+	// switchable fault injection (test/drill.Faults).
 	flt, err := drill.StartFaults(c.String("fault-addr"), c.Uint64("fault-seed"), &cfg, log)
 	if err != nil {
 		return options.Keyed(err, map[string]string{"FaultAddr": "fault-addr"})
@@ -170,49 +162,8 @@ func runClusterSequencer(c *cli.Context, seq sequencer.Config, log *slog.Logger)
 		return err
 	}
 	defer p.Close()
-	n := p.Member
-	ctx, cancel := context.WithCancel(ctx)
-	defer cancel()
-	errc := make(chan error, 1)
-	go func() { errc <- p.Run(ctx) }()
-	fmt.Printf("sequencer: ready cluster id=%d raft=%s admin=%s\n", cfg.ID, cfg.RaftAddr, n.AdminAddr())
-	log.Info("cluster member serving", "id", cfg.ID, "raft", cfg.RaftAddr, "admin", n.AdminAddr(), "pid", os.Getpid())
-
-	// The Member signals each role change and each move of its failover
-	// state (Changed); the slow tick only backs that up. (A 1 ms ticker
-	// here woke every idle member a thousand times a second.)
-	tick := time.NewTicker(250 * time.Millisecond)
-	defer tick.Stop()
-	role, epoch := cluster.RoleStandby, uint64(0)
-	var first error
-	for first == nil {
-		select {
-		case err := <-errc:
-			first = err
-			continue
-		case <-n.Changed():
-		case <-tick.C:
-		}
-		r, st := n.Role(), n.State()
-		switch {
-		case r == cluster.RolePrimary && (role != cluster.RolePrimary || st.Epoch() != epoch):
-			if ch := n.LastChange(); ch != nil {
-				fmt.Printf("sequencer: primary id=%d epoch=%d first_seq=%d started_ns=%d barrier_us=%d seal_us=%d catchup_us=%d commit_us=%d takeover_us=%d open_us=%d started_us=%d\n",
-					cfg.ID, ch.Epoch, ch.Cut+1, n.Status().StartedAt, ch.BarrierUS, ch.SealUS, ch.CatchUpUS, ch.CommitUS, ch.TakeoverUS, ch.OpenUS, ch.StartedUS)
-			}
-			role, epoch = r, st.Epoch()
-		case r == cluster.RoleStandby && st.Primary() != 0 && (role != cluster.RoleStandby || st.Epoch() != epoch):
-			fmt.Printf("sequencer: standby id=%d epoch=%d primary=%d\n", cfg.ID, st.Epoch(), st.Primary())
-			role, epoch = r, st.Epoch()
-		}
-	}
-	cancel()
-	st := n.State()
-	fmt.Printf("sequencer: stopped cluster id=%d epoch=%d primary=%d\n", cfg.ID, st.Epoch(), st.Primary())
-	if errors.Is(first, context.Canceled) {
-		return nil
-	}
-	return first
+	log.Info("cluster member serving", "id", cfg.ID, "raft", cfg.RaftAddr, "admin", p.Member.AdminAddr(), "pid", os.Getpid())
+	return p.Serve(ctx, os.Stdout)
 }
 
 // clusterTCPListen sets --tcp.listen, unless given, to this member's

@@ -94,11 +94,3 @@ func tailGossip(c *cli.Context, log *slog.Logger, from uint64) (agent *tiered.Ag
 	}
 	return agent, "", "", nil
 }
-
-// gossipField is the ready line's gossip=ADDR (empty when gossip is off).
-func gossipField(a *tiered.Agent) string {
-	if a == nil {
-		return ""
-	}
-	return " gossip=" + a.Addr()
-}

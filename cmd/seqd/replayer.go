@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
-	"runtime"
 	"strconv"
 
 	"github.com/urfave/cli/v2"
@@ -153,58 +152,17 @@ func runReplayer(c *cli.Context) error {
 	if err != nil {
 		return err
 	}
-	runCtx, cancel := context.WithCancel(ctx)
-	defer cancel()
-	agent, err := startReplayerGossip(c, runCtx, log, svc, nakAddr, c.String("rewind-addr"))
+	agent, err := startReplayerGossip(c, ctx, log, svc, nakAddr, c.String("rewind-addr"))
 	if err != nil {
 		return err
 	}
 	if agent != nil {
 		defer agent.Close()
 	}
-	upstreamField := ""
-	if up != nil {
-		if agent != nil {
-			up.SetSource(agent.RewindSource(tiered.Query{Session: cfg.Store.Session, MaxTier: uint8(tier - 1)}))
-		}
-		up.Start(svc.Contiguous() + 1)
-		upstreamField = fmt.Sprintf(" tier=%d upstream=%s", tier, cmp.Or(c.String("upstream"), "gossip"))
-	}
-	rewindErr := make(chan error, 1)
-	if addr := c.String("rewind-addr"); addr != "" {
-		go func() {
-			err := rewindServe(runCtx, svc, addr, log)
-			if err != nil && runCtx.Err() == nil {
-				rewindErr <- fmt.Errorf("rewind server: %w", err)
-				cancel()
-			}
-		}()
-	}
-	go transport.WarnSilence(runCtx, log, follow, listenAddress(c), c.Duration("stream-warn-after"))
-	fmt.Printf("replayer: ready transport=%s nak=%s dir=%s session=%d contiguous=%d%s%s\n",
-		kind, nakAddr, cfg.Dir, svc.Store().Session(), svc.Contiguous(), upstreamField, gossipField(agent))
-	log.Info("replayer serving", "dir", cfg.Dir, "nak_addr", nakAddr, "transport", kind, "pid", os.Getpid())
-	from := svc.Contiguous()
-	var ms0, ms1 runtime.MemStats
-	runtime.ReadMemStats(&ms0)
-	err = svc.Run(runCtx)
-	runtime.ReadMemStats(&ms1)
-	st := svc.Stats()
-	allocs := 0.0
-	if st.Contiguous > from {
-		allocs = float64(ms1.Mallocs-ms0.Mallocs) / float64(st.Contiguous-from)
-	}
-	if up != nil {
-		us := up.Stats()
-		log.Info("tier 2: upstream", "connects", us.Connects, "failovers", us.Failovers, "packets", us.Packets, "next", us.Next)
-	}
-	fmt.Printf("replayer: stopped contiguous=%d durable=%d appended=%d naks=%d retransmitted=%d gones=%d not_held=%d allocs_per_msg=%.4f\n",
-		st.Contiguous, st.Durable, st.Persist.Appended, st.Naks.Naks, st.Naks.Retransmitted, st.Naks.Gones, st.Naks.NotHeld, allocs)
-	select {
-	case rerr := <-rewindErr:
-		return rerr
-	default:
-	}
+	err = tiered.RunReplayer(ctx, svc, tiered.ReplayerRun{Transport: kind, NakAddr: nakAddr, Dir: cfg.Dir,
+		Follow: follow, Where: listenAddress(c), WarnAfter: c.Duration("stream-warn-after"),
+		Upstream: up, Tier: tier, UpstreamName: cmp.Or(c.String("upstream"), "gossip"), Session: cfg.Store.Session, Agent: agent,
+		RewindAddr: c.String("rewind-addr"), RewindServe: rewindServe, Out: os.Stdout, Log: log})
 	if errors.Is(err, context.Canceled) {
 		log.Info("replayer stopped", "signal", fmt.Sprint(stopsignal.Received()))
 		return nil

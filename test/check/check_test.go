@@ -85,7 +85,7 @@ func TestStream_SendersKeptApart(t *testing.T) {
 // A Stream that counts: a skipped seq and a skipped command are lost, a
 // repeated seq and a repeated command dup; a stream joined late numbers a
 // sender from its first command seen; FirstSeq refuses a stream that does
-// not start there; Observe allocates nothing once the senders are known.
+// not start there.
 func TestStream_CountsLateJoinAndFirstSeq(t *testing.T) {
 	a := wire.MustAccount("A")
 	msg := func(seq, cmd uint64) *node.Message {
@@ -111,7 +111,14 @@ func TestStream_CountsLateJoinAndFirstSeq(t *testing.T) {
 	if v := New(Config{FirstSeq: 1, Late: true}).Observe(msg(2, 1)); v.Fault != SeqGap {
 		t.Fatalf("FirstSeq 1, got seq 2: %+v", v)
 	}
+}
 
+// Observe allocates nothing once the senders are known: `seqd node`
+// checks every message of a throughput run.
+func TestStream_ObserveAllocatesNothing(t *testing.T) {
+	msg := func(seq, cmd uint64) *node.Message {
+		return &node.Message{Seq: seq, Epoch: 1, Account: wire.MustAccount("A"), CmdSeq: cmd}
+	}
 	var s Stream
 	m := msg(1, 1)
 	s.Observe(m)

@@ -38,7 +38,7 @@ type demoMember struct {
 // and primary, and goes on until every node acknowledged everything. Each
 // node checks its stream (no gap, no repeat, each sender in order) and
 // the streams are compared by digest.
-func runCluster(ctx context.Context, nodes, count, rate int, timeouts string) error {
+func runCluster(ctx context.Context, out io.Writer, nodes, count, rate int, timeouts string) error {
 	prof, ok := cluster.Profiles[timeouts]
 	if !ok {
 		return fmt.Errorf("demo: --timeouts %q: want lan, wan or test", timeouts)
@@ -56,7 +56,7 @@ func runCluster(ctx context.Context, nodes, count, rate int, timeouts string) er
 	mc.CommandGroup = fmt.Sprintf("239.82.%d.%d:%d", a, b, port+1)
 	mc.ReadBufferBytes = 16 << 20
 	log := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
-	fmt.Printf("demo: 3 sequencers (raft, %s timeouts), %d nodes, %d commands each at %d/s, udp multicast %s on lo\n", timeouts, nodes, count, rate, mc.StreamGroup)
+	fmt.Fprintf(out, "demo: 3 sequencers (raft, %s timeouts), %d nodes, %d commands each at %d/s, udp multicast %s on lo\n", timeouts, nodes, count, rate, mc.StreamGroup)
 
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
@@ -122,13 +122,13 @@ func runCluster(ctx context.Context, nodes, count, rate int, timeouts string) er
 	if err != nil {
 		return err
 	}
-	fmt.Printf("demo: sequencer %d is primary of epoch %d\n", p.id, e)
+	fmt.Fprintf(out, "demo: sequencer %d is primary of epoch %d\n", p.id, e)
 	rp, err := startDemoReplayer(ctx, filepath.Join(dir, "replayer"), mc, log)
 	if err != nil {
 		return err
 	}
 	defer rp.stop()
-	fmt.Printf("demo: replayer stores the stream in %s and answers NAKs on %s\n", rp.dir, rp.nakAddr)
+	fmt.Fprintf(out, "demo: replayer stores the stream in %s and answers NAKs on %s\n", rp.dir, rp.nakAddr)
 
 	ds := make([]*demoNode, nodes)
 	var wg sync.WaitGroup
@@ -221,7 +221,7 @@ func runCluster(ctx context.Context, nodes, count, rate int, timeouts string) er
 			failovers++
 			failoverMS = float64(q.node.Status().StartedAt-killed.UnixNano()) / 1e6
 			ch := q.node.LastChange()
-			fmt.Printf("demo: killed primary %d (epoch %d); sequencer %d is primary of epoch %d from seq %d, %.1f ms after the kill (seal %.1f ms, commit %.1f ms after its election)\n",
+			fmt.Fprintf(out, "demo: killed primary %d (epoch %d); sequencer %d is primary of epoch %d from seq %d, %.1f ms after the kill (seal %.1f ms, commit %.1f ms after its election)\n",
 				p.id, e, q.id, e2, ch.Cut+1, failoverMS, float64(ch.SealUS)/1000, float64(ch.CommitUS)/1000)
 			p, e = q, e2
 		}
@@ -249,7 +249,7 @@ func runCluster(ctx context.Context, nodes, count, rate int, timeouts string) er
 		}
 		d.mu.Unlock()
 	}
-	fmt.Printf("demo: %d commands in %v, epochs=%d\n", nodes*count, elapsed.Round(time.Millisecond), p.node.State().Epoch())
+	fmt.Fprintf(out, "demo: %d commands in %v, epochs=%d\n", nodes*count, elapsed.Round(time.Millisecond), p.node.State().Epoch())
 	ds[0].mu.Lock()
 	want, wantDigest := ds[0].check.Last, ds[0].check.Digest
 	ds[0].mu.Unlock()
@@ -257,12 +257,12 @@ func runCluster(ctx context.Context, nodes, count, rate int, timeouts string) er
 	if err != nil {
 		return err
 	}
-	fmt.Printf("demo: the replayer's archive replays to the nodes' stream: %d messages, same digest\n", archived)
+	fmt.Fprintf(out, "demo: the replayer's archive replays to the nodes' stream: %d messages, same digest\n", archived)
 	status := "ok"
 	if lost != 0 || dup != 0 || diverged != 0 || failovers != 1 || want != sequenced || archived != want || wantDigest != ds[0].check.Digest {
 		status = "FAILED"
 	}
-	fmt.Printf("demo: %s sequenced=%d delivered=%d nodes=%d failovers=%d lost=%d dup=%d diverged=%d failover_ms=%.1f archived=%d\n",
+	fmt.Fprintf(out, "demo: %s sequenced=%d delivered=%d nodes=%d failovers=%d lost=%d dup=%d diverged=%d failover_ms=%.1f archived=%d\n",
 		status, sequenced, want, nodes, failovers, lost, dup, diverged, failoverMS, archived)
 	if status != "ok" {
 		return errors.New("demo: streams differ or the failover did not happen")

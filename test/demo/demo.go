@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
+	"os"
 	"sync"
 	"time"
 
@@ -29,6 +31,8 @@ type Config struct {
 	RatePerSecond int
 	// Faults are the in-memory network's (Sequencers 1).
 	Faults fault.Config
+	// Out receives the demo's lines (nil: os.Stdout).
+	Out io.Writer
 }
 
 // DefaultConfig is `seqd demo` with no flags.
@@ -37,15 +41,19 @@ func DefaultConfig() Config {
 		Faults: fault.Config{Loss: 0.05, Dup: 0.01, Reorder: 0.01, Seed: 7}}
 }
 
-// Run runs the demo, printing its lines on stdout, and fails unless every
+// Run runs the demo, printing its lines on Out, and fails unless every
 // node delivered the same stream (and, with three sequencers, the
 // failover happened and the replayer's archive replays to it).
 func Run(ctx context.Context, cfg Config) error {
+	out := cfg.Out
+	if out == nil {
+		out = os.Stdout
+	}
 	switch cfg.Sequencers {
 	case 3:
-		return runCluster(ctx, cfg.Nodes, cfg.CommandsPerNode, cfg.RatePerSecond, cfg.Timeouts)
+		return runCluster(ctx, out, cfg.Nodes, cfg.CommandsPerNode, cfg.RatePerSecond, cfg.Timeouts)
 	case 1:
-		return runMem(ctx, cfg.Nodes, cfg.CommandsPerNode, cfg.Faults)
+		return runMem(ctx, out, cfg.Nodes, cfg.CommandsPerNode, cfg.Faults)
 	}
 	return config.New(ErrConfig, "Sequencers", cfg.Sequencers, "1 or 3")
 }
@@ -76,12 +84,12 @@ func (d *demoNode) OnMessage(m *node.Message) {
 	}
 }
 
-func runMem(ctx context.Context, nodes, count int, faults fault.Config) error {
+func runMem(ctx context.Context, out io.Writer, nodes, count int, faults fault.Config) error {
 	net, err := mem.NewNetwork(mem.Config{Faults: faults})
 	if err != nil {
 		return err
 	}
-	fmt.Printf("demo: 1 sequencer, %d nodes, %d commands each, faults %s\n", nodes, count, faults)
+	fmt.Fprintf(out, "demo: 1 sequencer, %d nodes, %d commands each, faults %s\n", nodes, count, faults)
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 
@@ -177,13 +185,13 @@ func runMem(ctx context.Context, nodes, count int, faults fault.Config) error {
 		}
 	}
 	st := core.Stats()
-	fmt.Printf("demo: sequencer stats: %+v\n", st)
-	fmt.Printf("demo: %d commands in %v\n", nodes*count, elapsed.Round(time.Millisecond))
+	fmt.Fprintf(out, "demo: sequencer stats: %+v\n", st)
+	fmt.Fprintf(out, "demo: %d commands in %v\n", nodes*count, elapsed.Round(time.Millisecond))
 	status := "ok"
 	if lost != 0 || dup != 0 || diverged != 0 {
 		status = "FAILED"
 	}
-	fmt.Printf("demo: %s sequenced=%d delivered=%d nodes=%d lost=%d dup=%d diverged=%d\n",
+	fmt.Fprintf(out, "demo: %s sequenced=%d delivered=%d nodes=%d lost=%d dup=%d diverged=%d\n",
 		status, sequenced, ds[0].check.Last, nodes, lost, dup, diverged)
 	if status != "ok" {
 		return errors.New("demo: streams differ")
