@@ -29,9 +29,10 @@ type RetainingSink interface {
 	MaxRetainedBytes() int
 }
 
-// retainMarginPackets is the room the ring keeps, beyond what a
-// RetainingSink holds, for the packet being built and the padding at
-// chunk ends while retained packets wait.
+// retainMarginPackets is the room the ring keeps, beyond what the
+// shell's transport holds by reference (SetRetained) and one call's
+// output, for the packet being built and the padding at chunk ends while
+// retained packets wait.
 const retainMarginPackets = 4
 
 // Stats are the Core's counters since New.

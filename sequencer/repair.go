@@ -41,7 +41,8 @@ type RepairStats struct {
 // holds), under a bandwidth cap, by multicast when a second receiver asks
 // for the same seq within MulticastRepairWindow, and with Gone when
 // FromSeq has left the store. It has no clock: mono is passed in.
-// Output goes to the Sink, synchronously; nothing is allocated per NAK.
+// Output goes to the Sink, synchronously (a Core's Sink only adds it to
+// the Core's Ready); nothing is allocated per NAK.
 type Repairer struct {
 	cfg      RepairConfig
 	sink     Sink
