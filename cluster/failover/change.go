@@ -255,7 +255,8 @@ type Change struct {
 	refusals   []error
 	refusedIDs []uint64
 	deadline   int64
-	graceAt    int64 // 0: no quorum yet
+	quorate    bool // a quorum answered; the rest have until graceAt
+	graceAt    int64
 	cut        uint64
 	stamp      int64
 }
@@ -339,7 +340,7 @@ func (c *Change) Tick(now int64) {
 	switch c.phase {
 	case PhaseSealing:
 		switch {
-		case c.graceAt != 0 && c.now >= c.graceAt:
+		case c.quorate && c.now >= c.graceAt:
 			c.sealed()
 		case c.now >= c.deadline && len(c.answers) >= c.need:
 			c.sealed()
@@ -357,7 +358,7 @@ func (c *Change) Tick(now int64) {
 func (c *Change) NextDue() int64 {
 	switch c.phase {
 	case PhaseSealing:
-		if c.graceAt != 0 {
+		if c.quorate {
 			return min(c.graceAt, c.deadline)
 		}
 		return c.deadline
@@ -372,7 +373,7 @@ func (c *Change) NextDue() int64 {
 func (c *Change) begin() {
 	c.stats.Attempts++
 	c.answers, c.refusals, c.refusedIDs, c.voters = c.answers[:0], c.refusals[:0], c.refusedIDs[:0], nil
-	c.graceAt, c.cut, c.stamp, c.need, c.epoch = 0, 0, 0, 0, 0
+	c.quorate, c.graceAt, c.cut, c.stamp, c.need, c.epoch = false, 0, 0, 0, 0, 0
 	if c.barrier {
 		c.phase = PhaseBarrier
 		c.rd.Barrier = true
@@ -473,7 +474,7 @@ func (c *Change) reply(r SealReply) {
 		} else {
 			c.answers = append(c.answers, a)
 			if len(c.answers) == c.need {
-				c.graceAt = c.now + c.cfg.GraceNS
+				c.quorate, c.graceAt = true, c.now+c.cfg.GraceNS
 			}
 		}
 	}
@@ -485,7 +486,7 @@ func (c *Change) reply(r SealReply) {
 		}
 		return
 	}
-	if c.graceAt != 0 && c.now >= c.graceAt {
+	if c.quorate && c.now >= c.graceAt {
 		c.sealed()
 	}
 }

@@ -120,6 +120,9 @@ type simCluster struct {
 	faultAt       int64
 	restartAt     int64 // restart member restartM then (0: none)
 	restartM      int
+	// majoritySince: a majority of the members has been up since then
+	// while an epoch change is due (0: not now).
+	majoritySince int64
 	// span is a node partitioned across two epoch changes (until
 	// changes reaches spanTill, or spanMax at the latest).
 	span      *simNode

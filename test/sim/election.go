@@ -28,6 +28,9 @@ const (
 	sealTimeout = 5 * time.Millisecond
 	sealGrace   = 300 * time.Microsecond
 	leadRetry   = time.Millisecond
+	// maxElection bounds an epoch change while a majority is up: room
+	// for a few failed attempts and a step-aside.
+	maxElection = 40 * time.Millisecond
 )
 
 // delivery is an answer to the core, due at at; gen names the leadership
@@ -138,6 +141,24 @@ func (c *simCluster) reopen(m *member) {
 // core its due answers and time, and act on its Ready.
 func (c *simCluster) election() {
 	w := c.w
+	// Any majority serves (DESIGN.md): with a majority of the members up
+	// the whole time, an epoch begins within maxElection.
+	up := 0
+	for _, m := range c.m {
+		if !m.dead && m.sb != nil {
+			up++
+		}
+	}
+	switch {
+	case up < members/2+1 || w.now < w.idleUntil:
+		// (Idle hours step a second at a time.)
+		c.majoritySince = 0
+	case c.majoritySince == 0:
+		c.majoritySince = w.now
+	case w.now-c.majoritySince > int64(maxElection):
+		w.fail("no epoch began in %v with %d of %d members up (epoch %d, %d leaderships)", maxElection, up, members, w.epoch, c.elections)
+		return
+	}
 	if c.ch == nil {
 		if w.now >= c.electAt && !c.beginElection() {
 			c.electAt = w.now + int64(time.Millisecond)
@@ -366,6 +387,7 @@ func (c *simCluster) start(s *failover.Start) {
 	c.acks = cluster.NewQuorumAcks(cluster.Epoch{Session: s.Session, Epoch: w.epoch, FirstSeq: s.FirstSeq, Members: s.Voters, Self: lm.id})
 	c.ch, c.taken = nil, nil
 	c.gen++
+	c.majoritySince = 0
 	for _, m := range c.m {
 		if m.cutOff && m.healAt <= w.now {
 			w.net.Partition(m.peer, false)
