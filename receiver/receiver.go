@@ -46,6 +46,7 @@ type Receiver struct {
 	out       []byte // bytes of the frames in ready.Send
 	other     otherSession
 	cuts      cutTable
+	runs      runTable // where delivery entered each epoch (epoch.go)
 	firstLive uint64
 
 	reassembly
@@ -318,6 +319,9 @@ func (r *Receiver) onPacket(now int64, frame []byte) {
 			r.stats.BadEpoch++
 			return
 		}
+		if r.divergedAt(p.Epoch, p.EpochStart) {
+			return
+		}
 		next, ok := r.cuts.startOf(p.Epoch + 1)
 		if !ok {
 			// This receiver missed where the next epoch began, so the
@@ -481,6 +485,7 @@ func (r *Receiver) start(now int64, p *wire.Packet) {
 	r.epochStart = p.EpochStart
 	r.cuts.reset()
 	r.cuts.add(p.Epoch, p.EpochStart)
+	r.runs.reset()
 	r.firstLive = p.FirstSeq
 	if r.cfg.Rewind {
 		r.next = max(1, r.cfg.RewindFrom)
@@ -568,6 +573,9 @@ func (r *Receiver) newEpoch(p *wire.Packet) bool {
 			ErrDiverged, p.Epoch, start, r.next-1, r.deliveredEpoch))
 		return false
 	}
+	if r.divergedAt(p.Epoch, start) {
+		return false
+	}
 	r.epoch = p.Epoch
 	r.epochStart = start
 	r.trimHold(start)
@@ -610,10 +618,30 @@ func (r *Receiver) duplicate(rec *wire.Record) {
 	// at RewindFrom and delivered nothing yet knows no epoch below it
 	// (the shell holds those seqs), and an old epoch's start repaired to
 	// others says nothing about them.
-	if r.ix.Type == wire.InternalEpochStart && r.deliveredAny && r.ix.Epoch > r.deliveredEpoch {
-		r.fail(fmt.Errorf("%w: epoch %d starts at seq %d but seqs up to %d were delivered in epoch %d",
-			ErrDiverged, r.ix.Epoch, rec.Seq, r.next-1, r.deliveredEpoch))
+	if r.ix.Type == wire.InternalEpochStart && r.deliveredAny {
+		if r.ix.Epoch > r.deliveredEpoch {
+			r.fail(fmt.Errorf("%w: epoch %d starts at seq %d but seqs up to %d were delivered in epoch %d",
+				ErrDiverged, r.ix.Epoch, rec.Seq, r.next-1, r.deliveredEpoch))
+			return
+		}
+		r.divergedAt(r.ix.Epoch, rec.Seq)
 	}
+}
+
+// divergedAt stops the receiver with ErrDiverged and reports true when
+// epoch e starting at start (learned from any header or EpochStart
+// record, repairs included) cut what this receiver delivered from an
+// older epoch: a seq at or above start delivered in an epoch before e. A
+// fast receiver that missed a whole epoch learns its start only from a
+// repair, after it went on.
+func (r *Receiver) divergedAt(e uint32, start uint64) bool {
+	last, old, ok := r.runs.below(e, r.next)
+	if !ok || last < start {
+		return false
+	}
+	r.fail(fmt.Errorf("%w: epoch %d starts at seq %d but seqs up to %d were delivered in epoch %d",
+		ErrDiverged, e, start, last, old))
+	return true
 }
 
 // emit puts one message into Ready.Deliver. What follows from the last
@@ -644,6 +672,11 @@ func (r *Receiver) settle() {
 		return
 	}
 	last := &d[len(d)-1]
+	if last.Epoch != r.runs.last() {
+		for i := r.settled; i < len(d); i++ { // rare: delivery enters an epoch
+			r.runs.enter(d[i].Epoch, d[i].Seq)
+		}
+	}
 	r.stats.Delivered += uint64(len(d) - r.settled)
 	r.settled = len(d)
 	r.deliveredAny = true
