@@ -60,7 +60,8 @@ type Stats struct {
 	WildStable     uint64 // headers whose stable ran too far beyond what was published (ignored)
 	BadEpoch       uint64 // headers with an epoch start that contradicts what is known (dropped)
 	GoneIgnored    uint64 // Gone frames not from the source asked, another epoch, or a range not asked
-	SourceSwitches uint64 // NAKs moved to another repair source after a Gone
+	SourceSwitches uint64 // NAKs moved to another repair source (a Gone, or a source timeout)
+	SourceTimeouts uint64 // repair sources left after RepairSourceTimeout without an answer
 	OtherSession   uint64 // packets of another session not (yet) followed
 	SessionSwitch  uint64 // times a receiver that delivered nothing followed a live session
 	BudgetDrops    uint64 // records dropped because the reassembly budget was full

@@ -60,6 +60,7 @@ type Receiver struct {
 	src        Source // where NAKs go
 	askedFrom  uint64
 	askedTo    uint64
+	askedAt    int64 // first NAK to src for this gap, or its last progress
 
 	// Status.
 	statusAt     int64
