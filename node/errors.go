@@ -9,7 +9,8 @@ import (
 )
 
 // Sentinel errors. Fatal ones (ErrUnrecoverable, ErrDiverged,
-// ErrNewSession, ErrTooLargeReceived, ErrSuperseded, ErrDuplicateSender)
+// ErrNewSession, ErrTooLargeReceived, ErrEpochBelowStable, ErrSuperseded,
+// ErrDuplicateSender)
 // are wrapped with detail and become sticky in Core.Err; test them with
 // errors.Is. The receiving half's are the receiver package's values, so
 // either name matches.
@@ -30,6 +31,7 @@ var (
 	ErrNewSession       = receiver.ErrNewSession
 	ErrTooLargeReceived = receiver.ErrTooLarge
 	ErrFrameKind        = receiver.ErrFrameKind
+	ErrEpochBelowStable = receiver.ErrEpochBelowStable
 
 	// ErrRejected is wrapped by the *RejectedError a RejectionHandler gets
 	// for each command the sequencer refused.

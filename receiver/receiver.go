@@ -222,8 +222,8 @@ func (r *Receiver) NextDue() (int64, bool) {
 func (r *Receiver) Stepped() bool { return r.stepped }
 
 // Err is the fatal error that stopped the receiver (ErrUnrecoverable,
-// ErrDiverged, ErrNewSession, ErrTooLarge, ErrEpochBelowStable), or nil. Once set it never
-// changes.
+// ErrDiverged, ErrNewSession, ErrTooLarge, ErrEpochBelowStable), or nil.
+// Once set it never changes.
 func (r *Receiver) Err() error { return r.err }
 
 // Stats returns the counters.
