@@ -31,6 +31,9 @@ type Core struct {
 	r    *receiver.Receiver
 	next uint64 // next seq to deliver; during OnMessage, the one being delivered
 	now  int64  // sequencer time
+	// timeKnown: the stream told sequencer time (a message delivered, or
+	// a heartbeat's time), so a timer relative to it can be computed.
+	timeKnown bool
 
 	send
 
@@ -180,6 +183,11 @@ func (c *Core) fireLocalTimers(now int64) {
 // of a heartbeat once everything it announced was delivered. It never
 // reads the local clock, so a replay makes the same decisions.
 func (c *Core) Now() int64 { return c.now }
+
+// TimeKnown reports whether the stream told sequencer time yet (Now is 0
+// until then): a message was delivered (inside OnMessage, the one being
+// delivered counts) or a heartbeat carried it.
+func (c *Core) TimeKnown() bool { return c.timeKnown }
 
 // Rewinding reports whether the node is replaying history from before it
 // joined: true (with Config.Rewind) until it delivers the first seq it saw

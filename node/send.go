@@ -138,6 +138,9 @@ func (c *Core) Send(now int64, payload []byte) (uint64, error) {
 // stream (OnTimer), at the same point on every node and replay. It uses a
 // window slot like any command.
 func (c *Core) SendTimer(now int64, id uint64, at, period int64) error {
+	if period < 0 {
+		return fmt.Errorf("%w: timer %d: period %dns, want >= 0 (0: once)", ErrTimer, id, period)
+	}
 	b, err := wire.AppendTimerRequest(c.timerBuf[:], &wire.TimerRequest{ID: id, At: at, Period: period})
 	if err != nil {
 		return err
