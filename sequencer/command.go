@@ -202,6 +202,8 @@ func (c *Core) reject(k senderKey, incarnation, cmdSeq uint64, reason wire.Rejec
 		c.stats.RejectedTimerRequest++
 	case wire.RejectFragmentedTimer:
 		c.stats.RejectedFragmentedTimer++
+	case wire.RejectTimerRate:
+		c.stats.RejectedTimerRate++
 	}
 }
 

@@ -57,6 +57,7 @@ type Stats struct {
 	RejectedTimerCap        uint64 // MaxTimersPerSender reached
 	RejectedTimerRequest    uint64 // malformed timer request or period below MinTimerPeriod
 	RejectedFragmentedTimer uint64 // timer request in fragments
+	RejectedTimerRate       uint64 // timer request above the sender's MaxTimerFiresPerSecond
 	SendersForgotten        uint64 // senders forgotten by a full table for a new one (InternalSenderForgotten)
 	ReassembliesExpired     uint64 // reassemblies dropped after ReassemblyTimeout of silence
 	Statuses                uint64 // receiver position reports taken

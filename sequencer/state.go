@@ -106,8 +106,8 @@ func (s *State) Active(a wire.Account) (instance uint8, ok bool) {
 //   - InternalIncarnation: the sender's incarnation becomes Value, its
 //     last command seq 0;
 //   - InternalTimerSet / InternalTimerCancel (the requester's CmdSeq in
-//     the record): the timer is set or cancelled, and the command seq
-//     used up;
+//     the record): the timer is set or cancelled (and the sender's timer
+//     rate follows), and the command seq used up;
 //   - InternalRejected: the command seq (ID) is used up, except for
 //     RejectSenderTableFull, which leaves no entry;
 //   - InternalSenderForgotten: the sender's entry and timers are removed;
@@ -166,10 +166,12 @@ func (s *State) Apply(r *wire.Record) error {
 		e := &s.senders.list[i]
 		e.lastCmdSeq = r.CmdSeq
 		k := timerKey{account: in.Account, instance: in.Instance, id: in.ID}
+		e.timerRate -= s.timers.rateOf(k) // replaced or cancelled
 		if in.Type == wire.InternalTimerSet {
 			if s.timers.set(k, int64(in.Value), in.Extra) {
 				e.timers++
 			}
+			e.timerRate += timerRate(in.Extra)
 		} else if s.timers.cancel(k) {
 			e.timers--
 		}
@@ -191,9 +193,11 @@ func (s *State) Apply(r *wire.Record) error {
 		}
 	case wire.InternalTimer:
 		k := timerKey{account: in.Account, instance: in.Instance, id: in.ID}
+		rate := s.timers.rateOf(k)
 		if s.timers.fired(k, r.Time) {
 			if i, _ := s.senders.lookup(in.Account, in.Instance); i >= 0 {
 				s.senders.list[i].timers--
+				s.senders.list[i].timerRate -= rate
 			}
 		}
 	}

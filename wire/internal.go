@@ -72,6 +72,9 @@ const (
 	RejectTimerCap        RejectReason = 4 // the sender has as many centralized timers as allowed
 	RejectTimerRequest    RejectReason = 5 // a malformed timer request, or a period below the minimum
 	RejectFragmentedTimer RejectReason = 6 // a timer request split into fragments
+	// RejectTimerRate: the sender's periodic timers would fire more often
+	// than the sequencer allows one sender (max-timer-fires-per-second).
+	RejectTimerRate RejectReason = 7
 )
 
 func (r RejectReason) String() string {
@@ -88,6 +91,8 @@ func (r RejectReason) String() string {
 		return "malformed timer request or period below the minimum"
 	case RejectFragmentedTimer:
 		return "fragmented timer request"
+	case RejectTimerRate:
+		return "this sender's timers would fire more often than the sequencer's max-timer-fires-per-second"
 	}
 	return "unknown reason"
 }
