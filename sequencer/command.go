@@ -209,8 +209,12 @@ func (c *Core) reject(k senderKey, incarnation, cmdSeq uint64, reason wire.Rejec
 
 // addFragment adds a fragment of the sender's next command to its
 // reassembly. It returns the whole command once every byte is held, or
-// RejectReassemblyFull when a new reassembly does not fit the budget even
-// after dropping those silent for ReassemblyTimeout.
+// RejectReassemblyFull when the bytes it brings do not fit the budget
+// even after dropping the reassemblies silent for ReassemblyTimeout. The
+// budget is charged by the bytes that arrived, never by the total a
+// fragment declares: four 100-byte datagrams declaring 16 MiB each
+// pinned 64 MiB for ReassemblyTimeout. A fragment far beyond the bytes
+// held is dropped and counted (AheadFragments); the node resends it.
 func (c *Core) addFragment(k senderKey, incarnation uint64, cmd *wire.Command) ([]byte, wire.RejectReason, bool) {
 	r := c.asm.get(k)
 	if r != nil && (r.incarnation != incarnation || r.asm.cmdSeq != cmd.CmdSeq) {
@@ -218,18 +222,28 @@ func (c *Core) addFragment(k senderKey, incarnation uint64, cmd *wire.Command) (
 		r = nil
 	}
 	if r == nil {
-		if c.asm.reserved+int(cmd.Total) > c.cfg.MaxReassemblyBytes {
-			c.expireReassemblies()
-			if c.asm.reserved+int(cmd.Total) > c.cfg.MaxReassemblyBytes {
-				return nil, wire.RejectReassemblyFull, false
-			}
-		}
 		r = c.asm.open(k, incarnation, cmd.CmdSeq, cmd.Total, c.mono)
 	} else if r.asm.total != cmd.Total {
 		c.stats.BadFragments++
 		return nil, 0, false
 	}
 	r.touched = c.mono
+	grow, near := r.asm.grows(cmd.Offset, cmd.Payload)
+	if !near {
+		c.stats.AheadFragments++
+		return nil, 0, false
+	}
+	if grow > 0 {
+		if c.asm.reserved+grow > c.cfg.MaxReassemblyBytes {
+			c.expireReassemblies() // r was touched now: it stays
+			if c.asm.reserved+grow > c.cfg.MaxReassemblyBytes {
+				c.asm.drop(k)
+				return nil, wire.RejectReassemblyFull, false
+			}
+		}
+		r.reserved += grow
+		c.asm.reserved += grow
+	}
 	c.stats.Fragments++
 	if !r.asm.add(cmd.Offset, cmd.Payload) {
 		return nil, 0, false

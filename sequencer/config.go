@@ -73,10 +73,10 @@ type Config struct {
 	// SenderIdleTimeout is how long (sequencer time) a sender must have
 	// had no record in the stream before a full table may forget it.
 	SenderIdleTimeout time.Duration
-	// MaxReassemblyBytes bounds the memory reserved by commands being
-	// reassembled from fragments, all senders together (each reserves its
-	// declared total; buffers grow with the bytes that arrive). A command
-	// whose reassembly does not fit is rejected (RejectReassemblyFull).
+	// MaxReassemblyBytes bounds the memory of commands being reassembled
+	// from fragments, all senders together, charged as bytes arrive
+	// (never by the total a fragment declares). A command whose next
+	// fragment does not fit is rejected (RejectReassemblyFull).
 	// Buffers above 1 MiB are released once their command is sequenced.
 	MaxReassemblyBytes int
 	// ReassemblyTimeout: a reassembly that got no fragment for this long is

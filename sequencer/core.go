@@ -45,8 +45,11 @@ type Stats struct {
 	StaleFrames  uint64 // command frames dropped: incarnation older than on record
 	Fragments    uint64 // command fragments accepted into a reassembly
 	BadFragments uint64 // fragments dropped: Total disagrees with the reassembly in progress
-	Malformed    uint64 // frames rejected by a decoder or a sanity check
-	WrongSession uint64 // command frames and NAKs for another session (ignored)
+	// AheadFragments: fragments dropped because they reach far beyond the
+	// bytes held of their command (resent by the node, in order).
+	AheadFragments uint64
+	Malformed      uint64 // frames rejected by a decoder or a sanity check
+	WrongSession   uint64 // command frames and NAKs for another session (ignored)
 	// Rejected counts InternalRejected records (commands refused, each
 	// reported to its sender in the stream); the Rejected* fields split it
 	// by reason.
