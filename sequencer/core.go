@@ -43,6 +43,7 @@ type Stats struct {
 	Duplicates   uint64 // commands dropped: cmdSeq <= last sequenced
 	OutOfOrder   uint64 // commands dropped: cmdSeq > last+1
 	StaleFrames  uint64 // command frames dropped: incarnation older than on record
+	StaleTold    uint64 // InternalStaleIncarnation records telling such a sender
 	Fragments    uint64 // command fragments accepted into a reassembly
 	BadFragments uint64 // fragments dropped: Total disagrees with the reassembly in progress
 	// AheadFragments: fragments dropped because they reach far beyond the

@@ -115,7 +115,9 @@ func (s *State) Active(a wire.Account) (instance uint8, ok bool) {
 //     active instance;
 //   - InternalTimer: a one-shot timer is removed, a periodic one moves to
 //     its next period after the record's time (nextFiring);
-//   - InternalEpochStart: the epoch and its first seq.
+//   - InternalEpochStart: the epoch and its first seq;
+//   - InternalStaleIncarnation: nothing (it tells a node, see
+//     Core.tellStale).
 //
 // Each record that names a sender it has no entry for creates one
 // (SenderForgotten, NodeDeactivated, Timer and RejectSenderTableFull
@@ -236,7 +238,7 @@ func (s *State) touch(a wire.Account, instance uint8, seq uint64, t int64) int32
 // canApply reports whether an internal record with payload m would apply:
 // a known type, and room for the sender it names if it creates one.
 func (s *State) canApply(m *wire.Internal) bool {
-	if m.Type < wire.InternalSessionStart || m.Type > wire.InternalSenderForgotten {
+	if m.Type < wire.InternalSessionStart || m.Type > wire.InternalStaleIncarnation {
 		return false
 	}
 	switch m.Type {

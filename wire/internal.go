@@ -29,7 +29,13 @@ const (
 	// start a new incarnation at cmdSeq 1 (a command above 1 is dropped as
 	// out of order, since a resend can no longer be told from a new one).
 	InternalSenderForgotten InternalType = 11
-	internalLast                         = InternalSenderForgotten
+	// InternalStaleIncarnation: the sequencer dropped command frames of
+	// Account/Instance sent as incarnation Extra, older than Value, the
+	// one on record (a restart whose wall-clock incarnation went back,
+	// joining live so it never saw Value announced). That node must take
+	// an incarnation above Value and send again. It changes no state.
+	InternalStaleIncarnation InternalType = 12
+	internalLast                          = InternalStaleIncarnation
 )
 
 func (t InternalType) String() string {
@@ -56,6 +62,8 @@ func (t InternalType) String() string {
 		return "rejected"
 	case InternalSenderForgotten:
 		return "sender-forgotten"
+	case InternalStaleIncarnation:
+		return "stale-incarnation"
 	}
 	return "unknown"
 }
