@@ -99,5 +99,7 @@
 // refused command (account, instance, id = cmdSeq, extra = incarnation) and
 // the reason (value, a RejectReason). InternalSenderForgotten names the
 // sender a full sender table forgot (account, instance, id = its last
-// cmdSeq, extra = its incarnation).
+// cmdSeq, extra = its incarnation). InternalStaleIncarnation names a
+// sender whose frames were dropped as stale (account, instance, value =
+// the incarnation on record, extra = the frames').
 package wire
