@@ -66,7 +66,10 @@
 // it, InternalNodeActivated/Deactivated and InternalTimer for this
 // account and instance call OnActivated/OnDeactivated/OnTimer when the
 // Handler implements them; OnRejected comes before the OnMessage of the
-// rejection record. Callbacks may call the Core's Send, SendTimer,
+// rejection record. A SilenceHandler hears OnStreamSilent from Tick when
+// no stream packet came for SilenceTimeout (a group without a quorum
+// publishes nothing), and OnStreamResumed from the Step of the next
+// packet. Callbacks may call the Core's Send, SendTimer,
 // CancelTimer, SetLocalTimer and Flush, never Step or Tick.
 //
 // Hot paths (Step delivering, Send of a small payload, idle Tick) allocate

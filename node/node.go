@@ -288,6 +288,9 @@ func (n *Node) idleWait(now int64) time.Duration {
 	if c.frameOpen {
 		due = min(due, c.frameSince+int64(c.cfg.FlushDelay)-now)
 	}
+	if at, ok := c.silenceDue(); ok {
+		due = min(due, at-now)
+	}
 	return time.Duration(max(0, due))
 }
 
@@ -616,6 +619,18 @@ func (n *Node) mirror() {
 	if inc := n.core.Incarnation(); inc != n.lastIncarnation {
 		n.lastIncarnation = inc
 		n.incarnation.Store(inc)
+	}
+}
+
+func (s shellHandler) OnStreamSilent(d time.Duration) {
+	if h, ok := s.n.user.(SilenceHandler); ok {
+		h.OnStreamSilent(d)
+	}
+}
+
+func (s shellHandler) OnStreamResumed() {
+	if h, ok := s.n.user.(SilenceHandler); ok {
+		h.OnStreamResumed()
 	}
 }
 

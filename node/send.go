@@ -682,7 +682,17 @@ func (c *Core) resendDue() (int64, bool) {
 
 // heard notes a stream packet (data or heartbeat) at now: evidence that
 // acks could come, which resend timers wait for.
-func (c *Core) heard(now int64) { c.heardAt = now }
+func (c *Core) heard(now int64) {
+	c.heardAt = now
+	q := &c.quiet
+	q.quietSince, q.quietSet = now, true
+	if q.told {
+		q.told, q.tellAfter = false, 0
+		if c.sil != nil {
+			c.sil.OnStreamResumed()
+		}
+	}
+}
 
 // The receiving half's state the sending half reads: what was delivered,
 // the highest seq known to exist, the first seq seen live, the session.
