@@ -36,7 +36,9 @@
 // hole of a large message), and it is cancelled as soon as a repair (ours,
 // or one multicast for another receiver) fills it. NAKs go to
 // Config.PreferredSource (the sequencer by default); a Gone from the source
-// asked moves them to the next source; a Gone from the last one stops the
+// asked moves them to the next source, and so does a source that answers
+// neither repair nor Gone within RepairSourceTimeout (SourceTimeouts);
+// a Gone from the last one stops the
 // receiver with ErrUnrecoverable naming the whole missing range. A Gone is
 // honoured only from the source asked, in the current session and epoch,
 // and for a range asked.
@@ -52,8 +54,13 @@
 // stable: every failover keeps what was stable). A
 // newer epoch is accepted only with a valid start (above every stable seq,
 // not below the current epoch's start, consistent with the table), else it
-// is counted (BadEpoch) and dropped. In Fast mode, a new epoch starting at
-// or below a delivered seq stops the receiver with ErrDiverged.
+// is counted (BadEpoch) and dropped; one starting at or below the stable
+// believed is also reported (EpochBelowStable, Step returns
+// ErrEpochBelowStable) and, once it alone was live for SessionTimeout,
+// stops the receiver with that error. In Fast mode, an epoch start learned
+// from any header or EpochStart record, repairs included, at or below a
+// seq delivered from an older epoch stops the receiver with ErrDiverged
+// (runTable remembers where delivery entered each epoch).
 //
 // Stable: Safe mode delivers up to the stable seq carried by current-epoch
 // headers; a stable more than StableLeadSeqs beyond the highest seq seen is
