@@ -108,6 +108,14 @@ type Config struct {
 	// a client that is a transport.Sourcer; a bare Core, an Output that is
 	// a SourceOutput.
 	Replayers []string
+	// RepairSourceTimeout: a repair source that sends neither repair nor
+	// Gone for this long is left for the next one (receiver.Config); 0
+	// takes the receiver's default.
+	RepairSourceTimeout time.Duration
+	// SilenceTimeout: a Handler that is a SilenceHandler is told when no
+	// stream packet came for this long (local clock), and again every 10
+	// timeouts while the silence lasts. 0: never.
+	SilenceTimeout time.Duration
 }
 
 // DefaultConfig returns the defaults: safe mode, starting live, window
@@ -131,6 +139,7 @@ func DefaultConfig() Config {
 		MaxReceiveMessageBytes: rd.MaxReceiveMessageBytes,
 		MaxReassemblyBytes:     rd.MaxReassemblyBytes,
 		StatusInterval:         rd.StatusInterval,
+		SilenceTimeout:         3 * time.Second,
 	}
 }
 
@@ -148,6 +157,9 @@ func (c Config) receiverConfig(account wire.Account) receiver.Config {
 	rc.MaxReassemblyBytes = c.MaxReassemblyBytes
 	rc.StatusInterval = c.StatusInterval
 	rc.RepairSources = len(c.Replayers)
+	if c.RepairSourceTimeout > 0 {
+		rc.RepairSourceTimeout = c.RepairSourceTimeout
+	}
 	return rc
 }
 
@@ -217,6 +229,12 @@ func (c Config) Validate() error {
 	}
 	if c.FlushDelay < 0 {
 		return config.New(ErrConfig, "FlushDelay", c.FlushDelay, ">= 0")
+	}
+	if c.SilenceTimeout < 0 {
+		return config.New(ErrConfig, "SilenceTimeout", c.SilenceTimeout, ">= 0 (0: never)")
+	}
+	if c.RepairSourceTimeout < 0 {
+		return config.New(ErrConfig, "RepairSourceTimeout", c.RepairSourceTimeout, ">= 0 (0: the receiver's default)")
 	}
 	if len(c.Replayers) > maxReplayers {
 		return config.New(ErrConfig, "Replayers", len(c.Replayers), fmt.Sprintf("at most %d addresses", maxReplayers))

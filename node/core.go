@@ -22,6 +22,7 @@ type Core struct {
 	act     ActivationHandler // nil unless h implements it
 	tim     TimerHandler
 	ltim    LocalTimerHandler
+	sil     SilenceHandler
 	out     Output
 	srcOut  SourceOutput // out, when it reaches repair sources
 	err     error        // sticky fatal error
@@ -31,10 +32,14 @@ type Core struct {
 	r    *receiver.Receiver
 	next uint64 // next seq to deliver; during OnMessage, the one being delivered
 	now  int64  // sequencer time
+	// timeKnown: the stream told sequencer time (a message delivered, or
+	// a heartbeat's time), so a timer relative to it can be computed.
+	timeKnown bool
 
 	send
 
 	localTimers []localTimer
+	quiet       silence
 
 	// Decode scratch, kept here so that the hot path allocates nothing.
 	msg  Message
@@ -75,6 +80,7 @@ func NewCore(cfg Config, h Handler, out Output) (*Core, error) {
 	c.act, _ = h.(ActivationHandler)
 	c.tim, _ = h.(TimerHandler)
 	c.ltim, _ = h.(LocalTimerHandler)
+	c.sil, _ = h.(SilenceHandler)
 	c.rejected, _ = h.(RejectionHandler)
 	if !cfg.ReadOnly {
 		c.initSend()
@@ -127,9 +133,54 @@ func (c *Core) Tick(now int64) {
 	if len(c.localTimers) > 0 {
 		c.fireLocalTimers(now)
 	}
+	if c.sil != nil && c.cfg.SilenceTimeout > 0 {
+		c.checkSilence(now)
+	}
 	if c.frameOpen && (c.cfg.FlushDelay == 0 || now-c.frameSince >= int64(c.cfg.FlushDelay)) {
 		c.flushFrame()
 	}
+}
+
+// silence is what the Core knows of the stream's silence (SilenceHandler).
+type silence struct {
+	quietSince int64 // local time of the last stream packet (or of the first Tick)
+	quietSet   bool
+	told       bool  // OnStreamSilent was called for this silence
+	tellAfter  int64 // silence (ns) after which it is told (again); 0: SilenceTimeout
+}
+
+// checkSilence tells the SilenceHandler when the stream has been silent
+// for SilenceTimeout, then every 10 timeouts while it lasts: without it
+// a library node of a group without a quorum hears nothing, with its
+// commands waiting, and cannot say why.
+func (c *Core) checkSilence(now int64) {
+	q := &c.quiet
+	if !q.quietSet {
+		q.quietSince, q.quietSet = now, true
+	}
+	timeout := int64(c.cfg.SilenceTimeout)
+	after := q.tellAfter
+	if after == 0 {
+		after = timeout
+	}
+	if d := now - q.quietSince; d >= after {
+		q.told = true
+		q.tellAfter = d + 10*timeout
+		c.sil.OnStreamSilent(time.Duration(d))
+	}
+}
+
+// silenceDue is the local time checkSilence will next tell, if any.
+func (c *Core) silenceDue() (int64, bool) {
+	q := &c.quiet
+	if c.sil == nil || c.cfg.SilenceTimeout <= 0 || !q.quietSet {
+		return 0, false
+	}
+	after := q.tellAfter
+	if after == 0 {
+		after = int64(c.cfg.SilenceTimeout)
+	}
+	return q.quietSince + after, true
 }
 
 // Flush sends the partly filled command frame now.
@@ -180,6 +231,11 @@ func (c *Core) fireLocalTimers(now int64) {
 // of a heartbeat once everything it announced was delivered. It never
 // reads the local clock, so a replay makes the same decisions.
 func (c *Core) Now() int64 { return c.now }
+
+// TimeKnown reports whether the stream told sequencer time yet (Now is 0
+// until then): a message was delivered (inside OnMessage, the one being
+// delivered counts) or a heartbeat carried it.
+func (c *Core) TimeKnown() bool { return c.timeKnown }
 
 // Rewinding reports whether the node is replaying history from before it
 // joined: true (with Config.Rewind) until it delivers the first seq it saw

@@ -9,7 +9,8 @@ import (
 )
 
 // Sentinel errors. Fatal ones (ErrUnrecoverable, ErrDiverged,
-// ErrNewSession, ErrTooLargeReceived, ErrSuperseded, ErrDuplicateSender)
+// ErrNewSession, ErrTooLargeReceived, ErrEpochBelowStable, ErrSuperseded,
+// ErrDuplicateSender)
 // are wrapped with detail and become sticky in Core.Err; test them with
 // errors.Is. The receiving half's are the receiver package's values, so
 // either name matches.
@@ -20,7 +21,15 @@ var (
 	// send limit; what it receives is bounded by MaxReceiveMessageBytes).
 	ErrTooLarge = errors.New("node: payload larger than MaxMessageBytes")
 	ErrConfig   = errors.New("node: invalid config")
-	ErrClosed   = errors.New("node: closed")
+	// ErrTimer: a centralized timer request the sequencer could not take
+	// (a negative period); wrapped with the value. No command seq is used.
+	ErrTimer = errors.New("node: invalid timer request")
+	// ErrTimeUnknown: SetTimer before the stream told sequencer time (no
+	// message or heartbeat delivered yet): a time relative to it cannot
+	// be computed. Wait for the first message, or use SetPeriodicTimer
+	// with an absolute time.
+	ErrTimeUnknown = errors.New("node: sequencer time not known yet (no message delivered): SetTimer is relative to it")
+	ErrClosed      = errors.New("node: closed")
 	// ErrArchiveRange: a Replay asked for seqs an archive does not hold
 	// (before its first, past its end), or its stream stopped early.
 	ErrArchiveRange = errors.New("node: seqs not in the archive")
@@ -30,6 +39,7 @@ var (
 	ErrNewSession       = receiver.ErrNewSession
 	ErrTooLargeReceived = receiver.ErrTooLarge
 	ErrFrameKind        = receiver.ErrFrameKind
+	ErrEpochBelowStable = receiver.ErrEpochBelowStable
 
 	// ErrRejected is wrapped by the *RejectedError a RejectionHandler gets
 	// for each command the sequencer refused.

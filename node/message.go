@@ -69,6 +69,19 @@ type RejectionHandler interface {
 	OnRejected(cmdSeq uint64, err error)
 }
 
+// SilenceHandler is optionally implemented to learn that the stream went
+// silent: no packet, data or heartbeat, for Config.SilenceTimeout (a
+// sequencer heartbeats every few ms, so silence means there is none: a
+// sequencer group without a quorum has no primary, a standalone one
+// stopped, or the node listens on the wrong channel). Commands in flight
+// wait meanwhile. OnStreamSilent(silentFor) comes once the timeout passed
+// and again every 10 timeouts while it lasts; OnStreamResumed when a
+// packet comes again. Both run on the node's own clock.
+type SilenceHandler interface {
+	OnStreamSilent(silentFor time.Duration)
+	OnStreamResumed()
+}
+
 // Output receives frames the Core wants sent to the sequencer (commands
 // and NAKs). frame is valid only during the call.
 type Output interface {

@@ -96,8 +96,10 @@ type Node struct {
 	seqNow          atomic.Int64
 	rewinding       atomic.Bool
 	incarnation     atomic.Uint64
+	timeKnown       atomic.Bool // Core.TimeKnown, stored once when it turns true
 	lastRewinding   bool
 	lastIncarnation uint64
+	lastTimeKnown   bool
 	_               [64]byte
 
 	// space is signalled (without blocking: it holds one token) when
@@ -299,6 +301,9 @@ func (n *Node) NextDue() (int64, bool) {
 	if c.frameOpen {
 		due = min(due, c.frameSince+int64(c.cfg.FlushDelay))
 	}
+	if at, ok := c.silenceDue(); ok {
+		due = min(due, at)
+	}
 	return due, true
 }
 
@@ -443,14 +448,24 @@ func (n *Node) TrySendString(s string) (uint64, error) {
 // SetTimer schedules centralized timer id at sequencer time Now()+after;
 // it fires through OnTimer at the same point of the stream everywhere.
 // The request is a command (it returns its cmdSeq) and, like TrySend,
-// never waits: a full window returns ErrWindowFull.
+// never waits: a full window returns ErrWindowFull. Sequencer time comes
+// from the stream: before the first message (or heartbeat) there is none,
+// and SetTimer returns ErrTimeUnknown rather than ask for a time in 1970,
+// which would fire at once.
 func (n *Node) SetTimer(id uint64, after time.Duration) (uint64, error) {
+	if !n.timeKnown.Load() {
+		return 0, fmt.Errorf("%w: timer %d", ErrTimeUnknown, id)
+	}
 	return n.enqueue(nil, 0, op{kind: opTimer, id: id, at: n.Now() + int64(after)}, nil, true)
 }
 
 // SetPeriodicTimer schedules centralized timer id at sequencer time at,
-// then every period (see SetTimer).
+// then every period (see SetTimer). A negative period returns ErrTimer
+// and uses no command seq.
 func (n *Node) SetPeriodicTimer(id uint64, at int64, period time.Duration) (uint64, error) {
+	if period < 0 {
+		return 0, fmt.Errorf("%w: timer %d: period %v, want >= 0 (0: once)", ErrTimer, id, period)
+	}
 	return n.enqueue(nil, 0, op{kind: opTimer, id: id, at: at, period: int64(period)}, nil, true)
 }
 
@@ -606,6 +621,10 @@ func (s shellHandler) OnMessage(m *Message) {
 // mirror refreshes the mirrors of Core state (Run goroutine only).
 func (n *Node) mirror() {
 	n.seqNow.Store(n.core.Now())
+	if !n.lastTimeKnown && n.core.TimeKnown() {
+		n.lastTimeKnown = true
+		n.timeKnown.Store(true)
+	}
 	if r := n.core.Rewinding(); r != n.lastRewinding {
 		n.lastRewinding = r
 		n.rewinding.Store(r)
@@ -613,6 +632,18 @@ func (n *Node) mirror() {
 	if inc := n.core.Incarnation(); inc != n.lastIncarnation {
 		n.lastIncarnation = inc
 		n.incarnation.Store(inc)
+	}
+}
+
+func (s shellHandler) OnStreamSilent(d time.Duration) {
+	if h, ok := s.n.user.(SilenceHandler); ok {
+		h.OnStreamSilent(d)
+	}
+}
+
+func (s shellHandler) OnStreamResumed() {
+	if h, ok := s.n.user.(SilenceHandler); ok {
+		h.OnStreamResumed()
 	}
 }
 

@@ -28,6 +28,7 @@ func (c *Core) handleReady() {
 	c.next = c.r.Next()
 	if t := c.r.Now(); t > c.now {
 		c.now = t
+		c.timeKnown = true
 	}
 	if err := c.r.Err(); err != nil {
 		c.fail(err)
@@ -45,6 +46,7 @@ func (c *Core) handleReady() {
 // internal message asks for.
 func (c *Core) deliver(d *receiver.Message) {
 	c.next = d.Seq
+	c.timeKnown = true
 	if d.Time > c.now {
 		c.now = d.Time
 	}

@@ -158,6 +158,7 @@ func (a *Archive) Replay(from, to uint64, h Handler, opts ...ReplayOption) (Repl
 	cfg.ReadOnly, cfg.Mode, cfg.Session = true, Safe, a.s.Session()
 	cfg.Rewind, cfg.RewindFrom = true, from
 	cfg.StatusInterval = 0
+	cfg.SilenceTimeout = 0 // a replay has no live stream to fall silent
 	r := &replay{h: h, to: to, o: &o}
 	r.act, _ = h.(ActivationHandler)
 	r.tim, _ = h.(TimerHandler)

@@ -78,6 +78,7 @@ func ReplayRemote(addr string, from, to uint64, h Handler, opts ...ReplayOption)
 	cfg.ReadOnly, cfg.Mode, cfg.Session = true, Safe, rep.Session
 	cfg.Rewind, cfg.RewindFrom = true, from
 	cfg.StatusInterval = 0
+	cfg.SilenceTimeout = 0 // a replay has no live stream to fall silent
 	r := &replay{h: h, to: to, o: &o}
 	r.act, _ = h.(ActivationHandler)
 	r.tim, _ = h.(TimerHandler)

@@ -138,6 +138,9 @@ func (c *Core) Send(now int64, payload []byte) (uint64, error) {
 // stream (OnTimer), at the same point on every node and replay. It uses a
 // window slot like any command.
 func (c *Core) SendTimer(now int64, id uint64, at, period int64) error {
+	if period < 0 {
+		return fmt.Errorf("%w: timer %d: period %dns, want >= 0 (0: once)", ErrTimer, id, period)
+	}
 	b, err := wire.AppendTimerRequest(c.timerBuf[:], &wire.TimerRequest{ID: id, At: at, Period: period})
 	if err != nil {
 		return err
@@ -313,6 +316,11 @@ func (c *Core) observe(seq uint64, acct wire.Account, inst uint8, cmdSeq uint64,
 				c.onRejected(x.ID+c.cmdBase, wire.RejectReason(x.Value))
 			}
 			return
+		case wire.InternalStaleIncarnation:
+			if uint64(x.Extra) == c.cfg.Incarnation && x.Value > c.cfg.Incarnation {
+				c.onStale(x.Value)
+			}
+			return
 		case wire.InternalSenderForgotten:
 			if uint64(x.Extra) == c.cfg.Incarnation {
 				// Everything up to x.ID was sequenced (and delivered
@@ -396,21 +404,45 @@ func (c *Core) onIncarnation(seq, v uint64) {
 		// v > inc was announced before ours could be, so the sequencer
 		// drops every frame of ours as stale and has sequenced none: take
 		// an incarnation above v and send the window again under it.
-		c.cfg.Incarnation = v + 1
-		c.stats.IncarnationBumps++
-		c.frameOpen = false // its header names the old incarnation
-		for q := c.acked + 1; q < c.nextCmd; q++ {
-			s := c.slot(q)
-			s.sentAt, s.lastAt, s.after = c.clock, c.clock, c.streamTail()
-			s.rewound = c.Rewinding()
-			c.appendCommand(c.clock, q, s)
-		}
-		if c.frameOpen {
-			c.flushFrame()
-		}
+		c.reincarnate(v)
 	default:
 		c.fail(fmt.Errorf("%w: account %s instance %d: incarnation %d announced at seq %d while this process sends as incarnation %d",
 			ErrSuperseded, c.account, c.cfg.Instance, v, seq, inc))
+	}
+}
+
+// onStale handles the sequencer's word that it drops this process's
+// frames because incarnation v (> ours) is on record: this node restarted
+// with a smaller wall-clock incarnation and joined live, so it never saw
+// v announced. Unless some command of ours was sequenced (then v came
+// after us: another process took the identity, which onIncarnation
+// stops on), it moves above v and sends its window again.
+func (c *Core) onStale(v uint64) {
+	switch {
+	case c.nextCmd == 1:
+		c.cfg.Incarnation = v + 1
+		c.stats.IncarnationBumps++
+	case !c.announced && c.acked == c.cmdBase:
+		c.reincarnate(v)
+	}
+}
+
+// reincarnate takes an incarnation above v, which the sequencer holds for
+// this Account/Instance while it sequenced none of this incarnation's
+// commands, and sends the window again under it (same numbering: the new
+// incarnation's commands count from cmdSeq 1 after cmdBase).
+func (c *Core) reincarnate(v uint64) {
+	c.cfg.Incarnation = v + 1
+	c.stats.IncarnationBumps++
+	c.frameOpen = false // its header names the old incarnation
+	for q := c.acked + 1; q < c.nextCmd; q++ {
+		s := c.slot(q)
+		s.sentAt, s.lastAt, s.after = c.clock, c.clock, c.streamTail()
+		s.rewound = c.Rewinding()
+		c.appendCommand(c.clock, q, s)
+	}
+	if c.frameOpen {
+		c.flushFrame()
 	}
 }
 
@@ -650,7 +682,17 @@ func (c *Core) resendDue() (int64, bool) {
 
 // heard notes a stream packet (data or heartbeat) at now: evidence that
 // acks could come, which resend timers wait for.
-func (c *Core) heard(now int64) { c.heardAt = now }
+func (c *Core) heard(now int64) {
+	c.heardAt = now
+	q := &c.quiet
+	q.quietSince, q.quietSet = now, true
+	if q.told {
+		q.told, q.tellAfter = false, 0
+		if c.sil != nil {
+			c.sil.OnStreamResumed()
+		}
+	}
+}
 
 // The receiving half's state the sending half reads: what was delivered,
 // the highest seq known to exist, the first seq seen live, the session.

@@ -70,6 +70,11 @@ type Config struct {
 	// next one (cyclically); a Gone from the last untried one is fatal.
 	RepairSources   int
 	PreferredSource Source
+	// RepairSourceTimeout: a repair source asked for a gap that brings
+	// neither repair nor Gone for this long is left for the next one
+	// (counted in SourceTimeouts), so a dead or cut-off replayer is not
+	// asked forever. Any progress on the gap restarts it.
+	RepairSourceTimeout time.Duration
 
 	// PendingRecords bounds the receive ring: records ahead of the next one
 	// to deliver (out of order, or not yet stable) are copied into it.
@@ -124,6 +129,7 @@ func DefaultConfig() Config {
 		Mode:                   Safe,
 		NakDelay:               time.Millisecond,
 		NakMaxDelay:            100 * time.Millisecond,
+		RepairSourceTimeout:    time.Second,
 		PendingRecords:         1 << 16,
 		HoldBytes:              16 << 20,
 		MaxReceiveMessageBytes: 64 << 20,
@@ -156,6 +162,8 @@ func (c Config) Validate() error {
 		return bad("NakMaxDelay", c.NakMaxDelay, fmt.Sprintf(">= NakDelay (%v)", c.NakDelay))
 	case c.RepairSources < 0 || c.RepairSources > 254:
 		return bad("RepairSources", c.RepairSources, "0..254")
+	case c.RepairSourceTimeout <= 0:
+		return bad("RepairSourceTimeout", c.RepairSourceTimeout, "> 0")
 	case int(c.PreferredSource) > c.RepairSources:
 		return bad("PreferredSource", c.PreferredSource, fmt.Sprintf("0..RepairSources (%d)", c.RepairSources))
 	case c.PendingRecords < minPendingRecords || c.PendingRecords > maxPendingRecords || c.PendingRecords&(c.PendingRecords-1) != 0:

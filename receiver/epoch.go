@@ -90,3 +90,65 @@ func (t *cutTable) epochOf(q uint64) (uint32, bool) {
 	}
 	return 0, false
 }
+
+// run is where this receiver's delivery entered an epoch: the first seq
+// it delivered (or, live, would deliver first) in it.
+type run struct {
+	epoch uint32
+	first uint64
+}
+
+// runTable remembers, for each epoch this receiver delivered from, where
+// that began, so that an epoch start learned late (from a repair's header
+// or a duplicate EpochStart record, after the receiver went on into a
+// newer epoch) is checked against what was delivered from the older ones.
+// Epochs delivered from ascend with seqs, so the runs are sorted by both;
+// the oldest are forgotten first.
+type runTable struct {
+	n    int
+	runs [maxCuts]run
+}
+
+func (t *runTable) reset() { t.n = 0 }
+
+// enter records that delivery entered epoch e at seq first.
+func (t *runTable) enter(e uint32, first uint64) {
+	if t.n > 0 && t.runs[t.n-1].epoch >= e {
+		return
+	}
+	if t.n == maxCuts {
+		copy(t.runs[:], t.runs[1:])
+		t.n--
+	}
+	t.runs[t.n] = run{e, first}
+	t.n++
+}
+
+// last is the newest epoch entered (0 if none).
+func (t *runTable) last() uint32 {
+	if t.n == 0 {
+		return 0
+	}
+	return t.runs[t.n-1].epoch
+}
+
+// below is the highest seq delivered in an epoch older than e, and that
+// epoch, given that next is the next seq to deliver; false when nothing
+// was delivered from an epoch older than e.
+func (t *runTable) below(e uint32, next uint64) (uint64, uint32, bool) {
+	i := 0
+	for i < t.n && t.runs[i].epoch < e {
+		i++
+	}
+	if i == 0 {
+		return 0, 0, false
+	}
+	end := next
+	if i < t.n {
+		end = t.runs[i].first
+	}
+	if end <= t.runs[i-1].first {
+		return 0, 0, false // entered, nothing delivered in it yet
+	}
+	return end - 1, t.runs[i-1].epoch, true
+}

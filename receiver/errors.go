@@ -10,8 +10,14 @@ var (
 	ErrDiverged      = errors.New("receiver: diverged: a new epoch cut messages this receiver already delivered")
 	ErrNewSession    = errors.New("receiver: another session is live on the stream")
 	ErrTooLarge      = errors.New("receiver: message larger than MaxReceiveMessageBytes")
-	ErrFrameKind     = errors.New("receiver: frame kind not expected by a receiver")
-	ErrConfig        = errors.New("receiver: invalid config")
+	// ErrEpochBelowStable: a new epoch starts at or below the stable seq
+	// this receiver believes. Step returns it for each such packet (it
+	// is dropped; Err stays nil); once that epoch alone has been live
+	// for SessionTimeout, it becomes the fatal error, wrapped with the
+	// epoch, its start and the stable.
+	ErrEpochBelowStable = errors.New("receiver: a new epoch starts at or below the stable seq this receiver believes")
+	ErrFrameKind        = errors.New("receiver: frame kind not expected by a receiver")
+	ErrConfig           = errors.New("receiver: invalid config")
 	// ErrNotStarted: StepRewind before a live packet started the
 	// receiver; the caller keeps the packet and tries again later.
 	ErrNotStarted = errors.New("receiver: rewind packet before the live stream started the receiver")

@@ -53,6 +53,7 @@ func (r *Receiver) updateGap(now int64) {
 	if from != r.nakFrom {
 		r.tried = 0
 	}
+	r.askedAt = now // progress (or a new gap): the source's deadline starts again
 	d := int64(r.cfg.NakDelay)
 	r.nakArmed = true
 	r.nakFrom = from
@@ -66,6 +67,16 @@ func (r *Receiver) updateGap(now int64) {
 // missing seq to the last missing one in the window: one outstanding
 // request per gap region.
 func (r *Receiver) sendNak(now int64) {
+	if r.asked && r.cfg.RepairSources > 0 && now-r.askedAt >= int64(r.cfg.RepairSourceTimeout) {
+		// The source asked sent neither repair nor Gone: it is dead,
+		// cut off or lost the requests. Ask the next one (cyclically,
+		// so a source that recovers is asked again in its turn).
+		r.src = Source((int(r.src) + 1) % (r.cfg.RepairSources + 1))
+		r.asked = false
+		r.stats.SourceTimeouts++
+		r.stats.SourceSwitches++
+		r.nakBackoff = int64(r.cfg.NakDelay)
+	}
 	from := r.nakFrom
 	to := r.gapEnd()
 	for to > from {
@@ -98,7 +109,7 @@ func (r *Receiver) sendNak(now int64) {
 	if _, err := wire.AppendNak(r.queue(r.src, wire.NakBytes), &n); err == nil {
 		r.stats.NaksSent++
 		if !r.asked {
-			r.asked, r.askedFrom, r.askedTo = true, from, to
+			r.asked, r.askedFrom, r.askedTo, r.askedAt = true, from, to, now
 		} else {
 			r.askedFrom, r.askedTo = min(r.askedFrom, from), max(r.askedTo, to)
 		}

@@ -59,13 +59,17 @@ type Stats struct {
 	DroppedByEpoch uint64 // buffered records discarded because a new epoch cut them
 	WildStable     uint64 // headers whose stable ran too far beyond what was published (ignored)
 	BadEpoch       uint64 // headers with an epoch start that contradicts what is known (dropped)
-	GoneIgnored    uint64 // Gone frames not from the source asked, another epoch, or a range not asked
-	SourceSwitches uint64 // NAKs moved to another repair source after a Gone
-	OtherSession   uint64 // packets of another session not (yet) followed
-	SessionSwitch  uint64 // times a receiver that delivered nothing followed a live session
-	BudgetDrops    uint64 // records dropped because the reassembly budget was full
-	AheadDrops     uint64 // fragments dropped because far beyond the bytes held of their message
-	StatusSent     uint64
-	Rewound        uint64 // packets taken from a rewind (StepRewind)
-	HeldPackets    uint64 // packets held whole until stable covered them (safe mode, hold.go)
+	// EpochBelowStable: headers of a newer epoch starting at or below the
+	// stable believed (dropped, ErrEpochBelowStable; also in BadEpoch).
+	EpochBelowStable uint64
+	GoneIgnored      uint64 // Gone frames not from the source asked, another epoch, or a range not asked
+	SourceSwitches   uint64 // NAKs moved to another repair source (a Gone, or a source timeout)
+	SourceTimeouts   uint64 // repair sources left after RepairSourceTimeout without an answer
+	OtherSession     uint64 // packets of another session not (yet) followed
+	SessionSwitch    uint64 // times a receiver that delivered nothing followed a live session
+	BudgetDrops      uint64 // records dropped because the reassembly budget was full
+	AheadDrops       uint64 // fragments dropped because far beyond the bytes held of their message
+	StatusSent       uint64
+	Rewound          uint64 // packets taken from a rewind (StepRewind)
+	HeldPackets      uint64 // packets held whole until stable covered them (safe mode, hold.go)
 }

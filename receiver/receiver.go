@@ -35,8 +35,11 @@ type Receiver struct {
 	rewindPkt      bool // the packet being handled came from StepRewind
 	rewinding      bool // SetRewinding: gaps are not NAKed
 	nakArmed       bool
-	asked          bool  // askedFrom..askedTo were asked of src
-	err            error // sticky fatal error
+	asked          bool         // askedFrom..askedTo were asked of src
+	err            error        // sticky fatal error
+	warn           error        // non-fatal error of the running Step (a packet dropped for a reason the shell should log)
+	epochHeard     int64        // local time of the last valid packet of the current epoch
+	below          otherSession // a newer epoch starting at or below stable (id: the epoch)
 	ready          Ready
 	pkt            wire.Packet
 	rec            wire.Record
@@ -47,6 +50,7 @@ type Receiver struct {
 	out       []byte // bytes of the frames in ready.Send
 	other     otherSession
 	cuts      cutTable
+	runs      runTable // where delivery entered each epoch (epoch.go)
 	firstLive uint64
 
 	reassembly
@@ -60,6 +64,7 @@ type Receiver struct {
 	src        Source // where NAKs go
 	askedFrom  uint64
 	askedTo    uint64
+	askedAt    int64 // first NAK to src for this gap, or its last progress
 
 	// Status.
 	statusAt     int64
@@ -140,13 +145,16 @@ func (r *Receiver) advanceSlow() {
 
 // Step feeds one frame received from source from: a stream packet (data or
 // heartbeat) or a Gone. A malformed frame is counted and its decoder's
-// sentinel error returned, with no other change. After a fatal error Step
-// does nothing and returns Err().
+// sentinel error returned, with no other change. A packet dropped for a
+// reason the shell should log returns its sentinel with Err() still nil
+// (ErrEpochBelowStable). After a fatal error Step does nothing and returns
+// Err().
 func (r *Receiver) Step(now int64, frame []byte, from Source) error {
 	if r.err != nil {
 		return r.err
 	}
 	r.stepped = false
+	r.warn = nil
 	k, err := wire.PeekKind(frame)
 	if err != nil {
 		r.stats.Malformed++
@@ -169,6 +177,9 @@ func (r *Receiver) Step(now int64, frame []byte, from Source) error {
 	default:
 		r.stats.Malformed++
 		return ErrFrameKind
+	}
+	if r.err == nil && r.warn != nil {
+		return r.warn
 	}
 	return r.err
 }
@@ -212,8 +223,8 @@ func (r *Receiver) NextDue() (int64, bool) {
 func (r *Receiver) Stepped() bool { return r.stepped }
 
 // Err is the fatal error that stopped the receiver (ErrUnrecoverable,
-// ErrDiverged, ErrNewSession, ErrTooLarge), or nil. Once set it never
-// changes.
+// ErrDiverged, ErrNewSession, ErrTooLarge, ErrEpochBelowStable), or nil.
+// Once set it never changes.
 func (r *Receiver) Err() error { return r.err }
 
 // Stats returns the counters.
@@ -310,13 +321,17 @@ func (r *Receiver) onPacket(now int64, frame []byte) {
 			r.stats.BadEpoch++
 			return
 		}
+		r.epochHeard = now
 	case p.Epoch > r.epoch:
-		if !r.newEpoch(p) {
+		if !r.newEpoch(now, p) {
 			return
 		}
 	default:
 		if !r.cuts.add(p.Epoch, p.EpochStart) {
 			r.stats.BadEpoch++
+			return
+		}
+		if r.divergedAt(p.Epoch, p.EpochStart) {
 			return
 		}
 		next, ok := r.cuts.startOf(p.Epoch + 1)
@@ -480,8 +495,11 @@ func (r *Receiver) start(now int64, p *wire.Packet) {
 	r.heard = now
 	r.epoch = p.Epoch
 	r.epochStart = p.EpochStart
+	r.epochHeard = now
+	r.below = otherSession{}
 	r.cuts.reset()
 	r.cuts.add(p.Epoch, p.EpochStart)
+	r.runs.reset()
 	r.firstLive = p.FirstSeq
 	if r.cfg.Rewind {
 		r.next = max(1, r.cfg.RewindFrom)
@@ -558,9 +576,15 @@ func (r *Receiver) resetStream() {
 // epochs at or above their epoch's cut are dropped: the start, or, for an
 // epoch whose successor this receiver skipped, anything not stable (see
 // cutBound).
-func (r *Receiver) newEpoch(p *wire.Packet) bool {
+func (r *Receiver) newEpoch(now int64, p *wire.Packet) bool {
 	start := p.EpochStart
-	if start < r.epochStart || start <= r.stable || !r.cuts.add(p.Epoch, start) {
+	if start >= r.epochStart && start <= r.stable {
+		r.stats.BadEpoch++
+		r.stats.EpochBelowStable++
+		r.belowStable(now, p.Epoch, start)
+		return false
+	}
+	if start < r.epochStart || !r.cuts.add(p.Epoch, start) {
 		r.stats.BadEpoch++
 		return false
 	}
@@ -569,8 +593,13 @@ func (r *Receiver) newEpoch(p *wire.Packet) bool {
 			ErrDiverged, p.Epoch, start, r.next-1, r.deliveredEpoch))
 		return false
 	}
+	if r.divergedAt(p.Epoch, start) {
+		return false
+	}
 	r.epoch = p.Epoch
 	r.epochStart = start
+	r.epochHeard = now
+	r.below = otherSession{}
 	r.trimHold(start)
 	end := r.released + uint64(len(r.ring))
 	for q := r.next; q < end; q++ {
@@ -586,6 +615,28 @@ func (r *Receiver) newEpoch(p *wire.Packet) bool {
 	r.nakArmed, r.asked, r.tried = false, false, 0
 	r.src = r.cfg.PreferredSource
 	return true
+}
+
+// belowStable handles a header of epoch e starting at start, at or below
+// the stable this receiver believes: the receiver was told a stable the
+// group did not keep (a deposed primary's header, a member that counted
+// what it had not written), or the start is forged. The packet is
+// dropped, never in silence: Step returns ErrEpochBelowStable. Once such
+// an epoch has been heard for SessionTimeout while the current one was
+// silent as long, the receiver cannot follow the stream: it stops.
+func (r *Receiver) belowStable(now int64, e uint32, start uint64) {
+	b := &r.below
+	timeout := int64(r.cfg.SessionTimeout)
+	if b.id != uint64(e) || now-b.last > timeout {
+		*b = otherSession{id: uint64(e), first: now}
+	}
+	b.last = now
+	if now-b.first < timeout || now-r.epochHeard < timeout {
+		r.warn = ErrEpochBelowStable
+		return
+	}
+	r.fail(fmt.Errorf("%w: epoch %d starts at seq %d, at or below stable %d believed in epoch %d, and has been the only live epoch for %dms: a header claimed a stable the group did not keep; restart to rejoin the stream",
+		ErrEpochBelowStable, e, start, r.stable, r.epoch, (now-r.epochHeard)/1e6))
 }
 
 // cutBound is the first seq that a record held from epoch e may not
@@ -611,10 +662,30 @@ func (r *Receiver) duplicate(rec *wire.Record) {
 	// at RewindFrom and delivered nothing yet knows no epoch below it
 	// (the shell holds those seqs), and an old epoch's start repaired to
 	// others says nothing about them.
-	if r.ix.Type == wire.InternalEpochStart && r.deliveredAny && r.ix.Epoch > r.deliveredEpoch {
-		r.fail(fmt.Errorf("%w: epoch %d starts at seq %d but seqs up to %d were delivered in epoch %d",
-			ErrDiverged, r.ix.Epoch, rec.Seq, r.next-1, r.deliveredEpoch))
+	if r.ix.Type == wire.InternalEpochStart && r.deliveredAny {
+		if r.ix.Epoch > r.deliveredEpoch {
+			r.fail(fmt.Errorf("%w: epoch %d starts at seq %d but seqs up to %d were delivered in epoch %d",
+				ErrDiverged, r.ix.Epoch, rec.Seq, r.next-1, r.deliveredEpoch))
+			return
+		}
+		r.divergedAt(r.ix.Epoch, rec.Seq)
 	}
+}
+
+// divergedAt stops the receiver with ErrDiverged and reports true when
+// epoch e starting at start (learned from any header or EpochStart
+// record, repairs included) cut what this receiver delivered from an
+// older epoch: a seq at or above start delivered in an epoch before e. A
+// fast receiver that missed a whole epoch learns its start only from a
+// repair, after it went on.
+func (r *Receiver) divergedAt(e uint32, start uint64) bool {
+	last, old, ok := r.runs.below(e, r.next)
+	if !ok || last < start {
+		return false
+	}
+	r.fail(fmt.Errorf("%w: epoch %d starts at seq %d but seqs up to %d were delivered in epoch %d",
+		ErrDiverged, e, start, last, old))
+	return true
 }
 
 // emit puts one message into Ready.Deliver. What follows from the last
@@ -645,11 +716,21 @@ func (r *Receiver) settle() {
 		return
 	}
 	last := &d[len(d)-1]
+	if last.Epoch != r.runs.last() {
+		for i := r.settled; i < len(d); i++ { // rare: delivery enters an epoch
+			r.runs.enter(d[i].Epoch, d[i].Seq)
+		}
+	}
 	r.stats.Delivered += uint64(len(d) - r.settled)
 	r.settled = len(d)
 	r.deliveredAny = true
 	r.deliveredEpoch = max(r.deliveredEpoch, last.Epoch)
 	r.contig = max(r.contig, last.Seq)
+	if r.maxStored > r.contig || r.hold.end > r.contig+1 {
+		// Seqs held beyond what was delivered are not missing: a NAK
+		// must not ask for them.
+		r.extendContig()
+	}
 }
 
 // drain delivers held records from next on while they are whole and, in

@@ -5,8 +5,9 @@ import "github.com/seqd/seqd/wire"
 // assembly reassembles one fragmented command. It keeps the byte ranges it
 // holds across resends, so a resent frame only fills holes. Its buffer
 // grows with the bytes that arrive (up to the declared total), not with
-// the total a fragment declares, and is reused from one command to the
-// next.
+// the total a fragment declares: a fragment reaching beyond twice the
+// bytes held plus aheadSlackBytes is refused (fits), and is reused from
+// one command to the next.
 type assembly struct {
 	cmdSeq uint64 // command being reassembled; 0 = none
 	total  uint32
@@ -21,6 +22,36 @@ func (a *assembly) start(cmdSeq uint64, total uint32) {
 	a.total = total
 	a.buf = a.buf[:0]
 	a.have = a.have[:0]
+}
+
+// aheadSlackBytes bounds how far beyond twice the bytes held a fragment
+// may reach, so that the buffer (and the budget charged) grows with the
+// bytes that arrived, never with an offset a packet declares. A node
+// sends fragments in order; one far ahead (reordered, or forged) is
+// dropped and comes again with the node's resend.
+const aheadSlackBytes = 256 << 10
+
+// held is the number of bytes held.
+func (a *assembly) held() uint64 {
+	n := uint64(0)
+	for _, s := range a.have {
+		n += uint64(s.to - s.from)
+	}
+	return n
+}
+
+// grows is how many bytes the buffer must grow (its length: the bytes
+// addressable) to take p at off, and whether that is near enough to the
+// bytes held (aheadSlackBytes).
+func (a *assembly) grows(off uint32, p []byte) (int, bool) {
+	end := uint64(off) + uint64(len(p))
+	if end <= uint64(len(a.buf)) {
+		return 0, true
+	}
+	if end > 2*a.held()+aheadSlackBytes {
+		return 0, false
+	}
+	return int(end) - len(a.buf), true
 }
 
 func (a *assembly) clear() {
@@ -79,8 +110,9 @@ type senderKey struct {
 }
 
 // reassembly is a command being reassembled for one sender, with the
-// budget it reserved (its declared total) and the last time a fragment
-// came (on the core's clock), by which an abandoned one is forgotten.
+// budget it is charged (the bytes its buffer addresses, which grow with
+// the bytes that arrived) and the last time a fragment came (on the
+// core's clock), by which an abandoned one is forgotten.
 type reassembly struct {
 	key         senderKey
 	incarnation uint64
@@ -91,8 +123,9 @@ type reassembly struct {
 
 // reassemblies holds the commands being reassembled, one per sender at
 // most. It is not part of State: nothing of it is in the stream until the
-// command is whole. Its bounds: MaxReassemblyBytes of declared totals,
-// all senders together, and ReassemblyTimeout of silence, after which a
+// command is whole. Its bounds: MaxReassemblyBytes of bytes charged (as
+// they arrive), all senders together, and ReassemblyTimeout of silence,
+// after which a
 // reassembly is dropped and its budget freed (its sender died, or moved
 // on); a resend then starts it again.
 type reassemblies struct {
@@ -113,8 +146,8 @@ func (t *reassemblies) get(k senderKey) *reassembly {
 	return &t.list[i]
 }
 
-// open starts a reassembly for k reserving total bytes (the caller checked
-// the budget); a buffer of a dropped reassembly is reused.
+// open starts a reassembly for k, charged nothing until bytes arrive; a
+// buffer of a dropped reassembly is reused.
 func (t *reassemblies) open(k senderKey, incarnation, cmdSeq uint64, total uint32, now int64) *reassembly {
 	var i int32
 	if n := len(t.free); n > 0 {
@@ -125,10 +158,9 @@ func (t *reassemblies) open(k senderKey, incarnation, cmdSeq uint64, total uint3
 		i = int32(len(t.list) - 1)
 	}
 	r := &t.list[i]
-	r.key, r.incarnation, r.reserved, r.touched = k, incarnation, int(total), now
+	r.key, r.incarnation, r.reserved, r.touched = k, incarnation, 0, now
 	r.asm.start(cmdSeq, total)
 	t.index[k] = i
-	t.reserved += r.reserved
 	return r
 }
 

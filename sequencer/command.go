@@ -1,6 +1,8 @@
 package sequencer
 
 import (
+	"time"
+
 	"github.com/seqd/seqd/wire"
 )
 
@@ -12,6 +14,10 @@ import (
 type liveSender struct {
 	key   senderKey
 	heard int64
+	// The last InternalStaleIncarnation told to this sender: for which
+	// stale incarnation, and when (mono).
+	staleInc uint64
+	staleAt  int64
 }
 
 func (c *Core) hear(idx int32, k senderKey) { c.live[idx] = liveSender{key: k, heard: c.mono} }
@@ -54,6 +60,7 @@ func (c *Core) stepCommand(now Time, frame []byte) error {
 	idx, _ := st.senders.lookup(p.Account, p.Instance)
 	if idx >= 0 && p.Incarnation < st.senders.list[idx].incarnation {
 		c.stats.StaleFrames++
+		c.tellStale(now, idx, k, p.Incarnation)
 		return nil
 	}
 	c.advance(now)
@@ -121,6 +128,33 @@ func (c *Core) stepCommand(now Time, frame []byte) error {
 		expected++
 	}
 	return nil
+}
+
+// staleTellInterval: a sender whose frames keep coming with a stale
+// incarnation is told again at most this often (its node resends; the
+// record is in the stream, so a node that heard it needs no repeat).
+const staleTellInterval = int64(100 * time.Millisecond)
+
+// tellStale answers a frame of sender idx whose incarnation inc is older
+// than the one on record with InternalStaleIncarnation, so that its node
+// (a restart whose wall-clock incarnation went back, joined live) takes a
+// newer one instead of resending into silence forever. Frames of an
+// incarnation really superseded (an old process still running, a resend
+// delayed in the network) get the same answer, which that process takes
+// as superseded. At most one record per sender per staleTellInterval
+// and stale incarnation, so stale frames cannot flood the stream.
+func (c *Core) tellStale(now Time, idx int32, k senderKey, inc uint64) {
+	c.advance(now)
+	c.heard(idx) // brings live[idx] to this sender (without hearing it)
+	l := &c.live[idx]
+	if l.staleInc == inc && l.staleAt != 0 && c.mono-l.staleAt < staleTellInterval {
+		return
+	}
+	l.staleInc, l.staleAt = inc, c.mono
+	c.in = wire.Internal{Type: wire.InternalStaleIncarnation, Account: k.account, Instance: k.instance,
+		Value: c.state.senders.list[idx].incarnation, Extra: int64(inc)}
+	c.emitInternal(wire.FlagInternal|wire.FlagSeqGen, 0, 0, 0)
+	c.stats.StaleTold++
 }
 
 // checkCommand returns why the sequencer must refuse cmd, or 0: larger
@@ -202,13 +236,19 @@ func (c *Core) reject(k senderKey, incarnation, cmdSeq uint64, reason wire.Rejec
 		c.stats.RejectedTimerRequest++
 	case wire.RejectFragmentedTimer:
 		c.stats.RejectedFragmentedTimer++
+	case wire.RejectTimerRate:
+		c.stats.RejectedTimerRate++
 	}
 }
 
 // addFragment adds a fragment of the sender's next command to its
 // reassembly. It returns the whole command once every byte is held, or
-// RejectReassemblyFull when a new reassembly does not fit the budget even
-// after dropping those silent for ReassemblyTimeout.
+// RejectReassemblyFull when the bytes it brings do not fit the budget
+// even after dropping the reassemblies silent for ReassemblyTimeout. The
+// budget is charged by the bytes that arrived, never by the total a
+// fragment declares: four 100-byte datagrams declaring 16 MiB each
+// pinned 64 MiB for ReassemblyTimeout. A fragment far beyond the bytes
+// held is dropped and counted (AheadFragments); the node resends it.
 func (c *Core) addFragment(k senderKey, incarnation uint64, cmd *wire.Command) ([]byte, wire.RejectReason, bool) {
 	r := c.asm.get(k)
 	if r != nil && (r.incarnation != incarnation || r.asm.cmdSeq != cmd.CmdSeq) {
@@ -216,18 +256,28 @@ func (c *Core) addFragment(k senderKey, incarnation uint64, cmd *wire.Command) (
 		r = nil
 	}
 	if r == nil {
-		if c.asm.reserved+int(cmd.Total) > c.cfg.MaxReassemblyBytes {
-			c.expireReassemblies()
-			if c.asm.reserved+int(cmd.Total) > c.cfg.MaxReassemblyBytes {
-				return nil, wire.RejectReassemblyFull, false
-			}
-		}
 		r = c.asm.open(k, incarnation, cmd.CmdSeq, cmd.Total, c.mono)
 	} else if r.asm.total != cmd.Total {
 		c.stats.BadFragments++
 		return nil, 0, false
 	}
 	r.touched = c.mono
+	grow, near := r.asm.grows(cmd.Offset, cmd.Payload)
+	if !near {
+		c.stats.AheadFragments++
+		return nil, 0, false
+	}
+	if grow > 0 {
+		if c.asm.reserved+grow > c.cfg.MaxReassemblyBytes {
+			c.expireReassemblies() // r was touched now: it stays
+			if c.asm.reserved+grow > c.cfg.MaxReassemblyBytes {
+				c.asm.drop(k)
+				return nil, wire.RejectReassemblyFull, false
+			}
+		}
+		r.reserved += grow
+		c.asm.reserved += grow
+	}
 	c.stats.Fragments++
 	if !r.asm.add(cmd.Offset, cmd.Payload) {
 		return nil, 0, false

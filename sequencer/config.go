@@ -73,10 +73,10 @@ type Config struct {
 	// SenderIdleTimeout is how long (sequencer time) a sender must have
 	// had no record in the stream before a full table may forget it.
 	SenderIdleTimeout time.Duration
-	// MaxReassemblyBytes bounds the memory reserved by commands being
-	// reassembled from fragments, all senders together (each reserves its
-	// declared total; buffers grow with the bytes that arrive). A command
-	// whose reassembly does not fit is rejected (RejectReassemblyFull).
+	// MaxReassemblyBytes bounds the memory of commands being reassembled
+	// from fragments, all senders together, charged as bytes arrive
+	// (never by the total a fragment declares). A command whose next
+	// fragment does not fit is rejected (RejectReassemblyFull).
 	// Buffers above 1 MiB are released once their command is sequenced.
 	MaxReassemblyBytes int
 	// ReassemblyTimeout: a reassembly that got no fragment for this long is
@@ -89,6 +89,15 @@ type Config struct {
 	// MinTimerPeriod is the shortest period of a periodic centralized
 	// timer; a shorter one is rejected (RejectTimerRequest).
 	MinTimerPeriod time.Duration
+	// MaxTimerFiresPerSecond bounds how often one (account, instance)'s
+	// periodic timers may fire together (the sum of 1/period over them):
+	// a timer that would take the sender past it is rejected
+	// (RejectTimerRate), so one sender cannot fill the stream with timer
+	// records (1024 timers at 1ms were a million a second). The default,
+	// 1024, allows MaxTimersPerSender timers at one second, or one at
+	// MinTimerPeriod. One-shot timers do not count (MaxTimersPerSender
+	// bounds them).
+	MaxTimerFiresPerSecond int
 	// ActiveTimeout (hot-hot): when the active instance of an account has
 	// been silent this long and another instance was heard within it, the
 	// other becomes active. 0 never switches.
@@ -123,26 +132,27 @@ type Config struct {
 // DefaultConfig returns the defaults; Session is left 0 and must be set.
 func DefaultConfig() Config {
 	return Config{
-		Epoch:                 1,
-		FirstSeq:              1,
-		MaxPacketBytes:        wire.DefaultMaxPacketBytes,
-		HeartbeatInterval:     10 * time.Millisecond,
-		MaxHeartbeatInterval:  50 * time.Millisecond,
-		FlushDelay:            time.Millisecond,
-		RingBytes:             256 << 20,
-		NakAnswerBytes:        1 << 20,
-		MulticastRepairWindow: 2 * time.Millisecond,
-		MaxMessageBytes:       16 << 20,
-		MaxSenders:            4096,
-		MaxReassemblyBytes:    256 << 20,
-		FlowWindowPercent:     10,
-		FlowReceiverTimeout:   2 * time.Second,
-		MaxReceivers:          1024,
-		ReassemblyTimeout:     30 * time.Second,
-		SenderIdleTimeout:     10 * time.Minute,
-		MaxTimersPerSender:    1024,
-		MinTimerPeriod:        time.Millisecond,
-		Standalone:            true,
+		Epoch:                  1,
+		FirstSeq:               1,
+		MaxPacketBytes:         wire.DefaultMaxPacketBytes,
+		HeartbeatInterval:      10 * time.Millisecond,
+		MaxHeartbeatInterval:   50 * time.Millisecond,
+		FlushDelay:             time.Millisecond,
+		RingBytes:              256 << 20,
+		NakAnswerBytes:         1 << 20,
+		MulticastRepairWindow:  2 * time.Millisecond,
+		MaxMessageBytes:        16 << 20,
+		MaxSenders:             4096,
+		MaxReassemblyBytes:     256 << 20,
+		FlowWindowPercent:      10,
+		FlowReceiverTimeout:    2 * time.Second,
+		MaxReceivers:           1024,
+		ReassemblyTimeout:      30 * time.Second,
+		SenderIdleTimeout:      10 * time.Minute,
+		MaxTimersPerSender:     1024,
+		MinTimerPeriod:         time.Millisecond,
+		MaxTimerFiresPerSecond: 1024,
+		Standalone:             true,
 	}
 }
 
@@ -154,6 +164,9 @@ const (
 	maxSenders     = 1 << 20
 	// maxTimersPerSender keeps timer counts in an int32.
 	maxTimersPerSender = 1 << 20
+	// maxTimerFiresPerSecond: a sender's timer rate is kept in fires per
+	// second times timerRateScale in a uint64.
+	maxTimerFiresPerSecond = 1 << 30
 )
 
 // Validate reports the first field outside its allowed range.
@@ -200,6 +213,8 @@ func (c Config) Validate() error {
 		return bad("MaxTimersPerSender", c.MaxTimersPerSender, fmt.Sprintf("1..%d", maxTimersPerSender))
 	case c.MinTimerPeriod < 0:
 		return bad("MinTimerPeriod", c.MinTimerPeriod, ">= 0")
+	case c.MaxTimerFiresPerSecond < 1 || c.MaxTimerFiresPerSecond > maxTimerFiresPerSecond:
+		return bad("MaxTimerFiresPerSecond", c.MaxTimerFiresPerSecond, fmt.Sprintf("1..%d", maxTimerFiresPerSecond))
 	case c.ActiveTimeout < 0:
 		return bad("ActiveTimeout", c.ActiveTimeout, ">= 0 (0 = never switch)")
 	case c.FlowWindowPercent < 0 || c.FlowWindowPercent > 90:

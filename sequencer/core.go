@@ -41,10 +41,14 @@ type Stats struct {
 	Duplicates   uint64 // commands dropped: cmdSeq <= last sequenced
 	OutOfOrder   uint64 // commands dropped: cmdSeq > last+1
 	StaleFrames  uint64 // command frames dropped: incarnation older than on record
+	StaleTold    uint64 // InternalStaleIncarnation records telling such a sender
 	Fragments    uint64 // command fragments accepted into a reassembly
 	BadFragments uint64 // fragments dropped: Total disagrees with the reassembly in progress
-	Malformed    uint64 // frames rejected by a decoder or a sanity check
-	WrongSession uint64 // command frames and NAKs for another session (ignored)
+	// AheadFragments: fragments dropped because they reach far beyond the
+	// bytes held of their command (resent by the node, in order).
+	AheadFragments uint64
+	Malformed      uint64 // frames rejected by a decoder or a sanity check
+	WrongSession   uint64 // command frames and NAKs for another session (ignored)
 	// Rejected counts InternalRejected records (commands refused, each
 	// reported to its sender in the stream); the Rejected* fields split it
 	// by reason.
@@ -55,6 +59,7 @@ type Stats struct {
 	RejectedTimerCap        uint64 // MaxTimersPerSender reached
 	RejectedTimerRequest    uint64 // malformed timer request or period below MinTimerPeriod
 	RejectedFragmentedTimer uint64 // timer request in fragments
+	RejectedTimerRate       uint64 // timer request above the sender's MaxTimerFiresPerSecond
 	SendersForgotten        uint64 // senders forgotten by a full table for a new one (InternalSenderForgotten)
 	ReassembliesExpired     uint64 // reassemblies dropped after ReassemblyTimeout of silence
 	Statuses                uint64 // receiver position reports taken

@@ -166,27 +166,35 @@ func TestCore_FullSenderTable(t *testing.T) {
 }
 
 // TestCore_VanishedSendersFreeTheirReassemblies: four senders that died
-// mid-command used to pin a 64 MiB budget forever. Their reassemblies are
+// mid-command used to pin the budget forever. Their reassemblies are
 // dropped after ReassemblyTimeout on the monotonic clock (the wall clock
-// here stands still), and a fifth sender's command then fits.
+// here stands still), and a fifth sender's command then fits. (The four
+// sent nearly all of their 1 MiB: the budget is charged by the bytes
+// that arrived.)
 func TestCore_VanishedSendersFreeTheirReassemblies(t *testing.T) {
 	cfg := testConfig()
-	cfg.MaxMessageBytes = 16 << 20
-	cfg.MaxReassemblyBytes = 64 << 20
+	cfg.RingBytes = 1 << 12 * cfg.MaxPacketBytes
+	cfg.MaxMessageBytes = 1 << 20
+	cfg.MaxReassemblyBytes = 4 << 20
 	cfg.ReassemblyTimeout = time.Second
 	c, sink := newCore(t, cfg)
-	first := func(a wire.Account, cmdSeq uint64) []byte {
-		return frame(t, a, 1, 0, wire.Command{CmdSeq: cmdSeq, Flags: wire.CmdFragment, Total: 16 << 20, Payload: make([]byte, 1000)})
-	}
+	big := make([]byte, 1<<20)
 	for i, name := range []string{"d1", "d2", "d3", "d4"} {
-		mustStepAt(t, c, Time{Mono: int64(i), Wall: 0}, first(wire.MustAccount(name), 1))
+		fs := fragFrames(t, wire.MustAccount(name), 1, big)
+		for _, f := range fs[:len(fs)-1] {
+			mustStepAt(t, c, Time{Mono: int64(i), Wall: 0}, f)
+		}
 	}
 	erin := wire.MustAccount("erin")
-	mustStepAt(t, c, Time{Mono: 10, Wall: 0}, first(erin, 1)) // the budget is full
+	for _, f := range fragFrames(t, erin, 1, big)[:2] { // the budget is full
+		mustStepAt(t, c, Time{Mono: 10, Wall: 0}, f)
+	}
 	c.Tick(Time{Mono: int64(time.Second) / 2, Wall: 0})
-	mustStepAt(t, c, Time{Mono: int64(time.Second) / 2, Wall: 0}, first(erin, 2)) // still full
+	for _, f := range fragFrames(t, erin, 2, big)[:2] { // still full
+		mustStepAt(t, c, Time{Mono: int64(time.Second) / 2, Wall: 0}, f)
+	}
 	c.Tick(Time{Mono: 2 * int64(time.Second), Wall: 0})
-	payload := bytes.Repeat([]byte("e"), 16<<20)
+	payload := bytes.Repeat([]byte("e"), 1<<20)
 	for _, f := range fragFrames(t, erin, 3, payload) {
 		mustStepAt(t, c, Time{Mono: 2 * int64(time.Second), Wall: 0}, f)
 	}

@@ -10,8 +10,9 @@ import (
 type sender struct {
 	account     wire.Account
 	instance    uint8
-	acct        int32 // index in State.accounts.list
-	timers      int32 // centralized timers it holds
+	acct        int32  // index in State.accounts.list
+	timers      int32  // centralized timers it holds
+	timerRate   uint64 // how often its periodic timers fire together (timerRate)
 	incarnation uint64
 	lastCmdSeq  uint64
 	lastSeq     uint64 // seq of its latest record

@@ -209,6 +209,7 @@ func (s *State) decode(b []byte) error {
 			return ErrSnapshot // a timer of no sender
 		}
 		s.senders.list[idx].timers++
+		s.senders.list[idx].timerRate += timerRate(period)
 		// Appended in heap order, so the heap is rebuilt as it was.
 		slot := int32(len(s.timers.list))
 		s.timers.list = append(s.timers.list, timer{key: k, at: at, period: period, pos: len(s.timers.heap)})

@@ -106,8 +106,8 @@ func (s *State) Active(a wire.Account) (instance uint8, ok bool) {
 //   - InternalIncarnation: the sender's incarnation becomes Value, its
 //     last command seq 0;
 //   - InternalTimerSet / InternalTimerCancel (the requester's CmdSeq in
-//     the record): the timer is set or cancelled, and the command seq
-//     used up;
+//     the record): the timer is set or cancelled (and the sender's timer
+//     rate follows), and the command seq used up;
 //   - InternalRejected: the command seq (ID) is used up, except for
 //     RejectSenderTableFull, which leaves no entry;
 //   - InternalSenderForgotten: the sender's entry and timers are removed;
@@ -115,7 +115,9 @@ func (s *State) Active(a wire.Account) (instance uint8, ok bool) {
 //     active instance;
 //   - InternalTimer: a one-shot timer is removed, a periodic one moves to
 //     its next period after the record's time (nextFiring);
-//   - InternalEpochStart: the epoch and its first seq.
+//   - InternalEpochStart: the epoch and its first seq;
+//   - InternalStaleIncarnation: nothing (it tells a node, see
+//     Core.tellStale).
 //
 // Each record that names a sender it has no entry for creates one
 // (SenderForgotten, NodeDeactivated, Timer and RejectSenderTableFull
@@ -166,10 +168,12 @@ func (s *State) Apply(r *wire.Record) error {
 		e := &s.senders.list[i]
 		e.lastCmdSeq = r.CmdSeq
 		k := timerKey{account: in.Account, instance: in.Instance, id: in.ID}
+		e.timerRate -= s.timers.rateOf(k) // replaced or cancelled
 		if in.Type == wire.InternalTimerSet {
 			if s.timers.set(k, int64(in.Value), in.Extra) {
 				e.timers++
 			}
+			e.timerRate += timerRate(in.Extra)
 		} else if s.timers.cancel(k) {
 			e.timers--
 		}
@@ -191,9 +195,11 @@ func (s *State) Apply(r *wire.Record) error {
 		}
 	case wire.InternalTimer:
 		k := timerKey{account: in.Account, instance: in.Instance, id: in.ID}
+		rate := s.timers.rateOf(k)
 		if s.timers.fired(k, r.Time) {
 			if i, _ := s.senders.lookup(in.Account, in.Instance); i >= 0 {
 				s.senders.list[i].timers--
+				s.senders.list[i].timerRate -= rate
 			}
 		}
 	}
@@ -232,7 +238,7 @@ func (s *State) touch(a wire.Account, instance uint8, seq uint64, t int64) int32
 // canApply reports whether an internal record with payload m would apply:
 // a known type, and room for the sender it names if it creates one.
 func (s *State) canApply(m *wire.Internal) bool {
-	if m.Type < wire.InternalSessionStart || m.Type > wire.InternalSenderForgotten {
+	if m.Type < wire.InternalSessionStart || m.Type > wire.InternalStaleIncarnation {
 		return false
 	}
 	switch m.Type {

@@ -264,6 +264,7 @@ func TestState_RestoreRefusesCorruptSnapshots(t *testing.T) {
 func TestCore_NewPrimaryFromStandbyState(t *testing.T) {
 	cfg := testConfig()
 	cfg.MinTimerPeriod = 0
+	cfg.MaxTimerFiresPerSecond = maxTimerFiresPerSecond // a period of 1000ns
 	old, sinkA := newCore(t, cfg)
 	mustStep(t, old, 1000, frame(t, acctA, 1, 5, cmd(1, "a1"), cmd(2, "a2")))
 	mustStep(t, old, 1000, frame(t, acctB, 1, 0, timerCmd(t, 1, wire.TimerRequest{ID: 9, At: 5000, Period: 1000})))

@@ -87,6 +87,29 @@ func (t *timerTable) fix(i int) {
 	t.down(t.list[t.heap[i]].pos)
 }
 
+// timerRate is how often a timer of period ns fires, in thousandths of a
+// firing per second (rounded up); 0 for a one-shot timer. A sender's
+// timers' rates add up in its entry (sender.timerRate), bounded by
+// Config.MaxTimerFiresPerSecond.
+func timerRate(period int64) uint64 {
+	if period <= 0 {
+		return 0
+	}
+	return (timerRateUnit + uint64(period) - 1) / uint64(period)
+}
+
+// timerRateUnit: one firing a second is 1000 in timerRate, at 1ns periods
+// 1e12; 2^20 timers of that sum below 2^64.
+const timerRateUnit = 1e12
+
+// rateOf is timerRate of timer k's period, or 0 if there is no such timer.
+func (t *timerTable) rateOf(k timerKey) uint64 {
+	if s, ok := t.index[k]; ok {
+		return timerRate(t.list[s].period)
+	}
+	return 0
+}
+
 // set schedules (or replaces) a timer and reports whether it is new.
 func (t *timerTable) set(k timerKey, at, period int64) bool {
 	if s, ok := t.index[k]; ok {
@@ -207,7 +230,9 @@ func (c *Core) sequenceTimer(k senderKey, cmdSeq uint64) {
 }
 
 // checkTimer decodes a CmdTimer command into c.tr and returns why it
-// must be rejected, or 0. idx is the sender's index (-1: unknown).
+// must be rejected, or 0. idx is the sender's index (-1: unknown). The
+// sender's timer rate comes from State (every member applies the same
+// records), so a new primary judges the next request as this one would.
 func (c *Core) checkTimer(cmd *wire.Command, idx int32) wire.RejectReason {
 	tr := &c.tr
 	if cmd.Flags&wire.CmdFragment != 0 {
@@ -222,13 +247,19 @@ func (c *Core) checkTimer(cmd *wire.Command, idx int32) wire.RejectReason {
 	if tr.Period != 0 && tr.Period < int64(c.cfg.MinTimerPeriod) {
 		return wire.RejectTimerRequest
 	}
+	rate, limit := timerRate(tr.Period), uint64(c.cfg.MaxTimerFiresPerSecond)*1000
 	if idx >= 0 {
 		s := &c.state.senders.list[idx]
+		k := timerKey{account: s.account, instance: s.instance, id: tr.ID}
 		if int(s.timers) >= c.cfg.MaxTimersPerSender {
-			if _, exists := c.state.timers.index[timerKey{account: s.account, instance: s.instance, id: tr.ID}]; !exists {
+			if _, exists := c.state.timers.index[k]; !exists {
 				return wire.RejectTimerCap
 			}
 		}
+		rate += s.timerRate - c.state.timers.rateOf(k) // a timer replaced no longer counts
+	}
+	if rate > limit {
+		return wire.RejectTimerRate
 	}
 	return 0
 }

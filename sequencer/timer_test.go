@@ -131,6 +131,7 @@ func TestCore_Timers(t *testing.T) {
 func TestCore_TimerRecords(t *testing.T) {
 	cfg := testConfig()
 	cfg.MinTimerPeriod = 0 // periods of nanoseconds
+	cfg.MaxTimerFiresPerSecond = maxTimerFiresPerSecond
 	c, sink := newCore(t, cfg)
 	mustStep(t, c, 0, frame(t, acctB, 4, 0, timerCmd(t, 1, wire.TimerRequest{ID: 11, At: 100, Period: 50}), timerCmd(t, 2, wire.TimerRequest{ID: 12, Cancel: true})))
 	c.Tick(at(100))
@@ -253,6 +254,7 @@ func TestCore_Activation(t *testing.T) {
 func TestCore_TimerFarTimes(t *testing.T) {
 	cfg := testConfig()
 	cfg.MinTimerPeriod = 0 // periods of nanoseconds
+	cfg.MaxTimerFiresPerSecond = maxTimerFiresPerSecond
 	c, sink := newCore(t, cfg)
 	mustStep(t, c, 100, frame(t, acctA, 1, 0,
 		timerCmd(t, 1, wire.TimerRequest{ID: 1, At: math.MinInt64 + 5, Period: 3}),

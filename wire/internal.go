@@ -29,7 +29,13 @@ const (
 	// start a new incarnation at cmdSeq 1 (a command above 1 is dropped as
 	// out of order, since a resend can no longer be told from a new one).
 	InternalSenderForgotten InternalType = 11
-	internalLast                         = InternalSenderForgotten
+	// InternalStaleIncarnation: the sequencer dropped command frames of
+	// Account/Instance sent as incarnation Extra, older than Value, the
+	// one on record (a restart whose wall-clock incarnation went back,
+	// joining live so it never saw Value announced). That node must take
+	// an incarnation above Value and send again. It changes no state.
+	InternalStaleIncarnation InternalType = 12
+	internalLast                          = InternalStaleIncarnation
 )
 
 func (t InternalType) String() string {
@@ -56,6 +62,8 @@ func (t InternalType) String() string {
 		return "rejected"
 	case InternalSenderForgotten:
 		return "sender-forgotten"
+	case InternalStaleIncarnation:
+		return "stale-incarnation"
 	}
 	return "unknown"
 }
@@ -72,6 +80,9 @@ const (
 	RejectTimerCap        RejectReason = 4 // the sender has as many centralized timers as allowed
 	RejectTimerRequest    RejectReason = 5 // a malformed timer request, or a period below the minimum
 	RejectFragmentedTimer RejectReason = 6 // a timer request split into fragments
+	// RejectTimerRate: the sender's periodic timers would fire more often
+	// than the sequencer allows one sender (max-timer-fires-per-second).
+	RejectTimerRate RejectReason = 7
 )
 
 func (r RejectReason) String() string {
@@ -88,6 +99,8 @@ func (r RejectReason) String() string {
 		return "malformed timer request or period below the minimum"
 	case RejectFragmentedTimer:
 		return "fragmented timer request"
+	case RejectTimerRate:
+		return "this sender's timers would fire more often than the sequencer's max-timer-fires-per-second"
 	}
 	return "unknown reason"
 }

@@ -336,7 +336,7 @@ func TestMalformed_NakInternalTimer(t *testing.T) {
 		var m wire.Internal
 		return wire.DecodeInternal(b, &m)
 	}
-	for _, typ := range []byte{0, byte(wire.InternalSenderForgotten) + 1, 255} {
+	for _, typ := range []byte{0, byte(wire.InternalStaleIncarnation) + 1, 255} {
 		if err := internal(func(b []byte) { b[0] = typ }); !errors.Is(err, wire.ErrInternal) {
 			t.Errorf("internal type %d: %v, want ErrInternal", typ, err)
 		}

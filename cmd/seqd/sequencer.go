@@ -37,6 +37,7 @@ func sequencerCommand() *cli.Command {
 		options.Duration("sequencer.sender-idle-timeout", d.SenderIdleTimeout, "a full sender table forgets the least recently active sender only if it had no record this long (else the newcomer is rejected)"),
 		options.Int("sequencer.max-timers-per-sender", d.MaxTimersPerSender, "centralized timers one sender may hold (one more is rejected)"),
 		options.Duration("sequencer.min-timer-period", d.MinTimerPeriod, "shortest period of a periodic centralized timer (a shorter one is rejected)"),
+		options.Int("sequencer.max-timer-fires-per-second", d.MaxTimerFiresPerSecond, "how often one sender's periodic timers may fire together (a timer beyond it is rejected)"),
 		options.Int("sequencer.flow-window-percent", d.FlowWindowPercent, "the stream runs at most this share of ring-bytes ahead of the slowest sending node, so none falls off the ring (read-only nodes never slow it; 0: no flow control)"),
 		options.Duration("sequencer.flow-receiver-timeout", d.FlowReceiverTimeout, "a node silent this long no longer holds the stream back"),
 		options.Int("sequencer.max-receivers", d.MaxReceivers, "receivers whose positions are tracked (the least recently heard is forgotten)"),
@@ -103,6 +104,7 @@ func runSequencer(c *cli.Context) error {
 	cfg.SenderIdleTimeout = c.Duration("sequencer.sender-idle-timeout")
 	cfg.MaxTimersPerSender = c.Int("sequencer.max-timers-per-sender")
 	cfg.MinTimerPeriod = c.Duration("sequencer.min-timer-period")
+	cfg.MaxTimerFiresPerSecond = c.Int("sequencer.max-timer-fires-per-second")
 	cfg.RetransmitBytesPerSecond = int64(c.Int("sequencer.retransmit-bytes-per-second"))
 	cfg.MulticastRepairWindow = c.Duration("sequencer.multicast-repair-window")
 	cfg.FlowWindowPercent = c.Int("sequencer.flow-window-percent")
@@ -237,6 +239,7 @@ var (
 		"SenderIdleTimeout":        "sequencer.sender-idle-timeout",
 		"MaxTimersPerSender":       "sequencer.max-timers-per-sender",
 		"MinTimerPeriod":           "sequencer.min-timer-period",
+		"MaxTimerFiresPerSecond":   "sequencer.max-timer-fires-per-second",
 		"RetransmitBytesPerSecond": "sequencer.retransmit-bytes-per-second",
 		"MulticastRepairWindow":    "sequencer.multicast-repair-window",
 		"FlowWindowPercent":        "sequencer.flow-window-percent",
