@@ -185,6 +185,7 @@ func (c *Core) retainFull() bool {
 type SinkShell struct {
 	*Core
 	Sink Sink
+	ret  RetainingSink // Sink, when it is one
 }
 
 // Step is Core.Step, then Drain.
@@ -219,10 +220,9 @@ func (s SinkShell) Drain() {
 		return
 	}
 	rd := s.Core.Ready()
-	r, retains := s.Sink.(RetainingSink)
 	for i := range rd.Packets {
-		if p := &rd.Packets[i]; p.Retained && retains {
-			r.PublishRetained(p.Bytes)
+		if p := &rd.Packets[i]; p.Retained && s.ret != nil {
+			s.ret.PublishRetained(p.Bytes)
 		} else {
 			s.Sink.Publish(p.Bytes)
 		}
@@ -250,8 +250,10 @@ func sinkShell(c *Core, sink Sink, err error) (SinkShell, error) {
 	if err != nil {
 		return SinkShell{}, err
 	}
+	s := SinkShell{Core: c, Sink: sink}
 	if r, ok := sink.(RetainingSink); ok {
 		c.SetRetained(r.MaxRetainedBytes())
+		s.ret = r
 	}
-	return SinkShell{Core: c, Sink: sink}, nil
+	return s, nil
 }

@@ -14,7 +14,9 @@ type Agent interface {
 	// handles every frame that came; it returns how many.
 	Poll(wait time.Duration) (frames int, err error)
 	// DoWork does the rest of one iteration at now (Config.Clock's
-	// reading) and returns how much work it did (0: none).
+	// reading) and returns how much work it did beyond the frames Poll
+	// counted (0: none, or only what the frames asked for); the Runner
+	// counts it with the frames for Config.Spin.
 	DoWork(now int64) (work int, err error)
 	// NextDue is the Config.Clock time of the agent's next timed work;
 	// false when it has none (the Runner then waits up to MaxWait).
@@ -63,7 +65,7 @@ type Runner struct {
 	idle    transport.Idle
 	yield   transport.Yield
 	now     int64 // the last iteration's reading
-	frames  int   // what the last Poll delivered
+	busy    int   // frames and work of the last iteration (Spin)
 	waited  uint64
 	started bool // now holds a reading
 }
@@ -105,11 +107,12 @@ func (r *Runner) Once(a Agent) error {
 	if err != nil {
 		return err
 	}
-	r.frames = frames
 	r.now, r.started = r.clock(), true
-	if _, err := a.DoWork(r.now); err != nil {
+	work, err := a.DoWork(r.now)
+	if err != nil {
 		return err
 	}
+	r.busy = frames + work
 	r.yield.Maybe(r.now)
 	return nil
 }
@@ -125,7 +128,7 @@ func (r *Runner) Wait(a Agent) time.Duration {
 	if due, ok := a.NextDue(); ok {
 		w = min(w, time.Duration(max(0, due-r.now)))
 	}
-	return r.idle.Wait(r.frames, w)
+	return r.idle.Wait(r.busy, w)
 }
 
 // Now is the last iteration's clock reading.

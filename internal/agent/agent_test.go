@@ -186,3 +186,39 @@ func TestRunner_FirstPollDoesNotBlock(t *testing.T) {
 		t.Fatalf("first poll waits %v, want 0", a.waits[0])
 	}
 }
+
+// workAgent polls no frame and reports work from DoWork.
+type workAgent struct {
+	fakeAgent
+	work int
+}
+
+func (a *workAgent) DoWork(now int64) (int, error) {
+	_, err := a.fakeAgent.DoWork(now)
+	return a.work, err
+}
+
+// With Spin, a loop that did work keeps polling without blocking, as
+// after a frame; one that did nothing blocks.
+func TestRunner_SpinsAfterWork(t *testing.T) {
+	for _, work := range []int{0, 1} {
+		var mono int64
+		cfg := DefaultConfig()
+		cfg.Spin = time.Hour
+		cfg.Clock = func() int64 { return mono }
+		r, err := NewRunner(cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		a := &workAgent{fakeAgent: fakeAgent{mono: &mono, due: int64(time.Millisecond)}, work: work}
+		for range 3 {
+			if err := r.Once(a); err != nil {
+				t.Fatal(err)
+			}
+		}
+		blocked := a.waits[2] > 0
+		if blocked != (work == 0) {
+			t.Fatalf("work %d: third poll waits %v", work, a.waits[2])
+		}
+	}
+}

@@ -14,8 +14,9 @@
 //     hand every frame that came to the core;
 //   - DoWork(now): the rest of the iteration at the clock reading now
 //     (flush, tick, hand the core's output to the transport, flush the
-//     transport); it returns the units of work it did, 0 when nothing
-//     happened;
+//     transport); it returns the units of work it did beyond the frames
+//     (0 when it only did what they asked for): a busy loop spins on
+//     (Config.Spin) after frames or work;
 //   - NextDue(): the monotonic time (the clock's, in ns) of the agent's
 //     next timed work, or false when it has none: how long the next Poll
 //     may block.
@@ -27,7 +28,8 @@
 //
 // The Runner calls Poll with a wait of at most NextDue - now (never
 // longer than Config.MaxWait; 0 when work is due, or while
-// Config.Spin says to keep polling after a frame: transport.Idle), reads
+// Config.Spin says to keep polling after a frame or work:
+// transport.Idle; the first Poll never blocks), reads
 // the clock once (Config.Clock, after Poll: an agent that reads the same
 // clock lazily in its frame handler, as the sequencer's does, gets one
 // reading for the whole batch), calls DoWork with it, and passes through
