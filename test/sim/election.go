@@ -384,6 +384,10 @@ func (c *simCluster) start(s *failover.Start) {
 	w.startEpoch(seq, cfg.Epoch, cut)
 	c.primary, c.isolated, c.deposing, c.own = c.leader, false, false, t.History
 	c.changes++
+	if c.span != nil && c.changes < c.spanTill {
+		// The node cut off across two epoch changes: the next follows.
+		c.quickAt = w.now + int64(2*time.Millisecond) + int64(w.rng.IntN(int(6*time.Millisecond)))
+	}
 	c.acks = cluster.NewQuorumAcks(cluster.Epoch{Session: s.Session, Epoch: w.epoch, FirstSeq: s.FirstSeq, Members: s.Voters, Self: lm.id})
 	c.ch, c.taken = nil, nil
 	c.gen++
