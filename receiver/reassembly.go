@@ -200,13 +200,6 @@ func (r *Receiver) store(rec *wire.Record, epoch uint32) bool {
 	s.instance = rec.Instance
 	s.flags = rec.Flags &^ wire.FlagFragment
 	r.contig = max(r.contig, r.next-1) // messages emitted in this batch are not settled yet
-	r.extendContig()
-	return true
-}
-
-// extendContig moves contig over the seqs held whole right after it, in
-// the held run or in the ring: they are not missing.
-func (r *Receiver) extendContig() {
 	for {
 		if h := &r.hold; h.end != 0 && r.contig+1 == h.start {
 			r.contig = h.end - 1 // the held run (hold.go)
@@ -221,6 +214,7 @@ func (r *Receiver) extendContig() {
 		}
 		r.contig++
 	}
+	return true
 }
 
 // unclaim empties a slot claimed for a message of which nothing is held.

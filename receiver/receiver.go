@@ -726,11 +726,6 @@ func (r *Receiver) settle() {
 	r.deliveredAny = true
 	r.deliveredEpoch = max(r.deliveredEpoch, last.Epoch)
 	r.contig = max(r.contig, last.Seq)
-	if r.maxStored > r.contig || r.hold.end > r.contig+1 {
-		// Seqs held beyond what was delivered are not missing: a NAK
-		// must not ask for them.
-		r.extendContig()
-	}
 }
 
 // drain delivers held records from next on while they are whole and, in
