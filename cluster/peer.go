@@ -22,6 +22,9 @@ import (
 // catch-up of an epoch change), seals of the current epoch and the status
 // a handover waits on. Fetch, RequestSeal and RequestPeerStatus are its
 // clients. Members never use the admin endpoint, which is for people.
+// A fetch is streamed by replayer.SendRange, the loop that streams
+// rewinds too; what differs is the source (a standby's store read under
+// its lock, FetchRange) and the framing (peer frames).
 
 // fetchChunkBytes is how much the server copies out of the store per
 // turn of its lock, so the standby's stream loop waits little.
@@ -220,32 +223,39 @@ func (s *PeerServer) answer(c net.Conn) error {
 	return nil
 }
 
-// fetch writes the packets holding from..to and the end frame.
+// fetch writes the packets holding from..to and the end frame, through
+// the loop that serves rewinds too (replayer.SendRange).
 func (s *PeerServer) fetch(c net.Conn, from, to uint64) error {
 	if s.src == nil {
 		s.writeError(c, errNoStore)
 		return nil
 	}
-	buf := make([]byte, 0, fetchChunkBytes+wire.PeerMaxPacketBytes+wire.PeerFrameHeaderBytes+wire.PeerEndBytes)
-	next := from
-	for {
-		out, n, done, held, err := s.src.FetchRange(buf[:0], next, to, fetchChunkBytes)
-		if err != nil {
-			s.writeError(c, err)
-			return fmt.Errorf("range %d..%d: %w", next, to, err)
-		}
-		if done {
-			out = wire.AppendPeerEnd(out, held)
-		}
-		_ = c.SetWriteDeadline(time.Now().Add(s.cfg.IOTimeout))
-		if _, err := c.Write(out); err != nil {
-			return fmt.Errorf("write: %w", err)
-		}
-		if done {
-			return nil
-		}
-		next = n
+	src := &fetchSource{src: s.src, next: from, to: to,
+		buf: make([]byte, 0, fetchChunkBytes+wire.PeerMaxPacketBytes+wire.PeerFrameHeaderBytes+wire.PeerEndBytes)}
+	return replayer.SendRange(c, src, replayer.RangeSendConfig{WriteTimeout: s.cfg.IOTimeout})
+}
+
+// fetchSource is a fetch's answer as replayer.SendRange reads it: chunks
+// of about fetchChunkBytes of peer packet frames, each copied out of the
+// store in one turn of its lock (FetchRange), the last followed by the
+// end frame, or an error frame when the store fails.
+type fetchSource struct {
+	src      FetchSource
+	next, to uint64
+	buf      []byte
+}
+
+func (f *fetchSource) Next() ([]byte, bool, error) {
+	out, n, done, held, err := f.src.FetchRange(f.buf[:0], f.next, f.to, fetchChunkBytes)
+	if err != nil {
+		return wire.AppendPeerError(f.buf[:0], err.Error()), true, fmt.Errorf("range %d..%d: %w", f.next, f.to, err)
 	}
+	f.buf = out[:0]
+	if done {
+		out = wire.AppendPeerEnd(out, held)
+	}
+	f.next = n
+	return out, done, nil
 }
 
 func (s *PeerServer) writeError(c net.Conn, err error) {

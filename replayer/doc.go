@@ -21,7 +21,11 @@
 //   - Tip, Reader and RewindServer: the Store publishes its Tip with one
 //     atomic store after each write; a Reader follows the segment files
 //     up to it, read-only, checking every frame; a RewindServer runs one
-//     Reader per rewind connection.
+//     Reader per rewind connection. SendRange is the one loop that
+//     streams a range of stored packets to a connection (chunks written
+//     whole within a deadline, the end or error frame, the wait at the
+//     tip): rewinds use it with a Reader, and cluster.PeerServer's
+//     fetches with a standby's store read under its lock.
 //   - Service: the `seqd replayer` shell. It follows the stream with the
 //     pure receiver (safe mode, Persist), appends each packet once every
 //     record in it is delivered, in stream order (packets ahead of a gap

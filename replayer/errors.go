@@ -49,4 +49,7 @@ var (
 	ErrHole = errors.New("replayer: hole in the persisted stream")
 	// ErrServiceClosed: the service stopped before a Do ran.
 	ErrServiceClosed = errors.New("replayer: service stopped")
+	// ErrRangeStalled: a RangeSource that does not follow the tip
+	// (RangeSendConfig.TipPoll 0) had nothing to send and did not end.
+	ErrRangeStalled = errors.New("replayer: range source returned nothing and did not end")
 )

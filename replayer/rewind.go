@@ -228,50 +228,51 @@ func (s *RewindServer) serve(c net.Conn) {
 		c.Read(b[:])
 		close(gone)
 	}()
-	poll := time.NewTimer(time.Hour)
-	poll.Stop()
-	defer poll.Stop()
-	wait := s.cfg.TipPoll
-	for {
-		if len(run) > 0 {
-			wait = s.cfg.TipPoll
-			if !s.write(c, run) {
-				return
-			}
-		} else {
-			var reason uint8
-			switch {
-			case err != nil && errors.As(err, new(*Corruption)):
-				reason = wire.RewindEndCorrupt
-			case err != nil:
-				reason = wire.RewindEndError
-			case q.Flags&wire.RewindFollow == 0:
-				reason = wire.RewindEndTip
-			case s.tip.Closed():
-				reason = wire.RewindEndClosed
-			}
-			if reason != 0 {
-				var end [wire.RewindFrameHeaderBytes]byte
-				s.write(c, wire.AppendRewindEnd(end[:0], reason, r.NextSeq()))
-				return
-			}
-			poll.Reset(wait)
-			wait = min(2*wait, s.cfg.TipPollMax)
-			select {
-			case <-gone:
-				return
-			case <-s.quit:
-				return
-			case <-poll.C:
-			}
-		}
-		select {
-		case <-gone:
-			return
-		default:
-		}
-		run, err = r.Next()
+	src := &rewindSource{r: r, tip: s.tip, follow: q.Flags&wire.RewindFollow != 0, run: run, err: err, primed: true}
+	_ = SendRange(c, src, RangeSendConfig{
+		WriteTimeout: s.cfg.WriteTimeout, TipPoll: s.cfg.TipPoll, TipPollMax: s.cfg.TipPollMax,
+		Gone: gone, Quit: s.quit, Sent: func(n int) { s.bytes.Add(uint64(n)) },
+	})
+}
+
+// rewindSource is a rewind's stream as SendRange reads it: a Reader's
+// runs of stored frames, byte for byte, then the end frame that says why
+// the stream stopped (without RewindFollow, at the tip; with it, only when
+// the store closes or cannot be read).
+type rewindSource struct {
+	r      *Reader
+	tip    *Tip
+	follow bool
+	run    []byte // the first run, read before the reply
+	err    error
+	primed bool // run and err are still to be served
+	end    [wire.RewindFrameHeaderBytes]byte
+}
+
+func (s *rewindSource) Next() ([]byte, bool, error) {
+	run, err := s.run, s.err
+	if s.primed {
+		s.primed, s.run, s.err = false, nil, nil
+	} else {
+		run, err = s.r.Next()
 	}
+	if len(run) > 0 {
+		return run, false, nil
+	}
+	var reason uint8
+	switch {
+	case err != nil && errors.As(err, new(*Corruption)):
+		reason = wire.RewindEndCorrupt
+	case err != nil:
+		reason = wire.RewindEndError
+	case !s.follow:
+		reason = wire.RewindEndTip
+	case s.tip.Closed():
+		reason = wire.RewindEndClosed
+	default:
+		return nil, false, nil // at the tip: SendRange waits
+	}
+	return wire.AppendRewindEnd(s.end[:0], reason, s.r.NextSeq()), true, err
 }
 
 // write sends b whole within WriteTimeout.
