@@ -260,6 +260,24 @@ func newWatchGroup(t *testing.T) *watchGroup {
 	if err := g.rafts[l].Barrier(10 * time.Second).Error(); err != nil {
 		t.Fatal(err)
 	}
+	// The barrier is committed on a majority, maybe not on both
+	// followers: a follower whose log is shorter cannot win the election
+	// the death watch starts (the other rejects it, "our last index is
+	// greater"), and with a minute of timeouts nothing else would elect
+	// anyone. The tests begin with every log equal.
+	want := g.rafts[l].LastIndex()
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(time.Millisecond) {
+		equal := true
+		for _, r := range g.rafts {
+			equal = equal && r.LastIndex() == want
+		}
+		if equal {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the followers' logs did not reach the leader's within 10s")
+		}
+	}
 	return g
 }
 
