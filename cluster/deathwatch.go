@@ -57,11 +57,21 @@ import (
 // but its watch saw nothing (starved), the prompt heartbeat check
 // (promptcheck.go) replaces the leader a heartbeat timeout later.
 //
+// One refusal is not a verdict: a live host can refuse a probe too (a
+// firewall's REJECT rule, a resetting proxy), and the TimeoutNow election
+// bypasses pre-vote, so a wrong verdict deposes a healthy leader. So the
+// watch corroborates before it acts: it probes again after confirmDelay
+// (DeathWatch/10), and any sign of life meanwhile (the second probe
+// connects, or raft heard from the leader after the first probe began)
+// leaves the leader alone. A killed process's port refuses every probe
+// and sends nothing, so a real failover costs confirmDelay more.
+//
 // Safety is raft's: the election is an ordinary one (the other survivor
 // grants only a candidate whose log is as up to date as its own), the old
 // primary still stops when it loses the lease or hears a higher term, and
 // the new primary changes the epoch as after any election. A wrong verdict
-// (a live leader whose port refused) would only cost a needless election.
+// (a live leader whose port refused twice and that sent nothing between)
+// would only cost a needless election.
 
 // peerClosed reports whether a Read error means the other end closed the
 // connection (EOF, or a reset when it had unread data): its process ended,
@@ -126,6 +136,8 @@ type watchedRaft interface {
 	LeaderWithID() (raft.ServerAddress, raft.ServerID)
 	State() raft.RaftState
 	CurrentTerm() uint64
+	// LastContact is when raft last heard from its leader.
+	LastContact() time.Time
 	// Voters are the voters of the latest configuration.
 	Voters() ([]voter, error)
 	// TimeoutNow makes the local raft start an election at once.
@@ -139,8 +151,11 @@ type watchedRaft interface {
 type deathWatch struct {
 	self  uint64
 	probe time.Duration // Timeouts.DeathWatch: bounds a probe
-	dial  func(addr string, timeout time.Duration) error
-	log   *slog.Logger
+	// confirm is the pause before the second probe that must corroborate
+	// a refusal (DeathWatch/10).
+	confirm time.Duration
+	dial    func(addr string, timeout time.Duration) error
+	log     *slog.Logger
 
 	raft atomic.Pointer[raftHandle] // nil until raft runs
 	busy atomic.Bool
@@ -149,10 +164,13 @@ type deathWatch struct {
 	checks    atomic.Uint64
 	last      atomic.Int32
 	elections atomic.Uint64
+	// refuted counts refusals that the second look found alive (a live
+	// host that refused a probe).
+	refuted atomic.Uint64
 }
 
 func newDeathWatch(self uint64, t Timeouts, log *slog.Logger) *deathWatch {
-	return &deathWatch{self: self, probe: t.DeathWatch, dial: dialProbe, log: log}
+	return &deathWatch{self: self, probe: t.DeathWatch, confirm: t.DeathWatch / 10, dial: dialProbe, log: log}
 }
 
 // dialProbe connects to addr and waits, until timeout, for the other
@@ -195,8 +213,9 @@ func (w *deathWatch) peerClosed() {
 	}()
 }
 
-// check probes the leader and, when its port refuses, starts an election
-// in this member's turn.
+// check probes the leader and, when its port refuses and a second look
+// (corroborate) finds no sign of life, starts an election in this
+// member's turn.
 func (w *deathWatch) check(r watchedRaft) watchOutcome {
 	if r.State() != raft.Follower {
 		return watchNotFollower
@@ -207,7 +226,13 @@ func (w *deathWatch) check(r watchedRaft) watchOutcome {
 		return watchNoLeader
 	}
 	term := r.CurrentTerm()
+	start := time.Now()
 	if err := w.dial(string(addr), w.probe); !probeGone(err) {
+		return watchAlive
+	}
+	if !w.corroborate(r, string(addr), start) {
+		w.refuted.Add(1)
+		w.log.Info("death watch: the leader's port refused a probe, but it is alive", "leader", leader, "leader_addr", string(addr))
 		return watchAlive
 	}
 	voters, err := r.Voters()
@@ -242,6 +267,17 @@ func (w *deathWatch) check(r watchedRaft) watchOutcome {
 	return watchElection
 }
 
+// corroborate reports whether the leader at addr, whose port refused a
+// probe begun at start, still looks dead after confirmDelay: raft heard
+// nothing from it since start, and a second probe is refused too.
+func (w *deathWatch) corroborate(r watchedRaft, addr string, start time.Time) bool {
+	time.Sleep(w.confirm)
+	if r.LastContact().After(start) {
+		return false
+	}
+	return probeGone(w.dial(addr, w.probe)) && !r.LastContact().After(start)
+}
+
 // raftHandle is watchedRaft over a running raft and its transport.
 type raftHandle struct {
 	r     *raft.Raft
@@ -252,6 +288,7 @@ type raftHandle struct {
 func (h *raftHandle) LeaderWithID() (raft.ServerAddress, raft.ServerID) { return h.r.LeaderWithID() }
 func (h *raftHandle) State() raft.RaftState                             { return h.r.State() }
 func (h *raftHandle) CurrentTerm() uint64                               { return h.r.CurrentTerm() }
+func (h *raftHandle) LastContact() time.Time                            { return h.r.LastContact() }
 
 func (h *raftHandle) Voters() ([]voter, error) { return votersOf(h.r) }
 

@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"net"
 	"os"
+	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
@@ -24,13 +25,24 @@ type fakeRaft struct {
 	term     uint64
 	voters   []voter
 	timeouts int // TimeoutNow calls
+	// contact, if set, is LastContact's answer from the second call on
+	// (raft hears from the leader after the first probe began).
+	contact time.Time
+	calls   int
 }
 
 func (f *fakeRaft) LeaderWithID() (raft.ServerAddress, raft.ServerID) { return f.leader, f.leaderID }
 func (f *fakeRaft) State() raft.RaftState                             { return f.state }
 func (f *fakeRaft) CurrentTerm() uint64                               { return f.term }
 func (f *fakeRaft) Voters() ([]voter, error)                          { return f.voters, nil }
-func (f *fakeRaft) TimeoutNow() error                                 { f.timeouts++; return nil }
+func (f *fakeRaft) LastContact() time.Time {
+	f.calls++
+	if f.calls > 1 {
+		return f.contact
+	}
+	return time.Time{}
+}
+func (f *fakeRaft) TimeoutNow() error { f.timeouts++; return nil }
 
 // refused is what net.Dial returns for a port nobody listens on.
 var refused error = &net.OpError{Op: "dial", Net: "tcp", Err: os.NewSyscallError("connect", syscall.ECONNREFUSED)}
@@ -61,13 +73,13 @@ func TestDeathWatch_Decisions(t *testing.T) {
 		wantProbe []string
 	}{
 		{name: "refused, lowest survivor", self: 2, raft: follower(), probes: map[string]error{leaderAddr: refused},
-			want: watchElection, wantProbe: []string{leaderAddr}},
+			want: watchElection, wantProbe: []string{leaderAddr, leaderAddr}},
 		{name: "accepted, then reset: the listener was closing", self: 2, raft: follower(), probes: map[string]error{leaderAddr: reset},
-			want: watchElection, wantProbe: []string{leaderAddr}},
+			want: watchElection, wantProbe: []string{leaderAddr, leaderAddr}},
 		{name: "refused, next survivor, the lowest is alive", self: 3, raft: follower(), probes: map[string]error{leaderAddr: refused},
-			want: watchDeferred, wantProbe: []string{leaderAddr, "10.0.0.2:7000"}},
+			want: watchDeferred, wantProbe: []string{leaderAddr, leaderAddr, "10.0.0.2:7000"}},
 		{name: "refused, next survivor, the lowest is gone too", self: 3, raft: follower(), probes: map[string]error{leaderAddr: refused, "10.0.0.2:7000": refused},
-			want: watchElection, wantProbe: []string{leaderAddr, "10.0.0.2:7000"}},
+			want: watchElection, wantProbe: []string{leaderAddr, leaderAddr, "10.0.0.2:7000"}},
 		{name: "connected: alive, or a drill's partition", self: 2, raft: follower(), want: watchAlive, wantProbe: []string{leaderAddr}},
 		{name: "timed out: unreachable host", self: 2, raft: follower(), probes: map[string]error{leaderAddr: timedOut},
 			want: watchAlive, wantProbe: []string{leaderAddr}},
@@ -76,7 +88,7 @@ func TestDeathWatch_Decisions(t *testing.T) {
 		{name: "this member is the known leader", self: 1, raft: follower(), probes: map[string]error{leaderAddr: refused}, want: watchNoLeader},
 		{name: "no leader known", self: 2, raft: &fakeRaft{state: raft.Follower, voters: voters}, want: watchNoLeader},
 		{name: "candidate already", self: 2, raft: &fakeRaft{state: raft.Candidate, voters: voters}, want: watchNotFollower},
-		{name: "non-voter", self: 4, raft: follower(), probes: map[string]error{leaderAddr: refused}, want: watchNotVoter, wantProbe: []string{leaderAddr}},
+		{name: "non-voter", self: 4, raft: follower(), probes: map[string]error{leaderAddr: refused}, want: watchNotVoter, wantProbe: []string{leaderAddr, leaderAddr}},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -91,6 +103,52 @@ func TestDeathWatch_Decisions(t *testing.T) {
 			}
 			if want := map[bool]int{true: 1}[tc.want == watchElection]; tc.raft.timeouts != want {
 				t.Errorf("TimeoutNow called %d times, want %d", tc.raft.timeouts, want)
+			}
+		})
+	}
+}
+
+// TestDeathWatch_RefusalNeedsCorroboration: one refused probe is no
+// verdict (a firewall's REJECT, a resetting proxy): when the second probe
+// connects, or raft heard from the leader after the first began, the
+// leader is alive and no election starts.
+func TestDeathWatch_RefusalNeedsCorroboration(t *testing.T) {
+	const leaderAddr = "10.0.0.1:7000"
+	voters := []voter{{1, leaderAddr}, {2, "10.0.0.2:7000"}, {3, "10.0.0.3:7000"}}
+	for _, tc := range []struct {
+		name    string
+		probes  []error // the leader's probes, in turn; then connected
+		contact bool    // raft hears from the leader meanwhile
+		want    watchOutcome
+	}{
+		{name: "refused once, then connected", probes: []error{refused}, want: watchAlive},
+		{name: "reset once, then connected", probes: []error{reset}, want: watchAlive},
+		{name: "refused twice, but raft heard from it", probes: []error{refused, refused}, contact: true, want: watchAlive},
+		{name: "refused twice, silent: gone", probes: []error{refused, refused}, want: watchElection},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			f := &fakeRaft{state: raft.Follower, leader: leaderAddr, leaderID: "1", term: 5, voters: voters}
+			if tc.contact {
+				f.contact = time.Now().Add(time.Hour)
+			}
+			w := newDeathWatch(2, Timeouts{Heartbeat: 150 * time.Millisecond, DeathWatch: 100 * time.Millisecond}, slog.New(slog.NewTextHandler(io.Discard, nil)))
+			n := 0
+			w.dial = func(addr string, _ time.Duration) error {
+				if addr != leaderAddr || n >= len(tc.probes) {
+					return nil
+				}
+				n++
+				return tc.probes[n-1]
+			}
+			if got := w.check(f); got != tc.want {
+				t.Fatalf("outcome %d, want %d", got, tc.want)
+			}
+			wantTimeouts, wantRefuted := 0, uint64(1)
+			if tc.want == watchElection {
+				wantTimeouts, wantRefuted = 1, 0
+			}
+			if f.timeouts != wantTimeouts || w.refuted.Load() != wantRefuted {
+				t.Errorf("TimeoutNow called %d times, refuted %d; want %d, %d", f.timeouts, w.refuted.Load(), wantTimeouts, wantRefuted)
 			}
 		})
 	}
@@ -201,6 +259,24 @@ func newWatchGroup(t *testing.T) *watchGroup {
 	}
 	if err := g.rafts[l].Barrier(10 * time.Second).Error(); err != nil {
 		t.Fatal(err)
+	}
+	// The barrier is committed on a majority, maybe not on both
+	// followers: a follower whose log is shorter cannot win the election
+	// the death watch starts (the other rejects it, "our last index is
+	// greater"), and with a minute of timeouts nothing else would elect
+	// anyone. The tests begin with every log equal.
+	want := g.rafts[l].LastIndex()
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(time.Millisecond) {
+		equal := true
+		for _, r := range g.rafts {
+			equal = equal && r.LastIndex() == want
+		}
+		if equal {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the followers' logs did not reach the leader's within 10s")
+		}
 	}
 	return g
 }
@@ -370,5 +446,57 @@ func TestDeathWatch_ShutDownLeaderIsReplacedAtOnce(t *testing.T) {
 	}
 	if n != 1 {
 		t.Errorf("death watches started %d elections, want 1", n)
+	}
+}
+
+// TestDeathWatch_OneRefusedProbeKeepsAHealthyLeader: a live leader's
+// port refuses one probe (a firewall's REJECT, a resetting proxy) just
+// when a connection from it closed: the lowest survivor's watch must not
+// depose it. The second probe, a moment later, connects, and nothing
+// happens: the leader stays, in the same term.
+func TestDeathWatch_OneRefusedProbeKeepsAHealthyLeader(t *testing.T) {
+	g := newWatchGroup(t)
+	old := g.leader(t, -1)
+	term := g.rafts[old].CurrentTerm()
+	lowest := 0
+	if old == 0 {
+		lowest = 1
+	}
+	w := g.stores[lowest].watch
+	// Take the watch's turn, so that no check reads dial while it changes.
+	for !w.busy.CompareAndSwap(false, true) {
+		time.Sleep(time.Millisecond)
+	}
+	before := w.checks.Load()
+	leaderAddr := g.layers[old].Addr().String()
+	var refusedOnce atomic.Bool
+	w.dial = func(addr string, timeout time.Duration) error {
+		if addr == leaderAddr && refusedOnce.CompareAndSwap(false, true) {
+			return refused
+		}
+		return dialProbe(addr, timeout)
+	}
+	w.busy.Store(false)
+	w.peerClosed() // a connection from the leader closed (raft's pool, a proxy)
+	for deadline := time.Now().Add(30 * time.Second); w.checks.Load() == before; time.Sleep(5 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatal("no death watch check within 30s")
+		}
+	}
+	if !refusedOnce.Load() {
+		t.Fatal("the probe was never refused: the test proves nothing")
+	}
+	if o := watchOutcome(w.last.Load()); o != watchAlive {
+		t.Errorf("outcome %d, want watchAlive (%d)", o, watchAlive)
+	}
+	if n := w.elections.Load(); n != 0 {
+		t.Errorf("death watch started %d elections after one refused probe", n)
+	}
+	time.Sleep(200 * time.Millisecond) // an election would have ended by now
+	if s := g.rafts[old].State(); s != raft.Leader {
+		t.Errorf("the healthy leader is %v now", s)
+	}
+	if got := g.rafts[old].CurrentTerm(); got != term {
+		t.Errorf("term moved from %d to %d", term, got)
 	}
 }

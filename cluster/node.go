@@ -75,6 +75,10 @@ type Acks interface {
 	// Stable is the highest seq held by a quorum of the epoch's members,
 	// given that the primary published up to published.
 	Stable(published uint64) uint64
+	// SetPublished tells the tracker that the primary published every
+	// seq up to seq; an ack above it never counts (no standby can hold
+	// what was never published). Called before each Observe.
+	SetPublished(seq uint64)
 	// SetVoters changes whose acks count within the epoch (a member
 	// added or removed during it); the tracker keeps what was stable.
 	SetVoters(voters []uint64) error
@@ -829,6 +833,7 @@ func (sh *primaryShell) NextDue() (int64, bool) {
 }
 
 func (sh *primaryShell) frame(frame []byte, from transport.Peer) {
+	sh.acks.SetPublished(sh.core.Published())
 	sh.acks.Observe(frame, from)
 	_ = sh.core.Step(sh.read(), frame, from) // malformed frames are counted by the core
 	sh.out.send(sh.core)                     // before the next call: Ready's contract

@@ -148,6 +148,7 @@ type allAcks struct{}
 func (allAcks) Observe([]byte, transport.Peer) {}
 func (allAcks) Stable(published uint64) uint64 { return published }
 func (allAcks) SetVoters([]uint64) error       { return nil }
+func (allAcks) SetPublished(uint64)            {}
 
 // trackedAcks is allAcks that records the voters the Member gives it, and
 // raises stable (the cluster's; nil: none) to what it made stable.

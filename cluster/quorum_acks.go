@@ -10,12 +10,19 @@ import (
 
 // QuorumAcks is the Member's Acks for one epoch: it picks the standby acks
 // (wire.Status with StatusStandby) out of the frames the primary receives
-// and keeps a Quorum of the epoch's voters. Observe and Stable run on the
-// primary's sequencing goroutine only; SetVoters is safe from any.
+// and keeps a Quorum of the epoch's voters. Observe, SetPublished and
+// Stable run on the primary's sequencing goroutine only; SetVoters and
+// BeyondPublished are safe from any.
 type QuorumAcks struct {
 	session uint64
 	q       *Quorum
 	st      wire.Status
+	// published bounds every ack: no standby can hold a seq the primary
+	// never published, so an ack above it is a stale report of another
+	// epoch's primary or a forgery, and never counts (the sequencer's own
+	// status path has the same bound, Stats.StatusBeyondTail).
+	published uint64
+	beyond    atomic.Uint64 // acks above published, ignored
 	// voters is a membership change not yet applied (SetVoters): the
 	// sequencing goroutine takes it at its next Observe or Stable.
 	voters atomic.Pointer[[]uint64]
@@ -35,8 +42,18 @@ func NewQuorumAcks(e Epoch) *QuorumAcks {
 	// Voters past MaxVoters cannot exist (fsm.MaxMembers is the same
 	// bound); the first MaxVoters count.
 	_ = q.Reset(e.Epoch, e.Self, ids, e.FirstSeq-1)
-	return &QuorumAcks{session: e.Session, q: q}
+	return &QuorumAcks{session: e.Session, q: q, published: e.FirstSeq - 1}
 }
+
+// SetPublished records that the primary published every seq up to seq:
+// acks up to it may count. It only moves forward. The shell calls it
+// before each Observe (a standby may ack what the primary published an
+// instant ago, within the same poll).
+func (a *QuorumAcks) SetPublished(seq uint64) { a.published = max(a.published, seq) }
+
+// BeyondPublished is the number of standby acks ignored because they
+// claimed a seq above what the primary had published.
+func (a *QuorumAcks) BeyondPublished() uint64 { return a.beyond.Load() }
 
 // SetVoters changes the epoch's voting members (a member added, removed,
 // promoted or demoted through Raft): a removed member's acks stop counting
@@ -74,18 +91,24 @@ func (a *QuorumAcks) Observe(frame []byte, _ transport.Peer) {
 	if wire.DecodeStatus(frame, s) != nil || s.Flags&wire.StatusStandby == 0 || s.Session != a.session {
 		return
 	}
+	if s.Contiguous > a.published {
+		a.beyond.Add(1)
+		return
+	}
 	if a.voters.Load() != nil {
 		a.takeVoters()
 	}
 	a.q.Ack(s.Member, s.Epoch, s.Contiguous)
 }
 
-// Stable records the primary's own position (published) and returns the
-// quorum's stable seq.
+// Stable records the primary's own position (what it holds: published, or
+// what it wrote) and returns the quorum's stable seq. That position is
+// published too, so it raises the bound of SetPublished.
 func (a *QuorumAcks) Stable(published uint64) uint64 {
 	if a.voters.Load() != nil {
 		a.takeVoters()
 	}
+	a.published = max(a.published, published)
 	a.q.SetSelf(published)
 	return a.q.Stable()
 }

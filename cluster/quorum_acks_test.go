@@ -63,6 +63,7 @@ func TestQuorumAcks_RemovedMemberStopsCounting(t *testing.T) {
 	e := Epoch{Session: 4, Epoch: 1, FirstSeq: 1, Self: 1,
 		Members: []fsm.Member{{ID: 1, Role: fsm.Voter}, {ID: 2, Role: fsm.Voter}, {ID: 3, Role: fsm.Voter}}}
 	a := NewQuorumAcks(e)
+	a.SetPublished(100)
 	a.Observe(ackFrame(t, 4, 1, 3, 50), 0)
 	if got := a.Stable(100); got != 50 {
 		t.Fatalf("stable %d, want 50", got)
@@ -77,5 +78,35 @@ func TestQuorumAcks_RemovedMemberStopsCounting(t *testing.T) {
 	a.Observe(ackFrame(t, 4, 1, 4, 70), 0) // added
 	if got := a.Stable(100); got != 70 {
 		t.Fatalf("stable %d, want 70 from the added member", got)
+	}
+}
+
+// TestQuorumAcks_AckAbovePublishedIgnored: no standby can hold what the
+// primary never published, so an ack above published (a stale report of
+// another epoch's primary, a forgery) is counted and ignored, and never
+// moves stable, not even once the primary has published that far.
+func TestQuorumAcks_AckAbovePublishedIgnored(t *testing.T) {
+	e := Epoch{Session: 4, Epoch: 1, FirstSeq: 1, Self: 1,
+		Members: []fsm.Member{{ID: 1, Role: fsm.Voter}, {ID: 2, Role: fsm.Voter}, {ID: 3, Role: fsm.Voter}}}
+	a := NewQuorumAcks(e)
+	a.SetPublished(100)
+	a.Observe(ackFrame(t, 4, 1, 2, 200), 0)
+	a.Observe(ackFrame(t, 4, 1, 3, 200), 0)
+	if got := a.Stable(100); got != 0 {
+		t.Fatalf("stable %d after acks above published (100), want 0", got)
+	}
+	if got := a.Stable(300); got != 0 {
+		t.Fatalf("stable %d once published passed the forged acks, want 0", got)
+	}
+	if got := a.BeyondPublished(); got != 2 {
+		t.Fatalf("BeyondPublished %d, want 2", got)
+	}
+	// Up to published counts: Stable's position raised the bound too.
+	a.Observe(ackFrame(t, 4, 1, 3, 250), 0)
+	if got := a.Stable(300); got != 250 {
+		t.Fatalf("stable %d after an ack within published, want 250", got)
+	}
+	if got := a.BeyondPublished(); got != 2 {
+		t.Fatalf("BeyondPublished %d, want still 2", got)
 	}
 }

@@ -106,7 +106,8 @@ type Config struct {
 	// slowest receiver that sends commands (as its periodic status reports
 	// tell), in percent of RingBytes: past it, commands wait until that
 	// receiver catches up, so it never falls off the retransmit ring under
-	// load. Read-only receivers (tails) never slow the stream. The rest of
+	// load. Read-only receivers (tails) never slow the stream; standby
+	// sequencers slow it only as a quorum (stable), never one by one. The rest of
 	// the ring absorbs what is published while reports are in flight.
 	// The window should also fit in a receiver's socket buffer: what a
 	// descheduled receiver has not read piles up there, and beyond it the

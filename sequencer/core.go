@@ -361,6 +361,9 @@ func (c *Core) SetStable(seq uint64) {
 	}
 	if seq > c.stable {
 		c.stable = seq
+		if c.flow.byStable {
+			c.updateFlowLimit() // the quorum moved: so may the flow limit
+		}
 	}
 }
 

@@ -15,7 +15,9 @@ import (
 // matters falls off the retransmit ring.
 //
 // Receivers that matter are those that send commands (a Status without
-// wire.StatusReadOnly) and reported within FlowReceiverTimeout. A tail or
+// wire.StatusReadOnly) and reported within FlowReceiverTimeout; standby
+// sequencers (wire.StatusStandby) matter as a quorum, through stable, not
+// one by one (updateFlowLimit). A tail or
 // other read-only receiver never slows the stream: when it falls off the
 // ring it gets Gone and rewinds or stops with a clear error. A receiver
 // that stops reporting (dead, partitioned) stops counting after the
@@ -27,6 +29,7 @@ type receiverEntry struct {
 	instance    uint8
 	flags       uint16
 	incarnation uint64
+	member      uint64         // a standby's cluster member id (wire.StatusStandby)
 	peer        transport.Peer // tells anonymous receivers (tails) apart
 	contiguous  uint64
 	delivered   uint64
@@ -34,6 +37,8 @@ type receiverEntry struct {
 }
 
 func (e *receiverEntry) matters() bool { return e.flags&wire.StatusReadOnly == 0 }
+
+func (e *receiverEntry) standby() bool { return e.flags&wire.StatusStandby != 0 }
 
 // flowTable holds the receivers' reports: at most MaxReceivers, the least
 // recently heard forgotten first. It is small and visited only on reports
@@ -46,6 +51,9 @@ type flowTable struct {
 	limitPos uint64
 	slowest  uint64 // its contiguous seq (for Stats)
 	updated  int64  // mono time of the last updateFlowLimit
+	// byStable: a standby was heard, so stable is one of the positions
+	// that matter (SetStable recomputes the limit when stable moves).
+	byStable bool
 }
 
 func (t *flowTable) init(capacity int) { t.list = make([]receiverEntry, 0, capacity) }
@@ -77,7 +85,7 @@ func (c *Core) stepStatus(now Time, frame []byte, from transport.Peer) error {
 	if e == nil {
 		e = t.add()
 	}
-	e.account, e.instance, e.flags, e.incarnation, e.peer = s.Account, s.Instance, s.Flags, s.Incarnation, from
+	e.account, e.instance, e.flags, e.incarnation, e.member, e.peer = s.Account, s.Instance, s.Flags, s.Incarnation, s.Member, from
 	e.contiguous = max(e.contiguous, s.Contiguous)
 	e.delivered = max(e.delivered, s.Delivered)
 	e.heard = c.mono
@@ -117,25 +125,43 @@ func (t *flowTable) add() *receiverEntry {
 }
 
 // updateFlowLimit recomputes how far the stream may grow: the flow window
-// (FlowWindowPercent of RingBytes) past the packet holding the first seq the slowest receiver that matters
-// lacks. A receiver whose next seq already left the ring cannot be saved
-// by pausing (it must rewind) and does not count; neither does one not
-// heard for FlowReceiverTimeout.
+// (FlowWindowPercent of RingBytes) past the packet holding the first seq
+// the slowest receiver that matters lacks. A receiver whose next seq
+// already left the ring cannot be saved by pausing (it must rewind) and
+// does not count; neither does one not heard for FlowReceiverTimeout.
+//
+// Standbys count together, through stable: stable needs only a majority
+// of the group, so one standby that stays alive but lags (a failing disk
+// under durable) must not stall every sender; the stream waits only when
+// the quorum itself is a window behind. A standby's own position only
+// shows in Receivers. While some standby was heard within
+// FlowReceiverTimeout, stable is a position that matters (a group whose
+// standbys all went silent does not hold the stream back, as before).
 func (c *Core) updateFlowLimit() {
 	t := &c.flow
-	t.limitPos, t.slowest, t.updated = 0, 0, c.mono
+	t.limitPos, t.slowest, t.updated, t.byStable = 0, 0, c.mono, false
 	if c.cfg.FlowWindowPercent == 0 {
 		return
 	}
 	found := false
 	for i := range t.list {
 		e := &t.list[i]
-		if !e.matters() || c.mono-e.heard > int64(c.cfg.FlowReceiverTimeout) || e.contiguous >= c.tail {
+		if !e.matters() || c.mono-e.heard > int64(c.cfg.FlowReceiverTimeout) {
+			continue
+		}
+		if e.standby() {
+			t.byStable = true
+			continue
+		}
+		if e.contiguous >= c.tail {
 			continue
 		}
 		if !found || e.contiguous < t.slowest {
 			t.slowest, found = e.contiguous, true
 		}
+	}
+	if t.byStable && c.stable < c.tail && (!found || c.stable < t.slowest) {
+		t.slowest, found = c.stable, true
 	}
 	if !found {
 		return
@@ -167,6 +193,8 @@ type ReceiverLag struct {
 	Instance    uint8
 	Incarnation uint64
 	ReadOnly    bool   // never slows the stream
+	Standby     bool   // a standby sequencer: slows the stream only through stable
+	Member      uint64 // the standby's cluster member id
 	Contiguous  uint64 // it holds every seq up to this one
 	Delivered   uint64 // and handed this far to its application
 	Lag         uint64 // seqs published after Contiguous
@@ -184,7 +212,7 @@ func (c *Core) Receivers(dst []ReceiverLag) []ReceiverLag {
 		}
 		dst = append(dst, ReceiverLag{
 			Account: e.account, Instance: e.instance, Incarnation: e.incarnation,
-			ReadOnly: !e.matters(), Contiguous: e.contiguous, Delivered: e.delivered,
+			ReadOnly: !e.matters(), Standby: e.standby(), Member: e.member, Contiguous: e.contiguous, Delivered: e.delivered,
 			Lag: lag, SilentNs: c.mono - e.heard,
 		})
 	}

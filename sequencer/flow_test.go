@@ -211,3 +211,73 @@ func TestCore_StatusAllocatesNothing(t *testing.T) {
 		t.Fatalf("status: %v allocs, want 0", a)
 	}
 }
+
+// TestCore_FlowControlFollowsTheQuorumNotTheSlowestStandby: of two
+// standbys, one stays alive but never acks past seq 2 (a failing disk
+// under durable); the other keeps up. Stable needs only a majority
+// (the primary and the healthy standby), and so does flow control: the
+// stream runs well past 2 + the flow window. The slow standby's lag shows
+// in Receivers. When the quorum itself lags (both standbys slow) the
+// stream pauses, as for a slow sender.
+func TestCore_FlowControlFollowsTheQuorumNotTheSlowestStandby(t *testing.T) {
+	cfg := flowConfig()
+	cfg.Standalone = false
+	c, _ := newCore(t, cfg)
+	f := &flowFeed{c: c}
+	ack := func(member, contiguous uint64, from transport.Peer) {
+		t.Helper()
+		if err := c.Step(at(f.now), standbyAck(t, member, 1, contiguous), from); err != nil {
+			t.Fatal(err)
+		}
+	}
+	f.send(t) // seqs 1..3: session start, epoch start, the first command
+	window := uint64(cfg.RingBytes) * uint64(cfg.FlowWindowPercent) / 100 / 200
+	for i := 0; i < 400; i++ {
+		f.send(t)
+		ack(2, 2, 2)
+		ack(3, c.Published(), 3)
+		// The shell's quorum of {1, 2, 3}: the second highest position.
+		c.SetStable(c.Published())
+		c.TakeStandbyAcks(nil)
+	}
+	if st := c.Stats(); st.FlowPaused != 0 || c.Published() < 2+4*window {
+		t.Fatalf("a slow standby throttled the stream: published %d (window about %d seqs), stats %+v",
+			c.Published(), window, st)
+	}
+	var slow *ReceiverLag
+	lags := c.Receivers(nil)
+	for i := range lags {
+		if lags[i].Standby && lags[i].Member == 2 {
+			slow = &lags[i]
+		}
+	}
+	if slow == nil || slow.Contiguous != 2 || slow.Lag != c.Published()-2 {
+		t.Fatalf("Receivers = %+v, want standby 2 at 2 lagging %d", lags, c.Published()-2)
+	}
+
+	// Now the healthy standby stops at the tail too: stable stays, and
+	// the stream stops a flow window ahead of it.
+	held := c.Published()
+	for i := 0; i < 400 && c.Stats().FlowPaused == 0; i++ {
+		f.send(t)
+		ack(2, 2, 2)
+		ack(3, held, 3)
+		c.SetStable(held)
+	}
+	if c.Stats().FlowPaused == 0 {
+		t.Fatalf("400 commands past a quorum at %d never paused the stream; stats %+v", held, c.Stats())
+	}
+	if _, ok := c.ring.posOf(held + 1); !ok {
+		t.Fatalf("seq %d, which the quorum lacks, left the ring", held+1)
+	}
+	// The quorum catches up: commands are taken again.
+	tail := c.Published()
+	ack(3, tail, 3)
+	c.SetStable(tail)
+	paused := c.Stats().FlowPaused
+	f.send(t)
+	if c.Stats().FlowPaused != paused || c.Published() != tail+1 {
+		t.Fatalf("after the quorum caught up: paused %d -> %d, published %d, want %d",
+			paused, c.Stats().FlowPaused, c.Published(), tail+1)
+	}
+}

@@ -302,6 +302,7 @@ func (c *simCluster) observe(frame []byte, from transport.Peer) bool {
 		}
 	}
 	c.checkSealedAck(frame, from)
+	c.acks.SetPublished(c.w.seq.Published())
 	c.acks.Observe(frame, from)
 	return true
 }
