@@ -51,6 +51,13 @@ type clusterRun struct {
 // stream), each with its own directory, and returns once all are ready.
 func startCluster(t *testing.T, ctx context.Context, bin string, net []string, timeouts string) *clusterRun {
 	t.Helper()
+	return startClusterIn(t, ctx, bin, net, timeouts, nil)
+}
+
+// startClusterIn is startCluster with member i+1's directory dirs[i]
+// where given (not empty).
+func startClusterIn(t *testing.T, ctx context.Context, bin string, net []string, timeouts string, dirs []string) *clusterRun {
+	t.Helper()
 	r := &clusterRun{t: t, bin: bin, net: net}
 	var peers []string
 	for id := 1; id <= 3; id++ {
@@ -60,7 +67,11 @@ func startCluster(t *testing.T, ctx context.Context, bin string, net []string, t
 	}
 	r.peers = peers
 	for id := 1; id <= 3; id++ {
-		args := append([]string{"sequencer", "--cluster", "--id", fmt.Sprint(id), "--dir", t.TempDir(),
+		dir := t.TempDir()
+		if id <= len(dirs) && dirs[id-1] != "" {
+			dir = dirs[id-1]
+		}
+		args := append([]string{"sequencer", "--cluster", "--id", fmt.Sprint(id), "--dir", dir,
 			"--peers", strings.Join(peers, ","), "--timeouts", timeouts}, net...)
 		r.procs = append(r.procs, r.start(ctx, id, args))
 	}
