@@ -106,6 +106,17 @@ func NewProcess(cfg MemberConfig, data DataConfig, open Opens) (*Process, error)
 	if open.Client == nil || open.Server == nil {
 		return nil, fmt.Errorf("%w: NewProcess needs Opens.Client and Opens.Server", ErrConfig)
 	}
+	// The directory's identity, before Raft opens its log: a member
+	// started with another's directory, or with another peer set than it
+	// bootstrapped with, is refused (IdentityFile).
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	if cfg.Dir != "" {
+		if err := CheckIdentity(cfg); err != nil {
+			return nil, err
+		}
+	}
 	d := &Process{member: cfg.ID, raftAddr: cfg.RaftAddr, maxSenders: cfg.Sequencer.MaxSenders, data: data, openClient: open.Client}
 	if data.PeerAddr != "" {
 		ln, err := net.Listen("tcp", data.PeerAddr)
@@ -135,6 +146,15 @@ func NewProcess(cfg MemberConfig, data DataConfig, open Opens) (*Process, error)
 		return nil, err
 	}
 	d.Member = n
+	if cfg.Dir != "" {
+		// Recorded once Raft runs on the directory (a start that failed
+		// earlier, on a typo, records nothing).
+		if err := RecordIdentity(cfg); err != nil {
+			n.Close()
+			d.Close()
+			return nil, err
+		}
+	}
 	if d.peer != nil {
 		d.peer.SetMember(n)
 	}

@@ -434,7 +434,7 @@ timeouts = "wan"
 		t.Fatalf("dry-run: %v\n%s\nwant prefix %s", err, out, want)
 	}
 	out, err = exec.Command(bin, "sequencer", "--config", path, "--id", "4", "--raft-addr", "127.0.0.1:7304", "--admin-addr", "127.0.0.1:7404", "--dry-run").CombinedOutput()
-	if err == nil || !strings.Contains(string(out), "peers") || !strings.Contains(string(out), "includes this member (id 4)") {
+	if err == nil || !strings.Contains(string(out), "id 4 is not in --peers") || !strings.Contains(string(out), "one of 1, 2, 3") {
 		t.Fatalf("a member missing from peers: %v\n%s", err, out)
 	}
 }
