@@ -156,3 +156,18 @@ func writeSynced(path string, b []byte) error {
 	}
 	return f.Close()
 }
+
+// peersDiffer compares the peer list a member was given (--peers) with
+// the members its failover state records (roles aside), and returns both
+// lists when they differ and the member did not join: members given
+// inconsistent lists at bootstrap (each bootstraps Raft from its own)
+// started without a word. After add-member or remove-member the lists
+// differ legitimately, so this is a warning, not a refusal.
+func peersDiffer(given []fsm.Member, join bool, st *fsm.State) (recorded, was string, differ bool) {
+	rec := st.Members()
+	if join || len(rec) == 0 {
+		return "", "", false
+	}
+	recorded, was = peerList(rec), peerList(given)
+	return recorded, was, recorded != was
+}

@@ -93,3 +93,35 @@ func TestMemberConfig_IDNotInPeers(t *testing.T) {
 		t.Fatalf("id 4 of three peers: %v", err)
 	}
 }
+
+// TestIdentity_PeersDifferFromTheFailoverState: a member whose --peers
+// differs from the members the cluster recorded (another member
+// bootstrapped it from its own list) is told, with both lists; roles do
+// not count, and a joining member's list is only whom to contact.
+func TestIdentity_PeersDifferFromTheFailoverState(t *testing.T) {
+	ms := []fsm.Member{
+		{ID: 1, Role: fsm.Voter, RaftAddr: "127.0.0.1:1", AdminAddr: "127.0.0.1:11", StreamAddr: "127.0.0.1:21"},
+		{ID: 2, Role: fsm.Voter, RaftAddr: "127.0.0.1:2", AdminAddr: "127.0.0.1:12", StreamAddr: "127.0.0.1:22"},
+		{ID: 3, Role: fsm.Voter, RaftAddr: "127.0.0.1:3", AdminAddr: "127.0.0.1:13", StreamAddr: "127.0.0.1:23"},
+	}
+	st := fsm.Initial()
+	for i, m := range ms {
+		var err error
+		if st, err = st.Apply(uint64(i+1), fsm.AddMember{Member: m}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	given := []fsm.Member{ms[1], ms[0], ms[2]}
+	given[0].Role = 0
+	if rec, was, ok := peersDiffer(given, false, st); ok {
+		t.Fatalf("the same members in another order: differ %q %q", rec, was)
+	}
+	given[2].RaftAddr = "127.0.0.1:9"
+	rec, was, ok := peersDiffer(given, false, st)
+	if !ok || !strings.Contains(rec, "3@127.0.0.1:3@") || !strings.Contains(was, "3@127.0.0.1:9@") {
+		t.Fatalf("another raft address for member 3: differ=%v recorded %q given %q", ok, rec, was)
+	}
+	if _, _, ok := peersDiffer(given, true, st); ok {
+		t.Fatal("a joining member warned")
+	}
+}
