@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"slices"
+	"strings"
 	"time"
 
 	"github.com/hashicorp/raft"
@@ -200,6 +202,15 @@ func (c MemberConfig) Validate() error {
 	bad := func(field string, v any, want string) error { return config.New(ErrConfig, field, v, want) }
 	if c.ID == 0 {
 		return bad("ID", c.ID, ">= 1")
+	}
+	if len(c.Members) > 0 && !slices.ContainsFunc(c.Members, func(m fsm.Member) bool { return m.ID == c.ID }) {
+		// Before the addresses, which come from the member's entry: "id 4
+		// with three peers" said raft-addr = "".
+		ids := make([]string, len(c.Members))
+		for i, m := range c.Members {
+			ids[i] = fmt.Sprint(m.ID)
+		}
+		return bad("ID", c.ID, fmt.Sprintf("one of %s (id %d is not in --peers)", strings.Join(ids, ", "), c.ID))
 	}
 	if c.RaftAddr == "" {
 		return bad("RaftAddr", c.RaftAddr, "host:port")

@@ -17,4 +17,12 @@ var (
 	// ErrPartitioned: a PartitionLayer refused a Raft dial while a drill
 	// has the member cut off.
 	ErrPartitioned = errors.New("cluster: partitioned by fault injection")
+	// ErrIdentity: the member's IdentityFile cannot be read, parsed or
+	// written.
+	ErrIdentity = errors.New("cluster: member identity file")
+	// ErrIdentityID: the directory is another member's (IdentityFile).
+	ErrIdentityID = errors.New("cluster: directory of another member")
+	// ErrIdentityPeers: the member bootstrapped with another peer set
+	// than it is given now (IdentityFile).
+	ErrIdentityPeers = errors.New("cluster: peers differ from the ones this member bootstrapped with")
 )

@@ -486,7 +486,7 @@ func (n *Member) leadOnce(ctx context.Context, barrier bool) error {
 		st = s
 	}
 	if st.Session() == 0 {
-		s, err := n.apply(fsm.NewSession{Prev: 0})
+		s, err := n.apply(fsm.NewSession{Prev: 0, ID: NewSessionID(0, n.deps.Clock().Wall)})
 		if err != nil {
 			return err
 		}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"sync"
 	"time"
 
@@ -29,6 +30,30 @@ type followers struct {
 	cancel context.CancelFunc
 	done   chan struct{}
 	told   uint64 // the newest epoch cur was told the start of
+	// checked is the session cur's store was checked against (0: none
+	// yet: the failover state had no session).
+	checked uint64
+}
+
+// sessionChecker is a Follower whose store belongs to one session (the
+// standby: standby.Agent.CheckSession).
+type sessionChecker interface {
+	CheckSession(session uint64) error
+}
+
+// checkSession refuses a follower whose store holds another session than
+// st's, the cluster's: a directory of another cluster (every cluster was
+// session 1 once, and such a store took this cluster's stream in
+// silence). It returns the session checked (0: st has none yet).
+func checkSession(f Follower, st *fsm.State) (uint64, error) {
+	c, ok := f.(sessionChecker)
+	if !ok || st.Session() == 0 {
+		return 0, nil
+	}
+	if err := c.CheckSession(st.Session()); err != nil {
+		return 0, fmt.Errorf("cluster: the failover state names session %d: %w", st.Session(), err)
+	}
+	return st.Session(), nil
 }
 
 func newFollowers(n *Member) *followers {
@@ -54,6 +79,14 @@ func (fr *followers) start(ctx context.Context) error {
 		return fmt.Errorf("cluster: open the standby: %w", err)
 	}
 	st := fr.n.fsm.State()
+	checked, err := checkSession(f, st)
+	if err != nil {
+		if c, ok := f.(io.Closer); ok {
+			c.Close()
+		}
+		return err
+	}
+	fr.checked = checked
 	knowEpochs(f, st, 0)
 	fr.told = st.Epoch()
 	fctx, cancel := context.WithCancel(ctx)
@@ -120,6 +153,17 @@ func (fr *followers) tell() {
 		return // none runs (primary)
 	}
 	st := fr.n.fsm.State()
+	if st.Session() != fr.checked {
+		checked, err := checkSession(fr.cur, st)
+		if err != nil {
+			select {
+			case fr.errc <- err:
+			default:
+			}
+			return
+		}
+		fr.checked = checked
+	}
 	if st.Epoch() <= fr.told {
 		return
 	}

@@ -497,13 +497,32 @@ func (c *testCluster) primary() *member {
 	return nil
 }
 
+// TestMember_SessionDrawnAtBootstrap: two clusters bootstrapped one after
+// the other have different sessions (every cluster used to be session 1,
+// so a store of one cluster's session took another's stream).
+func TestMember_SessionDrawnAtBootstrap(t *testing.T) {
+	var sessions []uint64
+	for range 2 {
+		c := newTestCluster(t, 3)
+		sessions = append(sessions, c.primary().node.State().Session())
+		for _, m := range c.members {
+			m.stop()
+		}
+	}
+	if sessions[0] == 0 || sessions[0] == sessions[1] {
+		t.Fatalf("sessions of two clusters bootstrapped one after the other: %v, want two different nonzero ids", sessions)
+	}
+	t.Logf("sessions %v", sessions)
+}
+
 func TestMember_ElectionBeginsEpochOne(t *testing.T) {
 	c := newTestCluster(t, 3)
 	p := c.primary()
+	session := p.node.State().Session()
 	for _, m := range c.members {
 		st := m.node.State()
-		if st.Session() != 1 || st.Epoch() != 1 || st.Primary() != p.cfg.ID || st.EpochStart() != 1 || len(st.Members()) != 3 {
-			t.Fatalf("member %d: state %v, want session 1 epoch 1 primary %d start 1, 3 members", m.cfg.ID, st, p.cfg.ID)
+		if st.Session() == 0 || st.Session() != session || st.Epoch() != 1 || st.Primary() != p.cfg.ID || st.EpochStart() != 1 || len(st.Members()) != 3 {
+			t.Fatalf("member %d: state %v, want the primary's session %d, epoch 1 primary %d start 1, 3 members", m.cfg.ID, st, session, p.cfg.ID)
 		}
 	}
 	// A fresh session starts at seq 1: the standby is taken over at 0,

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/seqd/seqd/cluster/standby"
+	"github.com/seqd/seqd/fsm"
 	"github.com/seqd/seqd/transport"
 )
 
@@ -62,6 +63,8 @@ type Process struct {
 	Member *Member
 
 	member     uint64
+	members    []fsm.Member // --peers, compared with the failover state's
+	join       bool
 	raftAddr   string
 	maxSenders int
 	data       DataConfig
@@ -106,7 +109,18 @@ func NewProcess(cfg MemberConfig, data DataConfig, open Opens) (*Process, error)
 	if open.Client == nil || open.Server == nil {
 		return nil, fmt.Errorf("%w: NewProcess needs Opens.Client and Opens.Server", ErrConfig)
 	}
-	d := &Process{member: cfg.ID, raftAddr: cfg.RaftAddr, maxSenders: cfg.Sequencer.MaxSenders, data: data, openClient: open.Client}
+	// The directory's identity, before Raft opens its log: a member
+	// started with another's directory, or with another peer set than it
+	// bootstrapped with, is refused (IdentityFile).
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	if cfg.Dir != "" {
+		if err := CheckIdentity(cfg); err != nil {
+			return nil, err
+		}
+	}
+	d := &Process{member: cfg.ID, members: cfg.Members, join: cfg.Join, raftAddr: cfg.RaftAddr, maxSenders: cfg.Sequencer.MaxSenders, data: data, openClient: open.Client}
 	if data.PeerAddr != "" {
 		ln, err := net.Listen("tcp", data.PeerAddr)
 		if err != nil {
@@ -135,6 +149,15 @@ func NewProcess(cfg MemberConfig, data DataConfig, open Opens) (*Process, error)
 		return nil, err
 	}
 	d.Member = n
+	if cfg.Dir != "" {
+		// Recorded once Raft runs on the directory (a start that failed
+		// earlier, on a typo, records nothing).
+		if err := RecordIdentity(cfg); err != nil {
+			n.Close()
+			d.Close()
+			return nil, err
+		}
+	}
 	if d.peer != nil {
 		d.peer.SetMember(n)
 	}
@@ -245,6 +268,7 @@ func (d *Process) Serve(ctx context.Context, out io.Writer) error {
 	tick := time.NewTicker(250 * time.Millisecond)
 	defer tick.Stop()
 	role, epoch := RoleStandby, uint64(0)
+	peersChecked := false
 	var first error
 	for first == nil {
 		select {
@@ -255,6 +279,13 @@ func (d *Process) Serve(ctx context.Context, out io.Writer) error {
 		case <-tick.C:
 		}
 		r, st := n.Role(), n.State()
+		if !peersChecked && st.Primary() != 0 {
+			peersChecked = true
+			if rec, given, ok := peersDiffer(d.members, d.join, st); ok {
+				n.log.Warn("--peers differs from the members the cluster records: give every member the same --peers at bootstrap (after add-member or remove-member this is expected)",
+					"recorded", rec, "given", given)
+			}
+		}
 		switch {
 		case r == RolePrimary && (role != RolePrimary || st.Epoch() != epoch):
 			if ch := n.LastChange(); ch != nil {

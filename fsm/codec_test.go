@@ -16,6 +16,7 @@ import (
 
 var sampleCommands = []Command{
 	NewSession{Prev: 7},
+	NewSession{Prev: 7, ID: 1_700_000_000_000_000_000},
 	BeginEpoch{Epoch: 2, Primary: 3, PrevCut: math.MaxUint64 - 1},
 	AddCheckpoint{Epoch: 1, Seq: 42, UnixNano: -5},
 	AddMember{member(3, Voter)},
@@ -66,7 +67,7 @@ func TestCommand_DecodeErrors(t *testing.T) {
 		{"version only", []byte{1}, ErrMalformed},
 		{"version 2", []byte{2, 1, 0, 0, 0, 0, 0, 0, 0, 0}, ErrUnknownVersion},
 		{"kind 0", []byte{1, 0}, ErrUnknownCommand},
-		{"kind 7", []byte{1, 7, 0, 0, 0, 0, 0, 0, 0, 0}, ErrUnknownCommand},
+		{"kind 8", []byte{1, 8, 0, 0, 0, 0, 0, 0, 0, 0}, ErrUnknownCommand},
 		{"string past end", []byte{1, 4, 0, 0, 0, 0, 0, 0, 0, 1, 1, 200, 'x'}, ErrMalformed},
 	}
 	for _, tt := range tests {
@@ -85,6 +86,9 @@ func randomCommand(rng *rand.Rand, s *State) Command {
 	switch rng.IntN(10) {
 	case 0:
 		if rng.IntN(4) == 0 {
+			if rng.IntN(2) == 0 {
+				return NewSession{Prev: s.Session(), ID: s.Session() + uint64(rng.IntN(3))}
+			}
 			return NewSession{Prev: s.Session() + uint64(rng.IntN(2))}
 		}
 		return AddCheckpoint{Epoch: s.Epoch(), Seq: uint64(rng.IntN(100)), UnixNano: int64(rng.IntN(100))}
@@ -172,7 +176,7 @@ func TestSnapshot_RoundTripRandom(t *testing.T) {
 		}
 	}
 	t.Logf("accepted by kind: %v", acceptedKinds)
-	for k := KindNewSession; k <= KindSetRole; k++ {
+	for k := KindNewSession; k <= KindDrawnSession; k++ {
 		if acceptedKinds[k] < 20 {
 			t.Errorf("kind %v accepted %d times: the generator is too weak", k, acceptedKinds[k])
 		}

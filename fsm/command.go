@@ -22,6 +22,9 @@ const (
 	KindAddMember    Kind = 4
 	KindRemoveMember Kind = 5
 	KindSetRole      Kind = 6
+	// KindDrawnSession is a NewSession with its ID: kind 1 stays the one
+	// without, as logs written before ids were drawn hold it.
+	KindDrawnSession Kind = 7
 )
 
 func (k Kind) String() string {
@@ -38,6 +41,8 @@ func (k Kind) String() string {
 		return "remove-member"
 	case KindSetRole:
 		return "set-role"
+	case KindDrawnSession:
+		return "drawn-session"
 	}
 	return fmt.Sprintf("kind(%d)", uint8(k))
 }
@@ -50,12 +55,26 @@ type Command interface {
 	appendBody(dst []byte) []byte
 }
 
-// NewSession starts session Prev+1. Prev must be the current session id
-// (compare-and-set), so two proposers racing make one session, and the
-// loser learns ErrStaleSession. The sequence restarts at 1 within the
-// current epoch; the checkpoints of the old session are dropped.
+// NewSession starts session ID (0: Prev+1, as every session was numbered
+// before the cluster drew its ids, and as old log entries still decode).
+// Prev must be the current session id (compare-and-set), so two
+// proposers racing make one session, and the loser learns
+// ErrStaleSession; ID must be above Prev (ErrSessionNotAfter): ids only
+// grow. A cluster draws ID at bootstrap (cluster.NewSessionID) so that
+// no two clusters share a session, and every store refuses another
+// session's directory. The sequence restarts at 1 within the current
+// epoch; the checkpoints of the old session are dropped.
 type NewSession struct {
 	Prev uint64
+	ID   uint64
+}
+
+// next is the session c starts.
+func (c NewSession) next() uint64 {
+	if c.ID == 0 {
+		return c.Prev + 1
+	}
+	return c.ID
 }
 
 // BeginEpoch ends the current epoch at PrevCut and starts epoch Epoch with
@@ -116,14 +135,28 @@ type SetRole struct {
 	Role Role
 }
 
-func (NewSession) Kind() Kind    { return KindNewSession }
+// Kind is KindDrawnSession when c carries its ID, else KindNewSession.
+func (c NewSession) Kind() Kind {
+	if c.ID != 0 {
+		return KindDrawnSession
+	}
+	return KindNewSession
+}
+
 func (BeginEpoch) Kind() Kind    { return KindBeginEpoch }
 func (AddCheckpoint) Kind() Kind { return KindCheckpoint }
 func (AddMember) Kind() Kind     { return KindAddMember }
 func (RemoveMember) Kind() Kind  { return KindRemoveMember }
 func (SetRole) Kind() Kind       { return KindSetRole }
 
-func (c NewSession) appendBody(b []byte) []byte { return binary.BigEndian.AppendUint64(b, c.Prev) }
+// appendBody writes Prev, then ID when it is set (KindDrawnSession).
+func (c NewSession) appendBody(b []byte) []byte {
+	b = binary.BigEndian.AppendUint64(b, c.Prev)
+	if c.ID != 0 {
+		b = binary.BigEndian.AppendUint64(b, c.ID)
+	}
+	return b
+}
 
 func (c BeginEpoch) appendBody(b []byte) []byte {
 	b = binary.BigEndian.AppendUint64(b, c.Epoch)
@@ -187,6 +220,12 @@ func Decode(b []byte) (Command, error) {
 	switch k {
 	case KindNewSession:
 		c = NewSession{Prev: r.u64()}
+	case KindDrawnSession:
+		ns := NewSession{Prev: r.u64(), ID: r.u64()}
+		if r.err == nil && ns.ID == 0 {
+			r.err = fmt.Errorf("%w: drawn session id 0", ErrMalformed)
+		}
+		c = ns
 	case KindBeginEpoch:
 		c = BeginEpoch{Epoch: r.u64(), Primary: r.u64(), PrevCut: r.u64()}
 	case KindCheckpoint:

@@ -23,6 +23,7 @@ var (
 var (
 	ErrStaleSession        = errors.New("fsm: new session: previous session id is not the current one")
 	ErrNoSession           = errors.New("fsm: no session started")
+	ErrSessionNotAfter     = errors.New("fsm: new session: id is not above the current one")
 	ErrEpochNotNext        = errors.New("fsm: begin epoch: epoch is not current+1")
 	ErrPrimaryNotVoter     = errors.New("fsm: begin epoch: primary is not a voting member")
 	ErrCutBeforeEpochStart = errors.New("fsm: begin epoch: cut is below the previous epoch's start-1")

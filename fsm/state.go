@@ -218,8 +218,11 @@ func (s *State) check(cmd Command) error {
 		if c.Prev != s.session {
 			return fmt.Errorf("%w: proposed after session %d, current is %d", ErrStaleSession, c.Prev, s.session)
 		}
-		if s.session == math.MaxUint64 {
+		if c.ID == 0 && s.session == math.MaxUint64 {
 			return fmt.Errorf("%w: session id", ErrSeqOverflow)
+		}
+		if c.ID != 0 && c.ID <= s.session {
+			return fmt.Errorf("%w: proposed %d, current is %d", ErrSessionNotAfter, c.ID, s.session)
 		}
 	case BeginEpoch:
 		if s.session == 0 {
@@ -308,7 +311,7 @@ func (s *State) apply(cmd Command) {
 		// The sequence restarts at 1 in the new session, inside the current
 		// epoch (same primary). Checkpoints name seqs of the old session,
 		// so they go; cuts stay, tagged with their session.
-		s.session++
+		s.session = c.next()
 		s.epochStart = 1
 		s.checkpoints = s.checkpoints[:0]
 	case BeginEpoch:

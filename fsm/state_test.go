@@ -48,6 +48,9 @@ func TestState_Validation(t *testing.T) {
 		{"new session next", running, NewSession{Prev: 1}, nil},
 		{"new session stale", running, NewSession{Prev: 0}, ErrStaleSession},
 		{"new session ahead", running, NewSession{Prev: 2}, ErrStaleSession},
+		{"new session drawn", nil, NewSession{Prev: 0, ID: 1 << 60}, nil},
+		{"new session drawn next", running, NewSession{Prev: 1, ID: 2}, nil},
+		{"new session drawn not after", running, NewSession{Prev: 1, ID: 1}, ErrSessionNotAfter},
 
 		{"begin epoch without session", running[:4], BeginEpoch{Epoch: 1, Primary: 1}, ErrNoSession},
 		{"begin first epoch", running[:5], BeginEpoch{Epoch: 1, Primary: 1, PrevCut: 0}, nil},
@@ -212,5 +215,23 @@ func TestState_ReadersCopies(t *testing.T) {
 	}
 	if cp := s.Checkpoints(); cp[0].Seq != 100 {
 		t.Fatal("Checkpoints returned the state's own slice")
+	}
+}
+
+// TestState_NewSessionDrawnID: a session drawn at bootstrap is the
+// session, not Prev+1 (every cluster used to be session 1), and a later
+// drawn one must be above it.
+func TestState_NewSessionDrawnID(t *testing.T) {
+	s, err := Initial().Apply(1, NewSession{Prev: 0, ID: 1_700_000_000_123_456_789})
+	if err != nil || s.Session() != 1_700_000_000_123_456_789 {
+		t.Fatalf("session %d, %v; want the drawn id 1700000000123456789", s.Session(), err)
+	}
+	if s, err = s.Apply(2, NewSession{Prev: s.Session()}); err != nil || s.Session() != 1_700_000_000_123_456_790 {
+		t.Fatalf("undrawn next session %d, %v; want 1700000000123456790", s.Session(), err)
+	}
+	b, _ := Encode(NewSession{Prev: 3, ID: 4})
+	clear(b[len(b)-8:]) // an id of 0 written out
+	if _, err := Decode(b); !errors.Is(err, ErrMalformed) {
+		t.Fatalf("decode of id 0 written out: %v, want ErrMalformed", err)
 	}
 }

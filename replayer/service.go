@@ -392,8 +392,8 @@ func (s *Service) stream(frame []byte, from transport.Peer) {
 	_ = s.r.Step(s.mono(), frame, src)
 	if !s.checked && s.r.Started() {
 		s.checked = true
-		if held := s.store.Session(); held != 0 && held != s.r.Session() {
-			s.failStore(ErrSession)
+		if err := s.store.CheckSession(s.r.Session()); err != nil {
+			s.fail(err)
 		}
 	}
 	s.handleReady()
@@ -478,8 +478,9 @@ func (s *Service) runDos() {
 // when the stream is not the store's.
 func (s *Service) failStore(err error) {
 	if errors.Is(err, ErrSession) {
-		err = fmt.Errorf("%w: %s holds session %d, the stream is session %d (one session per directory: use another --dir)",
-			err, s.cfg.Dir, s.store.Session(), s.r.Session())
+		if cerr := s.store.CheckSession(s.r.Session()); cerr != nil {
+			err = cerr
+		}
 	}
 	s.fail(err)
 }

@@ -551,6 +551,19 @@ func (s *Store) Durable() uint64 { return s.durable }
 // Session is the session held (0 while empty and not configured).
 func (s *Store) Session() uint64 { return s.session }
 
+// CheckSession returns nil when the store is empty or holds session, else
+// an error wrapping ErrSession that names the directory and both
+// sessions: one session per directory. The replayer runs it on the
+// stream's first live packet, the cluster's standby on the session the
+// failover state names.
+func (s *Store) CheckSession(session uint64) error {
+	if s.session == 0 || s.session == session {
+		return nil
+	}
+	return fmt.Errorf("%w: %s holds session %d, the stream is session %d (one session per directory: use another --dir)",
+		ErrSession, s.dir, s.session, session)
+}
+
 // Dir is the store's directory.
 func (s *Store) Dir() string { return s.dir }
 

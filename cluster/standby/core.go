@@ -123,6 +123,16 @@ func NewCore(cfg Config) (*Core, error) {
 	return c, nil
 }
 
+// CheckSession refuses a store of another session than session (the
+// cluster's, from its failover state): one session per directory, as
+// the replayer's (replayer.Store.CheckSession). An empty store passes.
+func (c *Core) CheckSession(session uint64) error {
+	if err := c.store.CheckSession(session); err != nil {
+		return fmt.Errorf("standby: member %d: %w", c.cfg.Member, err)
+	}
+	return nil
+}
+
 // Tick runs the receiver's timers (NAKs) at now, acts on its output, and
 // hands the appended bytes to the OS (the store's Tick).
 func (c *Core) Tick(now int64) {

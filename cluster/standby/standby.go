@@ -347,6 +347,13 @@ func (s *Agent) KnowEpoch(epoch uint32, start uint64) {
 	s.publishLocked()
 }
 
+// CheckSession refuses a store of another session: see Core.CheckSession.
+func (s *Agent) CheckSession(session uint64) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.core.CheckSession(session)
+}
+
 // Seal stops acking epoch and every earlier one: see Core.Seal.
 func (s *Agent) Seal(epoch uint32) (uint64, error) {
 	s.mu.Lock()

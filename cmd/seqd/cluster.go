@@ -5,6 +5,7 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"strings"
 
 	"github.com/urfave/cli/v2"
 
@@ -32,6 +33,21 @@ func clusterFlags() []cli.Flag {
 		options.String("standby.ack", standbyAck(cluster.DefaultDataConfig()), "cluster: what a standby acks, so what stable means: written (the record is in its store's file: it survives the process, and a quorum of processes on separate machines is the durability, as in Aeron Cluster and Kafka) | durable (fsynced first: survives a power loss of the whole group, and costs one fsync in every safe-mode round trip, about 1-4 ms)"),
 		options.Bool("join", false, "cluster: join a running cluster instead of bootstrapping (then: seqd admin add-member on the primary)"),
 	}, faultFlags()...)
+}
+
+// clusterOnlyKeys are the keys that mean a cluster member: given without
+// --cluster, the user forgot it (a standalone sequencer ignored them).
+var clusterOnlyKeys = []string{"id", "peers", "raft-addr", "join"}
+
+// clusterOnly refuses cluster keys given to a standalone sequencer.
+func clusterOnly(c *cli.Context) error {
+	for _, k := range clusterOnlyKeys {
+		if c.IsSet(k) {
+			return fmt.Errorf("--%s is a cluster key, and --cluster is not given: add --cluster to run a member of a sequencer group, or drop --%s (a standalone sequencer takes none of --%s)",
+				k, k, strings.Join(clusterOnlyKeys, ", --"))
+		}
+	}
+	return nil
 }
 
 // standbyAck is the --standby.ack name of a data path's ack mode.

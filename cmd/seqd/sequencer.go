@@ -119,6 +119,11 @@ func runSequencer(c *cli.Context) error {
 	if err := validateTransport(c, true); err != nil {
 		return err
 	}
+	if !c.Bool("cluster") {
+		if err := clusterOnly(c); err != nil {
+			return err
+		}
+	}
 	if c.Bool("dry-run") && c.Bool("cluster") {
 		cc, err := clusterConfig(c, cfg, log)
 		if err != nil {

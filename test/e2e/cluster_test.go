@@ -51,6 +51,13 @@ type clusterRun struct {
 // stream), each with its own directory, and returns once all are ready.
 func startCluster(t *testing.T, ctx context.Context, bin string, net []string, timeouts string) *clusterRun {
 	t.Helper()
+	return startClusterIn(t, ctx, bin, net, timeouts, nil)
+}
+
+// startClusterIn is startCluster with member i+1's directory dirs[i]
+// where given (not empty).
+func startClusterIn(t *testing.T, ctx context.Context, bin string, net []string, timeouts string, dirs []string) *clusterRun {
+	t.Helper()
 	r := &clusterRun{t: t, bin: bin, net: net}
 	var peers []string
 	for id := 1; id <= 3; id++ {
@@ -60,7 +67,11 @@ func startCluster(t *testing.T, ctx context.Context, bin string, net []string, t
 	}
 	r.peers = peers
 	for id := 1; id <= 3; id++ {
-		args := append([]string{"sequencer", "--cluster", "--id", fmt.Sprint(id), "--dir", t.TempDir(),
+		dir := t.TempDir()
+		if id <= len(dirs) && dirs[id-1] != "" {
+			dir = dirs[id-1]
+		}
+		args := append([]string{"sequencer", "--cluster", "--id", fmt.Sprint(id), "--dir", dir,
 			"--peers", strings.Join(peers, ","), "--timeouts", timeouts}, net...)
 		r.procs = append(r.procs, r.start(ctx, id, args))
 	}
@@ -423,7 +434,7 @@ timeouts = "wan"
 		t.Fatalf("dry-run: %v\n%s\nwant prefix %s", err, out, want)
 	}
 	out, err = exec.Command(bin, "sequencer", "--config", path, "--id", "4", "--raft-addr", "127.0.0.1:7304", "--admin-addr", "127.0.0.1:7404", "--dry-run").CombinedOutput()
-	if err == nil || !strings.Contains(string(out), "peers") || !strings.Contains(string(out), "includes this member (id 4)") {
+	if err == nil || !strings.Contains(string(out), "id 4 is not in --peers") || !strings.Contains(string(out), "one of 1, 2, 3") {
 		t.Fatalf("a member missing from peers: %v\n%s", err, out)
 	}
 }
