@@ -25,12 +25,8 @@ type DataConfig struct {
 	PeerAddr string
 	// AckWritten: standbys ack what they wrote to their store (it
 	// survives the process) rather than what they fsynced. The default
-	// (DefaultDataConfig) is true, as `seqd sequencer --cluster` has
-	// always run (--standby.ack written): a quorum of processes on
-	// separate machines is the durability, as in Aeron Cluster and Kafka,
-	// and a durable ack costs an fsync (1-4 ms) in every safe-mode round
-	// trip. StandbyConfig's own zero (durable) stays for a standby built
-	// by hand.
+	// is standby.DefaultConfig's (true, --standby.ack written: see why
+	// there).
 	AckWritten bool
 	// IdleSpin: standbys poll without blocking this long after each
 	// frame (sequencer.idle-spin).
@@ -39,7 +35,9 @@ type DataConfig struct {
 
 // DefaultDataConfig is the data path `seqd sequencer --cluster` runs
 // with (Dir and PeerAddr are the member's own).
-func DefaultDataConfig() DataConfig { return DataConfig{AckWritten: true} }
+func DefaultDataConfig() DataConfig {
+	return DataConfig{AckWritten: standby.DefaultConfig().AckWritten}
+}
 
 // Opens are how a Process opens its stream transports.
 type Opens struct {

@@ -13,6 +13,7 @@ import (
 
 func standbyConfig(t testing.TB, member uint64) standby.Config {
 	cfg := standby.DefaultConfig()
+	cfg.AckWritten = false // these tests were written against durable acks
 	cfg.Member, cfg.Dir, cfg.MaxSenders, cfg.Session = member, t.TempDir(), 64, standbytest.Session
 	cfg.Receiver.PendingRecords = 1 << 10
 	cfg.Receiver.MaxReassemblyBytes = 1 << 20

@@ -24,8 +24,8 @@
 //   - Config (DefaultConfig, Validate), Stats, the sentinels in errors.go.
 //
 // An ack is a wire.Status with StatusStandby and the member id: by
-// default the seq fsynced (durable), with AckWritten the seq written
-// (it survives the process, not the machine). Nothing of a sealed epoch
+// default (AckWritten) the seq written (it survives the process, not the
+// machine), without AckWritten the seq fsynced (durable). Nothing of a sealed epoch
 // is acked or taken from the stream until a newer epoch begins.
 //
 // # Concurrency

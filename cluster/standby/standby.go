@@ -72,14 +72,23 @@ type Config struct {
 	Fetch func(ctx context.Context, addr string, from, to uint64, fn func(pkt []byte) error) (held uint64, err error)
 }
 
-// DefaultConfig acks fsynced seqs (fsync every 1 ms on a goroutine
-// of the standby; with AckWritten every 100 ms or 16 MiB), repeats an
-// unchanged ack every 100 ms, and holds up to 64 MiB of packets ahead of
-// a gap.
+// DefaultConfig acks written seqs (AckWritten; fsync every 100 ms or
+// 16 MiB on a goroutine of the standby, every 1 ms when AckWritten is
+// cleared), repeats an unchanged ack every 100 ms, and holds up to 64 MiB
+// of packets ahead of a gap.
+//
+// Written, not durable, is the one default of the standby's ack mode, the
+// one `seqd sequencer --cluster` runs (cluster.DefaultDataConfig and
+// --standby.ack take it from here): a quorum of processes on separate
+// machines is the durability, as in Aeron Cluster and Kafka, while a
+// durable ack puts an fsync (1-4 ms) in every safe-mode round trip. A
+// deployment that must survive a power loss of the whole group clears
+// AckWritten (--standby.ack durable).
 func DefaultConfig() Config {
 	st := replayer.DefaultConfig()
 	st.SyncInShell = true
 	return Config{
+		AckWritten:           true,
 		Store:                st,
 		Receiver:             receiver.DefaultConfig(),
 		MaxSenders:           sequencer.DefaultConfig().MaxSenders,

@@ -1,12 +1,8 @@
 package main
 
 import (
-	"context"
-	"errors"
 	"fmt"
 	"log/slog"
-	"os"
-	"runtime"
 	"time"
 
 	"github.com/urfave/cli/v2"
@@ -15,8 +11,9 @@ import (
 	"github.com/seqd/seqd/ops/options"
 
 	"github.com/seqd/seqd/sequencer"
+	"github.com/seqd/seqd/sequencer/solo"
 	"github.com/seqd/seqd/test/bench"
-	"github.com/seqd/seqd/transport/tcp"
+	"github.com/seqd/seqd/transport"
 )
 
 func sequencerCommand() *cli.Command {
@@ -63,19 +60,11 @@ too, with the stopped line); 1 on any error.`,
 	}
 }
 
-// stoppedLine is the sequencer's last stdout line, printed however it
-// stops (a signal during start-up included), so that scripts can wait for
-// it.
-func stoppedLine(lastSeq uint64, st sequencer.Stats, allocs float64) string {
-	return fmt.Sprintf("sequencer: stopped last_seq=%d commands=%d duplicates=%d naks=%d retransmitted=%d multicast_repairs=%d throttled=%d allocs_per_msg=%.4f",
-		lastSeq, st.Commands, st.Duplicates, st.Naks, st.Retransmitted, st.RepairsMulticast, st.Throttled, allocs)
-}
-
 // stoppedInStartup ends a sequencer that was asked to stop (SIGTERM,
 // SIGINT) before it served: exit status 0 and the stopped line, as for a
 // stop while serving.
 func stoppedInStartup(log *slog.Logger) error {
-	fmt.Println(stoppedLine(0, sequencer.Stats{}, 0))
+	fmt.Println(solo.StoppedLine(0, sequencer.Stats{}, 0))
 	log.Info("sequencer stopped during start-up", "signal", fmt.Sprint(stopsignal.Received()))
 	return nil
 }
@@ -148,84 +137,29 @@ func runSequencer(c *cli.Context) error {
 		// The group decides the session, the epoch and who sequences.
 		return runClusterSequencer(c, cfg, log)
 	}
-	live, err := probeLiveSession(ctx, c, log, c.Duration("sequencer.listen-before-start"))
+	faults, err := options.FaultsFromEnv(log, "sequencer")
 	if err != nil {
 		return err
 	}
-	if live != nil {
-		if !c.Bool("force") {
-			return fmt.Errorf("session %d is live on %s (last seq %d): a second sequencer there would stop every node of it; stop that sequencer, choose other groups, or pass --force to take the stream over",
-				live.session, live.where, live.lastSeq)
+	sc := solo.Config{
+		Sequencer: cfg, Transport: transportConfig(c, faults, log),
+		ListenBeforeStart: c.Duration("sequencer.listen-before-start"), Force: c.Bool("force"),
+		IdleSpin: c.Duration("sequencer.idle-spin"), Logger: log,
+	}
+	if p := c.String("publish-times"); p != "" {
+		var traced *bench.TracedServer
+		sc.Wrap = func(srv transport.Server) transport.Server {
+			traced = bench.NewTracedServer(srv)
+			return traced
 		}
-		log.Warn("--force: STARTING OVER A LIVE SESSION: every node of that session will stop (new session on the stream)",
-			"live_session", live.session, "listening", live.where, "new_session", cfg.Session)
+		sc.AfterStop = func() error {
+			if err := traced.Write(p); err != nil {
+				return fmt.Errorf("--publish-times: %w", err)
+			}
+			return nil
+		}
 	}
-	if ctx.Err() != nil {
-		return stoppedInStartup(log)
-	}
-	srv, err := openServer(c, log)
-	if err != nil {
-		return err
-	}
-	defer srv.Close()
-	if ctx.Err() != nil {
-		return stoppedInStartup(log)
-	}
-	served := srv
-	var traced *bench.TracedServer
-	if c.String("publish-times") != "" {
-		traced = bench.NewTracedServer(srv)
-		served = traced
-	}
-	agent, err := sequencer.NewAgent(cfg, served, sequencer.SystemClock())
-	if err != nil {
-		return err
-	}
-	agent.SetIdleSpin(c.Duration("sequencer.idle-spin"))
-	if ctx.Err() != nil {
-		return stoppedInStartup(log)
-	}
-	// Over UDP the agent's goroutine blocks in epoll itself: a thread of
-	// its own keeps it warm (batched throughput 1.0-1.46M msg/s locked,
-	// 0.56-1.26M not, in pairs of runs). Over TCP it waits on channels
-	// fed by the connections' reader goroutines, and a locked goroutine
-	// must be handed its own thread at every wake: rtt to the sequencer
-	// took a median 17 us locked, 12 us not, throughput the same.
-	if c.String("transport") != "tcp" {
-		runtime.LockOSThread()
-	}
-	// The ready line is for scripts and `seqd bench`: the sequencer is
-	// serving once it is printed.
-	line := fmt.Sprintf("sequencer: ready transport=%s session=%d", c.String("transport"), cfg.Session)
-	if t, ok := srv.(*tcp.Server); ok {
-		line += " tcp=" + t.Addr().String()
-	}
-	fmt.Println(line)
-	var ms0, ms1 runtime.MemStats
-	runtime.ReadMemStats(&ms0)
-	log.Info("sequencer serving", "session", cfg.Session, "transport", c.String("transport"), "pid", os.Getpid())
-	err = agent.Run(ctx)
-	runtime.ReadMemStats(&ms1)
-	st := agent.Stats()
-	allocs := 0.0
-	if st.Messages > 0 {
-		allocs = float64(ms1.Mallocs-ms0.Mallocs) / float64(st.Messages)
-	}
-	var traceErr error
-	if traced != nil {
-		traceErr = traced.Write(c.String("publish-times"))
-	}
-	fmt.Println(stoppedLine(agent.LastSeq(), st, allocs))
-	log.Info("sequencer stopped", "last_seq", agent.LastSeq(), "commands", st.Commands, "duplicates", st.Duplicates,
-		"naks", st.Naks, "retransmitted", st.Retransmitted, "gones", st.Gones, "malformed", st.Malformed,
-		"rejected", st.Rejected, "senders_forgotten", st.SendersForgotten, "reassemblies_expired", st.ReassembliesExpired)
-	if traceErr != nil {
-		return fmt.Errorf("--publish-times: %w", traceErr)
-	}
-	if errors.Is(err, context.Canceled) {
-		return nil
-	}
-	return err
+	return solo.Run(ctx, sc)
 }
 
 // Configuration keys of the fields the package validators name.

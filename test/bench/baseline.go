@@ -437,6 +437,15 @@ func runBenchPeer(role, addr string, size int, stdin io.Reader, stdout io.Writer
 	return fmt.Errorf("bench-peer %s: %w", role, err)
 }
 
+// tagArrivalCPU says, in a datagram of n bytes in buf, which CPU it
+// arrived on (see hopCPUs): in bytes echoCPUAt and echoCPUAt+1, past the
+// tag, so the ping still knows its reply.
+func tagArrivalCPU(buf []byte, n int) {
+	if cpu := cpuid.Current(); cpu >= 0 && n >= echoCPUAt+2 {
+		binary.LittleEndian.PutUint16(buf[echoCPUAt:], uint16(cpu+1))
+	}
+}
+
 // serveEcho sends every datagram back where it came from, with the CPU it
 // read it on in bytes 8 and 9 (see hopCPUs).
 func serveEcho(conn *net.UDPConn) error {
@@ -446,11 +455,7 @@ func serveEcho(conn *net.UDPConn) error {
 		if err != nil {
 			return err
 		}
-		// Say which CPU the ping arrived on (see hopCPUs); past the tag,
-		// so the ping still knows its reply.
-		if cpu := cpuid.Current(); cpu >= 0 && n >= echoCPUAt+2 {
-			binary.LittleEndian.PutUint16(buf[echoCPUAt:], uint16(cpu+1))
-		}
+		tagArrivalCPU(buf, n)
 		if _, err := conn.WriteToUDPAddrPort(buf[:n], from); err != nil {
 			return err
 		}
@@ -469,11 +474,7 @@ func serveSink(conn *net.UDPConn, size int) error {
 		if err != nil {
 			return err
 		}
-		// Say which CPU the ping arrived on (see hopCPUs); past the tag,
-		// so the ping still knows its reply.
-		if cpu := cpuid.Current(); cpu >= 0 && n >= echoCPUAt+2 {
-			binary.LittleEndian.PutUint16(buf[echoCPUAt:], uint16(cpu+1))
-		}
+		tagArrivalCPU(buf, n)
 		if n == 0 {
 			if _, err := conn.WriteToUDPAddrPort([]byte(r.String()), from); err != nil {
 				return err

@@ -18,7 +18,12 @@
 // first child that dies unasked ends the run at once with its exit status
 // and last stderr lines.
 //
-// Files: bench.go (Config, Run), mem.go, processes.go (the real-socket
+// LoadNode is `seqd node`, the sender and receiver every process run
+// starts: it sends Count commands (at a rate, or one round trip at a
+// time), verifies the whole stream from seq 1 and prints what it
+// measured.
+//
+// Files: bench.go (Config, Run), node.go (LoadNode), mem.go, processes.go (the real-socket
 // runs), cluster.go, rewind.go, idle.go, baseline.go (and the peer),
 // breakdown.go (the rtt hops) and histogram.go.
 //

@@ -152,12 +152,7 @@ func runCluster(ctx context.Context, out io.Writer, nodes, count, rate int, time
 		}
 		ds[i] = d
 		wg.Add(2)
-		go func() {
-			defer wg.Done()
-			if err := d.n.Run(ctx); err != nil && !errors.Is(err, context.Canceled) {
-				nodeErr <- fmt.Errorf("%s: %w", d.name, err)
-			}
-		}()
+		go d.run(ctx, &wg, nodeErr)
 		go func() {
 			defer wg.Done()
 			t0 := time.Now()

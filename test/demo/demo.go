@@ -73,6 +73,15 @@ func newDemoNode(name string) *demoNode {
 	return &demoNode{name: name, check: check.New(check.Config{Digest: true})}
 }
 
+// run runs the node until ctx ends; an error that is not ctx's goes to
+// errs. It marks wg done.
+func (d *demoNode) run(ctx context.Context, wg *sync.WaitGroup, errs chan<- error) {
+	defer wg.Done()
+	if err := d.n.Run(ctx); err != nil && !errors.Is(err, context.Canceled) {
+		errs <- fmt.Errorf("%s: %w", d.name, err)
+	}
+}
+
 func (d *demoNode) OnMessage(m *node.Message) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
@@ -126,12 +135,7 @@ func runMem(ctx context.Context, out io.Writer, nodes, count int, faults fault.C
 		}
 		ds[i] = d
 		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			if err := d.n.Run(ctx); err != nil && !errors.Is(err, context.Canceled) {
-				nodeErr <- fmt.Errorf("%s: %w", d.name, err)
-			}
-		}()
+		go d.run(ctx, &wg, nodeErr)
 	}
 	start := time.Now()
 	for i := range ds {

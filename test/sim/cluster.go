@@ -11,6 +11,7 @@ import (
 	"github.com/seqd/seqd/cluster/failover"
 	"github.com/seqd/seqd/cluster/standby"
 	"github.com/seqd/seqd/fsm"
+	"github.com/seqd/seqd/internal/vfs"
 	"github.com/seqd/seqd/replayer"
 	"github.com/seqd/seqd/sequencer"
 	"github.com/seqd/seqd/transport"
@@ -32,7 +33,8 @@ import (
 // deposed, or cut off from Raft only (it sequences on, its standbys ack
 // until sealed); a standby goes down for long as the primary restarts;
 // standbys are killed and restarted, partitioned, or lag (they work only
-// every few steps); during an epoch change a member restarts right after
+// every few steps), and (PowerLoss) lose power and restart from what
+// they fsynced; during an epoch change a member restarts right after
 // its seal answer, or answers slowly; a node is partitioned across two
 // epoch changes. Commands in flight at the change are resent by the nodes
 // to the new primary. After every step the primary's stable must be held
@@ -64,7 +66,8 @@ const members = 3
 
 type member struct {
 	id      uint64
-	dir     string
+	dir     string         // the store's directory on fs
+	fs      *vfs.MemFS     // the member's disk: kept across its crashes
 	sb      *standby.Agent // nil: primary or dead
 	client  transport.Client
 	peer    transport.Peer
@@ -136,19 +139,15 @@ type simCluster struct {
 	restarts  int
 	standbyFs int
 	step      int
+
+	// powerLosses counts the standbys restarted from their CrashClone.
+	powerLosses int
 }
 
 func newSimCluster(w *world) (*simCluster, error) {
-	base := os.Getenv("SEQD_SIM_DIR")
-	if base == "" {
-		if st, err := os.Stat("/dev/shm"); err == nil && st.IsDir() {
-			base = "/dev/shm" // the stores' files in memory: real files, no disk
-		}
-	}
-	root, err := os.MkdirTemp(base, fmt.Sprintf("seqd-sim-%d-", w.cfg.Seed))
-	if err != nil {
-		return nil, err
-	}
+	// Each member's store lives on its own vfs.MemFS, kept across its
+	// crashes (a process kill keeps what was written to it).
+	root := fmt.Sprintf("/seqd-sim-%d", w.cfg.Seed)
 	c := &simCluster{w: w, root: root, primary: 0, elect: seededElection{w}, fst: fsm.Initial()}
 	// The failover state of a bootstrapped group whose member 1 began
 	// epoch 1 (what the core does on an empty state: the bootstrap
@@ -164,7 +163,7 @@ func newSimCluster(w *world) (*simCluster, error) {
 		}
 	}
 	for i := range c.m {
-		m := &member{id: uint64(i + 1), dir: filepath.Join(root, fmt.Sprintf("m%d", i+1))}
+		m := &member{id: uint64(i + 1), dir: filepath.Join(root, fmt.Sprintf("m%d", i+1)), fs: vfs.NewMem()}
 		c.m[i] = m
 		if err := c.startStandby(m); err != nil {
 			c.close()
@@ -193,7 +192,7 @@ func (c *simCluster) voters() []fsm.Member {
 	return v
 }
 
-// close removes the stores (the end of a run).
+// close closes the stores (the end of a run; their MemFS go with it).
 func (c *simCluster) close() {
 	for _, m := range c.m {
 		if m != nil && m.sb != nil {
@@ -201,11 +200,6 @@ func (c *simCluster) close() {
 			m.sb = nil
 		}
 	}
-	if os.Getenv("SEQD_SIM_KEEP") != "" {
-		fmt.Println("kept", c.root)
-		return
-	}
-	_ = os.RemoveAll(c.root)
 }
 
 // startStandby opens a member's standby on its directory (what it holds
@@ -223,7 +217,12 @@ func (c *simCluster) startStandby(m *member) error {
 	cfg.Dir = m.dir
 	cfg.MaxSenders = w.sc.MaxSenders
 	cfg.AckWritten = true // a process kill keeps what was written
+	cfg.Store.FS = m.fs
 	cfg.Store.Sync = replayer.SyncNone
+	if w.cfg.PowerLoss {
+		// A power loss keeps only what was fsynced: ack only that.
+		cfg.AckWritten, cfg.Store.Sync = false, replayer.SyncInterval
+	}
 	cfg.Store.SegmentBytes = 1 << 20 // segments roll often
 	cfg.Store.WriteBufferBytes = 128 << 10
 	cfg.Store.ReadBufferBytes = 128 << 10
@@ -288,6 +287,23 @@ func (c *simCluster) kill(m *member, downFor int64) {
 	}
 	m.dead, m.upAt, m.cutOff = true, c.w.now+downFor, false
 	c.kills++
+}
+
+// powerLoss crashes standby m's machine (Config.PowerLoss): the process
+// dies as in kill, and its disk keeps only what was fsynced
+// (MemFS.CrashClone, taken before the store's Close could flush or sync
+// anything). Its acks were of fsynced records only, so what it counted
+// toward stable survives and checkStable holds it to that.
+func (c *simCluster) powerLoss(m *member, downFor int64) {
+	durable := m.sb.Stats().Durable
+	disk := m.fs.CrashClone()
+	if debug {
+		fmt.Printf("t=%v power loss m%d durable=%d\n", time.Duration(c.w.now), m.id, durable)
+	}
+	c.kill(m, downFor)
+	m.heldAtDeath = min(m.heldAtDeath, durable)
+	m.fs = disk
+	c.powerLosses++
 }
 
 // observe sees a frame to the server (the primary's command channel):
@@ -413,6 +429,11 @@ func (c *simCluster) faults() {
 		case 2:
 			m.lagTill, m.lagK = w.now+int64(time.Millisecond)*int64(5+w.rng.IntN(50)), 2+w.rng.IntN(30)
 			c.standbyFs++
+		case 3:
+			if w.cfg.PowerLoss && m.sb != nil {
+				c.powerLoss(m, int64(time.Millisecond)*int64(1+w.rng.IntN(30)))
+				c.standbyFs++
+			}
 		}
 	}
 	quick := c.quickAt != 0 && w.now >= c.quickAt

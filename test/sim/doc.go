@@ -24,7 +24,8 @@
 //
 // With Cluster (on by default) the sequencer is a group of three members
 // (cluster.go): the standbys are real standby.Agent followers (driven
-// by Step and Work, stores on real files) whose acks make the primary's
+// by Step and Work, each store on its own vfs.MemFS, kept across the
+// member's crashes) whose acks make the primary's
 // stable through cluster.QuorumAcks, and epoch changes run through
 // cluster/failover's core, the one the member runs (election.go), over a
 // simulated Raft log (an fsm.State) and control path; only the Raft
@@ -34,10 +35,12 @@
 // slowed or slow to answer the seal; a node is cut off across two epoch
 // changes. The leader's State at the cut, stable against what a majority
 // holds after every step, and every member's store and State at the end,
-// are checked.
+// are checked. With PowerLoss (off by default: `simrun -with
+// powerloss`) the standbys ack only what they fsynced, and a standby now
+// and then loses power and restarts from MemFS.CrashClone.
 //
 // With Replayer (on by default) a replayer.Service (driven by Work, store
-// on real files) follows the stream and answers NAKs on a network of its
+// on a vfs.MemFS) follows the stream and answers NAKs on a network of its
 // own; the sequencer's ring is small (512 KiB), so restarted nodes and a
 // late joiner that rewind from seq 1 while the stream runs are repaired
 // through it once the ring evicted. It crashes and restarts; at the end

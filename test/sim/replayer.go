@@ -4,10 +4,10 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"os"
 	"path/filepath"
 	"time"
 
+	"github.com/seqd/seqd/internal/vfs"
 	"github.com/seqd/seqd/receiver"
 	"github.com/seqd/seqd/replayer"
 	"github.com/seqd/seqd/transport"
@@ -18,7 +18,7 @@ import (
 
 // The replayer member (Config.Replayer): a real replayer.Service driven
 // turn by turn (Work) on the simulator's clock. It follows the stream over
-// its own mem client, persists it in a replayer.Store on real files, and
+// its own mem client, persists it in a replayer.Store on its own vfs.MemFS, and
 // answers NAKs on its own mem network (rnet), where every node has a
 // client: the nodes' Replayers source 1. The sequencer's ring is small
 // (RingBytes), so a node that restarts and rewinds from seq 1, the late
@@ -33,7 +33,8 @@ const ringBytesWithReplayer = 512 << 10
 
 type simReplayer struct {
 	w       *world
-	dir     string
+	dir     string       // the store's parent directory on fs
+	fs      *vfs.MemFS   // the replayer's disk: kept across its crashes
 	net     *mem.Network // the NAK endpoint's network
 	srv     transport.Server
 	follow  transport.Client
@@ -54,29 +55,12 @@ func newSimReplayer(w *world) (*simReplayer, error) {
 	if err != nil {
 		return nil, err
 	}
-	base := simDir()
-	dir, err := os.MkdirTemp(base, fmt.Sprintf("seqd-sim-r-%d-", w.cfg.Seed))
-	if err != nil {
-		return nil, err
-	}
-	r := &simReplayer{w: w, dir: dir, net: rn, srv: rn.Server(), drop: func([]byte, transport.Peer) {}}
+	dir := fmt.Sprintf("/seqd-sim-r-%d", w.cfg.Seed)
+	r := &simReplayer{w: w, dir: dir, fs: vfs.NewMem(), net: rn, srv: rn.Server(), drop: func([]byte, transport.Peer) {}}
 	if err := r.start(); err != nil {
-		_ = os.RemoveAll(dir)
 		return nil, err
 	}
 	return r, nil
-}
-
-// simDir is where the simulator's stores live: SEQD_SIM_DIR, else
-// /dev/shm when present (real files, in memory), else the default.
-func simDir() string {
-	if d := os.Getenv("SEQD_SIM_DIR"); d != "" {
-		return d
-	}
-	if st, err := os.Stat("/dev/shm"); err == nil && st.IsDir() {
-		return "/dev/shm"
-	}
-	return ""
 }
 
 var discard = slog.New(slog.NewTextHandler(io.Discard, nil))
@@ -87,6 +71,7 @@ func (r *simReplayer) start() error {
 	w := r.w
 	cfg := replayer.DefaultServiceConfig()
 	cfg.Dir = filepath.Join(r.dir, "store")
+	cfg.Store.FS = r.fs
 	cfg.Store.SyncInShell = false
 	cfg.Store.Sync = replayer.SyncNone
 	cfg.Store.SegmentBytes = 1 << 20
@@ -185,9 +170,6 @@ func (r *simReplayer) close() {
 		r.repairs += r.svc.Stats().Naks.Retransmitted
 		_ = r.svc.Close()
 		r.svc = nil
-	}
-	if os.Getenv("SEQD_SIM_KEEP") == "" {
-		_ = os.RemoveAll(r.dir)
 	}
 }
 

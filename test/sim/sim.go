@@ -75,6 +75,18 @@ type Config struct {
 	// through it, nodes repair from it once the ring evicted, and it
 	// crashes and restarts on its store now and then.
 	Replayer bool
+	// PowerLoss (with Cluster; off by default): the standbys ack what
+	// they fsynced (standby.ack durable) instead of what they wrote, and
+	// now and then one loses power: it restarts from its vfs.MemFS's
+	// CrashClone, only what it fsynced surviving. Only durable acks make
+	// that safe: a written ack counts a record a power loss can take, and
+	// a member that comes back without it can answer a seal whose
+	// quorum then holds no copy of a stable seq (DESIGN.md's durability
+	// is "the loss of any minority", a member gone, not one that returns
+	// having forgotten). The primary (it counts what it wrote) and the
+	// replayer (no quorum counts it; a power loss of it is a lost tail
+	// the sequencer's small ring may no longer hold) keep process kills.
+	PowerLoss bool
 }
 
 // DefaultConfig is what `make sim` runs: 5% loss, 1% duplication and
@@ -124,6 +136,7 @@ type Result struct {
 	// The sequencer group (Cluster): members killed, members restarted
 	// (as standbys), standby faults (kills, partitions, lag spells).
 	Kills, Restarts, StandbyFaults int
+	PowerLosses                    int // standbys restarted from what they fsynced (Config.PowerLoss)
 	// The replayer (Replayer): records it retransmitted, its crashes.
 	ReplayerRepairs uint64
 	ReplayerCrashes int
@@ -136,6 +149,9 @@ func (r Result) Replay() string {
 	if off := r.Config.off(); off != "" {
 		s += " -without " + off
 	}
+	if r.Config.PowerLoss {
+		s += " -with powerloss"
+	}
 	return s
 }
 
@@ -145,13 +161,14 @@ func (c *Config) scenarios() map[string]*bool {
 		"partitions": &c.Partitions, "safelag": &c.SafeLag, "restarts": &c.Restarts, "timers": &c.Timers,
 		"latejoiner": &c.LateJoiner, "clocksteps": &c.ClockSteps, "idlehours": &c.IdleHours,
 		"epochs": &c.EpochChanges, "cluster": &c.Cluster, "primarystore": &c.PrimaryStore, "replayer": &c.Replayer,
+		"powerloss": &c.PowerLoss,
 	}
 }
 
 // Scenarios lists the names Without takes.
 func Scenarios() []string {
 	var c Config
-	names := make([]string, 0, 11)
+	names := make([]string, 0, 12)
 	for k := range c.scenarios() {
 		names = append(names, k)
 	}
@@ -184,7 +201,7 @@ func (c *Config) set(list string, on bool) error {
 func (c Config) off() string {
 	var off []string
 	for _, name := range Scenarios() {
-		if !*c.scenarios()[name] {
+		if !*c.scenarios()[name] && name != "powerloss" { // off by default
 			off = append(off, name)
 		}
 	}
@@ -301,6 +318,7 @@ func Run(cfg Config) (res Result) {
 	res.Steps, res.Err = w.run()
 	if w.cl != nil {
 		res.Kills, res.Restarts, res.StandbyFaults = w.cl.kills, w.cl.restarts, w.cl.standbyFs
+		res.PowerLosses = w.cl.powerLosses
 	}
 	res.Virtual = time.Duration(w.now)
 	res.Sequenced = uint64(len(w.log))

@@ -1,16 +1,16 @@
-package main
+package solo
 
 import (
 	"context"
 	"fmt"
 	"log/slog"
+	"strings"
 	"time"
-
-	"github.com/urfave/cli/v2"
 
 	"github.com/seqd/seqd/multicast"
 	"github.com/seqd/seqd/transport"
 	"github.com/seqd/seqd/transport/fault"
+	"github.com/seqd/seqd/transport/open"
 	"github.com/seqd/seqd/transport/tcp"
 	"github.com/seqd/seqd/wire"
 )
@@ -49,12 +49,13 @@ func (p *sessionProbe) frame(f []byte, _ transport.Peer) {
 // sequencer starts: a second sequencer on the same groups would take the
 // stream over and stop every node of the running session (they see a new
 // session). It returns the session heard, if any. Over TCP it connects to
-// tcp.addr: a sequencer listening there answers with its stream.
-func probeLiveSession(ctx context.Context, c *cli.Context, log *slog.Logger, d time.Duration) (*liveSession, error) {
+// the TCP address: a sequencer listening there answers with its stream.
+// The probe injects no faults: it only listens.
+func probeLiveSession(ctx context.Context, oc open.Config, log *slog.Logger, d time.Duration) (*liveSession, error) {
 	if d <= 0 {
 		return nil, nil
 	}
-	kind := c.String("transport")
+	kind := oc.Transport
 	var clients []transport.Client
 	var wheres []string
 	defer func() {
@@ -63,19 +64,26 @@ func probeLiveSession(ctx context.Context, c *cli.Context, log *slog.Logger, d t
 		}
 	}()
 	if kind == "udp" || kind == "hybrid" {
-		cl, err := multicast.NewClient(multicastConfig(c, fault.Config{}))
+		mc := oc.Multicast
+		mc.Faults = fault.Config{}
+		cl, err := multicast.NewClient(mc)
 		if err != nil {
 			return nil, err
 		}
 		clients = append(clients, cl)
-		wheres = append(wheres, fmt.Sprintf("udp group %s on interface %s", c.String("udp.stream-group"), c.String("udp.interface")))
+		wheres = append(wheres, fmt.Sprintf("udp group %s on interface %s", mc.StreamGroup, mc.Interface))
 	}
 	if kind == "tcp" || kind == "hybrid" {
-		tc := tcpConfig(c, fault.Config{}, log)
+		tc := oc.TCP
+		tc.Faults, tc.Logger = fault.Config{}, log
 		tc.DialTimeout = min(d, time.Second)
 		if cl, err := tcp.Dial(tc); err == nil {
 			clients = append(clients, cl)
-			wheres = append(wheres, "tcp "+c.String("tcp.addr"))
+			where := tc.Addr
+			if len(tc.Addrs) > 1 {
+				where = strings.Join(tc.Addrs, ",")
+			}
+			wheres = append(wheres, "tcp "+where)
 		} // nothing listens there: no sequencer on it
 	}
 	return listenForSession(ctx, clients, wheres, d)
