@@ -34,7 +34,7 @@ func (r *Receiver) updateGap(now int64) {
 	from, ok := r.openGap()
 	if !ok {
 		if r.nakArmed || r.asked || r.tried > 0 {
-			r.nakArmed, r.asked, r.tried = false, false, 0
+			r.nakArmed, r.asked, r.askedWait, r.tried = false, false, false, 0
 			r.src = r.cfg.PreferredSource
 		}
 		return
@@ -53,7 +53,7 @@ func (r *Receiver) updateGap(now int64) {
 	if from != r.nakFrom {
 		r.tried = 0
 	}
-	r.askedAt = now // progress (or a new gap): the source's deadline starts again
+	r.askedWait = false // progress (or a new gap): the deadline starts at the next NAK
 	d := int64(r.cfg.NakDelay)
 	r.nakArmed = true
 	r.nakFrom = from
@@ -67,12 +67,12 @@ func (r *Receiver) updateGap(now int64) {
 // missing seq to the last missing one in the window: one outstanding
 // request per gap region.
 func (r *Receiver) sendNak(now int64) {
-	if r.asked && r.cfg.RepairSources > 0 && now-r.askedAt >= int64(r.cfg.RepairSourceTimeout) {
+	if r.asked && r.askedWait && r.cfg.RepairSources > 0 && now-r.askedAt >= int64(r.cfg.RepairSourceTimeout) {
 		// The source asked sent neither repair nor Gone: it is dead,
 		// cut off or lost the requests. Ask the next one (cyclically,
 		// so a source that recovers is asked again in its turn).
 		r.src = Source((int(r.src) + 1) % (r.cfg.RepairSources + 1))
-		r.asked = false
+		r.asked, r.askedWait = false, false
 		r.stats.SourceTimeouts++
 		r.stats.SourceSwitches++
 		r.nakBackoff = int64(r.cfg.NakDelay)
@@ -108,8 +108,11 @@ func (r *Receiver) sendNak(now int64) {
 	n := wire.Nak{Epoch: r.epoch, Session: r.session, FromSeq: from, ToSeq: to, FromOffset: off, ToOffset: end}
 	if _, err := wire.AppendNak(r.queue(r.src, wire.NakBytes), &n); err == nil {
 		r.stats.NaksSent++
+		if !r.askedWait {
+			r.askedWait, r.askedAt = true, now
+		}
 		if !r.asked {
-			r.asked, r.askedFrom, r.askedTo, r.askedAt = true, from, to, now
+			r.asked, r.askedFrom, r.askedTo = true, from, to
 		} else {
 			r.askedFrom, r.askedTo = min(r.askedFrom, from), max(r.askedTo, to)
 		}
@@ -137,7 +140,7 @@ func (r *Receiver) onGone(now int64, from Source) {
 	r.tried++
 	if r.tried <= r.cfg.RepairSources {
 		r.src = Source((int(r.src) + 1) % (r.cfg.RepairSources + 1))
-		r.asked = false
+		r.asked, r.askedWait = false, false
 		r.stats.SourceSwitches++
 		r.nakArmed = true
 		r.nakAt = now

@@ -64,7 +64,12 @@ type Receiver struct {
 	src        Source // where NAKs go
 	askedFrom  uint64
 	askedTo    uint64
-	askedAt    int64 // first NAK to src for this gap, or its last progress
+	askedAt    int64 // first NAK to src since the gap opened or last progressed
+	// askedWait: a NAK went to src since the gap opened or last
+	// progressed, so its deadline (askedAt) runs. Progress clears it: a
+	// source that answered is not timed out before it is asked again,
+	// however late the next NAK goes (a process that slept).
+	askedWait bool
 
 	// Status.
 	statusAt     int64
@@ -561,7 +566,7 @@ func (r *Receiver) resetStream() {
 	r.resetRing()
 	r.resetHold()
 	r.other = otherSession{}
-	r.nakArmed, r.asked, r.tried = false, false, 0
+	r.nakArmed, r.asked, r.askedWait, r.tried = false, false, false, 0
 	r.src = r.cfg.PreferredSource
 	r.maxStored = 0
 	r.now = 0
@@ -612,7 +617,7 @@ func (r *Receiver) newEpoch(now int64, p *wire.Packet) bool {
 	r.contig = max(r.next-1, min(r.contig, start-1))
 	r.tail = max(r.next-1, min(r.tail, start-1))
 	r.sealed = min(r.sealed, r.tail)
-	r.nakArmed, r.asked, r.tried = false, false, 0
+	r.nakArmed, r.asked, r.askedWait, r.tried = false, false, false, 0
 	r.src = r.cfg.PreferredSource
 	return true
 }

@@ -46,3 +46,35 @@ func TestReceiver_SilentRepairSourceIsLeftAfterItsDeadline(t *testing.T) {
 		t.Fatalf("delivered %v", got)
 	}
 }
+
+// TestReceiver_SourceThatAnsweredIsNotTimedOutBeforeItIsAskedAgain: the
+// source asked repairs part of the gap, and the receiver's next tick comes
+// later than RepairSourceTimeout (a process that slept, the simulator's
+// idle hours). The source answered every NAK it got, so the next NAK goes
+// to it again. Before, the deadline ran from the repair, not from a NAK
+// left unanswered: the source was left at once for the next one, and when
+// that one said Gone the receiver stopped with ErrUnrecoverable though the
+// source it left held the range (sim seed 169 at -commands 2000, once
+// settle stopped NAKing held seqs).
+func TestReceiver_SourceThatAnsweredIsNotTimedOutBeforeItIsAskedAgain(t *testing.T) {
+	s := newStream(t)
+	cfg := testConfig()
+	cfg.RepairSources = 1
+	cfg.PreferredSource = 1
+	d := &drive{t: t, r: newTest(t, cfg)}
+	d.step(0, Sequencer, s.msgs(1, 2), s.msgs(10, 1))
+	d.tick(10 * ms)
+	if naks := d.naks(); len(naks) != 1 || naks[0].to != 1 || naks[0].nak.FromSeq != 3 {
+		t.Fatalf("NAKs %+v, want 3.. to source 1", naks)
+	}
+	d.step(11*ms, 1, s.msgs(3, 1)) // progress: 4..9 still missing
+	later := 11*ms + 2*int64(DefaultConfig().RepairSourceTimeout)
+	d.tick(later)
+	naks := d.naks()
+	if last := naks[len(naks)-1]; last.to != 1 || last.nak.FromSeq != 4 {
+		t.Fatalf("NAKs %+v, want the last one 4.. to source 1", naks)
+	}
+	if st := d.r.Stats(); st.SourceTimeouts != 0 || st.SourceSwitches != 0 {
+		t.Fatalf("stats %+v, want no source timeout", st)
+	}
+}
