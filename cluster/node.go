@@ -532,6 +532,20 @@ func (n *Member) leadOnce(ctx context.Context, barrier bool) error {
 	if f == nil {
 		return errNotFollowing
 	}
+	// A store of another session must not become this session's
+	// history. The standby checks it as it follows; a member that leads
+	// before its standby saw the session (the bootstrap leader) checks it
+	// here, and stops as the standby would.
+	if _, err := checkSession(f, st); err != nil {
+		if c, ok := f.(io.Closer); ok {
+			c.Close()
+		}
+		select {
+		case n.fr.errc <- err:
+		default:
+		}
+		return err
+	}
 	if c, ok := f.(io.Closer); ok {
 		// Its store is the primary's history until the primacy ends.
 		defer c.Close()
