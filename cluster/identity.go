@@ -3,6 +3,7 @@ package cluster
 import (
 	"bufio"
 	"bytes"
+	"cmp"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -45,22 +46,12 @@ type identity struct {
 // compared between starts.
 func peerList(ms []fsm.Member) string {
 	ms = slices.Clone(ms)
-	slices.SortFunc(ms, func(a, b fsm.Member) int { return cmpU64(a.ID, b.ID) })
+	slices.SortFunc(ms, func(a, b fsm.Member) int { return cmp.Compare(a.ID, b.ID) })
 	parts := make([]string, len(ms))
 	for i, m := range ms {
 		parts[i] = fmt.Sprintf("%d@%s@%s@%s", m.ID, m.RaftAddr, m.AdminAddr, m.StreamAddr)
 	}
 	return strings.Join(parts, ",")
-}
-
-func cmpU64(a, b uint64) int {
-	switch {
-	case a < b:
-		return -1
-	case a > b:
-		return 1
-	}
-	return 0
 }
 
 // CheckIdentity compares cfg with the IdentityFile in cfg.Dir: nil when

@@ -1,6 +1,7 @@
 package fsm
 
 import (
+	"cmp"
 	"fmt"
 	"math"
 	"slices"
@@ -128,7 +129,7 @@ func (s *State) Cuts() []Cut { return slices.Clone(s.cuts) }
 
 // Cut returns the cut of epoch e, if it is still recorded.
 func (s *State) Cut(e uint64) (Cut, bool) {
-	i, ok := slices.BinarySearchFunc(s.cuts, e, func(c Cut, e uint64) int { return cmpU64(c.Epoch, e) })
+	i, ok := slices.BinarySearchFunc(s.cuts, e, func(c Cut, e uint64) int { return cmp.Compare(c.Epoch, e) })
 	if !ok {
 		return Cut{}, false
 	}
@@ -173,17 +174,7 @@ func (s *State) String() string {
 }
 
 func (s *State) findMember(id uint64) (int, bool) {
-	return slices.BinarySearchFunc(s.members, id, func(m Member, id uint64) int { return cmpU64(m.ID, id) })
-}
-
-func cmpU64(a, b uint64) int {
-	switch {
-	case a < b:
-		return -1
-	case a > b:
-		return 1
-	}
-	return 0
+	return slices.BinarySearchFunc(s.members, id, func(m Member, id uint64) int { return cmp.Compare(m.ID, id) })
 }
 
 func (s *State) clone() *State {
