@@ -17,7 +17,7 @@ import (
 //	GET  /v1/status                  this member: MemberStatus
 //	POST /v1/transfer?to=ID          (primary) hand the primary role to ID
 //	                                 (0: any standby): Handover
-//	POST /v1/members                 (primary) add a voter: fsm.Member JSON
+//	POST /v1/members                 (primary) add a voter: Peer JSON
 //	DELETE /v1/members?id=ID         (primary) remove a member
 //
 // Errors answer with a status other than 200 and the error's text.
@@ -37,25 +37,29 @@ type Member interface {
 	RemoveMember(id uint64) error
 }
 
-// MemberStatus is one member's view, for `seqd admin status`.
+// MemberStatus is one member's view, for `seqd admin status` (GET
+// /v1/status of a member, and the "member" section of its ProcessStatus).
 type MemberStatus struct {
-	ID         uint64       `json:"id"`
-	Role       string       `json:"role"`
-	RaftState  string       `json:"raft_state"`
-	Term       uint64       `json:"term"`
-	Leader     uint64       `json:"leader"`
-	Session    uint64       `json:"session"`
-	Epoch      uint64       `json:"epoch"`
-	Primary    uint64       `json:"primary"`
-	EpochStart uint64       `json:"epoch_start"`
-	Applied    uint64       `json:"applied_index"`
-	Stable     uint64       `json:"stable,omitempty"`     // primary only
-	Published  uint64       `json:"published,omitempty"`  // primary only
-	Contiguous uint64       `json:"contiguous"`           // what this member's standby holds
-	StartedAt  int64        `json:"started_at,omitempty"` // wall ns of its current or last epoch's first record
-	StoppedAt  int64        `json:"stopped_at,omitempty"` // wall ns its last primary loop ended
-	Change     *Change      `json:"last_change,omitempty"`
-	Members    []fsm.Member `json:"members"`
+	ID         uint64  `json:"id"`
+	Role       string  `json:"role"`
+	RaftState  string  `json:"raft_state"`
+	Term       uint64  `json:"term"`
+	Leader     uint64  `json:"leader"`
+	Session    uint64  `json:"session"`
+	Epoch      uint64  `json:"epoch"`
+	Primary    uint64  `json:"primary"`
+	EpochStart uint64  `json:"epoch_start"`
+	Applied    uint64  `json:"applied_index"`
+	Stable     uint64  `json:"stable,omitempty"`     // primary only
+	Published  uint64  `json:"published,omitempty"`  // primary only
+	Contiguous uint64  `json:"contiguous"`           // what this member's standby holds
+	StartedAt  int64   `json:"started_at,omitempty"` // wall ns of its current or last epoch's first record
+	StoppedAt  int64   `json:"stopped_at,omitempty"` // wall ns its last primary loop ended
+	Change     *Change `json:"last_change,omitempty"`
+	Members    []Peer  `json:"members"`
+	// LastContactNS is how long ago (ns) a standby last heard from the
+	// Raft leader (0 on the leader, or never).
+	LastContactNS int64 `json:"last_contact_ns,omitempty"`
 }
 
 // Change is the timing of the last epoch change a member led, in
@@ -98,12 +102,12 @@ func AdminHandler(m Member) http.Handler {
 		writeJSON(w, h)
 	})
 	mux.HandleFunc("POST /v1/members", func(w http.ResponseWriter, r *http.Request) {
-		var fm fsm.Member
-		if err := json.NewDecoder(io.LimitReader(r.Body, 4096)).Decode(&fm); err != nil {
+		var p Peer
+		if err := json.NewDecoder(io.LimitReader(r.Body, 4096)).Decode(&p); err != nil {
 			http.Error(w, err.Error(), http.StatusBadRequest)
 			return
 		}
-		if err := m.AddMember(fm); err != nil {
+		if err := m.AddMember(p.Member()); err != nil {
 			http.Error(w, err.Error(), httpStatus(err))
 			return
 		}

@@ -28,7 +28,7 @@ func FetchStatus(ctx context.Context, addr string) (MemberStatus, error) {
 
 // MemberAnswer is one member's status, or why it could not be read.
 type MemberAnswer struct {
-	Member fsm.Member
+	Member Peer
 	Status MemberStatus
 	Err    error
 }
@@ -61,7 +61,7 @@ func RequestTransfer(ctx context.Context, addr string, to uint64) (Handover, err
 // RequestAddMember asks the primary at addr to add m as a voter.
 func RequestAddMember(ctx context.Context, addr string, m fsm.Member) error {
 	var s MemberStatus
-	return call(ctx, adminClient, http.MethodPost, addr, "/v1/members", m, &s)
+	return call(ctx, adminClient, http.MethodPost, addr, "/v1/members", PeerOf(m), &s)
 }
 
 // RequestRemoveMember asks the primary at addr to remove member id.

@@ -63,7 +63,7 @@ func serve(t *testing.T, m Member) string {
 // reaches the member, and what the member answers reaches the client.
 func TestAdmin_StatusTransferAndMembersRoundTrip(t *testing.T) {
 	f := &fakeMember{status: MemberStatus{ID: 2, Role: "primary", Epoch: 4, Primary: 2,
-		Change: &Change{Epoch: 4, Cut: 99}, Members: []fsm.Member{{ID: 2, Role: fsm.Voter, RaftAddr: "r2", AdminAddr: "127.0.0.1:1"}}}}
+		Change: &Change{Epoch: 4, Cut: 99}, Members: []Peer{{ID: 2, Role: "voter", RaftAddr: "r2", AdminAddr: "127.0.0.1:1"}}}}
 	addr := serve(t, f)
 	ctx := context.Background()
 	st, err := FetchStatus(ctx, addr)
