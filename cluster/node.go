@@ -155,6 +155,7 @@ type Member struct {
 
 	admin   *http.Server
 	adminLn net.Listener
+	surface *ops.Surface
 
 	role atomic.Int32
 	// handover is set while a planned transfer stops this primary: the
@@ -248,13 +249,19 @@ func NewMember(cfg MemberConfig, deps Deps) (*Member, error) {
 		ln.Close()
 		return nil, err
 	}
-	n.admin = &http.Server{Handler: ops.AdminHandler(n), ReadHeaderTimeout: 5 * time.Second}
+	n.surface = ops.MemberSurface(n, cfg.AdminAuth)
+	n.admin = &http.Server{Handler: n.surface.Handler(), ReadHeaderTimeout: 5 * time.Second}
 	go func() {
 		// Serve returns when the endpoint is closed (Close).
 		_ = n.admin.Serve(ln)
 	}()
 	return n, nil
 }
+
+// Surface is the member's admin surface (its commands, status, health
+// and metrics), which the admin endpoint serves over HTTP; a console
+// (ops.Surface.ServeConsole) serves the same.
+func (n *Member) Surface() *ops.Surface { return n.surface }
 
 // AdminAddr is the address the admin endpoint listens on.
 func (n *Member) AdminAddr() string { return n.adminLn.Addr().String() }
