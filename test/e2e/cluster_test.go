@@ -1,8 +1,8 @@
 package e2e
 
 import (
-	"errors"
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"os/exec"
