@@ -84,7 +84,11 @@ func (s *Surface) console(ctx context.Context, c net.Conn) {
 	who, authErr := s.guard.allow(remote, "", "console")
 	w := bufio.NewWriter(c)
 	st := s.Status()
-	fmt.Fprintf(w, "seqd %s %s admin console: help lists the commands, quit ends\n", st.Process, st.Name)
+	name := st.Name
+	if name == "" {
+		name = st.Process
+	}
+	fmt.Fprintf(w, "seqd %s: admin console (help lists the commands, quit ends)\n", name)
 	if authErr != nil {
 		fmt.Fprintln(w, "auth TOKEN first: this connection is not from loopback")
 	}

@@ -95,7 +95,6 @@ type SequencerStatus struct {
 // session, and the stable seq it last saw.
 type ReplayerStatus struct {
 	Session    uint64 `json:"session"`
-	First      uint64 `json:"first"`      // lowest seq held (0: none)
 	Contiguous uint64 `json:"contiguous"` // highest seq stored whole
 	Durable    uint64 `json:"durable"`    // highest seq fsynced
 	Stable     uint64 `json:"stable"`     // highest stable seen in the stream
@@ -105,15 +104,16 @@ type ReplayerStatus struct {
 	RewindAddr string `json:"rewind_addr,omitempty"`
 }
 
-// NodeStatus is a node's (or a tail's) position in the stream.
+// NodeStatus is a node's (or a tail's) state and counters.
 type NodeStatus struct {
-	Account   string `json:"account"`
-	Instance  uint64 `json:"instance"`
-	Session   uint64 `json:"session"`
-	Epoch     uint64 `json:"epoch"`
-	Delivered uint64 `json:"delivered"` // last seq delivered
-	Stable    uint64 `json:"stable"`    // highest stable seen
-	Rewinding bool   `json:"rewinding"`
-	InFlight  int    `json:"in_flight"` // commands queued or unacked
-	Active    bool   `json:"active"`    // hot-hot: this instance sends
+	Account      string `json:"account"`
+	Incarnation  uint64 `json:"incarnation"`
+	Rewinding    bool   `json:"rewinding"`
+	InFlight     int    `json:"in_flight"` // commands queued or unacked
+	Delivered    uint64 `json:"delivered_total"`
+	Gaps         uint64 `json:"gaps_total"`
+	NaksSent     uint64 `json:"naks_sent_total"`
+	CommandsSent uint64 `json:"commands_sent_total"`
+	Acked        uint64 `json:"acked_total"`
+	Rejected     uint64 `json:"rejected_total"`
 }

@@ -78,7 +78,9 @@ Example:
    seqd admin exec --addr 127.0.0.1:7401 help`,
 				Flags:     flags,
 				ArgsUsage: "COMMAND [ARGS...]",
-				Action:    runAdminExec,
+				// "help" is the language's, not urfave's.
+				HideHelpCommand: true,
+				Action:          runAdminExec,
 			},
 			{
 				Name:  "transfer-primary",
