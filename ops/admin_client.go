@@ -274,7 +274,7 @@ func reachError(addr string, err error) error {
 	case errors.Is(err, context.Canceled):
 		why = "canceled"
 	case errors.Is(err, syscall.ECONNREFUSED):
-		why = "connection refused (is the process running, with this admin address?)"
+		why = "connection refused (no process listens there)"
 	case errors.As(err, &dns):
 		why = "unknown host " + dns.Name
 	default:

@@ -265,9 +265,11 @@ func printView(out io.Writer, v clusterView, words string) {
 	fmt.Fprintf(out, "session=%d epoch=%d primary=%s epoch_start=%d members=%d cluster=%s\n", v.head.Session, v.head.Epoch, primary, v.head.EpochStart, len(v.head.Members), words)
 	w := tabwriter.NewWriter(out, 2, 8, 2, ' ', 0)
 	fmt.Fprintln(w, "ID\tROLE\tRAFT\tTERM\tEPOCH\tSTABLE\tPUBLISHED\tHELD\tLAG\tREADY\tADMIN")
+	var notes []string
 	for i, s := range v.all {
 		if s.Err != nil {
-			fmt.Fprintf(w, "%d\tunreachable\t-\t-\t-\t-\t-\t-\t-\tno\t%s (%v)\n", s.Member.ID, s.Member.AdminAddr, trimSentinel(s.Err))
+			fmt.Fprintf(w, "%d\tunreachable\t-\t-\t-\t-\t-\t-\t-\tno\t%s\n", s.Member.ID, s.Member.AdminAddr)
+			notes = append(notes, fmt.Sprintf("member %d unreachable: %s", s.Member.ID, trimSentinel(s.Err)))
 			continue
 		}
 		st := s.Status
@@ -277,12 +279,16 @@ func printView(out io.Writer, v clusterView, words string) {
 		}
 		ready := "yes"
 		if err := v.ready[i]; err != nil {
-			ready = "no: " + trimSentinel(err)
+			ready = "no"
+			notes = append(notes, fmt.Sprintf("member %d not ready: %s", st.ID, trimSentinel(err)))
 		}
 		fmt.Fprintf(w, "%d\t%s\t%s\t%d\t%d\t%s\t%s\t%d\t%s\t%s\t%s\n", st.ID, st.Role, st.RaftState, st.Term, st.Epoch,
 			dash(st.Stable), dash(st.Published), st.Contiguous, lag, ready, s.Member.AdminAddr)
 	}
 	_ = w.Flush()
+	for _, n := range notes {
+		fmt.Fprintln(out, n)
+	}
 }
 
 // trimSentinel is err's text without the leading "ops: not ready: ",
