@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/seqd/seqd/fsm"
+	"github.com/seqd/seqd/sequencer"
 )
 
 // MemberReadyLagSeqs is how far (in seqs) a standby may hold less than
@@ -42,6 +43,10 @@ func MemberSurface(m Member, auth Auth) *Surface {
 		Command{Name: "force-passive", Args: "ACCOUNT INSTANCE", Mutates: true, Help: "make an instance of a hot-hot account passive (not supported yet)", Run: notYet("force-passive needs hot-hot activation in the sequencer, which has not landed")},
 	)
 	s.Registry.MustRegister(NewMemberCollector(m))
+	if sq, ok := m.(interface{ SequencerStats() sequencer.Stats }); ok {
+		// The primary's counters (cluster.Member has them).
+		s.Registry.MustRegister(NewSequencerCollector(sq.SequencerStats))
+	}
 	return s
 }
 

@@ -8,6 +8,7 @@ import (
 
 	"github.com/seqd/seqd/node"
 	"github.com/seqd/seqd/replayer"
+	"github.com/seqd/seqd/sequencer"
 	"github.com/seqd/seqd/transport"
 )
 
@@ -33,9 +34,10 @@ func SequencerSurface(auth Auth, session uint64, snap func() SequencerSnap, srv 
 				Commands: sn.Stats.Commands, Rejected: sn.Stats.Rejected}}
 	})
 	s := NewSurface(auth, st, nil)
-	s.Registry.MustRegister(NewSequencerCollector(snap))
+	s.Registry.MustRegister(NewSequencerCollector(func() sequencer.Stats { return snap().Stats }),
+		NewSnapCollector(snap, Gauge("seqd_published_seq", "the last seq published", func(s *SequencerSnap) float64 { return u(s.LastSeq) })))
 	if c, ok := srv.(transport.Stats); ok {
-		s.Registry.MustRegister(NewTransportCollector("stream", c))
+		s.Registry.MustRegister(NewTransportCollector("stream", c.Counters))
 	}
 	return s
 }
@@ -102,7 +104,7 @@ func NodeSurface(auth Auth, kind, name string, n *node.Node, client transport.Cl
 		return NodeSnap{Stats: n.Stats(), Rewinding: n.Rewinding(), InFlight: n.InFlight()}
 	}))
 	if c, ok := client.(transport.Stats); ok {
-		s.Registry.MustRegister(NewTransportCollector("stream", c))
+		s.Registry.MustRegister(NewTransportCollector("stream", c.Counters))
 	}
 	return s
 }

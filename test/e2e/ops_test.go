@@ -69,6 +69,22 @@ func TestOps_RestartedMemberReadyOnlyOnceCaughtUp(t *testing.T) {
 	if published < count {
 		t.Fatalf("primary published %d, want >= %d", published, count)
 	}
+	// The primary's /metrics counts the commands its loop sequenced (as
+	// of its last copy, every 50 ms); the live standby's, what it stored.
+	var pm map[string]float64
+	for ctx.Err() == nil {
+		if pm = scrape(t, r.admin[p.id-1]); pm["seqd_sequencer_commands_total"] >= count {
+			break
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	if pm["seqd_published_seq"] != float64(published) || pm[`seqd_member_role{role="primary"}`] != 1 {
+		t.Fatalf("primary's metrics: published %v (status %d), role %v", pm["seqd_published_seq"], published, pm[`seqd_member_role{role="primary"}`])
+	}
+	live := r.procs[(p.id+1)%3]
+	if sm := scrape(t, r.admin[live.id-1]); sm["seqd_standby_appended_packets_total"] == 0 || sm[`seqd_transport_bytes_total{direction="received",endpoint="standby"}`] < count*64 {
+		t.Fatalf("standby %d's metrics: appended %v packets, received %v bytes", live.id, sm["seqd_standby_appended_packets_total"], sm[`seqd_transport_bytes_total{direction="received",endpoint="standby"}`])
+	}
 
 	back := r.start(ctx, s.id, s.args)
 	r.procs[s.id-1] = back
