@@ -110,6 +110,15 @@ type NodeSnap struct {
 	Stats     node.Stats
 	Rewinding bool
 	InFlight  int
+	WallNS    int64 // the wall clock when the snapshot was taken
+}
+
+// delivered is the last seq a node delivered.
+func delivered(s *node.Stats) uint64 {
+	if s.Next == 0 {
+		return 0
+	}
+	return s.Next - 1
 }
 
 // NewNodeCollector reports a node's receiving counters (delivered, gaps,
@@ -127,6 +136,21 @@ func NewNodeCollector(snap func() NodeSnap) prometheus.Collector {
 		Gauge("seqd_node_resend_timeout_seconds", "the resend timeout in use", func(s *S) float64 { return s.Stats.ResendTimeout.Seconds() }),
 		Gauge("seqd_node_in_flight_commands", "commands queued or unacked", func(s *S) float64 { return float64(s.InFlight) }),
 		Gauge("seqd_node_rewinding", "1 while the node rewinds (replays history before going live)", func(s *S) float64 { return b2f(s.Rewinding) }),
+		Gauge("seqd_epoch", "the newest epoch seen", func(s *S) float64 { return float64(s.Stats.Epoch) }),
+		Gauge("seqd_stable_seq", "the highest stable seq believed", func(s *S) float64 { return u(s.Stats.StableSeq) }),
+		Gauge("seqd_delivered_seq", "the last seq delivered", func(s *S) float64 { return u(delivered(&s.Stats)) }),
+		Gauge("seqd_receiver_lag_seqs", "stable seqs not delivered yet", func(s *S) float64 {
+			if d := delivered(&s.Stats); s.Stats.StableSeq > d {
+				return u(s.Stats.StableSeq - d)
+			}
+			return 0
+		}),
+		Gauge("seqd_receiver_lag_seconds", "wall clock minus the sequencer time of the last message delivered (or heartbeat once caught up): includes clock skew between hosts and, when idle, up to a heartbeat interval", func(s *S) float64 {
+			if s.Stats.SeqTimeNS == 0 {
+				return 0
+			}
+			return float64(s.WallNS-s.Stats.SeqTimeNS) / 1e9
+		}),
 	)
 	return NewSnapCollector(snap, fs...)
 }

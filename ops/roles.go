@@ -101,7 +101,7 @@ func NodeSurface(auth Auth, kind, name string, n *node.Node, client transport.Cl
 		s.log.Warn("admin: node not added to the command table", "name", name, "err", err)
 	}
 	s.Registry.MustRegister(NewNodeCollector(func() NodeSnap {
-		return NodeSnap{Stats: n.Stats(), Rewinding: n.Rewinding(), InFlight: n.InFlight()}
+		return NodeSnap{Stats: n.Stats(), Rewinding: n.Rewinding(), InFlight: n.InFlight(), WallNS: time.Now().UnixNano()}
 	}))
 	if c, ok := client.(transport.Stats); ok {
 		s.Registry.MustRegister(NewTransportCollector("stream", c.Counters))
@@ -117,6 +117,7 @@ type nodeControl struct {
 func (c *nodeControl) status() NodeStatus {
 	st := c.n.Stats()
 	return NodeStatus{Account: c.name, Incarnation: c.n.Incarnation(), Rewinding: c.n.Rewinding(), InFlight: c.n.InFlight(),
+		Session: st.Session, Epoch: uint64(st.Epoch), DeliveredSeq: delivered(&st), Stable: st.StableSeq,
 		Delivered: st.Delivered, Gaps: st.Gaps, NaksSent: st.NaksSent, CommandsSent: st.CommandsSent, Acked: st.Acked, Rejected: st.Rejected}
 }
 

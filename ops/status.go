@@ -108,6 +108,10 @@ type ReplayerStatus struct {
 type NodeStatus struct {
 	Account      string `json:"account"`
 	Incarnation  uint64 `json:"incarnation"`
+	Session      uint64 `json:"session"`
+	Epoch        uint64 `json:"epoch"`
+	DeliveredSeq uint64 `json:"delivered_seq"` // last seq delivered
+	Stable       uint64 `json:"stable"`        // highest stable seq believed
 	Rewinding    bool   `json:"rewinding"`
 	InFlight     int    `json:"in_flight"` // commands queued or unacked
 	Delivered    uint64 `json:"delivered_total"`

@@ -187,6 +187,8 @@ func TestOps_MetricsAndConsoleAfterTraffic(t *testing.T) {
 	seq, lines, stderr := startSequencer(t, ctx, bin, append([]string{"--admin-addr", seqAdmin, "--console-addr", seqConsole}, net...))
 	defer stopSequencer(t, seq, lines, stderr)
 	rep := startLineProc(t, ctx, bin, append([]string{"replayer", "--dir", t.TempDir(), "--nak-addr", freeUDPAddr(t), "--admin-addr", repAdmin}, net...), "replayer", false)
+	tailAdmin := freeTCPAddr(t)
+	startLineProc(t, ctx, bin, append([]string{"tail", "--admin-addr", tailAdmin}, net...), "tail", false)
 	const count, size = 2000, 100
 	if out, err := exec.CommandContext(ctx, bin, append([]string{"node", "--account", "SCRAPE", "--count", fmt.Sprint(count), "--size", fmt.Sprint(size), "--timeout", "40s"}, net...)...).CombinedOutput(); err != nil {
 		t.Fatalf("node: %v\n%s", err, tailOf(string(out), 2000))
@@ -235,6 +237,22 @@ func TestOps_MetricsAndConsoleAfterTraffic(t *testing.T) {
 	ps, err := ops.DefaultClient.FetchProcess(ctx, repAdmin)
 	if err != nil || ps.Process != ops.KindReplayer || ps.Replayer == nil || float64(ps.Replayer.Contiguous) < published || !ps.Ready {
 		t.Fatalf("replayer status %+v (%+v), %v", ps, ps.Replayer, err)
+	}
+
+	// A tail's position: it delivered everything stable, no lag.
+	for ctx.Err() == nil {
+		tm := scrape(t, tailAdmin)
+		if tm["seqd_delivered_seq"] >= published {
+			if tm["seqd_receiver_lag_seqs"] != 0 || tm["seqd_stable_seq"] < published || tm["seqd_delivered_messages_total"] < count {
+				t.Fatalf("tail delivered up to %v: lag %v, stable %v, delivered %v messages", tm["seqd_delivered_seq"], tm["seqd_receiver_lag_seqs"], tm["seqd_stable_seq"], tm["seqd_delivered_messages_total"])
+			}
+			break
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	var ns ops.NodeStatus
+	if _, err := ops.DefaultClient.Exec(ctx, tailAdmin, "tail status", &ns); err != nil || float64(ns.DeliveredSeq) < published || ns.Rewinding {
+		t.Fatalf("tail status over the command language: %+v, %v", ns, err)
 	}
 
 	// The console, over TCP as telnet would.
