@@ -123,8 +123,11 @@ type Stats struct {
 	// to deliver, the highest stable seq believed, and the sequencer
 	// time of the last message delivered (or heartbeat once caught up):
 	// the admin surface's lag metrics.
-	Session   uint64
-	Epoch     uint32
+	Session uint64
+	Epoch   uint32
+	// Turns counts the loop's turns (Run's iterations): liveness, for
+	// the admin surface's /healthz.
+	Turns     uint64
 	Next      uint64
 	StableSeq uint64
 	SeqTimeNS int64

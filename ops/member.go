@@ -28,7 +28,7 @@ const memberReadyTimeout = time.Second
 // metrics (MemberCollector) and the routes older clients use (Handler).
 func MemberSurface(m Member, auth Auth) *Surface {
 	ms := &memberSurface{m: m, started: time.Now().UnixNano()}
-	s := NewSurface(auth, ms, HealthFuncs{ReadyFunc: ms.ready})
+	s := NewSurface(auth, ms, HealthFuncs{LiveFunc: ms.live, ReadyFunc: ms.ready})
 	s.member = m
 	s.Table.MustAdd(
 		Command{Name: "members", Help: "the cluster's members as this member's failover state has them", Run: func(context.Context, []string) (any, error) {
@@ -65,6 +65,15 @@ type memberSurface struct {
 func (ms *memberSurface) ProcessStatus() ProcessStatus {
 	st := ms.m.Status()
 	return ProcessStatus{Process: KindMember, Name: "member " + strconv.FormatUint(st.ID, 10), PID: os.Getpid(), StartedAt: ms.started, Member: &st}
+}
+
+// live: Raft runs and the member was not shut down.
+func (ms *memberSurface) live() error {
+	st := ms.m.Status()
+	if st.RaftState == "Shutdown" || st.Role == "stopped" {
+		return fmt.Errorf("ops: not live: member %d is %s (raft %s)", st.ID, st.Role, st.RaftState)
+	}
+	return nil
 }
 
 func (ms *memberSurface) ready() error {

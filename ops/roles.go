@@ -33,7 +33,8 @@ func SequencerSurface(auth Auth, session uint64, snap func() SequencerSnap, srv 
 			Sequencer: &SequencerStatus{Session: session, Epoch: 1, Published: sn.LastSeq, Stable: sn.LastSeq,
 				Commands: sn.Stats.Commands, Rejected: sn.Stats.Rejected}}
 	})
-	s := NewSurface(auth, st, nil)
+	live := ProgressLive("the sequencer's loop", func() uint64 { sn := snap(); return sn.Stats.Heartbeats + sn.Stats.Packets }, DefaultStall)
+	s := NewSurface(auth, st, HealthFuncs{LiveFunc: live})
 	s.Registry.MustRegister(NewSequencerCollector(func() sequencer.Stats { return snap().Stats }),
 		NewSnapCollector(snap, Gauge("seqd_published_seq", "the last seq published", func(s *SequencerSnap) float64 { return u(s.LastSeq) })))
 	if c, ok := srv.(transport.Stats); ok {
@@ -61,7 +62,8 @@ func ReplayerSurface(auth Auth, svc *replayer.Service, rewind func() replayer.Re
 				Stable: sn.Service.Stable, Rewinds: sn.Rewind.Accepted, Active: sn.Rewind.Active, NakAddr: nakAddr, RewindAddr: rewindAddr}}
 	})
 	ready := func() error { return replayerReady(svc.Stats()) }
-	s := NewSurface(auth, st, HealthFuncs{ReadyFunc: ready})
+	live := ProgressLive("the replayer's loop", func() uint64 { return svc.Stats().Snapshots }, DefaultStall)
+	s := NewSurface(auth, st, HealthFuncs{LiveFunc: live, ReadyFunc: ready})
 	s.Registry.MustRegister(NewReplayerCollector(snap))
 	return s
 }
@@ -94,7 +96,8 @@ func NodeSurface(auth Auth, kind, name string, n *node.Node, client transport.Cl
 		}
 		return nil
 	}
-	s := NewSurface(auth, st, HealthFuncs{ReadyFunc: ready})
+	live := ProgressLive("the node's loop", func() uint64 { return n.Stats().Turns }, DefaultStall)
+	s := NewSurface(auth, st, HealthFuncs{LiveFunc: live, ReadyFunc: ready})
 	if err := s.Table.AddNode(name, nc); err != nil {
 		// An account named like a command ("status"): its status is
 		// still the process's.

@@ -136,6 +136,7 @@ type Service struct {
 
 	contiguous atomic.Uint64
 	durable    atomic.Uint64
+	snaps      uint64     // snapshots taken (the Run goroutine's)
 	mu         sync.Mutex // guards stats
 	stats      ServiceStats
 }
@@ -151,6 +152,7 @@ type ServiceStats struct {
 	Durable    uint64 // highest seq fsynced
 	Stable     uint64 // highest stable seq seen in the stream (ops: readiness, lag)
 	Session    uint64 // the session followed (0: none yet)
+	Snapshots  uint64 // snapshots taken (one per loop turn at most, every 10 ms while it turns): liveness
 	Store      Stats
 	Persist    PersistStats
 	Naks       NakStats
@@ -499,6 +501,7 @@ func (s *Service) snapshot() {
 		Durable:    s.store.Durable(),
 		Stable:     s.r.Stable(),
 		Session:    s.r.Session(),
+		Snapshots:  s.snaps + 1,
 		Store:      s.store.Stats(),
 		Persist:    s.pend.Stats(),
 		Naks:       s.naks.Stats(),
@@ -506,6 +509,7 @@ func (s *Service) snapshot() {
 	}
 	s.contiguous.Store(st.Contiguous)
 	s.durable.Store(st.Durable)
+	s.snaps = st.Snapshots
 	s.mu.Lock()
 	s.stats = st
 	s.mu.Unlock()

@@ -250,6 +250,17 @@ func TestOps_MetricsAndConsoleAfterTraffic(t *testing.T) {
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
+	for _, a := range []string{seqAdmin, repAdmin, tailAdmin} {
+		resp, err := http.Get("http://" + a + "/healthz")
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode != 200 || strings.TrimSpace(string(b)) != "ok" {
+			t.Fatalf("%s /healthz: %d %q", a, resp.StatusCode, b)
+		}
+	}
 	var ns ops.NodeStatus
 	if _, err := ops.DefaultClient.Exec(ctx, tailAdmin, "tail status", &ns); err != nil || float64(ns.DeliveredSeq) < published || ns.Rewinding {
 		t.Fatalf("tail status over the command language: %+v, %v", ns, err)
