@@ -53,6 +53,16 @@ func TestOps_RestartedMemberReadyOnlyOnceCaughtUp(t *testing.T) {
 	if out, rc := adminRC(ctx, bin, "status", "--addr", r.admin[0]); rc != 0 || !strings.Contains(out, "primary="+fmt.Sprint(p.id)) {
 		t.Fatalf("status of a healthy cluster: rc %d, want 0 and primary=%d\n%s", rc, p.id, out)
 	}
+	// A transfer to the primary itself says so, once, and changes nothing.
+	out, rc := adminRC(ctx, bin, "transfer-primary", "--addr", r.admin[p.id%3], fmt.Sprint(p.id))
+	if want := fmt.Sprintf("admin: member %d is the primary already (epoch 1): nothing to do\n", p.id); rc != 0 || out != want {
+		t.Fatalf("transfer-primary to the primary: rc %d, %q; want 0, %q", rc, out, want)
+	}
+	// Nothing listening: exit 1, in words, not Go's Get "http://...".
+	dead := freeTCPAddr(t)
+	if out, rc := adminRC(ctx, bin, "status", "--addr", dead); rc != 1 || strings.Contains(out, `Get "http`) || !strings.Contains(out, dead+": connection refused") {
+		t.Fatalf("status of nothing: rc %d\n%s", rc, out)
+	}
 	s := r.procs[p.id%3] // a standby
 	if err := s.Signal(syscall.SIGKILL); err != nil {
 		t.Fatal(err)
@@ -139,7 +149,7 @@ func TestOps_RestartedMemberReadyOnlyOnceCaughtUp(t *testing.T) {
 			<-q.exited
 		}
 	}
-	out, rc := adminRC(ctx, bin, "status", "--addr", addr, "--timeout", "3s")
+	out, rc = adminRC(ctx, bin, "status", "--addr", addr, "--timeout", "3s")
 	if rc != 4 || !strings.Contains(out, "primary=none") {
 		t.Fatalf("status with two of three down: rc %d, want 4 and primary=none\n%s", rc, out)
 	}
