@@ -168,6 +168,7 @@ func NewReplayerCollector(snap func() ReplayerSnap) prometheus.Collector {
 	type S = ReplayerSnap
 	fs := receiverFields(func(s *S) *receiver.Stats { return &s.Service.Receiver })
 	fs = append(fs,
+		Gauge("seqd_replayer_first_seq", "the lowest seq held (0: none): with held_seq, the range it serves", func(s *S) float64 { return u(s.Service.First) }),
 		Gauge("seqd_replayer_held_seq", "the highest seq stored whole", func(s *S) float64 { return u(s.Service.Contiguous) }),
 		Gauge("seqd_replayer_durable_seq", "the highest seq fsynced", func(s *S) float64 { return u(s.Service.Durable) }),
 		Gauge("seqd_stable_seq", "the highest stable seq seen in the stream", func(s *S) float64 { return u(s.Service.Stable) }),

@@ -58,7 +58,7 @@ func ReplayerSurface(auth Auth, svc *replayer.Service, rewind func() replayer.Re
 	st := StatusFunc(func() ProcessStatus {
 		sn := snap()
 		return ProcessStatus{Process: KindReplayer, Name: "replayer", PID: os.Getpid(), StartedAt: started,
-			Replayer: &ReplayerStatus{Session: sn.Service.Session, Contiguous: sn.Service.Contiguous, Durable: sn.Service.Durable,
+			Replayer: &ReplayerStatus{Session: sn.Service.Session, First: sn.Service.First, Contiguous: sn.Service.Contiguous, Durable: sn.Service.Durable,
 				Stable: sn.Service.Stable, Rewinds: sn.Rewind.Accepted, Active: sn.Rewind.Active, NakAddr: nakAddr, RewindAddr: rewindAddr}}
 	})
 	ready := func() error { return replayerReady(svc.Stats()) }

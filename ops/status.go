@@ -95,6 +95,7 @@ type SequencerStatus struct {
 // session, and the stable seq it last saw.
 type ReplayerStatus struct {
 	Session    uint64 `json:"session"`
+	First      uint64 `json:"first"`      // lowest seq held (0: none)
 	Contiguous uint64 `json:"contiguous"` // highest seq stored whole
 	Durable    uint64 `json:"durable"`    // highest seq fsynced
 	Stable     uint64 `json:"stable"`     // highest stable seen in the stream

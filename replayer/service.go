@@ -148,6 +148,7 @@ type doReq struct {
 
 // ServiceStats are a Service's counters, as of a recent loop iteration.
 type ServiceStats struct {
+	First      uint64 // lowest seq held (0: none)
 	Contiguous uint64 // highest seq stored whole
 	Durable    uint64 // highest seq fsynced
 	Stable     uint64 // highest stable seq seen in the stream (ops: readiness, lag)
@@ -496,7 +497,12 @@ func (s *Service) fail(err error) {
 }
 
 func (s *Service) snapshot() {
+	var first uint64
+	if o, ok := s.store.Oldest(); ok {
+		first = o.FirstSeq
+	}
 	st := ServiceStats{
+		First:      first,
 		Contiguous: s.store.Contiguous(),
 		Durable:    s.store.Durable(),
 		Stable:     s.r.Stable(),

@@ -234,6 +234,9 @@ func TestOps_MetricsAndConsoleAfterTraffic(t *testing.T) {
 		}
 		rm := scrape(t, repAdmin)
 		if rm["seqd_replayer_held_seq"] >= published {
+			if rm["seqd_replayer_first_seq"] != 1 {
+				t.Fatalf("replayer's range starts at %v, want 1", rm["seqd_replayer_first_seq"])
+			}
 			if rm["seqd_delivered_messages_total"] < count || rm["seqd_replayer_appended_bytes_total"] < count*size {
 				t.Fatalf("replayer holds %v but delivered %v messages, appended %v bytes", rm["seqd_replayer_held_seq"], rm["seqd_delivered_messages_total"], rm["seqd_replayer_appended_bytes_total"])
 			}
