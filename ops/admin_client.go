@@ -66,8 +66,12 @@ func (c *Client) FetchProcess(ctx context.Context, addr string) (ProcessStatus, 
 // FetchStatus asks the member at addr for its status; ErrNotMember when
 // addr is another kind of process.
 func (c *Client) FetchStatus(ctx context.Context, addr string) (MemberStatus, error) {
-	p, err := c.FetchProcess(ctx, addr)
-	if err != nil {
+	return c.fetchMember(ctx, addr, "/v1/status")
+}
+
+func (c *Client) fetchMember(ctx context.Context, addr, path string) (MemberStatus, error) {
+	var p ProcessStatus
+	if err := c.call(ctx, http.MethodGet, addr, path, nil, &p); err != nil {
 		return MemberStatus{}, err
 	}
 	if p.Member == nil {

@@ -83,7 +83,7 @@ func (s *Surface) console(ctx context.Context, c net.Conn) {
 	remote := c.RemoteAddr().String()
 	who, authErr := s.guard.allow(remote, "", "console")
 	w := bufio.NewWriter(c)
-	st := s.Status()
+	st := s.rawStatus()
 	name := st.Name
 	if name == "" {
 		name = st.Process

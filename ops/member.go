@@ -27,7 +27,9 @@ const memberReadyTimeout = time.Second
 // primary and holds within MemberReadyLagSeqs of what it published), its
 // metrics (MemberCollector) and the routes older clients use (Handler).
 func MemberSurface(m Member, auth Auth) *Surface {
-	ms := &memberSurface{m: m, started: time.Now().UnixNano()}
+	// A standby's readiness asks the primary with this member's token
+	// (the members of a deployment share one when off loopback).
+	ms := &memberSurface{m: m, started: time.Now().UnixNano(), client: &Client{Token: auth.Token}}
 	s := NewSurface(auth, ms, HealthFuncs{LiveFunc: ms.live, ReadyFunc: ms.ready})
 	s.member = m
 	s.Table.MustAdd(
@@ -60,6 +62,7 @@ func notYet(why string) func(context.Context, []string) (any, error) {
 type memberSurface struct {
 	m       Member
 	started int64
+	client  *Client
 }
 
 func (ms *memberSurface) ProcessStatus() ProcessStatus {
@@ -79,7 +82,7 @@ func (ms *memberSurface) live() error {
 func (ms *memberSurface) ready() error {
 	st := ms.m.Status()
 	return memberReady(st, func(ctx context.Context, addr string) (MemberStatus, error) {
-		return DefaultClient.FetchStatus(ctx, addr)
+		return ms.client.fetchMember(ctx, addr, "/v1/status?ready=skip")
 	})
 }
 

@@ -85,12 +85,17 @@ func NewSurface(auth Auth, st StatusProvider, h Health) *Surface {
 	return s
 }
 
+// rawStatus is the provider's status, readiness unchecked.
+func (s *Surface) rawStatus() ProcessStatus {
+	if s.status != nil {
+		return s.status.ProcessStatus()
+	}
+	return ProcessStatus{}
+}
+
 // Status is the process's status (with Ready and Reason from its health).
 func (s *Surface) Status() ProcessStatus {
-	var p ProcessStatus
-	if s.status != nil {
-		p = s.status.ProcessStatus()
-	}
+	p := s.rawStatus()
 	if err := s.health.Ready(); err != nil {
 		p.Ready, p.Reason = false, err.Error()
 	} else {
@@ -261,6 +266,13 @@ func (s *Surface) mount(mux *http.ServeMux) {
 		metrics.ServeHTTP(w, r)
 	}))
 	mux.Handle("GET /v1/status", s.authed(func(w http.ResponseWriter, r *http.Request, _ Caller) {
+		if r.URL.Query().Get("ready") == "skip" {
+			// Without the readiness check: what a standby's own
+			// readiness check asks of the primary, so that members
+			// with stale views never ask each other in a circle.
+			writeJSON(w, s.rawStatus())
+			return
+		}
 		writeJSON(w, s.Status())
 	}))
 	mux.Handle("GET /v1/commands", s.authed(func(w http.ResponseWriter, r *http.Request, _ Caller) {
