@@ -48,7 +48,8 @@ func adminCommand() *cli.Command {
 				Description: `Exit status: 0 a primary serves and every member answers and is ready;
 3 a primary serves but a member does not answer or is not ready (catching up);
 4 no primary, or no quorum of members answers; 1 an error (nothing answered).
-Asked of another process (a replayer, a node, a tail, a standalone
+A member that knows no members yet (catching up after a restart) says so,
+exit 3. Asked of another process (a replayer, a node, a tail, a standalone
 sequencer: its --admin-addr), prints its status: 0 ready, 3 not ready.
 
 Example:
@@ -265,6 +266,12 @@ func runAdminStatus(c *cli.Context) error {
 	if ps.Member == nil {
 		// Another kind of process: its status, and whether it is ready.
 		return processStatus(addr, ps)
+	}
+	if m := ps.Member; len(m.Members) == 0 {
+		// A member restarted on an empty or a lagging Raft log: it
+		// knows no members until it catches up with the leader.
+		fmt.Printf("member %d at %s is catching up: its failover state holds no members yet (raft %s, term %d); ask another member with --addr\n", m.ID, addr, m.RaftState, m.Term)
+		return &codedError{code: exitDegraded, err: fmt.Errorf("admin status: member %d is catching up", m.ID)}
 	}
 	v := viewCluster(ctx, cl, *ps.Member)
 	code, words := v.verdict()
