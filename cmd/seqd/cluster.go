@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync/atomic"
 
 	"github.com/urfave/cli/v2"
 
@@ -163,6 +164,9 @@ func runClusterSequencer(c *cli.Context, seq sequencer.Config, log *slog.Logger)
 	default:
 		return options.OneOf("standby.ack", ack, "written", "durable")
 	}
+	// The stream server of the epoch this member sequences now (or
+	// last), for its /metrics.
+	var primarySrv atomic.Pointer[transport.Server]
 	p, err := cluster.NewProcess(cfg, data, cluster.Opens{
 		Client: func() (transport.Client, error) {
 			cl, err := openClient(c, log, "standby")
@@ -176,6 +180,7 @@ func runClusterSequencer(c *cli.Context, seq sequencer.Config, log *slog.Logger)
 			if err != nil {
 				return nil, err
 			}
+			primarySrv.Store(&s)
 			return flt.Server(s)
 		},
 	})
@@ -186,7 +191,15 @@ func runClusterSequencer(c *cli.Context, seq sequencer.Config, log *slog.Logger)
 	// The standby's counters join the member's own (status, Raft, the
 	// primary's sequencer) on its /metrics.
 	p.Member.Surface().Registry.MustRegister(ops.NewStandbyCollector(p.StandbyStats),
-		ops.NewTransportCollector("standby", func() transport.Counters { c, _ := p.StandbyCounters(); return c }))
+		ops.NewTransportCollector("standby", func() transport.Counters { c, _ := p.StandbyCounters(); return c }),
+		ops.NewTransportCollector("primary", func() transport.Counters {
+			if s := primarySrv.Load(); s != nil {
+				if st, ok := (*s).(transport.Stats); ok {
+					return st.Counters()
+				}
+			}
+			return transport.Counters{}
+		}))
 	if a := c.String("console-addr"); a != "" {
 		// The console serves the member's surface (its HTTP endpoint is
 		// the member's own, on --admin-addr).
