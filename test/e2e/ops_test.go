@@ -88,8 +88,8 @@ func TestOps_RestartedMemberReadyOnlyOnceCaughtUp(t *testing.T) {
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
-	if pm["seqd_published_seq"] != float64(published) || pm[`seqd_member_role{role="primary"}`] != 1 {
-		t.Fatalf("primary's metrics: published %v (status %d), role %v", pm["seqd_published_seq"], published, pm[`seqd_member_role{role="primary"}`])
+	if pm["seqd_published_seq"] != float64(published) || pm[`seqd_member_role{role="primary"}`] != 1 || pm[`seqd_transport_bytes_total{direction="sent",endpoint="primary"}`] < count*64 {
+		t.Fatalf("primary's metrics: published %v (status %d), role %v, stream bytes sent %v", pm["seqd_published_seq"], published, pm[`seqd_member_role{role="primary"}`], pm[`seqd_transport_bytes_total{direction="sent",endpoint="primary"}`])
 	}
 	live := r.procs[(p.id+1)%3]
 	if sm := scrape(t, r.admin[live.id-1]); sm["seqd_standby_appended_packets_total"] == 0 || sm[`seqd_transport_bytes_total{direction="received",endpoint="standby"}`] < count*64 {
