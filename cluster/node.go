@@ -18,6 +18,7 @@ import (
 	"github.com/seqd/seqd/fsm"
 	"github.com/seqd/seqd/internal/agent"
 	"github.com/seqd/seqd/ops"
+	"github.com/seqd/seqd/ops/page"
 	"github.com/seqd/seqd/sequencer"
 	"github.com/seqd/seqd/transport"
 )
@@ -238,6 +239,11 @@ func NewMember(cfg MemberConfig, deps Deps) (*Member, error) {
 	}
 	n.fsm.Notify(n.applied)
 	n.fr = newFollowers(n)
+	// The status page (ops/page), served beside the REST endpoint.
+	pg, err := page.New(page.DefaultConfig(), &page.Cluster{Name: fmt.Sprintf("member %d", cfg.ID), Local: n.Status})
+	if err != nil {
+		return fail(err)
+	}
 	ln, err := net.Listen("tcp", cfg.AdminAddr)
 	if err != nil {
 		return fail(fmt.Errorf("cluster: admin endpoint: %w", err))
@@ -248,7 +254,11 @@ func NewMember(cfg MemberConfig, deps Deps) (*Member, error) {
 		ln.Close()
 		return nil, err
 	}
-	n.admin = &http.Server{Handler: ops.AdminHandler(n), ReadHeaderTimeout: 5 * time.Second}
+	mux := http.NewServeMux()
+	mux.Handle("/", ops.AdminHandler(n))
+	mux.Handle("/ui/", http.StripPrefix("/ui", pg))
+	mux.Handle("GET /{$}", http.RedirectHandler("/ui/", http.StatusFound))
+	n.admin = &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second}
 	go func() {
 		// Serve returns when the endpoint is closed (Close).
 		_ = n.admin.Serve(ln)
