@@ -67,6 +67,7 @@ func newApp() *cli.App {
 			replayerCommand(),
 			nodeCommand(),
 			tailCommand(),
+			loggerCommand(),
 			replayCommand(),
 			benchCommand(),
 			benchPeerCommand(),
