@@ -68,6 +68,7 @@ func newApp() *cli.App {
 			nodeCommand(),
 			tailCommand(),
 			loggerCommand(),
+			archiverCommand(),
 			replayCommand(),
 			benchCommand(),
 			benchPeerCommand(),

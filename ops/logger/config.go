@@ -1,10 +1,11 @@
 package logger
 
 import (
-	"fmt"
 	"path/filepath"
 	"strings"
 	"time"
+
+	"github.com/seqd/seqd/internal/config"
 )
 
 // Format is how a message is written.
@@ -56,21 +57,21 @@ func DefaultConfig() Config {
 func (c Config) Validate() error {
 	switch {
 	case c.Dir == "":
-		return fmt.Errorf("%w: Dir is empty (want the log directory)", ErrConfig)
+		return config.New(ErrConfig, "Dir", "", "the log directory")
 	case c.Prefix == "" || strings.ContainsAny(c.Prefix, `/\`) || c.Prefix != filepath.Base(c.Prefix):
-		return fmt.Errorf("%w: Prefix %q (want a file name without a separator)", ErrConfig, c.Prefix)
+		return config.New(ErrConfig, "Prefix", c.Prefix, "a file name without a separator")
 	case c.Format != Text && c.Format != JSON:
-		return fmt.Errorf("%w: Format %q (want text or json)", ErrConfig, c.Format)
+		return config.New(ErrConfig, "Format", string(c.Format), "text or json")
 	case c.MaxFileBytes < 0:
-		return fmt.Errorf("%w: MaxFileBytes %d (want >= 0; 0: no limit)", ErrConfig, c.MaxFileBytes)
+		return config.New(ErrConfig, "MaxFileBytes", c.MaxFileBytes, ">= 0; 0: no limit")
 	case c.MaxFileBytes > 0 && c.MaxFileBytes < 4096:
-		return fmt.Errorf("%w: MaxFileBytes %d (want 0 or at least 4096)", ErrConfig, c.MaxFileBytes)
+		return config.New(ErrConfig, "MaxFileBytes", c.MaxFileBytes, "0 or at least 4096")
 	case c.Keep < 0:
-		return fmt.Errorf("%w: Keep %d (want >= 0; 0: every file)", ErrConfig, c.Keep)
+		return config.New(ErrConfig, "Keep", c.Keep, ">= 0; 0: every file")
 	case c.MaxPayloadBytes < 0 || c.MaxPayloadBytes > 1<<20:
-		return fmt.Errorf("%w: MaxPayloadBytes %d (want 0..1048576)", ErrConfig, c.MaxPayloadBytes)
+		return config.New(ErrConfig, "MaxPayloadBytes", c.MaxPayloadBytes, "0..1048576")
 	case c.FlushInterval < time.Millisecond || c.FlushInterval > time.Minute:
-		return fmt.Errorf("%w: FlushInterval %v (want 1ms..1m)", ErrConfig, c.FlushInterval)
+		return config.New(ErrConfig, "FlushInterval", c.FlushInterval, "1ms..1m")
 	}
 	return nil
 }

@@ -8,6 +8,8 @@ import (
 	"net/http"
 	"sync"
 	"time"
+
+	"github.com/seqd/seqd/internal/config"
 )
 
 //go:embed index.html
@@ -33,11 +35,11 @@ func DefaultConfig() Config {
 func (c Config) Validate() error {
 	switch {
 	case c.RefreshInterval < 50*time.Millisecond || c.RefreshInterval > time.Minute:
-		return fmt.Errorf("%w: RefreshInterval %v (want 50ms..1m)", ErrConfig, c.RefreshInterval)
+		return config.New(ErrConfig, "RefreshInterval", c.RefreshInterval, "50ms..1m")
 	case c.GatherTimeout <= 0 || c.GatherTimeout > c.RefreshInterval*10:
-		return fmt.Errorf("%w: GatherTimeout %v (want >0 and at most 10 RefreshIntervals)", ErrConfig, c.GatherTimeout)
+		return config.New(ErrConfig, "GatherTimeout", c.GatherTimeout, ">0 and at most 10 RefreshIntervals")
 	case c.MaxElections < 1 || c.MaxElections > 1000:
-		return fmt.Errorf("%w: MaxElections %d (want 1..1000)", ErrConfig, c.MaxElections)
+		return config.New(ErrConfig, "MaxElections", c.MaxElections, "1..1000")
 	}
 	return nil
 }
