@@ -69,6 +69,7 @@ func newApp() *cli.App {
 			tailCommand(),
 			loggerCommand(),
 			archiverCommand(),
+			adminNodeCommand(),
 			replayCommand(),
 			benchCommand(),
 			benchPeerCommand(),
