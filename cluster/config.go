@@ -12,6 +12,7 @@ import (
 
 	"github.com/seqd/seqd/fsm"
 	"github.com/seqd/seqd/internal/config"
+	"github.com/seqd/seqd/ops"
 	"github.com/seqd/seqd/sequencer"
 )
 
@@ -155,6 +156,9 @@ type MemberConfig struct {
 	// peer ports). Loopback by default; give a routable address only on a
 	// trusted network (it can hand the primary role over).
 	AdminAddr string
+	// AdminAuth is who may call the admin surface (ops.MemberSurface):
+	// loopback always, others only with AdminAuth.Token.
+	AdminAuth ops.Auth
 	// Members are the voters a new cluster starts with (this member
 	// included); used only when Dir holds no Raft state yet. Each has its
 	// raft, admin and peer (StreamAddr: seal, fetch, status; served by a

@@ -58,7 +58,10 @@ func (n *Member) Status() ops.MemberStatus {
 		StartedAt:  n.startedAt.Load(),
 		StoppedAt:  n.stoppedAt.Load(),
 		Change:     n.lastChange.Load(),
-		Members:    st.Members(),
+		Members:    ops.PeersOf(st.Members()),
+	}
+	if t := n.raft.LastContact(); !t.IsZero() && s.Leader != n.cfg.ID {
+		s.LastContactNS = time.Since(t).Nanoseconds()
 	}
 	if f := n.fr.get(); f != nil {
 		s.Contiguous = f.Contiguous()

@@ -156,6 +156,7 @@ type Member struct {
 
 	admin   *http.Server
 	adminLn net.Listener
+	surface *ops.Surface
 
 	role atomic.Int32
 	// handover is set while a planned transfer stops this primary: the
@@ -254,9 +255,11 @@ func NewMember(cfg MemberConfig, deps Deps) (*Member, error) {
 		ln.Close()
 		return nil, err
 	}
+	n.surface = ops.MemberSurface(n, cfg.AdminAuth)
 	mux := http.NewServeMux()
-	mux.Handle("/", ops.AdminHandler(n))
-	mux.Handle("/ui/", http.StripPrefix("/ui", pg))
+	mux.Handle("/", n.surface.Handler())
+	// The status page shows what /v1/status does: the same guard.
+	mux.Handle("/ui/", n.surface.Authed(http.StripPrefix("/ui", pg)))
 	mux.Handle("GET /{$}", http.RedirectHandler("/ui/", http.StatusFound))
 	n.admin = &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second}
 	go func() {
@@ -265,6 +268,11 @@ func NewMember(cfg MemberConfig, deps Deps) (*Member, error) {
 	}()
 	return n, nil
 }
+
+// Surface is the member's admin surface (its commands, status, health
+// and metrics), which the admin endpoint serves over HTTP; a console
+// (ops.Surface.ServeConsole) serves the same.
+func (n *Member) Surface() *ops.Surface { return n.surface }
 
 // AdminAddr is the address the admin endpoint listens on.
 func (n *Member) AdminAddr() string { return n.adminLn.Addr().String() }

@@ -51,6 +51,7 @@ type Node struct {
 	onRecv transport.Handler // method value built once
 	spin   time.Duration     // SetIdleSpin
 	run    *agent.Runner     // Run's loop: idling, yielding, the clock
+	admin  adminActions      // AddAdminAction (admin.go)
 	waker  transport.Waker   // the client's, if it has one
 	// rewindPending: the rewind opens once the first live packet fixed
 	// the session (Run goroutine only).

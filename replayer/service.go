@@ -149,6 +149,8 @@ type doReq struct {
 type ServiceStats struct {
 	Contiguous uint64 // highest seq stored whole
 	Durable    uint64 // highest seq fsynced
+	Stable     uint64 // highest stable seq seen in the stream (ops: readiness, lag)
+	Session    uint64 // the session followed (0: none yet)
 	Store      Stats
 	Persist    PersistStats
 	Naks       NakStats
@@ -495,6 +497,8 @@ func (s *Service) snapshot() {
 	st := ServiceStats{
 		Contiguous: s.store.Contiguous(),
 		Durable:    s.store.Durable(),
+		Stable:     s.r.Stable(),
+		Session:    s.r.Session(),
 		Store:      s.store.Stats(),
 		Persist:    s.pend.Stats(),
 		Naks:       s.naks.Stats(),

@@ -10,6 +10,7 @@ import (
 	"github.com/urfave/cli/v2"
 
 	"github.com/seqd/seqd/cluster"
+	"github.com/seqd/seqd/ops"
 	"github.com/seqd/seqd/ops/options"
 	"github.com/seqd/seqd/sequencer"
 	"github.com/seqd/seqd/test/drill"
@@ -24,7 +25,7 @@ func clusterFlags() []cli.Flag {
 		options.Uint("id", 0, "cluster: this member's id (>= 1)"),
 		options.String("dir", "", "cluster: directory of the raft log (raft.db), raft snapshots and the standby's stream store"),
 		options.String("raft-addr", "", "cluster: host:port of this member's Raft transport (default: its entry in --peers)"),
-		options.String("admin-addr", "", "cluster: host:port of this member's admin endpoint, for seqd admin (default: its entry in --peers; keep it on loopback or a trusted network)"),
+		options.String("admin-addr", "", "host:port of the admin endpoint (HTTP: status, commands, /metrics, /healthz, /readyz); cluster: for seqd admin (default: its entry in --peers); standalone: empty for none; off loopback it needs --admin-token"),
 		// --fetch-addr is the old name of --peer-addr (the fetch port
 		// became the peer port): still accepted.
 		options.StringAlias("peer-addr", "fetch-addr", "", "cluster: host:port of this member's peer port, where the other members seal it and fetch its stored stream (default: its entry in --peers; --fetch-addr is an alias)"),
@@ -32,7 +33,7 @@ func clusterFlags() []cli.Flag {
 		options.String("timeouts", "lan", "cluster: timing profile: lan (300 ms heartbeat and election, 290 ms lease; a killed primary is replaced in ~20 ms by the death watch) | wan (1 s, lease 500 ms) | test (300 ms, no prompt check)"),
 		options.String("standby.ack", standbyAck(cluster.DefaultDataConfig()), "cluster: what a standby acks, so what stable means: written (the record is in its store's file: it survives the process, and a quorum of processes on separate machines is the durability, as in Aeron Cluster and Kafka) | durable (fsynced first: survives a power loss of the whole group, and costs one fsync in every safe-mode round trip, about 1-4 ms)"),
 		options.Bool("join", false, "cluster: join a running cluster instead of bootstrapping (then: seqd admin add-member on the primary)"),
-	}, append(faultFlags(), memberGossipFlags()...)...)
+	}, append(append(adminServeFlags(false), faultFlags()...), memberGossipFlags()...)...)
 }
 
 // clusterOnlyKeys are the keys that mean a cluster member: given without
@@ -88,6 +89,10 @@ func clusterConfig(c *cli.Context, seq sequencer.Config, log *slog.Logger) (clus
 	}
 	if a := c.String("admin-addr"); a != "" {
 		cfg.AdminAddr = a
+	}
+	cfg.AdminAuth = adminAuth(c, log)
+	if err := cfg.AdminAuth.CheckListen("admin-addr", cfg.AdminAddr); err != nil {
+		return cfg, err
 	}
 	if cfg.Dir == "" {
 		return cfg, options.KeyError("dir", `""`, "a directory for the raft log, snapshots and stream store")
@@ -178,6 +183,16 @@ func runClusterSequencer(c *cli.Context, seq sequencer.Config, log *slog.Logger)
 		return err
 	}
 	defer p.Close()
+	if a := c.String("console-addr"); a != "" {
+		// The console serves the member's surface (its HTTP endpoint is
+		// the member's own, on --admin-addr).
+		sv, err := ops.Serve(ctx, p.Member.Surface(), cfg.AdminAuth, "admin-addr", "", "console-addr", a)
+		if err != nil {
+			return err
+		}
+		defer sv.Close()
+		log.Info("admin console", "addr", sv.ConsoleAddr())
+	}
 	if g, err := startMemberGossip(c, log, p.Member); err != nil {
 		return err
 	} else if g != nil {

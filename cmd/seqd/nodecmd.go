@@ -11,6 +11,7 @@ import (
 
 	"github.com/seqd/seqd/cmd/seqd/internal/stopsignal"
 	"github.com/seqd/seqd/node"
+	"github.com/seqd/seqd/ops"
 	"github.com/seqd/seqd/ops/options"
 	"github.com/seqd/seqd/test/bench"
 	"github.com/seqd/seqd/tiered"
@@ -43,7 +44,7 @@ func nodeCommand() *cli.Command {
 		replayerFlag(),
 		rewindFlag(),
 		streamWarnFlag(),
-	), gossipFlags(false)...))
+	), append(adminServeFlags(true), gossipFlags(false)...)...))
 	return &cli.Command{
 		Name:  "node",
 		Usage: "run a built-in node: send commands, verify the whole stream, exit 0 once all commands are acknowledged",
@@ -136,6 +137,13 @@ func runNode(cc *cli.Context) error {
 		return options.Keyed(err, nodeKeys)
 	}
 	tiered.SetRewind(ln.Node(), log, rewinds, agent, cfg.Session)
+	asv, err := serveAdmin(cc, ops.NodeSurface(adminAuth(cc, log), ops.KindNode, bench.OrDash(cfg.Account), ln.Node(), client), log)
+	if err != nil {
+		return err
+	}
+	if asv != nil {
+		defer asv.Close()
+	}
 	// cc.Context is done on SIGTERM or SIGINT, even one sent during
 	// start-up: the node then stops with exitInterrupted.
 	ctx, cancel := context.WithTimeout(cc.Context, cc.Duration("timeout"))

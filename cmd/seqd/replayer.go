@@ -14,6 +14,7 @@ import (
 
 	"github.com/seqd/seqd/cmd/seqd/internal/stopsignal"
 	"github.com/seqd/seqd/multicast"
+	"github.com/seqd/seqd/ops"
 	"github.com/seqd/seqd/ops/options"
 	"github.com/seqd/seqd/replayer"
 	"github.com/seqd/seqd/tiered"
@@ -55,7 +56,7 @@ func replayerCommand() *cli.Command {
 		options.Int("store.max-pending-bytes", d.MaxPendingBytes, "frames held back while a hole before them is repaired (beyond it the replayer stops)"),
 		streamWarnFlag(),
 		&cli.BoolFlag{Name: "dry-run", Usage: "validate the configuration, print it and exit"},
-	), gossipFlags(true)...))
+	), append(adminServeFlags(true), gossipFlags(true)...)...))
 	return &cli.Command{
 		Name:  "replayer",
 		Usage: "persist the stream to segment files and answer NAKs for what the sequencer's ring no longer holds",
@@ -151,6 +152,13 @@ func runReplayer(c *cli.Context) error {
 	svc, err := replayer.NewService(cfg, follow, srv)
 	if err != nil {
 		return err
+	}
+	asv, err := serveAdmin(c, ops.ReplayerSurface(adminAuth(c, log), svc, rewindStats, nakAddr, c.String("rewind-addr")), log)
+	if err != nil {
+		return err
+	}
+	if asv != nil {
+		defer asv.Close()
 	}
 	agent, err := startReplayerGossip(c, ctx, log, svc, nakAddr, c.String("rewind-addr"))
 	if err != nil {

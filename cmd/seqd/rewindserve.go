@@ -5,11 +5,24 @@ import (
 	"fmt"
 	"log/slog"
 	"net"
+	"sync/atomic"
 
 	"github.com/seqd/seqd/replayer"
 )
 
 func init() { rewindServe = serveRewinds }
+
+// rewindSrv is the process's rewind server once it serves, for the
+// admin surface's metrics (rewindStats).
+var rewindSrv atomic.Pointer[replayer.RewindServer]
+
+// rewindStats are the rewind server's counters (zero before it serves).
+func rewindStats() replayer.RewindStats {
+	if s := rewindSrv.Load(); s != nil {
+		return s.Stats()
+	}
+	return replayer.RewindStats{}
+}
 
 // serveRewinds is `seqd replayer --rewind-addr`: a RewindServer on addr
 // reading the service's store through its Tip (each rewind with a Reader
@@ -23,6 +36,7 @@ func serveRewinds(ctx context.Context, svc *replayer.Service, addr string, log *
 	if err != nil {
 		return err
 	}
+	rewindSrv.Store(srv)
 	l, err := net.Listen("tcp", addr)
 	if err != nil {
 		return fmt.Errorf("rewind-addr %s: %w", addr, err)

@@ -8,6 +8,7 @@ import (
 	"github.com/urfave/cli/v2"
 
 	"github.com/seqd/seqd/cmd/seqd/internal/stopsignal"
+	"github.com/seqd/seqd/ops"
 	"github.com/seqd/seqd/ops/options"
 
 	"github.com/seqd/seqd/sequencer"
@@ -145,6 +146,16 @@ func runSequencer(c *cli.Context) error {
 		Sequencer: cfg, Transport: transportConfig(c, faults, log),
 		ListenBeforeStart: c.Duration("sequencer.listen-before-start"), Force: c.Bool("force"),
 		IdleSpin: c.Duration("sequencer.idle-spin"), Logger: log,
+	}
+	sc.OnStart = func(a *sequencer.Agent, srv transport.Server) error {
+		s := ops.SequencerSurface(adminAuth(c, log), cfg.Session, func() ops.SequencerSnap {
+			return ops.SequencerSnap{Stats: a.Stats(), LastSeq: a.LastSeq()}
+		}, srv)
+		sv, err := serveAdmin(c, s, log)
+		if sv != nil {
+			go func() { <-ctx.Done(); sv.Close() }()
+		}
+		return err
 	}
 	if p := c.String("publish-times"); p != "" {
 		var traced *bench.TracedServer

@@ -13,6 +13,7 @@ import (
 	"github.com/urfave/cli/v2"
 
 	"github.com/seqd/seqd/node"
+	"github.com/seqd/seqd/ops"
 	"github.com/seqd/seqd/ops/options"
 	"github.com/seqd/seqd/ops/tail"
 	"github.com/seqd/seqd/tiered"
@@ -32,7 +33,7 @@ func tailCommand() *cli.Command {
 		options.Duration("follow-poll", 100*time.Millisecond, "with --follow: how often to look for new records at the archive's end"),
 		rewindFlag(),
 		streamWarnFlag(),
-	), gossipFlags(false)...))
+	), append(adminServeFlags(true), gossipFlags(false)...)...))
 	return &cli.Command{
 		Name:  "tail",
 		Usage: "print the event stream (read-only node)",
@@ -116,6 +117,13 @@ func runTail(cc *cli.Context) error {
 			return options.KeyError("rewind", fmt.Sprintf("%q", a), "empty without --from N (a tail from the live tail has no history to rewind)")
 		}
 		tiered.SetRewind(n, log, rewindAddrs(a), agent, cfg.Session)
+	}
+	asv, err := serveAdmin(cc, ops.NodeSurface(adminAuth(cc, log), ops.KindTail, "tail", n, client), log)
+	if err != nil {
+		return err
+	}
+	if asv != nil {
+		defer asv.Close()
 	}
 	// Done on SIGTERM or SIGINT, even one sent during start-up: the tail
 	// then ends with status 0 like one stopped while printing.

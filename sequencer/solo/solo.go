@@ -35,6 +35,11 @@ type Config struct {
 	// the stopped line, and its error is Run's.
 	Wrap      func(transport.Server) transport.Server
 	AfterStop func() error
+	// OnStart, when set, gets the agent and its server once both are
+	// built, before the ready line: the admin surface reads the agent's
+	// Stats and LastSeq (safe from any goroutine) from there. An error
+	// stops the start.
+	OnStart func(*sequencer.Agent, transport.Server) error
 	// Out receives the ready and stopped lines (nil: os.Stdout).
 	Out io.Writer
 	// Logger hears the probe, the start and the stop; nil logs nowhere.
@@ -119,6 +124,11 @@ func Run(ctx context.Context, cfg Config) error {
 		return err
 	}
 	agent.SetIdleSpin(cfg.IdleSpin)
+	if cfg.OnStart != nil {
+		if err := cfg.OnStart(agent, served); err != nil {
+			return err
+		}
+	}
 	if ctx.Err() != nil {
 		return stoppedInStartup()
 	}
