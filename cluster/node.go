@@ -157,6 +157,9 @@ type Member struct {
 	admin   *http.Server
 	adminLn net.Listener
 	surface *ops.Surface
+	// pageReplayers lists the replayers the status page shows (set by
+	// SetPageReplayers once gossip runs; nil: none).
+	pageReplayers atomic.Pointer[func() []page.Replayer]
 
 	role atomic.Int32
 	// handover is set while a planned transfer stops this primary: the
@@ -241,7 +244,7 @@ func NewMember(cfg MemberConfig, deps Deps) (*Member, error) {
 	n.fsm.Notify(n.applied)
 	n.fr = newFollowers(n)
 	// The status page (ops/page), served beside the REST endpoint.
-	pg, err := page.New(page.DefaultConfig(), &page.Cluster{Name: fmt.Sprintf("member %d", cfg.ID), Local: n.Status})
+	pg, err := page.New(page.DefaultConfig(), &page.Cluster{Name: fmt.Sprintf("member %d", cfg.ID), Local: n.Status, Replayers: n.replayersOnPage})
 	if err != nil {
 		return fail(err)
 	}

@@ -6,6 +6,7 @@ import (
 	"github.com/urfave/cli/v2"
 
 	"github.com/seqd/seqd/cluster"
+	"github.com/seqd/seqd/ops/adminnode"
 	"github.com/seqd/seqd/tiered"
 )
 
@@ -29,8 +30,14 @@ func startMemberGossip(c *cli.Context, log *slog.Logger, m *cluster.Member) (*ti
 		return nil, nil
 	}
 	admin := m.AdminAddr()
-	return startGossip(c, log, func() tiered.Meta {
+	a, err := startGossip(c, log, func() tiered.Meta {
 		st := m.Status()
 		return tiered.Meta{Role: tiered.RoleSequencer, Session: st.Session, Highest: st.Contiguous, AdminAddr: admin}
 	})
+	if err != nil {
+		return nil, err
+	}
+	// The member's status page lists the replayers gossip shows.
+	m.SetPageReplayers(adminnode.NewDeployment(a, nil).Replayers)
+	return a, nil
 }

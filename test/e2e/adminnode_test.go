@@ -19,8 +19,9 @@ import (
 // TestCLI_AdminNodeFindsDeploymentByGossip: `seqd admin-node` is the
 // gossip seed; three cluster members and a replayer join it. Its
 // /v1/deployment shows the three members with the primary they print
-// and the replayer, its page is served, and its console answers status,
-// list and an unknown command as an operator meets them.
+// and the replayer, its page is served (and a member's page lists the
+// replayer too), and its console answers status, list, transfer-primary
+// and an unknown command as an operator meets them.
 func TestCLI_AdminNodeFindsDeploymentByGossip(t *testing.T) {
 	bin := seqd(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
@@ -60,6 +61,21 @@ func TestCLI_AdminNodeFindsDeploymentByGossip(t *testing.T) {
 	}
 	if s.Replayers[0].Name != "rep-1" || s.Unhealthy {
 		t.Fatalf("deployment %+v: want replayer rep-1 and healthy", s)
+	}
+	// A member started with --gossip lists the replayers on its own page.
+	for {
+		var ms page.Status
+		if resp, err := http.Get("http://" + r.admin[0] + "/ui/status.json"); err == nil {
+			_ = json.NewDecoder(resp.Body).Decode(&ms)
+			resp.Body.Close()
+		}
+		if len(ms.Replayers) == 1 && ms.Replayers[0].Name == "rep-1" {
+			break
+		}
+		if ctx.Err() != nil {
+			t.Fatalf("member 1's page shows replayers %+v, want rep-1", ms.Replayers)
+		}
+		time.Sleep(100 * time.Millisecond)
 	}
 	resp, err := http.Get("http://" + httpAddr + "/ui/")
 	if err != nil {
