@@ -191,6 +191,10 @@ type Member struct {
 	startedAt  atomic.Int64 // wall ns of the first record of the current epoch
 	stoppedAt  atomic.Int64 // wall ns the last primary loop of this member ended
 	lastChange atomic.Pointer[ops.Change]
+	// seqStats are the counters of the Core of this member's current or
+	// last epoch as primary (SequencerStats), copied by its loop.
+	seqMu    sync.Mutex
+	seqStats sequencer.Stats
 	// own is the last epoch this process sequenced and what it published
 	// (nil after a restart: a crash may have lost what the store had not
 	// written yet).
@@ -317,6 +321,22 @@ func (n *Member) wakePrimary() {
 // IsLeader says whether this member is the Raft leader (it may still be
 // sealing, not yet sequencing).
 func (n *Member) IsLeader() bool { return n.raft.State() == raft.Leader }
+
+func (n *Member) setSequencerStats(s sequencer.Stats) {
+	n.seqMu.Lock()
+	n.seqStats = s
+	n.seqMu.Unlock()
+}
+
+// SequencerStats are the counters of the sequencer Core of this member's
+// current or last epoch as primary (zero if it never sequenced), as of
+// its loop's last copy (every 50 ms while busy). They start again from
+// zero in each epoch this member leads. Safe from any goroutine.
+func (n *Member) SequencerStats() sequencer.Stats {
+	n.seqMu.Lock()
+	defer n.seqMu.Unlock()
+	return n.seqStats
+}
 
 // LastChange is the timing of the last epoch change this member led, or nil.
 func (n *Member) LastChange() *ops.Change { return n.lastChange.Load() }
@@ -729,6 +749,7 @@ func (n *Member) sequence(ctx context.Context, core *sequencer.Core, out teeSink
 	n.log.Info("primary", "epoch", ch.Epoch, "first_seq", ch.Cut+1, "barrier_us", ch.BarrierUS, "seal_us", ch.SealUS, "catchup_us", ch.CatchUpUS,
 		"commit_us", ch.CommitUS, "takeover_us", ch.TakeoverUS, "open_us", ch.OpenUS, "started_us", ch.StartedUS)
 	defer func() {
+		n.setSequencerStats(core.Stats())
 		n.stoppedAt.Store(time.Now().UnixNano())
 		n.own.Store(&ownEpoch{epoch: ch.Epoch, published: core.Published()})
 		n.log.Info("primary stopped", "epoch", ch.Epoch, "published", core.Published(), "stable", core.Stable())
@@ -821,7 +842,14 @@ type primaryShell struct {
 	// polls counts Polls that were allowed to block (tests: an idle
 	// primary must not wake on a fixed short period).
 	polls uint64
+	// snapAt is the mono ns of the last copy of the Core's counters for
+	// SequencerStats (every statsEvery, as sequencer.Agent does).
+	snapAt int64
 }
+
+// statsEvery is how often the primary's loop copies its Core's counters
+// for SequencerStats (the admin surface's metrics).
+const statsEvery = 50 * time.Millisecond
 
 // maxPrimaryWait bounds a turn's Poll when the stream server cannot be
 // woken (not a transport.Waker), so that a lost leadership stops
@@ -905,6 +933,10 @@ func (sh *primaryShell) DoWork(int64) (int, error) {
 	sh.n.stable.Store(core.Stable())
 	sh.n.published.Store(core.Published())
 	sh.n.lastStamp.Store(core.LastTime())
+	if t.Mono-sh.snapAt >= int64(statsEvery) {
+		sh.snapAt = t.Mono
+		sh.n.setSequencerStats(core.Stats())
+	}
 	if sh.between != nil {
 		return 0, sh.between(t)
 	}

@@ -101,6 +101,30 @@ func (h *standbyHandle) Close() error {
 	return err
 }
 
+// StandbyStats are the counters of the member's standby now (false when
+// it runs none: it is primary, or starting); safe from any goroutine.
+func (p *Process) StandbyStats() (standby.Stats, bool) {
+	h := p.cur.Load()
+	if h == nil {
+		return standby.Stats{}, false
+	}
+	return h.Agent.Stats(), true
+}
+
+// StandbyCounters are the counters of the standby's stream client
+// (false when it runs none, or the client does not count).
+func (p *Process) StandbyCounters() (transport.Counters, bool) {
+	h := p.cur.Load()
+	if h == nil {
+		return transport.Counters{}, false
+	}
+	c, ok := h.client.(transport.Stats)
+	if !ok {
+		return transport.Counters{}, false
+	}
+	return c.Counters(), true
+}
+
 // NewProcess builds member cfg.ID: its data path (data), then the Member
 // wired to it. Close it when Run has returned (or was never called).
 func NewProcess(cfg MemberConfig, data DataConfig, open Opens) (*Process, error) {

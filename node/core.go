@@ -273,6 +273,7 @@ func (c *Core) Stats() Stats {
 	st := c.stats
 	st.Stats = c.r.Stats()
 	st.SmoothedRTT, st.ResendTimeout = time.Duration(c.srtt), time.Duration(c.rto)
+	st.Session, st.Epoch, st.Next, st.StableSeq, st.SeqTimeNS = c.r.Session(), c.r.Epoch(), c.r.Next(), c.r.Stable(), c.r.Now()
 	return st
 }
 

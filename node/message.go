@@ -118,4 +118,17 @@ type Stats struct {
 	// sample) and the resend timeout in use.
 	SmoothedRTT   time.Duration
 	ResendTimeout time.Duration
+
+	// Positions (gauges): the session and epoch followed, the next seq
+	// to deliver, the highest stable seq believed, and the sequencer
+	// time of the last message delivered (or heartbeat once caught up):
+	// the admin surface's lag metrics.
+	Session uint64
+	Epoch   uint32
+	// Turns counts the loop's turns (Run's iterations): liveness, for
+	// the admin surface's /healthz.
+	Turns     uint64
+	Next      uint64
+	StableSeq uint64
+	SeqTimeNS int64
 }

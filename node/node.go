@@ -52,6 +52,7 @@ type Node struct {
 	spin   time.Duration     // SetIdleSpin
 	run    *agent.Runner     // Run's loop: idling, yielding, the clock
 	admin  adminActions      // AddAdminAction (admin.go)
+	turns  uint64            // loop turns that published (under mu; Stats.Turns)
 	waker  transport.Waker   // the client's, if it has one
 	// rewindPending: the rewind opens once the first live packet fixed
 	// the session (Run goroutine only).
@@ -384,7 +385,9 @@ func (n *Node) publish() {
 		n.signalSpace()
 	}
 	n.inflight, n.inflightB = inflight, inflightB
+	n.turns++
 	n.stats = n.core.Stats()
+	n.stats.Turns = n.turns
 	n.mu.Unlock()
 }
 

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/seqd/seqd/fsm"
+	"github.com/seqd/seqd/sequencer"
 )
 
 // MemberReadyLagSeqs is how far (in seqs) a standby may hold less than
@@ -27,7 +28,7 @@ const memberReadyTimeout = time.Second
 // metrics (MemberCollector) and the routes older clients use (Handler).
 func MemberSurface(m Member, auth Auth) *Surface {
 	ms := &memberSurface{m: m, started: time.Now().UnixNano()}
-	s := NewSurface(auth, ms, HealthFuncs{ReadyFunc: ms.ready})
+	s := NewSurface(auth, ms, HealthFuncs{LiveFunc: ms.live, ReadyFunc: ms.ready})
 	s.member = m
 	s.Table.MustAdd(
 		Command{Name: "members", Help: "the cluster's members as this member's failover state has them", Run: func(context.Context, []string) (any, error) {
@@ -42,6 +43,10 @@ func MemberSurface(m Member, auth Auth) *Surface {
 		Command{Name: "force-passive", Args: "ACCOUNT INSTANCE", Mutates: true, Help: "make an instance of a hot-hot account passive (not supported yet)", Run: notYet("force-passive needs hot-hot activation in the sequencer, which has not landed")},
 	)
 	s.Registry.MustRegister(NewMemberCollector(m))
+	if sq, ok := m.(interface{ SequencerStats() sequencer.Stats }); ok {
+		// The primary's counters (cluster.Member has them).
+		s.Registry.MustRegister(NewSequencerCollector(sq.SequencerStats))
+	}
 	return s
 }
 
@@ -60,6 +65,15 @@ type memberSurface struct {
 func (ms *memberSurface) ProcessStatus() ProcessStatus {
 	st := ms.m.Status()
 	return ProcessStatus{Process: KindMember, Name: "member " + strconv.FormatUint(st.ID, 10), PID: os.Getpid(), StartedAt: ms.started, Member: &st}
+}
+
+// live: Raft runs and the member was not shut down.
+func (ms *memberSurface) live() error {
+	st := ms.m.Status()
+	if st.RaftState == "Shutdown" || st.Role == "stopped" {
+		return fmt.Errorf("ops: not live: member %d is %s (raft %s)", st.ID, st.Role, st.RaftState)
+	}
+	return nil
 }
 
 func (ms *memberSurface) ready() error {

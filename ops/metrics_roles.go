@@ -3,6 +3,7 @@ package ops
 import (
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/seqd/seqd/cluster/standby"
 	"github.com/seqd/seqd/node"
 	"github.com/seqd/seqd/receiver"
 	"github.com/seqd/seqd/replayer"
@@ -10,20 +11,20 @@ import (
 	"github.com/seqd/seqd/transport"
 )
 
-// SequencerSnap is what a sequencer collector reads per scrape: the
+// SequencerSnap is what a standalone sequencer's surface reads: the
 // agent's counters and its last seq.
 type SequencerSnap struct {
 	Stats   sequencer.Stats
 	LastSeq uint64
 }
 
-// NewSequencerCollector reports a sequencer's counters (commands,
+// NewSequencerCollector reports a sequencer Core's counters (commands,
 // messages, packets, rejections by reason, drops by reason, NAKs and
 // repairs, flow-control pauses) from snap, taken once per scrape.
-func NewSequencerCollector(snap func() SequencerSnap) prometheus.Collector {
-	type S = SequencerSnap
+func NewSequencerCollector(snap func() sequencer.Stats) prometheus.Collector {
+	type S = sequencer.Stats
 	st := func(f func(*sequencer.Stats) uint64) func(*S) float64 {
-		return func(s *S) float64 { return u(f(&s.Stats)) }
+		return func(s *S) float64 { return u(f(s)) }
 	}
 	rej := func(reason string, f func(*sequencer.Stats) uint64) Field[S] {
 		return Counter("seqd_sequencer_rejected_commands_total", "commands refused (each told to its sender in the stream), by reason", st(f)).With("reason", reason)
@@ -32,7 +33,6 @@ func NewSequencerCollector(snap func() SequencerSnap) prometheus.Collector {
 		return Counter("seqd_sequencer_dropped_commands_total", "command frames dropped without a record, by reason", st(f)).With("reason", reason)
 	}
 	return NewSnapCollector(snap,
-		Gauge("seqd_published_seq", "the last seq published", func(s *S) float64 { return u(s.LastSeq) }),
 		Counter("seqd_sequencer_commands_total", "commands sequenced (whole or reassembled)", st(func(s *sequencer.Stats) uint64 { return s.Commands })),
 		Counter("seqd_sequencer_messages_total", "sequence numbers assigned (messages published)", st(func(s *sequencer.Stats) uint64 { return s.Messages })),
 		Counter("seqd_sequencer_packets_total", "data packets published (first sends)", st(func(s *sequencer.Stats) uint64 { return s.Packets })),
@@ -68,12 +68,12 @@ func NewSequencerCollector(snap func() SequencerSnap) prometheus.Collector {
 // NewTransportCollector reports an endpoint's frames and bytes by
 // direction, dropped frames and refused sends; end names it ("stream",
 // "naks", ...).
-func NewTransportCollector(end string, ep transport.Stats) prometheus.Collector {
+func NewTransportCollector(end string, counters func() transport.Counters) prometheus.Collector {
 	type S = transport.Counters
 	f := func(name, help string, get func(*S) float64) Field[S] {
 		return Counter(name, help, get).With("endpoint", end)
 	}
-	return NewSnapCollector(ep.Counters,
+	return NewSnapCollector(counters,
 		f("seqd_transport_frames_total", "frames through the endpoint, by direction", func(s *S) float64 { return u(s.FramesSent) }).With("endpoint", end, "direction", "sent"),
 		f("seqd_transport_frames_total", "frames through the endpoint, by direction", func(s *S) float64 { return u(s.FramesReceived) }).With("endpoint", end, "direction", "received"),
 		f("seqd_transport_bytes_total", "bytes through the endpoint, by direction", func(s *S) float64 { return u(s.BytesSent) }).With("endpoint", end, "direction", "sent"),
@@ -110,6 +110,15 @@ type NodeSnap struct {
 	Stats     node.Stats
 	Rewinding bool
 	InFlight  int
+	WallNS    int64 // the wall clock when the snapshot was taken
+}
+
+// delivered is the last seq a node delivered.
+func delivered(s *node.Stats) uint64 {
+	if s.Next == 0 {
+		return 0
+	}
+	return s.Next - 1
 }
 
 // NewNodeCollector reports a node's receiving counters (delivered, gaps,
@@ -127,6 +136,21 @@ func NewNodeCollector(snap func() NodeSnap) prometheus.Collector {
 		Gauge("seqd_node_resend_timeout_seconds", "the resend timeout in use", func(s *S) float64 { return s.Stats.ResendTimeout.Seconds() }),
 		Gauge("seqd_node_in_flight_commands", "commands queued or unacked", func(s *S) float64 { return float64(s.InFlight) }),
 		Gauge("seqd_node_rewinding", "1 while the node rewinds (replays history before going live)", func(s *S) float64 { return b2f(s.Rewinding) }),
+		Gauge("seqd_epoch", "the newest epoch seen", func(s *S) float64 { return float64(s.Stats.Epoch) }),
+		Gauge("seqd_stable_seq", "the highest stable seq believed", func(s *S) float64 { return u(s.Stats.StableSeq) }),
+		Gauge("seqd_delivered_seq", "the last seq delivered", func(s *S) float64 { return u(delivered(&s.Stats)) }),
+		Gauge("seqd_receiver_lag_seqs", "stable seqs not delivered yet", func(s *S) float64 {
+			if d := delivered(&s.Stats); s.Stats.StableSeq > d {
+				return u(s.Stats.StableSeq - d)
+			}
+			return 0
+		}),
+		Gauge("seqd_receiver_lag_seconds", "wall clock minus the sequencer time of the last message delivered (or heartbeat once caught up): includes clock skew between hosts and, when idle, up to a heartbeat interval", func(s *S) float64 {
+			if s.Stats.SeqTimeNS == 0 {
+				return 0
+			}
+			return float64(s.WallNS-s.Stats.SeqTimeNS) / 1e9
+		}),
 	)
 	return NewSnapCollector(snap, fs...)
 }
@@ -144,6 +168,7 @@ func NewReplayerCollector(snap func() ReplayerSnap) prometheus.Collector {
 	type S = ReplayerSnap
 	fs := receiverFields(func(s *S) *receiver.Stats { return &s.Service.Receiver })
 	fs = append(fs,
+		Gauge("seqd_replayer_first_seq", "the lowest seq held (0: none): with held_seq, the range it serves", func(s *S) float64 { return u(s.Service.First) }),
 		Gauge("seqd_replayer_held_seq", "the highest seq stored whole", func(s *S) float64 { return u(s.Service.Contiguous) }),
 		Gauge("seqd_replayer_durable_seq", "the highest seq fsynced", func(s *S) float64 { return u(s.Service.Durable) }),
 		Gauge("seqd_stable_seq", "the highest stable seq seen in the stream", func(s *S) float64 { return u(s.Service.Stable) }),
@@ -169,4 +194,24 @@ func NewReplayerCollector(snap func() ReplayerSnap) prometheus.Collector {
 		Counter("seqd_rewind_bytes_total", "stream bytes sent by rewinds", func(s *S) float64 { return u(s.Rewind.Bytes) }),
 	)
 	return NewSnapCollector(snap, fs...)
+}
+
+// NewStandbyCollector reports a cluster member's standby counters
+// (stored, fetched, acked, fsyncs; its store's positions) from snap
+// (false: no standby runs now; the metrics then read 0).
+func NewStandbyCollector(snap func() (standby.Stats, bool)) prometheus.Collector {
+	type S = standby.Stats
+	get := func() S { s, _ := snap(); return s }
+	return NewSnapCollector(get,
+		Counter("seqd_standby_appended_packets_total", "packets the standby appended to its store", func(s *S) float64 { return u(s.Appended) }),
+		Counter("seqd_standby_stashed_packets_total", "packets held until the gap before them filled", func(s *S) float64 { return u(s.Stashed) }),
+		Counter("seqd_standby_duplicate_packets_total", "packets the store held already", func(s *S) float64 { return u(s.Duplicates) }),
+		Counter("seqd_standby_fetched_packets_total", "packets fetched from peers to catch up", func(s *S) float64 { return u(s.Fetched) }),
+		Counter("seqd_standby_acks_sent_total", "acks sent to the primary", func(s *S) float64 { return u(s.AcksSent) }),
+		Counter("seqd_standby_sealed_drops_total", "stream frames of a sealed epoch dropped", func(s *S) float64 { return u(s.SealedDrops) }),
+		Counter("seqd_standby_fsyncs_total", "fsyncs of the standby's store", func(s *S) float64 { return u(s.Fsyncs) }),
+		Counter("seqd_standby_receiver_errors_total", "malformed frames the standby's receiver counted", func(s *S) float64 { return u(s.ReceiverErrs) }),
+		Gauge("seqd_standby_durable_seq", "highest seq the standby fsynced", func(s *S) float64 { return u(s.Durable) }),
+		Gauge("seqd_standby_acked_seq", "last seq the standby acked", func(s *S) float64 { return u(s.Acked) }),
+	)
 }

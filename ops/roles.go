@@ -8,6 +8,7 @@ import (
 
 	"github.com/seqd/seqd/node"
 	"github.com/seqd/seqd/replayer"
+	"github.com/seqd/seqd/sequencer"
 	"github.com/seqd/seqd/transport"
 )
 
@@ -32,10 +33,12 @@ func SequencerSurface(auth Auth, session uint64, snap func() SequencerSnap, srv 
 			Sequencer: &SequencerStatus{Session: session, Epoch: 1, Published: sn.LastSeq, Stable: sn.LastSeq,
 				Commands: sn.Stats.Commands, Rejected: sn.Stats.Rejected}}
 	})
-	s := NewSurface(auth, st, nil)
-	s.Registry.MustRegister(NewSequencerCollector(snap))
+	live := ProgressLive("the sequencer's loop", func() uint64 { sn := snap(); return sn.Stats.Heartbeats + sn.Stats.Packets }, DefaultStall)
+	s := NewSurface(auth, st, HealthFuncs{LiveFunc: live})
+	s.Registry.MustRegister(NewSequencerCollector(func() sequencer.Stats { return snap().Stats }),
+		NewSnapCollector(snap, Gauge("seqd_published_seq", "the last seq published", func(s *SequencerSnap) float64 { return u(s.LastSeq) })))
 	if c, ok := srv.(transport.Stats); ok {
-		s.Registry.MustRegister(NewTransportCollector("stream", c))
+		s.Registry.MustRegister(NewTransportCollector("stream", c.Counters))
 	}
 	return s
 }
@@ -55,11 +58,12 @@ func ReplayerSurface(auth Auth, svc *replayer.Service, rewind func() replayer.Re
 	st := StatusFunc(func() ProcessStatus {
 		sn := snap()
 		return ProcessStatus{Process: KindReplayer, Name: "replayer", PID: os.Getpid(), StartedAt: started,
-			Replayer: &ReplayerStatus{Session: sn.Service.Session, Contiguous: sn.Service.Contiguous, Durable: sn.Service.Durable,
+			Replayer: &ReplayerStatus{Session: sn.Service.Session, First: sn.Service.First, Contiguous: sn.Service.Contiguous, Durable: sn.Service.Durable,
 				Stable: sn.Service.Stable, Rewinds: sn.Rewind.Accepted, Active: sn.Rewind.Active, NakAddr: nakAddr, RewindAddr: rewindAddr}}
 	})
 	ready := func() error { return replayerReady(svc.Stats()) }
-	s := NewSurface(auth, st, HealthFuncs{ReadyFunc: ready})
+	live := ProgressLive("the replayer's loop", func() uint64 { return svc.Stats().Snapshots }, DefaultStall)
+	s := NewSurface(auth, st, HealthFuncs{LiveFunc: live, ReadyFunc: ready})
 	s.Registry.MustRegister(NewReplayerCollector(snap))
 	return s
 }
@@ -92,17 +96,18 @@ func NodeSurface(auth Auth, kind, name string, n *node.Node, client transport.Cl
 		}
 		return nil
 	}
-	s := NewSurface(auth, st, HealthFuncs{ReadyFunc: ready})
+	live := ProgressLive("the node's loop", func() uint64 { return n.Stats().Turns }, DefaultStall)
+	s := NewSurface(auth, st, HealthFuncs{LiveFunc: live, ReadyFunc: ready})
 	if err := s.Table.AddNode(name, nc); err != nil {
 		// An account named like a command ("status"): its status is
 		// still the process's.
 		s.log.Warn("admin: node not added to the command table", "name", name, "err", err)
 	}
 	s.Registry.MustRegister(NewNodeCollector(func() NodeSnap {
-		return NodeSnap{Stats: n.Stats(), Rewinding: n.Rewinding(), InFlight: n.InFlight()}
+		return NodeSnap{Stats: n.Stats(), Rewinding: n.Rewinding(), InFlight: n.InFlight(), WallNS: time.Now().UnixNano()}
 	}))
 	if c, ok := client.(transport.Stats); ok {
-		s.Registry.MustRegister(NewTransportCollector("stream", c))
+		s.Registry.MustRegister(NewTransportCollector("stream", c.Counters))
 	}
 	return s
 }
@@ -115,6 +120,7 @@ type nodeControl struct {
 func (c *nodeControl) status() NodeStatus {
 	st := c.n.Stats()
 	return NodeStatus{Account: c.name, Incarnation: c.n.Incarnation(), Rewinding: c.n.Rewinding(), InFlight: c.n.InFlight(),
+		Session: st.Session, Epoch: uint64(st.Epoch), DeliveredSeq: delivered(&st), Stable: st.StableSeq,
 		Delivered: st.Delivered, Gaps: st.Gaps, NaksSent: st.NaksSent, CommandsSent: st.CommandsSent, Acked: st.Acked, Rejected: st.Rejected}
 }
 

@@ -95,6 +95,7 @@ type SequencerStatus struct {
 // session, and the stable seq it last saw.
 type ReplayerStatus struct {
 	Session    uint64 `json:"session"`
+	First      uint64 `json:"first"`      // lowest seq held (0: none)
 	Contiguous uint64 `json:"contiguous"` // highest seq stored whole
 	Durable    uint64 `json:"durable"`    // highest seq fsynced
 	Stable     uint64 `json:"stable"`     // highest stable seen in the stream
@@ -108,6 +109,10 @@ type ReplayerStatus struct {
 type NodeStatus struct {
 	Account      string `json:"account"`
 	Incarnation  uint64 `json:"incarnation"`
+	Session      uint64 `json:"session"`
+	Epoch        uint64 `json:"epoch"`
+	DeliveredSeq uint64 `json:"delivered_seq"` // last seq delivered
+	Stable       uint64 `json:"stable"`        // highest stable seq believed
 	Rewinding    bool   `json:"rewinding"`
 	InFlight     int    `json:"in_flight"` // commands queued or unacked
 	Delivered    uint64 `json:"delivered_total"`

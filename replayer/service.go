@@ -136,6 +136,7 @@ type Service struct {
 
 	contiguous atomic.Uint64
 	durable    atomic.Uint64
+	snaps      uint64     // snapshots taken (the Run goroutine's)
 	mu         sync.Mutex // guards stats
 	stats      ServiceStats
 }
@@ -147,10 +148,12 @@ type doReq struct {
 
 // ServiceStats are a Service's counters, as of a recent loop iteration.
 type ServiceStats struct {
+	First      uint64 // lowest seq held (0: none)
 	Contiguous uint64 // highest seq stored whole
 	Durable    uint64 // highest seq fsynced
 	Stable     uint64 // highest stable seq seen in the stream (ops: readiness, lag)
 	Session    uint64 // the session followed (0: none yet)
+	Snapshots  uint64 // snapshots taken (one per loop turn at most, every 10 ms while it turns): liveness
 	Store      Stats
 	Persist    PersistStats
 	Naks       NakStats
@@ -494,11 +497,17 @@ func (s *Service) fail(err error) {
 }
 
 func (s *Service) snapshot() {
+	var first uint64
+	if o, ok := s.store.Oldest(); ok {
+		first = o.FirstSeq
+	}
 	st := ServiceStats{
+		First:      first,
 		Contiguous: s.store.Contiguous(),
 		Durable:    s.store.Durable(),
 		Stable:     s.r.Stable(),
 		Session:    s.r.Session(),
+		Snapshots:  s.snaps + 1,
 		Store:      s.store.Stats(),
 		Persist:    s.pend.Stats(),
 		Naks:       s.naks.Stats(),
@@ -506,6 +515,7 @@ func (s *Service) snapshot() {
 	}
 	s.contiguous.Store(st.Contiguous)
 	s.durable.Store(st.Durable)
+	s.snaps = st.Snapshots
 	s.mu.Lock()
 	s.stats = st
 	s.mu.Unlock()

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -43,10 +44,12 @@ func adminCommand() *cli.Command {
 		Subcommands: []*cli.Command{
 			{
 				Name:  "status",
-				Usage: "members, roles, epoch, primary, stable, lag and readiness of a sequencer cluster",
+				Usage: "members, roles, epoch, primary, stable, lag and readiness of a sequencer cluster (or the status of any other seqd process)",
 				Description: `Exit status: 0 a primary serves and every member answers and is ready;
 3 a primary serves but a member does not answer or is not ready (catching up);
 4 no primary, or no quorum of members answers; 1 an error (nothing answered).
+Asked of another process (a replayer, a node, a tail, a standalone
+sequencer: its --admin-addr), prints its status: 0 ready, 3 not ready.
 
 Example:
    seqd admin status --addr 127.0.0.1:7401`,
@@ -130,6 +133,23 @@ func adminAddrs(c *cli.Context) []string {
 		}
 	}
 	return out
+}
+
+// firstProcess asks the --addr addresses in turn for their status and
+// returns the first answer; the error names every address tried.
+func firstProcess(ctx context.Context, cl *ops.Client, addrs []string) (string, ops.ProcessStatus, error) {
+	var errs []string
+	for _, a := range addrs {
+		st, err := cl.FetchProcess(ctx, a)
+		if err == nil {
+			return a, st, nil
+		}
+		errs = append(errs, err.Error())
+		if ctx.Err() != nil {
+			break
+		}
+	}
+	return "", ops.ProcessStatus{}, fmt.Errorf("admin: no admin endpoint answered (%s); give one with --addr", strings.Join(errs, "; "))
 }
 
 // firstMember asks the --addr addresses in turn for a member's status
@@ -238,15 +258,33 @@ func runAdminStatus(c *cli.Context) error {
 	ctx, cancel := adminCtx(c)
 	defer cancel()
 	cl := adminClient(c)
-	_, first, err := firstMember(ctx, cl, adminAddrs(c))
+	addr, ps, err := firstProcess(ctx, cl, adminAddrs(c))
 	if err != nil {
 		return err
 	}
-	v := viewCluster(ctx, cl, first)
+	if ps.Member == nil {
+		// Another kind of process: its status, and whether it is ready.
+		return processStatus(addr, ps)
+	}
+	v := viewCluster(ctx, cl, *ps.Member)
 	code, words := v.verdict()
 	printView(os.Stdout, v, words)
 	if code != 0 {
 		return &codedError{code: code, err: fmt.Errorf("admin status: %s", words)}
+	}
+	return nil
+}
+
+// processStatus prints the status of a process that is no cluster
+// member; exit 0 when ready, 3 (exitDegraded) when not.
+func processStatus(addr string, ps ops.ProcessStatus) error {
+	b, err := json.MarshalIndent(ps, "", "  ")
+	if err != nil {
+		return err
+	}
+	fmt.Printf("%s %s at %s: ready=%v\n%s\n", ps.Process, ps.Name, addr, ps.Ready, b)
+	if !ps.Ready {
+		return &codedError{code: exitDegraded, err: fmt.Errorf("admin status: %s at %s is not ready: %s", ps.Process, addr, strings.TrimPrefix(ps.Reason, ops.ErrNotReady.Error()+": "))}
 	}
 	return nil
 }

@@ -183,6 +183,10 @@ func runClusterSequencer(c *cli.Context, seq sequencer.Config, log *slog.Logger)
 		return err
 	}
 	defer p.Close()
+	// The standby's counters join the member's own (status, Raft, the
+	// primary's sequencer) on its /metrics.
+	p.Member.Surface().Registry.MustRegister(ops.NewStandbyCollector(p.StandbyStats),
+		ops.NewTransportCollector("standby", func() transport.Counters { c, _ := p.StandbyCounters(); return c }))
 	if a := c.String("console-addr"); a != "" {
 		// The console serves the member's surface (its HTTP endpoint is
 		// the member's own, on --admin-addr).

@@ -53,6 +53,16 @@ func TestOps_RestartedMemberReadyOnlyOnceCaughtUp(t *testing.T) {
 	if out, rc := adminRC(ctx, bin, "status", "--addr", r.admin[0]); rc != 0 || !strings.Contains(out, "primary="+fmt.Sprint(p.id)) {
 		t.Fatalf("status of a healthy cluster: rc %d, want 0 and primary=%d\n%s", rc, p.id, out)
 	}
+	// A transfer to the primary itself says so, once, and changes nothing.
+	out, rc := adminRC(ctx, bin, "transfer-primary", "--addr", r.admin[p.id%3], fmt.Sprint(p.id))
+	if want := fmt.Sprintf("admin: member %d is the primary already (epoch 1): nothing to do\n", p.id); rc != 0 || out != want {
+		t.Fatalf("transfer-primary to the primary: rc %d, %q; want 0, %q", rc, out, want)
+	}
+	// Nothing listening: exit 1, in words, not Go's Get "http://...".
+	dead := freeTCPAddr(t)
+	if out, rc := adminRC(ctx, bin, "status", "--addr", dead); rc != 1 || strings.Contains(out, `Get "http`) || !strings.Contains(out, dead+": connection refused") {
+		t.Fatalf("status of nothing: rc %d\n%s", rc, out)
+	}
 	s := r.procs[p.id%3] // a standby
 	if err := s.Signal(syscall.SIGKILL); err != nil {
 		t.Fatal(err)
@@ -68,6 +78,22 @@ func TestOps_RestartedMemberReadyOnlyOnceCaughtUp(t *testing.T) {
 	published := p.published(t, ctx, r)
 	if published < count {
 		t.Fatalf("primary published %d, want >= %d", published, count)
+	}
+	// The primary's /metrics counts the commands its loop sequenced (as
+	// of its last copy, every 50 ms); the live standby's, what it stored.
+	var pm map[string]float64
+	for ctx.Err() == nil {
+		if pm = scrape(t, r.admin[p.id-1]); pm["seqd_sequencer_commands_total"] >= count {
+			break
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	if pm["seqd_published_seq"] != float64(published) || pm[`seqd_member_role{role="primary"}`] != 1 {
+		t.Fatalf("primary's metrics: published %v (status %d), role %v", pm["seqd_published_seq"], published, pm[`seqd_member_role{role="primary"}`])
+	}
+	live := r.procs[(p.id+1)%3]
+	if sm := scrape(t, r.admin[live.id-1]); sm["seqd_standby_appended_packets_total"] == 0 || sm[`seqd_transport_bytes_total{direction="received",endpoint="standby"}`] < count*64 {
+		t.Fatalf("standby %d's metrics: appended %v packets, received %v bytes", live.id, sm["seqd_standby_appended_packets_total"], sm[`seqd_transport_bytes_total{direction="received",endpoint="standby"}`])
 	}
 
 	back := r.start(ctx, s.id, s.args)
@@ -123,7 +149,7 @@ func TestOps_RestartedMemberReadyOnlyOnceCaughtUp(t *testing.T) {
 			<-q.exited
 		}
 	}
-	out, rc := adminRC(ctx, bin, "status", "--addr", addr, "--timeout", "3s")
+	out, rc = adminRC(ctx, bin, "status", "--addr", addr, "--timeout", "3s")
 	if rc != 4 || !strings.Contains(out, "primary=none") {
 		t.Fatalf("status with two of three down: rc %d, want 4 and primary=none\n%s", rc, out)
 	}
@@ -171,6 +197,8 @@ func TestOps_MetricsAndConsoleAfterTraffic(t *testing.T) {
 	seq, lines, stderr := startSequencer(t, ctx, bin, append([]string{"--admin-addr", seqAdmin, "--console-addr", seqConsole}, net...))
 	defer stopSequencer(t, seq, lines, stderr)
 	rep := startLineProc(t, ctx, bin, append([]string{"replayer", "--dir", t.TempDir(), "--nak-addr", freeUDPAddr(t), "--admin-addr", repAdmin}, net...), "replayer", false)
+	tailAdmin := freeTCPAddr(t)
+	startLineProc(t, ctx, bin, append([]string{"tail", "--admin-addr", tailAdmin}, net...), "tail", false)
 	const count, size = 2000, 100
 	if out, err := exec.CommandContext(ctx, bin, append([]string{"node", "--account", "SCRAPE", "--count", fmt.Sprint(count), "--size", fmt.Sprint(size), "--timeout", "40s"}, net...)...).CombinedOutput(); err != nil {
 		t.Fatalf("node: %v\n%s", err, tailOf(string(out), 2000))
@@ -206,6 +234,9 @@ func TestOps_MetricsAndConsoleAfterTraffic(t *testing.T) {
 		}
 		rm := scrape(t, repAdmin)
 		if rm["seqd_replayer_held_seq"] >= published {
+			if rm["seqd_replayer_first_seq"] != 1 {
+				t.Fatalf("replayer's range starts at %v, want 1", rm["seqd_replayer_first_seq"])
+			}
 			if rm["seqd_delivered_messages_total"] < count || rm["seqd_replayer_appended_bytes_total"] < count*size {
 				t.Fatalf("replayer holds %v but delivered %v messages, appended %v bytes", rm["seqd_replayer_held_seq"], rm["seqd_delivered_messages_total"], rm["seqd_replayer_appended_bytes_total"])
 			}
@@ -219,6 +250,33 @@ func TestOps_MetricsAndConsoleAfterTraffic(t *testing.T) {
 	ps, err := ops.DefaultClient.FetchProcess(ctx, repAdmin)
 	if err != nil || ps.Process != ops.KindReplayer || ps.Replayer == nil || float64(ps.Replayer.Contiguous) < published || !ps.Ready {
 		t.Fatalf("replayer status %+v (%+v), %v", ps, ps.Replayer, err)
+	}
+
+	// A tail's position: it delivered everything stable, no lag.
+	for ctx.Err() == nil {
+		tm := scrape(t, tailAdmin)
+		if tm["seqd_delivered_seq"] >= published {
+			if tm["seqd_receiver_lag_seqs"] != 0 || tm["seqd_stable_seq"] < published || tm["seqd_delivered_messages_total"] < count {
+				t.Fatalf("tail delivered up to %v: lag %v, stable %v, delivered %v messages", tm["seqd_delivered_seq"], tm["seqd_receiver_lag_seqs"], tm["seqd_stable_seq"], tm["seqd_delivered_messages_total"])
+			}
+			break
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	for _, a := range []string{seqAdmin, repAdmin, tailAdmin} {
+		resp, err := http.Get("http://" + a + "/healthz")
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode != 200 || strings.TrimSpace(string(b)) != "ok" {
+			t.Fatalf("%s /healthz: %d %q", a, resp.StatusCode, b)
+		}
+	}
+	var ns ops.NodeStatus
+	if _, err := ops.DefaultClient.Exec(ctx, tailAdmin, "tail status", &ns); err != nil || float64(ns.DeliveredSeq) < published || ns.Rewinding {
+		t.Fatalf("tail status over the command language: %+v, %v", ns, err)
 	}
 
 	// The console, over TCP as telnet would.
