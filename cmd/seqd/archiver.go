@@ -17,6 +17,7 @@ func archiverCommand() *cli.Command {
 		options.String("to", "", "destination directory (or file:///path; mount an object store to ship to it): each session goes to TO/SESSION with MANIFEST.json and SHA256SUMS"),
 		options.Duration("settle", def.Settle, "a session is finished once its segment files have not changed for this long"),
 		options.Duration("interval", def.Interval, "how often to look for finished sessions"),
+		options.Bool("reverify", false, "read every shipped session and its copy again at each scan (a damaged copy is shipped again); without it a session whose files did not change since it was shipped is skipped"),
 		options.Bool("once", false, "ship what is finished now and exit (status 1 if any session failed) instead of watching"),
 		options.Bool("verbose", false, "debug logging"),
 	})
@@ -28,8 +29,9 @@ func archiverCommand() *cli.Command {
 every file through a temporary name, fsynced and renamed, then read back
 and compared by SHA-256 and size, the copy opened as an archive of the
 same session and range, and SHA256SUMS and MANIFEST.json written last.
-Re-runs are idempotent: a shipped session is left alone, a damaged copy
-is shipped again.
+Re-runs are idempotent: a shipped session is left alone (not read again
+unless its files changed, or --reverify: then a damaged copy is shipped
+again).
 
 Example:
   seqd archiver --from /var/lib/seqd/replayer --to /mnt/archive --settle 10m
@@ -48,7 +50,7 @@ func runArchiver(cc *cli.Context) error {
 	log := options.NewLogger(cc)
 	cfg := archiver.DefaultConfig()
 	cfg.Source, cfg.Dest = cc.String("from"), cc.String("to")
-	cfg.Settle, cfg.Interval = cc.Duration("settle"), cc.Duration("interval")
+	cfg.Settle, cfg.Interval, cfg.Reverify = cc.Duration("settle"), cc.Duration("interval"), cc.Bool("reverify")
 	keys := map[string]string{"Source": "from", "Dest": "to", "Settle": "settle", "Interval": "interval"}
 	if err := cfg.Validate(); err != nil {
 		return options.Keyed(err, keys)

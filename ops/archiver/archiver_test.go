@@ -182,6 +182,25 @@ func TestScan_SettleThenShip(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
+	// A second scan does not read what did not change since it was
+	// shipped (a copy damaged since goes unnoticed); Reverify reads it
+	// all again and ships the damaged file again.
+	segs, _ := filepath.Glob(filepath.Join(dest, "1", "*.seg"))
+	b, _ := os.ReadFile(segs[0])
+	b[len(b)-1] ^= 0xff
+	if err := os.WriteFile(segs[0], b, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	reps, err = Scan(cfg, time.Now().Add(cfg.Settle))
+	if err != nil || Failed(reps) != nil || !reps[0].Result.UpToDate || reps[0].Result.Copied != 0 {
+		t.Fatalf("second scan: %+v %v", reps, err)
+	}
+	cfg.Reverify = true
+	reps, err = Scan(cfg, time.Now().Add(cfg.Settle))
+	if err != nil || Failed(reps) != nil || reps[0].Result.Copied != 1 || !reps[1].Result.UpToDate {
+		t.Fatalf("scan with Reverify: %+v %v: want session 1's damaged file copied again, session 2 up to date", reps, err)
+	}
+
 	cfg.Dest = "s3://bucket/x"
 	if err := cfg.Validate(); err == nil || !strings.Contains(err.Error(), "Dest") {
 		t.Fatalf("s3 dest: %v", err)

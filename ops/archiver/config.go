@@ -22,6 +22,10 @@ type Config struct {
 	Settle time.Duration
 	// Interval is how often Run looks for finished sessions.
 	Interval time.Duration
+	// Reverify makes every scan read each shipped session and its copy
+	// again (and ship a damaged copy again); without it a scan skips a
+	// session whose files did not change since its manifest was written.
+	Reverify bool
 }
 
 // DefaultConfig waits 5 minutes of quiet and looks each minute.

@@ -14,7 +14,9 @@
 // whole, verified copy. Re-runs are idempotent: a session whose
 // manifest and files match is left alone, and a file already there with
 // the right checksum is not copied again; a copy that no longer
-// verifies is shipped again.
+// verifies is shipped again. A Scan does not read a session again when
+// a manifest written after its files last changed lists them with their
+// sizes (Config.Reverify reads and checks everything each time).
 //
 // Main types: Config, Manifest, Result and Report; Ship (one session),
 // Scan (every finished session of a source) and Run (Scan each
