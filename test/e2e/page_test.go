@@ -50,6 +50,7 @@ func TestPage_ShowsClusterAndFailover(t *testing.T) {
 		t.Skip("chromium not found: install it (apt-get install chromium, or make chromium) to run the status page's browser test")
 	}
 	bin := seqd(t)
+	t0 := time.Now()
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
 	net := udpArgs(groups(919))
@@ -65,13 +66,15 @@ func TestPage_ShowsClusterAndFailover(t *testing.T) {
 	defer acancel()
 	bctx, bcancel := chromedp.NewContext(actx, chromedp.WithLogf(t.Logf))
 	defer bcancel()
-	load := func(id int) {
-		url := "http://" + r.admin[id-1] + "/ui/"
+	load := func(id int, query string) {
+		url := "http://" + r.admin[id-1] + "/ui/" + query
 		if err := chromedp.Do(bctx, chromedp.Navigate(url)); err != nil {
 			t.Fatalf("load %s: %v", url, err)
 		}
 	}
-	load(viewer)
+	t.Logf("cluster up at %v", time.Since(t0))
+	load(viewer, "")
+	t.Logf("page loaded at %v", time.Since(t0))
 	read := func() pageView {
 		v, err := chromedp.Run(bctx, chromedp.Evaluate[pageView](`({
 			Primary: document.getElementById("primary").textContent,
@@ -112,7 +115,7 @@ func TestPage_ShowsClusterAndFailover(t *testing.T) {
 	if old.id == viewer {
 		// The viewer itself became primary: watch from another member.
 		viewer = old.id%3 + 1
-		load(viewer)
+		load(viewer, "")
 		v = await(10*time.Second, "the primary and epoch the members print", shows)
 	}
 	s1 := seqOf(v.Stable)
@@ -137,6 +140,7 @@ func TestPage_ShowsClusterAndFailover(t *testing.T) {
 		t.Logf("screenshot: %s (%d bytes)", path, len(png))
 	}
 
+	t.Logf("killing the primary at %v", time.Since(t0))
 	killed := time.Now()
 	if err := old.Signal(syscall.SIGKILL); err != nil {
 		t.Fatal(err)
@@ -158,6 +162,11 @@ func TestPage_ShowsClusterAndFailover(t *testing.T) {
 	if limit := refresh + 800*time.Millisecond; time.Duration(at-startedNS) > limit {
 		t.Fatalf("the page showed the new epoch in a gathering %.0f ms after its first record: more than one refresh and a gathering (%v)", shownMS, limit)
 	}
+	// The polling fallback (?poll) shows the same.
+	load(viewer, "?poll")
+	await(3*time.Second, fmt.Sprintf("primary %d epoch %d when polling", p.id, e1), func(v pageView) bool {
+		return v.Primary == fmt.Sprint(p.id) && v.Epoch == fmt.Sprint(e1)
+	})
 	unreachable, err := chromedp.Run(bctx, chromedp.Evaluate[bool](`document.querySelector("#members .role-unreachable") !== null`))
 	if err != nil {
 		t.Fatal(err)
