@@ -73,5 +73,15 @@ lint: fmt-check vet
 demo:
 	$(GO) run ./cmd/seqd demo
 
+.PHONY: chromium page-screenshot
+
+## chromium: Debian's Chromium, for the status page's browser test.
+chromium:
+	command -v chromium >/dev/null || { apt-get update -qq && apt-get install -y -qq chromium; }
+
+## page-screenshot: the README's picture of the status page (a real group).
+page-screenshot: chromium
+	SEQD_PAGE_SCREENSHOT=$(CURDIR)/docs/img/status-page.png $(GO) test -count=1 -run TestPage_ShowsClusterAndFailover ./test/e2e
+
 clean:
 	rm -rf bin out

@@ -18,6 +18,7 @@ import (
 	"github.com/seqd/seqd/fsm"
 	"github.com/seqd/seqd/internal/agent"
 	"github.com/seqd/seqd/ops"
+	"github.com/seqd/seqd/ops/page"
 	"github.com/seqd/seqd/sequencer"
 	"github.com/seqd/seqd/transport"
 )
@@ -156,6 +157,9 @@ type Member struct {
 	admin   *http.Server
 	adminLn net.Listener
 	surface *ops.Surface
+	// pageReplayers lists the replayers the status page shows (set by
+	// SetPageReplayers once gossip runs; nil: none).
+	pageReplayers atomic.Pointer[func() []page.Replayer]
 
 	role atomic.Int32
 	// handover is set while a planned transfer stops this primary: the
@@ -243,6 +247,11 @@ func NewMember(cfg MemberConfig, deps Deps) (*Member, error) {
 	}
 	n.fsm.Notify(n.applied)
 	n.fr = newFollowers(n)
+	// The status page (ops/page), served beside the REST endpoint.
+	pg, err := page.New(page.DefaultConfig(), &page.Cluster{Name: fmt.Sprintf("member %d", cfg.ID), Local: n.Status, Replayers: n.replayersOnPage})
+	if err != nil {
+		return fail(err)
+	}
 	ln, err := net.Listen("tcp", cfg.AdminAddr)
 	if err != nil {
 		return fail(fmt.Errorf("cluster: admin endpoint: %w", err))
@@ -254,7 +263,12 @@ func NewMember(cfg MemberConfig, deps Deps) (*Member, error) {
 		return nil, err
 	}
 	n.surface = ops.MemberSurface(n, cfg.AdminAuth)
-	n.admin = &http.Server{Handler: n.surface.Handler(), ReadHeaderTimeout: 5 * time.Second}
+	mux := http.NewServeMux()
+	mux.Handle("/", n.surface.Handler())
+	// The status page shows what /v1/status does: the same guard.
+	mux.Handle("/ui/", n.surface.Authed(http.StripPrefix("/ui", pg)))
+	mux.Handle("GET /{$}", http.RedirectHandler("/ui/", http.StatusFound))
+	n.admin = &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second}
 	go func() {
 		// Serve returns when the endpoint is closed (Close).
 		_ = n.admin.Serve(ln)

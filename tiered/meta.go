@@ -55,13 +55,17 @@ type Meta struct {
 	// Load is the member's own measure of how busy it is (a replayer:
 	// rewinds in progress); lower is preferred.
 	Load uint32
+	// AdminAddr is the member's admin endpoint (HTTP: status, the status
+	// page), "" if none: how `seqd admin-node` finds a deployment's
+	// sequencer members. Encoding version 2.
+	AdminAddr string
 }
 
 // Encoding limits. A Meta rides in every memberlist alive message, whose
 // meta is at most 512 bytes (memberlist.MetaMaxSize).
 const (
 	// MetaVersion is the encoding this package writes.
-	MetaVersion = 1
+	MetaVersion = 2
 	// MaxMetaBytes bounds an encoded Meta (memberlist.MetaMaxSize).
 	MaxMetaBytes = 512
 	// MaxNameBytes and MaxAddrBytes bound the string fields.
@@ -83,6 +87,10 @@ const (
 //	nak      uvarint length (0..MaxAddrBytes), bytes
 //	rewind   uvarint length (0..MaxAddrBytes), bytes
 //
+// Version 2 appends:
+//
+//	admin    uvarint length (0..MaxAddrBytes), bytes
+//
 // Versioning: a later version only appends fields after these and bumps
 // the version byte, so a reader of version 1 reads the fields it knows
 // from any version >= 1 and ignores the rest (members of mixed versions
@@ -101,7 +109,7 @@ func AppendMeta(b []byte, m *Meta) ([]byte, error) {
 	b = binary.AppendUvarint(b, m.Lowest)
 	b = binary.AppendUvarint(b, m.Highest)
 	b = binary.AppendUvarint(b, uint64(m.Load))
-	for _, s := range [...]string{m.Name, m.NAKAddr, m.RewindAddr} {
+	for _, s := range [...]string{m.Name, m.NAKAddr, m.RewindAddr, m.AdminAddr} {
 		b = binary.AppendUvarint(b, uint64(len(s)))
 		b = append(b, s...)
 	}
@@ -118,7 +126,7 @@ func (m *Meta) check() error {
 		return fmt.Errorf("%w: role %d", ErrMeta, m.Role)
 	case len(m.Name) == 0 || len(m.Name) > MaxNameBytes || !utf8.ValidString(m.Name):
 		return fmt.Errorf("%w: name of %d bytes (want 1..%d of UTF-8)", ErrMetaTooLarge, len(m.Name), MaxNameBytes)
-	case len(m.NAKAddr) > MaxAddrBytes || len(m.RewindAddr) > MaxAddrBytes:
+	case len(m.NAKAddr) > MaxAddrBytes || len(m.RewindAddr) > MaxAddrBytes || len(m.AdminAddr) > MaxAddrBytes:
 		return fmt.Errorf("%w: an address longer than %d bytes", ErrMetaTooLarge, MaxAddrBytes)
 	case m.Lowest > m.Highest:
 		return fmt.Errorf("%w: lowest seq %d above highest %d", ErrMeta, m.Lowest, m.Highest)
@@ -148,6 +156,9 @@ func DecodeMeta(b []byte, m *Meta) error {
 	m.Name = d.str(MaxNameBytes)
 	m.NAKAddr = d.str(MaxAddrBytes)
 	m.RewindAddr = d.str(MaxAddrBytes)
+	if b[0] >= 2 {
+		m.AdminAddr = d.str(MaxAddrBytes)
+	}
 	if d.err != nil {
 		return d.err
 	}
@@ -155,7 +166,7 @@ func DecodeMeta(b []byte, m *Meta) error {
 		return fmt.Errorf("%w: load %d", ErrMeta, load)
 	}
 	m.Load = uint32(load)
-	if b[0] == MetaVersion && len(d.b) != 0 {
+	if b[0] <= MetaVersion && len(d.b) != 0 {
 		return fmt.Errorf("%w: %d bytes after the last field", ErrMeta, len(d.b))
 	}
 	return m.check()

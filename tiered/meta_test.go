@@ -15,10 +15,10 @@ func replayerMeta() Meta {
 func TestMeta_RoundTrip(t *testing.T) {
 	cases := []Meta{
 		replayerMeta(),
-		{Name: "seq-1", Role: RoleSequencer, Session: 9},
+		{Name: "seq-1", Role: RoleSequencer, Session: 9, AdminAddr: "10.0.0.1:7401"},
 		{Name: "n", Role: RoleNode},
 		{Name: strings.Repeat("x", MaxNameBytes), Role: RoleReplayer, NAKAddr: strings.Repeat("a", MaxAddrBytes),
-			RewindAddr: strings.Repeat("b", MaxAddrBytes), Tier: 255, Session: 1<<64 - 1, Lowest: 1<<64 - 2, Highest: 1<<64 - 1, Load: 1<<32 - 1},
+			RewindAddr: strings.Repeat("b", MaxAddrBytes), AdminAddr: strings.Repeat("c", 32), Tier: 255, Session: 1<<64 - 1, Lowest: 1<<64 - 2, Highest: 1<<64 - 1, Load: 1<<32 - 1},
 	}
 	for _, m := range cases {
 		b, err := AppendMeta(nil, &m)
@@ -74,7 +74,8 @@ func TestMeta_Refused(t *testing.T) {
 		{"empty", nil, ErrMeta},
 		{"version 0", append([]byte{0}, good[1:]...), ErrMetaVersion},
 		{"truncated", good[:len(good)-1], ErrMeta},
-		{"trailing byte in version 1", append(bytes.Clone(good), 0), ErrMeta},
+		{"trailing byte in version 2", append(bytes.Clone(good), 0), ErrMeta},
+		{"trailing byte in version 1", append(append([]byte{1}, good[1:len(good)-1]...), 0), ErrMeta},
 		{"role 0", append([]byte{1, 0}, good[2:]...), ErrMeta},
 		{"too large", make([]byte, MaxMetaBytes+1), ErrMetaTooLarge},
 		{"string past the end", []byte{1, 1, 1, 0, 0, 0, 0, 100, 'x'}, ErrMeta},
@@ -85,11 +86,20 @@ func TestMeta_Refused(t *testing.T) {
 			t.Errorf("DecodeMeta(%s) = %v, want %v", c.name, err, c.want)
 		}
 	}
-	// A later version appends fields: a version 1 reader reads its own.
+	// A later version appends fields: a version 2 reader reads its own.
 	later := append(bytes.Clone(good), 0xAA, 0xBB)
-	later[0] = 2
+	later[0] = 3
 	if err := DecodeMeta(later, &m); err != nil || m != replayerMeta() {
-		t.Fatalf("version 2 with appended fields: %+v %v", m, err)
+		t.Fatalf("version 3 with appended fields: %+v %v", m, err)
+	}
+	// Version 1 (no admin address, as members of before it send) still
+	// decodes.
+	seq := Meta{Name: "seq-1", Role: RoleSequencer, Session: 9, AdminAddr: "10.0.0.1:7401"}
+	v2 := enc(seq)
+	v1 := append([]byte{1}, v2[1:len(v2)-1-len(seq.AdminAddr)]...)
+	seq.AdminAddr = ""
+	if err := DecodeMeta(v1, &m); err != nil || m != seq {
+		t.Fatalf("version 1: %+v %v, want %+v", m, err, seq)
 	}
 }
 

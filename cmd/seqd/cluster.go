@@ -34,7 +34,7 @@ func clusterFlags() []cli.Flag {
 		options.String("timeouts", "lan", "cluster: timing profile: lan (300 ms heartbeat and election, 290 ms lease; a killed primary is replaced in ~20 ms by the death watch) | wan (1 s, lease 500 ms) | test (300 ms, no prompt check)"),
 		options.String("standby.ack", standbyAck(cluster.DefaultDataConfig()), "cluster: what a standby acks, so what stable means: written (the record is in its store's file: it survives the process, and a quorum of processes on separate machines is the durability, as in Aeron Cluster and Kafka) | durable (fsynced first: survives a power loss of the whole group, and costs one fsync in every safe-mode round trip, about 1-4 ms)"),
 		options.Bool("join", false, "cluster: join a running cluster instead of bootstrapping (then: seqd admin add-member on the primary)"),
-	}, append(adminServeFlags(false), faultFlags()...)...)
+	}, append(append(adminServeFlags(false), faultFlags()...), memberGossipFlags()...)...)
 }
 
 // clusterOnlyKeys are the keys that mean a cluster member: given without
@@ -209,6 +209,11 @@ func runClusterSequencer(c *cli.Context, seq sequencer.Config, log *slog.Logger)
 		}
 		defer sv.Close()
 		log.Info("admin console", "addr", sv.ConsoleAddr())
+	}
+	if g, err := startMemberGossip(c, log, p.Member); err != nil {
+		return err
+	} else if g != nil {
+		defer g.Close()
 	}
 	log.Info("cluster member serving", "id", cfg.ID, "raft", cfg.RaftAddr, "admin", p.Member.AdminAddr(), "pid", os.Getpid())
 	return p.Serve(ctx, os.Stdout)
