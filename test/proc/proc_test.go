@@ -26,6 +26,10 @@ func TestMain(m *testing.M) {
 		os.Exit(3)
 	case "exit0":
 		fmt.Println("child: done")
+	case "spin":
+		// Burns about 200 ms of CPU, then exits.
+		for t0 := time.Now(); time.Since(t0) < 200*time.Millisecond; {
+		}
 	case "echo":
 		buf := make([]byte, 64)
 		n, _ := os.Stdin.Read(buf)
@@ -145,3 +149,20 @@ func TestProc_SendAndKill(t *testing.T) {
 type syncWriter struct{ b *strings.Builder }
 
 func (w *syncWriter) Write(p []byte) (int, error) { return w.b.Write(p) }
+
+// CPU is the child's user+system time once it exited (what the bench
+// sums into cpu_s_per_million), zero before.
+func TestProc_CPUOfAnExitedChild(t *testing.T) {
+	set := NewSet("test")
+	p, err := set.Start(context.Background(), child("spin", "spin", false))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c := p.CPU(); c != 0 && p.Alive() {
+		t.Fatalf("CPU of a running child = %v, want 0", c)
+	}
+	<-p.Exited()
+	if c := p.CPU(); c < 100*time.Millisecond || c > 10*time.Second {
+		t.Fatalf("CPU of a child that spun 200ms = %v", c)
+	}
+}
