@@ -174,17 +174,20 @@ func (t *tailState) next() uint64 {
 
 // scanRecords reads p's records (p is consumed) and returns the first
 // record's fragment offset and whether it is a fragment, and the tail
-// state after the packet.
+// state after the packet. A packet DecodePacket decoded gives its last
+// record without the walk over the ones between (Packet.Last).
 func scanRecords(p *wire.Packet, r *wire.Record) (frag bool, off uint32, t tailState) {
-	first := true
-	for p.Next(r) {
-		if first {
-			frag, off, first = r.Fragment(), r.Offset, false
-		}
-		end := r.Offset + uint32(len(r.Payload))
-		t = tailState{have: true, lastSeq: r.Seq, whole: !r.Fragment() || end == r.Total, fragEnd: end}
+	if !p.Next(r) {
+		return false, 0, t
 	}
-	return frag, off, t
+	frag, off = r.Fragment(), r.Offset
+	if p.Count > 1 && !p.Last(r) {
+		for p.Next(r) {
+		}
+		// r is the last record (Next leaves it as it was at the end).
+	}
+	end := r.Offset + uint32(len(r.Payload))
+	return frag, off, tailState{have: true, lastSeq: r.Seq, whole: !r.Fragment() || end == r.Total, fragEnd: end}
 }
 
 // Append stores a published data packet as it is (its bytes are resent as

@@ -27,5 +27,41 @@ func DecodeCheckedPacket(b []byte, p *Packet) error {
 	p.EpochStart = le.Uint64(b[offPktEpochStart:])
 	p.body = b[hdr:]
 	p.next = p.FirstSeq
+	p.last = nil
 	return nil
+}
+
+// Last fills r with the packet's last record, found when DecodePacket
+// validated the packet, without reading the records before it (a store
+// appending a packet needs its first and last records only: a second walk
+// over every record header of a 64 KiB packet cost a primary a tenth of
+// its store write). It consumes the packet: Next returns nothing after
+// it. False when the packet has no record, or was decoded by
+// DecodeCheckedPacket (which does not find the last record): walk it with
+// Next then.
+func (p *Packet) Last(r *Record) bool {
+	b := p.last
+	if len(b) == 0 {
+		return false
+	}
+	n := int(le.Uint16(b))
+	r.Flags = b[2]
+	r.Instance = b[3]
+	r.Time = p.BaseTime + int64(le.Uint32(b[4:]))
+	r.Account = Account(le.Uint64(b[8:]))
+	r.CmdSeq = le.Uint64(b[16:])
+	r.Seq = p.FirstSeq + uint64(p.Count) - 1
+	h := RecordHeaderBytes
+	if r.Flags&FlagFragment != 0 {
+		r.Total = le.Uint32(b[24:])
+		r.Offset = le.Uint32(b[28:])
+		h += FragmentHeaderBytes
+	} else {
+		r.Total = uint32(n)
+		r.Offset = 0
+	}
+	r.Payload = b[h : h+n : h+n]
+	p.body = p.body[len(p.body):]
+	p.next = r.Seq + 1
+	return true
 }
