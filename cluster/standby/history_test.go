@@ -53,3 +53,46 @@ func TestStandby_HistoryFsyncsInTheBackground(t *testing.T) {
 		t.Fatalf("no fsync counted: %+v", st)
 	}
 }
+
+// TestStandby_AcksWithinABatch: in one poll's batch of frames (no turn of
+// the loop in between), a written-ack standby acks every AckEveryBytes
+// appended, each ack after the bytes reached the OS; with 0 it acks only
+// at the end of the turn.
+func TestStandby_AcksWithinABatch(t *testing.T) {
+	src := standbytest.NewStream(t)
+	pkts := src.Commands(t, 20)
+	for _, every := range []int{1, 0} {
+		cfg := standbyConfig(t, 2)
+		cfg.AckWritten = true
+		cfg.AckEveryBytes = every
+		fc := &standbytest.Client{Keep: true}
+		s := newStandby(t, cfg, fc)
+		for _, p := range pkts {
+			s.Step(p, 0)
+		}
+		acks := fc.Acks(t)
+		if every == 0 {
+			if len(acks) != 0 {
+				t.Fatalf("AckEveryBytes 0: %d acks before the turn", len(acks))
+			}
+			continue
+		}
+		if len(acks) < len(pkts)-1 {
+			t.Fatalf("%d acks for %d packets of a batch, want one per packet", len(acks), len(pkts))
+		}
+		for i := 1; i < len(acks); i++ {
+			if acks[i].Contiguous <= acks[i-1].Contiguous {
+				t.Fatalf("ack %d at %d after %d: acks only when the seq moved", i, acks[i].Contiguous, acks[i-1].Contiguous)
+			}
+		}
+		if last := acks[len(acks)-1].Contiguous; last != src.Core.Published() {
+			t.Fatalf("last ack %d, want %d", last, src.Core.Published())
+		}
+		s.mu.Lock()
+		st := s.core.store.Stats()
+		s.mu.Unlock()
+		if st.Writes < uint64(len(acks)) {
+			t.Fatalf("%d writes for %d acks: an ack named bytes the store only buffered", st.Writes, len(acks))
+		}
+	}
+}

@@ -54,6 +54,13 @@ type Config struct {
 	// AckKeepalive: an unchanged ack is sent again this often, so the
 	// primary's flow control keeps hearing from the standby.
 	AckKeepalive time.Duration
+	// AckEveryBytes: within one poll's batch of packets, once this many
+	// bytes were appended since the last ack, the standby hands them to
+	// the OS and acks at once, instead of at the end of the batch (a
+	// backlog of 64 datagrams of 64 KiB is 4 MiB: stable moved in steps of
+	// 14k messages, each one held by every safe node until then). 0: one
+	// ack per turn only.
+	AckEveryBytes int
 	// MaxStashBytes bounds the packets that arrived ahead of a gap and
 	// wait to be appended in order (copies); past it the standby stops
 	// with ErrStashFull.
@@ -93,6 +100,7 @@ func DefaultConfig() Config {
 		Receiver:             receiver.DefaultConfig(),
 		MaxSenders:           sequencer.DefaultConfig().MaxSenders,
 		AckKeepalive:         100 * time.Millisecond,
+		AckEveryBytes:        256 << 10,
 		WrittenSyncInterval:  100 * time.Millisecond,
 		WrittenSyncBytes:     16 << 20,
 		MaxStashBytes:        64 << 20,
@@ -111,6 +119,8 @@ func (c Config) Validate() error {
 		return fmt.Errorf("%w: Config.MaxSenders = %d, want the sequencers' MaxSenders (>= 1)", ErrConfig, c.MaxSenders)
 	case c.AckKeepalive < time.Millisecond || c.AckKeepalive > time.Minute:
 		return fmt.Errorf("%w: Config.AckKeepalive = %v, want 1ms..1m", ErrConfig, c.AckKeepalive)
+	case c.AckEveryBytes < 0:
+		return fmt.Errorf("%w: Config.AckEveryBytes = %d, want >= 0 (0: one ack per turn)", ErrConfig, c.AckEveryBytes)
 	case c.MaxStashBytes < 1<<16:
 		return fmt.Errorf("%w: Config.MaxStashBytes = %d, want >= 65536", ErrConfig, c.MaxStashBytes)
 	case c.SnapshotEveryRecords < 1:
