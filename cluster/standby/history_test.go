@@ -1,6 +1,7 @@
 package standby
 
 import (
+	"context"
 	"testing"
 	"time"
 
@@ -8,49 +9,60 @@ import (
 	"github.com/seqd/seqd/sequencer"
 )
 
-// TestStandby_HistoryFsyncsInTheBackground: once the store is a primary's
-// History, the primary's Puts make it durable on the interval policy, on
-// a goroutine of the standby's, as Run does before the Takeover. Before,
-// nothing fsynced it until a segment rolled (inline, on the primary's
-// loop) or it closed: Durable stayed at the Takeover's cut.
-func TestStandby_HistoryFsyncsInTheBackground(t *testing.T) {
-	src := standbytest.NewStream(t)
-	pkts := src.Commands(t, 20)
-	cfg := standbyConfig(t, 2)
-	cfg.Store.SyncBytes = 512 // every few packets
-	s := newStandby(t, cfg, &standbytest.Client{})
-	for _, p := range pkts {
-		s.frame(p, 0)
-	}
-	cut := src.Core.Published()
-	tk, err := s.Takeover(cut)
-	if err != nil {
-		t.Fatal(err)
-	}
-	durable := func() uint64 {
+// TestStandby_HistoryFsyncs: once the store is a primary's History, the
+// primary's Puts make it durable on the interval policy: on a goroutine
+// of the standby's when Run drove it (a real shell), inline when it was
+// stepped (a simulator must replay). Before, nothing fsynced it until a
+// segment rolled (inline, on the primary's loop) or it closed: Durable
+// stayed at the Takeover's cut.
+func TestStandby_HistoryFsyncs(t *testing.T) {
+	for _, run := range []bool{true, false} {
+		src := standbytest.NewStream(t)
+		pkts := src.Commands(t, 20)
+		cfg := standbyConfig(t, 2)
+		cfg.Store.SyncBytes = 512 // every few packets
+		s := newStandby(t, cfg, &standbytest.Client{})
+		for _, p := range pkts {
+			s.frame(p, 0)
+		}
+		if run {
+			ctx, cancel := context.WithTimeout(context.Background(), 20*time.Millisecond)
+			_ = s.Run(ctx)
+			cancel()
+		}
+		cut := src.Core.Published()
+		tk, err := s.Takeover(cut)
+		if err != nil {
+			t.Fatal(err)
+		}
 		s.mu.Lock()
-		defer s.mu.Unlock()
-		return s.core.Store().Durable()
-	}
-	if d := durable(); d != cut {
-		t.Fatalf("durable %d after the Takeover, want the cut %d", d, cut)
-	}
-	// The primary goes on writing what it publishes into its History.
-	more := src.Commands(t, 40)
-	for _, p := range more {
-		tk.History.Put(p, sequencer.PacketInfo{})
-	}
-	last := src.Core.Published()
-	deadline := time.Now().Add(5 * time.Second)
-	for durable() < last && time.Now().Before(deadline) {
-		time.Sleep(5 * time.Millisecond)
-		tk.History.Put(more[len(more)-1], sequencer.PacketInfo{}) // a duplicate: refused, but the turn runs
-	}
-	if d := durable(); d < last {
-		t.Fatalf("durable %d, want %d: the History's Puts fsynced nothing", d, last)
-	}
-	if st := s.Stats(); st.Fsyncs == 0 {
-		t.Fatalf("no fsync counted: %+v", st)
+		background := s.hist != nil && s.hist.syncer != nil
+		s.mu.Unlock()
+		if background != run {
+			t.Fatalf("Run %v: fsyncs on a goroutine %v", run, background)
+		}
+		durable := func() uint64 {
+			s.mu.Lock()
+			defer s.mu.Unlock()
+			return s.core.Store().Durable()
+		}
+		if d := durable(); d != cut {
+			t.Fatalf("durable %d after the Takeover, want the cut %d", d, cut)
+		}
+		// The primary goes on writing what it publishes into its History.
+		more := src.Commands(t, 40)
+		for _, p := range more {
+			tk.History.Put(p, sequencer.PacketInfo{})
+		}
+		last := src.Core.Published()
+		deadline := time.Now().Add(5 * time.Second)
+		for durable() < last && time.Now().Before(deadline) {
+			time.Sleep(5 * time.Millisecond)
+			tk.History.Put(more[len(more)-1], sequencer.PacketInfo{}) // a duplicate: refused, but the turn runs
+		}
+		if d := durable(); d < last {
+			t.Fatalf("Run %v: durable %d, want %d: the History's Puts fsynced nothing", run, d, last)
+		}
 	}
 }
 

@@ -173,6 +173,7 @@ type Agent struct {
 	mu      sync.Mutex
 	core    *Core
 	running bool
+	ran     bool  // Run drove it (a real shell), not Step and Work
 	now     int64 // the last DoWork's reading
 
 	syncer *replayer.Syncer // Run's fsyncs, one out at a time (Core.StartSync)
@@ -220,7 +221,7 @@ func (s *Agent) Run(ctx context.Context) error {
 		s.mu.Unlock()
 		return err
 	}
-	s.running = true
+	s.running, s.ran = true, true
 	if err := s.core.Rebase(); err != nil {
 		s.running = false
 		s.mu.Unlock()
@@ -466,7 +467,13 @@ func (s *Agent) Takeover(cut uint64) (sequencer.Takeover, error) {
 		return sequencer.Takeover{}, err
 	}
 	if s.hist == nil && s.cfg.Store.Sync == replayer.SyncInterval {
-		s.hist = &historySync{syncer: replayer.NewSyncer(nil)}
+		s.hist = &historySync{}
+		if s.ran {
+			// Run drove it: a real shell, whose loop must not wait for
+			// the disk. Stepped (Step, Work: a simulator), the History
+			// fsyncs inline, as Work does, so that a run replays.
+			s.hist.syncer = replayer.NewSyncer(nil)
+		}
 	}
 	return sequencer.Takeover{State: st, History: lockedStore{s}}, nil
 }
@@ -482,8 +489,8 @@ func (s *Agent) Takeover(cut uint64) (sequencer.Takeover, error) {
 // --sequencers 3` (the senders' commands timed out and whole windows were
 // resent), and its Durable never moved in between.
 type historySync struct {
-	syncer *replayer.Syncer
-	ticked int64 // the clock at the last Store.Tick (advances the interval policy's clock)
+	syncer *replayer.Syncer // nil: fsync inline (a stepped Agent)
+	ticked int64            // the clock at the last Store.Tick (advances the interval policy's clock)
 }
 
 // historyTurnLocked takes a finished fsync of the History, and starts
@@ -494,14 +501,20 @@ func (s *Agent) historyTurnLocked() {
 	if h == nil {
 		return
 	}
-	if req, err, ok := h.syncer.Done(); ok {
-		s.core.FinishSync(req, err)
+	if h.syncer != nil {
+		if req, err, ok := h.syncer.Done(); ok {
+			s.core.FinishSync(req, err)
+		}
 	}
 	if now := s.clock(); now-h.ticked >= int64(s.core.cfg.Store.SyncInterval) {
 		h.ticked = now
 		_ = s.core.store.Tick(now) // a write failure fails the store: its Err says why
 	}
 	if req, ok := s.core.StartSync(); ok {
+		if h.syncer == nil {
+			s.core.FinishSync(req, req.Run())
+			return
+		}
 		h.syncer.Start(req)
 	}
 }
@@ -512,13 +525,13 @@ func (s *Agent) historyTurnLocked() {
 func (s *Agent) Close() error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if h := s.hist; h != nil {
+	if h := s.hist; h != nil && h.syncer != nil {
 		if req, err, ok := h.syncer.Wait(); ok {
 			s.core.FinishSync(req, err)
 		}
 		h.syncer.Close()
-		s.hist = nil
 	}
+	s.hist = nil
 	return s.core.Close()
 }
 
