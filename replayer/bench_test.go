@@ -313,3 +313,28 @@ func dropCache(b *testing.B, dir string) {
 		f.Close()
 	}
 }
+
+// BenchmarkStoreAppendBigPackets is Append of the packets a group's
+// primary publishes over UDP with GSO (and its standbys store): 220
+// records of 256 bytes in one 64 KiB packet, no fsync, on tmpfs (the
+// store's own CPU, not the disk's). Per packet.
+func BenchmarkStoreAppendBigPackets(b *testing.B) {
+	dir, ok := benchDirs(b)["tmpfs"]
+	if !ok {
+		b.Skip("no tmpfs")
+	}
+	cfg := DefaultConfig()
+	cfg.Sync = SyncNone
+	s := openBenchStore(b, dir, cfg)
+	y := newShellSyncer()
+	p := newBatchPacket(b, 220, 256)
+	b.ReportAllocs()
+	b.SetBytes(int64(len(p.buf)))
+	start := time.Now()
+	for b.Loop() {
+		if err := s.Append(p.nextPacket()); err != nil {
+			b.Fatal(err)
+		}
+	}
+	endBenchStore(b, s, y, start)
+}

@@ -65,7 +65,8 @@ type Config struct {
 	// SyncInShell (with SyncInterval): Append and Tick never fsync; the
 	// shell asks SyncDue and runs the fsync on a goroutine of its own
 	// (StartSync, SyncRequest.Run, FinishSync), so appends never wait for
-	// the disk. Rolling a segment still fsyncs the one it seals.
+	// the disk. Rolling a segment leaves the fsyncs of the one it seals
+	// and of the directory to the shell's next request too.
 	SyncInShell bool
 	// SegmentBytes: a segment is rolled when the next frame would take it
 	// past this size (a segment holds at least one frame).

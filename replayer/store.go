@@ -42,6 +42,12 @@ type Store struct {
 	syncOut  bool   // a StartSync request is out
 	syncCap  uint64 // FinishSync makes no seq above it durable (cutDurable)
 	durable  uint64 // Contiguous() at the last fsync
+	// With SyncInShell, a roll leaves the fsyncs of the segment it sealed
+	// (sealedF) and of the directory that got the new one (sealedDir) to
+	// the shell's next StartSync request, instead of running them inline
+	// on the appending goroutine.
+	sealedF   vfs.File
+	sealedDir bool
 
 	tail   tailState
 	oldest sequencer.PacketInfo
@@ -168,17 +174,20 @@ func (t *tailState) next() uint64 {
 
 // scanRecords reads p's records (p is consumed) and returns the first
 // record's fragment offset and whether it is a fragment, and the tail
-// state after the packet.
+// state after the packet. A packet DecodePacket decoded gives its last
+// record without the walk over the ones between (Packet.Last).
 func scanRecords(p *wire.Packet, r *wire.Record) (frag bool, off uint32, t tailState) {
-	first := true
-	for p.Next(r) {
-		if first {
-			frag, off, first = r.Fragment(), r.Offset, false
-		}
-		end := r.Offset + uint32(len(r.Payload))
-		t = tailState{have: true, lastSeq: r.Seq, whole: !r.Fragment() || end == r.Total, fragEnd: end}
+	if !p.Next(r) {
+		return false, 0, t
 	}
-	return frag, off, t
+	frag, off = r.Fragment(), r.Offset
+	if p.Count > 1 && !p.Last(r) {
+		for p.Next(r) {
+		}
+		// r is the last record (Next leaves it as it was at the end).
+	}
+	end := r.Offset + uint32(len(r.Payload))
+	return frag, off, tailState{have: true, lastSeq: r.Seq, whole: !r.Fragment() || end == r.Total, fragEnd: end}
 }
 
 // Append stores a published data packet as it is (its bytes are resent as
@@ -324,7 +333,13 @@ func (s *Store) roll(firstSeq uint64, epoch uint32) error {
 			if err := s.flush(); err != nil {
 				return err
 			}
-			if s.cfg.Sync != SyncNone {
+			switch {
+			case s.deferSyncs() && s.sealedF == nil:
+				// The shell's next request fsyncs it (StartSync): an
+				// inline fsync of a whole segment's dirty pages
+				// stalled the appending loop for up to 150 ms.
+				s.sealedF = s.segs[k-1].f
+			case s.cfg.Sync != SyncNone:
 				if err := s.sync(); err != nil {
 					return err
 				}
@@ -336,7 +351,10 @@ func (s *Store) roll(firstSeq uint64, epoch uint32) error {
 	if err != nil {
 		return s.fail(fmt.Errorf("replayer: create segment: %w", err))
 	}
-	if s.cfg.Sync != SyncNone {
+	switch {
+	case s.deferSyncs():
+		s.sealedDir = true
+	case s.cfg.Sync != SyncNone:
 		if err := syncDir(s.fs, s.dir); err != nil {
 			f.Close()
 			return s.fail(err)
@@ -379,9 +397,32 @@ func (s *Store) flush() error {
 	return nil
 }
 
-// sync flushes and fsyncs the active segment.
+// deferSyncs says whether a roll leaves its fsyncs to the shell.
+func (s *Store) deferSyncs() bool { return s.cfg.Sync == SyncInterval && s.cfg.SyncInShell }
+
+// syncSealed runs the fsyncs a roll left to the shell, inline.
+func (s *Store) syncSealed() error {
+	if s.sealedF != nil {
+		if err := s.sealedF.Sync(); err != nil {
+			return s.fail(fmt.Errorf("replayer: fsync a sealed segment: %w", err))
+		}
+		s.sealedF = nil
+	}
+	if s.sealedDir {
+		if err := syncDir(s.fs, s.dir); err != nil {
+			return s.fail(err)
+		}
+		s.sealedDir = false
+	}
+	return nil
+}
+
+// sync flushes and fsyncs the active segment (and what a roll left).
 func (s *Store) sync() error {
 	if err := s.flush(); err != nil {
+		return err
+	}
+	if err := s.syncSealed(); err != nil {
 		return err
 	}
 	if s.unsynced == 0 || !s.active {
@@ -411,18 +452,37 @@ func (s *Store) SyncDue() bool {
 // the store's goroutine (Run), so that appends go on meanwhile; it makes
 // durable every seq up to Seq.
 type SyncRequest struct {
-	f   vfs.File
-	Seq uint64
+	f      vfs.File
+	sealed vfs.File // the segment a roll sealed, fsynced first (nil: none)
+	dir    string   // the directory to fsync after a roll created a segment in it ("": none)
+	fs     vfs.FS
+	Seq    uint64
 }
 
 // Run fsyncs; it is safe to call from another goroutine while the store
-// appends (the segment files stay open until Close).
-func (r SyncRequest) Run() error { return r.f.Sync() }
+// appends (the segment files stay open until Close). After a roll it
+// fsyncs the sealed segment and the directory too, in that order, so that
+// Seq is durable only once every byte below it is.
+func (r SyncRequest) Run() error {
+	if r.sealed != nil {
+		if err := r.sealed.Sync(); err != nil {
+			return err
+		}
+	}
+	if err := r.f.Sync(); err != nil {
+		return err
+	}
+	if r.dir != "" {
+		return syncDir(r.fs, r.dir)
+	}
+	return nil
+}
 
 // StartSync hands the waiting frames to the OS and returns an fsync for
 // the shell to Run, then report with FinishSync; false when there is
 // nothing to sync or a request is still out (one at a time). Earlier
-// segments were fsynced when they rolled (unless SyncNone).
+// segments were fsynced when they rolled (unless SyncNone), or their
+// fsync rides in the first request after the roll (SyncInShell).
 func (s *Store) StartSync() (SyncRequest, bool) {
 	if s.syncOut || s.closed || s.cfg.ReadOnly || !s.active || s.unsynced == 0 {
 		return SyncRequest{}, false
@@ -433,7 +493,12 @@ func (s *Store) StartSync() (SyncRequest, bool) {
 	s.syncOut, s.syncCap = true, math.MaxUint64
 	s.unsynced = 0
 	s.lastSync = s.now
-	return SyncRequest{f: s.segs[len(s.segs)-1].f, Seq: s.tail.contiguous()}, true
+	r := SyncRequest{f: s.segs[len(s.segs)-1].f, sealed: s.sealedF, fs: s.fs, Seq: s.tail.contiguous()}
+	if s.sealedDir {
+		r.dir = s.dir
+	}
+	s.sealedF, s.sealedDir = nil, false
+	return r, true
 }
 
 // FinishSync records the outcome of a StartSync request. A failed fsync

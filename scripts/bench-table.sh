@@ -7,6 +7,10 @@
 #   SEQD=/path/to/seqd scripts/bench-table.sh
 #   RTT_COUNT=100000 TPUT_COUNT=3000000 RTT_ROUNDS=3 scripts/bench-table.sh
 #
+# The group rows (--sequencers 3) give each run's cpu_s_per_million: the
+# CPU-seconds of every child process per million messages, the figure a
+# loaded machine disturbs least (rates and latencies move with the load).
+#
 # The machine's load average is printed before and after: figures from a
 # loaded machine are figures from a loaded machine.
 #
@@ -47,6 +51,17 @@ run() {
 	OUT[$label]=$line
 	printf '%-14s | %s | %s\n' "$label" "$*" "$line"
 }
+# run_group LABEL COMMAND...: a --sequencers 3 run, which prints the single
+# sequencer's line, the group's and their ratios: OUT[LABEL-1], OUT[LABEL-3]
+# and OUT[LABEL] (the ratios) keep the three.
+run_group() {
+	local label=$1
+	shift
+	run "$label" "$@"
+	OUT[$label-1]=$(grep -E '^bench .* sequencers=1 ' "$tmp/out" | tail -1 || true)
+	OUT[$label-3]=$(grep -E '^bench .* sequencers=3 delivery=[a-z]*$' "$tmp/out" | tail -1 || true)
+	printf '%-14s | %s\n%-14s | %s\n' "$label-1" "${OUT[$label-1]}" "$label-3" "${OUT[$label-3]}"
+}
 # median V...: the median of the values (the lower middle one of an even count).
 median() { printf '%s\n' "$@" | grep -v '^n/a$' | sort -g | awk '{ v[NR] = $1 } END { if (NR == 0) print "n/a"; else print v[int((NR + 1) / 2)] }'; }
 ratio() { awk -v a="$1" -v b="$2" 'BEGIN { if (b == 0 || a == "" || b == "") print "n/a"; else printf "%.2f", a / b }'; }
@@ -69,6 +84,13 @@ for i in $(seq 1 "$RTT_ROUNDS"); do
 	run udp-rtt-$i "$SEQD" bench --transport udp --mode rtt --size 256 --count "$RTT_COUNT"
 	run tcp-rtt-$i "$SEQD" bench --transport tcp --mode rtt --size 256 --count "$RTT_COUNT"
 done
+# The group of three (issue 15): the same load against one sequencer and
+# against a Raft group of three, nodes safe and fast; each line carries
+# cpu_s_per_million, every child process's user+sys CPU (nodes included).
+run_group group-tput-safe "$SEQD" bench --transport udp --mode tput --size 256 --nodes 3 --batch --count "$TPUT_COUNT" --sequencers 3 --delivery safe
+run_group group-tput-fast "$SEQD" bench --transport udp --mode tput --size 256 --nodes 3 --batch --count "$TPUT_COUNT" --sequencers 3 --delivery fast
+run_group group-rtt-safe "$SEQD" bench --transport udp --mode rtt --size 256 --count "$RTT_COUNT" --sequencers 3 --delivery safe
+run_group group-rtt-fast "$SEQD" bench --transport udp --mode rtt --size 256 --count "$RTT_COUNT" --sequencers 3 --delivery fast
 run udp-rtt-spin "$SEQD" bench --transport udp --mode rtt --size 256 --spin 200us --count "$RTT_COUNT"
 run udp-16MiB "$SEQD" bench --transport udp --mode tput --size 16777216 --nodes 2 --count 8
 run udp-idle "$SEQD" bench --transport udp --mode idle --idle-for 20s
@@ -96,6 +118,16 @@ rtt_target() {
 rtt_target "udp rtt p50 / bare ping-pong p50" 1.3 udp-rtt p50_us pingpong udp_rtt_p50_us
 rtt_target "udp rtt p99.9 / bare ping-pong p99.9 (no spin)" 2 udp-rtt p999_us pingpong udp_rtt_p999_us
 rtt_target "tcp rtt p50 / udp rtt p50" 1.5 tcp-rtt p50_us udp-rtt p50_us
+r=$(field "${OUT[group-tput-safe]}" cpu_ratio)
+echo "target group safe tput cpu_s_per_million / single's <= 1.5: ${r:-n/a} ($(verdict "${r:-n/a}" "<=" 1.5))"
+r=$(field "${OUT[group-tput-safe]}" rate_ratio)
+echo "target group safe tput / single's >= 0.6: ${r:-n/a} ($(verdict "${r:-n/a}" ">=" 0.6))"
+r=$(ratio "$(field "${OUT[group-rtt-safe-3]}" p50_us)" "$(field "${OUT[group-rtt-fast-3]}" p50_us)")
+echo "target group safe rtt p50 / group fast rtt p50 <= 1.3: $r ($(verdict "$r" "<=" 1.3))"
+r=$(field "${OUT[group-rtt-safe]}" p50_ratio)
+echo "target group safe rtt p50 / single's <= 1.5: ${r:-n/a} ($(verdict "${r:-n/a}" "<=" 1.5))"
+r=$(field "${OUT[group-tput-safe-3]}" resends)
+echo "target group safe tput resends = 0 (on a quiet machine): ${r:-n/a} ($(verdict "${r:-n/a}" "<=" 0))"
 for l in udp-idle tcp-idle; do
 	for p in sequencer tail node; do
 		v=$(field "${OUT[$l]}" ${p}_cpu_pct)

@@ -52,6 +52,7 @@ type Packet struct {
 
 	body []byte // records not yet returned by Next
 	next uint64 // seq of the next record
+	last []byte // the last record and nothing after it (DecodePacket), nil when unknown
 }
 
 // LastSeq is the sequence number of the packet's last record, or, for a
@@ -121,10 +122,14 @@ func DecodePacket(b []byte, p *Packet) error {
 	body := b[hdr:]
 	p.body = body
 	p.next = p.FirstSeq
+	p.last = nil
 	// Validate every record now so that Next never has to fail.
 	for i := 0; i < p.Count; i++ {
 		if len(body) < RecordHeaderBytes {
 			return ErrRecord
+		}
+		if i == p.Count-1 {
+			p.last = body
 		}
 		n := int(le.Uint16(body))
 		flags := body[2]

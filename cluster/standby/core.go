@@ -48,6 +48,7 @@ type Core struct {
 	ackEpoch uint32
 	ackAt    int64
 	ackAny   bool
+	ackBytes uint64 // the store's AppendedBytes at the last ack
 	dirty    bool   // appended since the last fsync started (interval policy)
 	syncOut  bool   // a StartSync's request is not finished yet
 	cont     uint64 // held() as of the last change (Contiguous)
@@ -549,6 +550,7 @@ func (c *Core) Ack(now int64) {
 	}
 	c.ackOut = b
 	c.ackAny, c.acked, c.ackEpoch, c.ackAt = true, v, ep, now
+	c.ackBytes = c.store.Stats().AppendedBytes
 	c.stats.AcksSent++
 	c.stats.Acked = v
 }
@@ -766,6 +768,23 @@ func (c *Core) Step(now int64, f []byte) {
 	}
 	if err := c.r.Err(); err == nil || !errors.Is(err, receiver.ErrDiverged) || !c.heal(now, f) {
 		c.handleReady(now)
+	}
+	if c.cfg.AckEveryBytes > 0 && c.err == nil && c.store.Stats().AppendedBytes-c.ackBytes >= uint64(c.cfg.AckEveryBytes) {
+		c.ackEarly(now)
+	}
+}
+
+// ackEarly acks in the middle of a batch of frames (AckEveryBytes):
+// what was appended reaches the OS first (a written ack never names a
+// seq the store only buffers), then Ack decides as at the end of a turn.
+func (c *Core) ackEarly(now int64) {
+	if err := c.store.Tick(now); err != nil {
+		c.fail(fmt.Errorf("standby: member %d: store: %w", c.cfg.Member, err))
+		return
+	}
+	c.ackBytes = c.store.Stats().AppendedBytes // at most one try per AckEveryBytes
+	if c.ackOut == nil {
+		c.Ack(now)
 	}
 }
 

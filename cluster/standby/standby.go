@@ -54,6 +54,13 @@ type Config struct {
 	// AckKeepalive: an unchanged ack is sent again this often, so the
 	// primary's flow control keeps hearing from the standby.
 	AckKeepalive time.Duration
+	// AckEveryBytes: within one poll's batch of packets, once this many
+	// bytes were appended since the last ack, the standby hands them to
+	// the OS and acks at once, instead of at the end of the batch (a
+	// backlog of 64 datagrams of 64 KiB is 4 MiB: stable moved in steps of
+	// 14k messages, each one held by every safe node until then). 0: one
+	// ack per turn only.
+	AckEveryBytes int
 	// MaxStashBytes bounds the packets that arrived ahead of a gap and
 	// wait to be appended in order (copies); past it the standby stops
 	// with ErrStashFull.
@@ -93,6 +100,7 @@ func DefaultConfig() Config {
 		Receiver:             receiver.DefaultConfig(),
 		MaxSenders:           sequencer.DefaultConfig().MaxSenders,
 		AckKeepalive:         100 * time.Millisecond,
+		AckEveryBytes:        256 << 10,
 		WrittenSyncInterval:  100 * time.Millisecond,
 		WrittenSyncBytes:     16 << 20,
 		MaxStashBytes:        64 << 20,
@@ -111,6 +119,8 @@ func (c Config) Validate() error {
 		return fmt.Errorf("%w: Config.MaxSenders = %d, want the sequencers' MaxSenders (>= 1)", ErrConfig, c.MaxSenders)
 	case c.AckKeepalive < time.Millisecond || c.AckKeepalive > time.Minute:
 		return fmt.Errorf("%w: Config.AckKeepalive = %v, want 1ms..1m", ErrConfig, c.AckKeepalive)
+	case c.AckEveryBytes < 0:
+		return fmt.Errorf("%w: Config.AckEveryBytes = %d, want >= 0 (0: one ack per turn)", ErrConfig, c.AckEveryBytes)
 	case c.MaxStashBytes < 1<<16:
 		return fmt.Errorf("%w: Config.MaxStashBytes = %d, want >= 65536", ErrConfig, c.MaxStashBytes)
 	case c.SnapshotEveryRecords < 1:
@@ -163,9 +173,13 @@ type Agent struct {
 	mu      sync.Mutex
 	core    *Core
 	running bool
+	ran     bool  // Run drove it (a real shell), not Step and Work
 	now     int64 // the last DoWork's reading
 
 	syncer *replayer.Syncer // Run's fsyncs, one out at a time (Core.StartSync)
+	// hist runs the fsyncs of the store once it is a primary's History
+	// (Takeover): set under mu, used under mu.
+	hist *historySync
 
 	contiguous atomic.Uint64 // core.Contiguous, published under mu
 	onFrame    transport.Handler
@@ -207,7 +221,7 @@ func (s *Agent) Run(ctx context.Context) error {
 		s.mu.Unlock()
 		return err
 	}
-	s.running = true
+	s.running, s.ran = true, true
 	if err := s.core.Rebase(); err != nil {
 		s.running = false
 		s.mu.Unlock()
@@ -452,14 +466,72 @@ func (s *Agent) Takeover(cut uint64) (sequencer.Takeover, error) {
 	if err != nil {
 		return sequencer.Takeover{}, err
 	}
+	if s.hist == nil && s.cfg.Store.Sync == replayer.SyncInterval {
+		s.hist = &historySync{}
+		if s.ran {
+			// Run drove it: a real shell, whose loop must not wait for
+			// the disk. Stepped (Step, Work: a simulator), the History
+			// fsyncs inline, as Work does, so that a run replays.
+			s.hist.syncer = replayer.NewSyncer(nil)
+		}
+	}
 	return sequencer.Takeover{State: st, History: lockedStore{s}}, nil
 }
 
+// historySync runs the fsyncs of a primary's History off the primary's
+// sequencing loop, as Run does for the standby: the store is fsynced on
+// the interval policy (every WrittenSyncBytes or interval while written
+// acks are the mode, every SyncBytes or SyncInterval for durable ones) on
+// a goroutine of its own, the outcome taken at the next Put. Without it
+// the primary's store was fsynced only when a segment rolled, inline, on
+// the sequencing goroutine: 128 MiB of dirty pages written back there
+// stalled the primary for 75-155 ms at each roll in `seqd bench
+// --sequencers 3` (the senders' commands timed out and whole windows were
+// resent), and its Durable never moved in between.
+type historySync struct {
+	syncer *replayer.Syncer // nil: fsync inline (a stepped Agent)
+	ticked int64            // the clock at the last Store.Tick (advances the interval policy's clock)
+}
+
+// historyTurnLocked takes a finished fsync of the History, and starts
+// the one due. The store's clock moves at most once per sync interval
+// (Store.Tick also hands the waiting bytes to the OS).
+func (s *Agent) historyTurnLocked() {
+	h := s.hist
+	if h == nil {
+		return
+	}
+	if h.syncer != nil {
+		if req, err, ok := h.syncer.Done(); ok {
+			s.core.FinishSync(req, err)
+		}
+	}
+	if now := s.clock(); now-h.ticked >= int64(s.core.cfg.Store.SyncInterval) {
+		h.ticked = now
+		_ = s.core.store.Tick(now) // a write failure fails the store: its Err says why
+	}
+	if req, ok := s.core.StartSync(); ok {
+		if h.syncer == nil {
+			s.core.FinishSync(req, req.Run())
+			return
+		}
+		h.syncer.Start(req)
+	}
+}
+
 // Close closes the store (after Run returned). A store handed over by
-// Takeover is the primary's to keep: close it when the primary is done.
+// Takeover is the primary's to keep: close it when the primary is done
+// (the fsync under way, if any, is waited for first).
 func (s *Agent) Close() error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	if h := s.hist; h != nil && h.syncer != nil {
+		if req, err, ok := h.syncer.Wait(); ok {
+			s.core.FinishSync(req, err)
+		}
+		h.syncer.Close()
+	}
+	s.hist = nil
 	return s.core.Close()
 }
 
@@ -478,6 +550,7 @@ type lockedStore struct{ s *Agent }
 func (l lockedStore) Put(pkt []byte, info sequencer.PacketInfo) {
 	l.s.mu.Lock()
 	l.s.core.Store().Put(pkt, info)
+	l.s.historyTurnLocked()
 	l.s.mu.Unlock()
 }
 

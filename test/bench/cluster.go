@@ -143,9 +143,9 @@ func benchCompareCluster(ctx context.Context, o Config, outDir string) error {
 	if n, err := field(l3, "epochs"); err == nil && n > 1 {
 		fmt.Fprintf(os.Stderr, "bench: the group changed primary %d times during the run: its figures include the failovers (on a loaded machine use --timeouts test)\n", int(n)-1)
 	}
-	keys := []string{"rate"}
+	keys := []string{"rate", "cpu_s_per_million"}
 	if o.Mode == "rtt" {
-		keys = []string{"p50_us", "p99_us"}
+		keys = []string{"p50_us", "p99_us", "cpu_s_per_million"}
 	}
 	var ratios []string
 	for _, k := range keys {
@@ -158,7 +158,7 @@ func benchCompareCluster(ctx context.Context, o Config, outDir string) error {
 			return err
 		}
 		if a > 0 {
-			ratios = append(ratios, fmt.Sprintf("%s_ratio=%.2f", strings.TrimSuffix(k, "_us"), b/a))
+			ratios = append(ratios, fmt.Sprintf("%s_ratio=%.2f", strings.TrimSuffix(strings.TrimSuffix(k, "_us"), "_s_per_million"), b/a))
 		}
 	}
 	fmt.Fprintf(o.Out, "bench transport=%s mode=%s sequencers=3 delivery=%s vs_1_sequencer %s\n", o.Transport, o.Mode, o.Delivery, strings.Join(ratios, " "))

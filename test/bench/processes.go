@@ -78,7 +78,48 @@ func benchProcesses(ctx context.Context, o Config, outDir string) error {
 
 // benchRun runs one bench and returns its result line: with
 // o.Sequencers == 3 against three `seqd sequencer --cluster` members.
-func benchRun(ctx context.Context, o Config, outDir string) (line string, err error) {
+// A tput or rtt line ends with the CPU time (user + system, from each
+// child's rusage once it exited) of every process of the run, nodes
+// included: cpu_s in all, cpu_s_per_million messages, and its split into
+// the sequencers (with a group: the first primary and the standbys) and
+// the nodes. The whole run is counted (start-up, the election, the
+// shutdown), the same way for one sequencer and for a group.
+func benchRun(ctx context.Context, o Config, outDir string) (string, error) {
+	set := newChildren(o.Exe)
+	var primary *proc.Proc
+	line, err := benchRunIn(ctx, o, outDir, set, &primary)
+	set.StopAll()
+	if err != nil || (o.Mode != "tput" && o.Mode != "rtt") {
+		return line, err
+	}
+	msgs, err := field(line, "msgs")
+	if err != nil || msgs <= 0 {
+		return line, err
+	}
+	var all, seqs, prim, nodes time.Duration
+	for _, p := range set.Started() {
+		c := p.CPU()
+		all += c
+		switch {
+		case p == primary:
+			prim += c
+			seqs += c
+		case strings.HasPrefix(p.Name(), "sequencer"):
+			seqs += c
+		default:
+			nodes += c
+		}
+	}
+	line += fmt.Sprintf(" cpu_s=%.2f cpu_s_per_million=%.3f cpu_seq_s=%.2f cpu_nodes_s=%.2f", all.Seconds(), all.Seconds()*1e6/msgs, seqs.Seconds(), nodes.Seconds())
+	if primary != nil {
+		line += fmt.Sprintf(" cpu_primary_s=%.2f cpu_standbys_s=%.2f", prim.Seconds(), (seqs - prim).Seconds())
+	}
+	return line, nil
+}
+
+// benchRunIn is benchRun on the children of set; with a group, the first
+// primary goes to *primary.
+func benchRunIn(ctx context.Context, o Config, outDir string, set *children, primary **proc.Proc) (line string, err error) {
 	netArgs, err := benchNet(o.Transport)
 	if err != nil {
 		return "", err
@@ -104,7 +145,6 @@ func benchRun(ctx context.Context, o Config, outDir string) (line string, err er
 		publishTimes, stamps = filepath.Join(dir, "rtt_publish_times_ns.txt"), filepath.Join(dir, "rtt_stamps_ns.txt")
 		seqArgs = append(seqArgs, "--publish-times", publishTimes)
 	}
-	set := newChildren(o.Exe)
 	var seq *proc.Proc
 	var group *benchCluster // with o.Sequencers == 3
 	stopSeq := func() { seq.Stop() }
@@ -115,6 +155,7 @@ func benchRun(ctx context.Context, o Config, outDir string) (line string, err er
 		}
 		defer group.stop()
 		seq, stopSeq = group.primary, group.stopPrimary
+		*primary = group.primary
 		if o.Mode == "tput" || o.Mode == "rtt" {
 			// The figures hold for one primary only: say how many there were.
 			defer func() {

@@ -201,6 +201,21 @@ func (p *Proc) Name() string { return p.spec.Name }
 // Pid is the child's process id.
 func (p *Proc) Pid() int { return p.cmd.Process.Pid }
 
+// CPU is the user and system time the child used (its rusage, as
+// wait(2) reported it); zero until it exited.
+func (p *Proc) CPU() time.Duration {
+	select {
+	case <-p.exited:
+	default:
+		return 0
+	}
+	st := p.cmd.ProcessState
+	if st == nil {
+		return 0
+	}
+	return st.UserTime() + st.SystemTime()
+}
+
 // Exited is closed once the child exited.
 func (p *Proc) Exited() <-chan struct{} { return p.exited }
 

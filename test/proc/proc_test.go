@@ -6,6 +6,7 @@ import (
 	"os"
 	"regexp"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 )
@@ -26,6 +27,16 @@ func TestMain(m *testing.M) {
 		os.Exit(3)
 	case "exit0":
 		fmt.Println("child: done")
+	case "spin":
+		// Burns 200 ms of CPU (its own rusage: a loaded machine gives
+		// it less than the wall clock's), then exits.
+		for t0 := time.Now(); time.Since(t0) < 30*time.Second; {
+			var ru syscall.Rusage
+			if syscall.Getrusage(syscall.RUSAGE_SELF, &ru) == nil &&
+				time.Duration(ru.Utime.Nano()+ru.Stime.Nano()) >= 200*time.Millisecond {
+				break
+			}
+		}
 	case "echo":
 		buf := make([]byte, 64)
 		n, _ := os.Stdin.Read(buf)
@@ -145,3 +156,20 @@ func TestProc_SendAndKill(t *testing.T) {
 type syncWriter struct{ b *strings.Builder }
 
 func (w *syncWriter) Write(p []byte) (int, error) { return w.b.Write(p) }
+
+// CPU is the child's user+system time once it exited (what the bench
+// sums into cpu_s_per_million), zero before.
+func TestProc_CPUOfAnExitedChild(t *testing.T) {
+	set := NewSet("test")
+	p, err := set.Start(context.Background(), child("spin", "spin", false))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c := p.CPU(); c != 0 && p.Alive() {
+		t.Fatalf("CPU of a running child = %v, want 0", c)
+	}
+	<-p.Exited()
+	if c := p.CPU(); c < 200*time.Millisecond || c > 30*time.Second {
+		t.Fatalf("CPU of a child that spun 200ms = %v", c)
+	}
+}
