@@ -91,18 +91,21 @@ type Service struct {
 // Status is what the Service reports to other goroutines (refreshed at
 // each checkpoint and flush timer).
 type Status struct {
-	Applied uint64 // the last seq applied
-	Digest  uint64 // the digest at Applied
-	Txns    uint64
-	Refused uint64
-	Flushed uint64 // the seq the database holds
-	Keys    int
+	Applied uint64 `json:"applied"` // the last seq applied
+	Digest  uint64 `json:"digest"`  // the digest at Applied
+	Txns    uint64 `json:"txns"`
+	Refused uint64 `json:"refused"`
+	Flushed uint64 `json:"flushed"` // the seq the database holds
+	Keys    int    `json:"keys"`
 }
 
 // Checkpoint is the digest after every transaction up to Seq (a
 // multiple of Config.CheckpointEvery); two instances agree at every Seq
 // both noted.
-type Checkpoint struct{ Seq, Digest uint64 }
+type Checkpoint struct {
+	Seq    uint64 `json:"seq"`
+	Digest uint64 `json:"digest"`
+}
 
 const maxCheckpoints = 4096
 
