@@ -12,6 +12,7 @@ import (
 
 	"github.com/seqd/seqd/examples/inventory"
 	"github.com/seqd/seqd/examples/inventory/internal/loopback"
+	"github.com/seqd/seqd/examples/inventory/internal/pgtest"
 	"github.com/seqd/seqd/node"
 )
 
@@ -105,6 +106,13 @@ func (nopHandler) OnMessage(*node.Message) {}
 // memory and in their databases, the same orders, and no stock is below
 // zero.
 func TestService_RestartRewindsFromFlushedSeq(t *testing.T) {
+	t.Run("sqlite", func(t *testing.T) { restartScenario(t, "sqlite:"+filepath.Join(t.TempDir(), "b.db")) })
+	// The restarted instance on PostgreSQL, its partner on SQLite: the
+	// same digests from two databases.
+	t.Run("postgres", func(t *testing.T) { restartScenario(t, pgtest.Start(t)) })
+}
+
+func restartScenario(t *testing.T, dbB string) {
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
 	dir := t.TempDir()
@@ -113,7 +121,7 @@ func TestService_RestartRewindsFromFlushedSeq(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer stack.Close()
-	dbA, dbB := "sqlite:"+filepath.Join(dir, "a.db"), "sqlite:"+filepath.Join(dir, "b.db")
+	dbA := "sqlite:" + filepath.Join(dir, "a.db")
 	a := start(t, ctx, stack, 1, dbA)
 	b := start(t, ctx, stack, 2, dbB)
 
