@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"time"
 
 	"github.com/seqd/seqd/node"
 	"github.com/seqd/seqd/transport"
@@ -73,7 +74,29 @@ func StartInstance(ctx context.Context, cfg InstanceConfig, client transport.Cli
 // and closes the database and the client. A context that ended is not an
 // error.
 func (in *Instance) Run(ctx context.Context) error {
-	err := in.Node.Run(ctx)
+	// A database that fails stops the instance (the state in memory would
+	// run ahead of anything a restart can recover): the database keeps
+	// the last seq it committed, and a restart rewinds from there.
+	rctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	stopped := make(chan struct{})
+	defer close(stopped)
+	go func() {
+		t := time.NewTicker(50 * time.Millisecond)
+		defer t.Stop()
+		for {
+			select {
+			case <-stopped:
+				return
+			case <-t.C:
+				if in.Service.flusher.Err() != nil {
+					cancel()
+					return
+				}
+			}
+		}
+	}()
+	err := in.Node.Run(rctx)
 	if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
 		err = nil
 	}
