@@ -131,11 +131,12 @@ type Answer struct {
 	Error   string `json:"error,omitempty"`
 }
 
-// ServeHTTP answers POST /reserve?key=K&qty=N (N > 0 reserves N, a
-// negative N... is refused: use /restock) and POST /restock?key=K&qty=N:
-// 200 when the transaction applied, 409 when it was refused (sold out),
-// 504 when no reply came in time, 400 for a bad request. With record=1
-// (the default for /reserve) a success is an order in the database.
+// ServeHTTP answers POST /reserve?key=K&qty=N (takes N) and POST
+// /restock?key=K&qty=N (adds N), N > 0: 200 when the transaction
+// applied, 409 when it was refused (sold out), 504 when no reply came in
+// time, 400 for a bad request; the body is an Answer in JSON. A
+// successful reservation is an order recorded in the database (unless
+// record=0).
 func (f *Front) ServeHTTP(w http.ResponseWriter, req *http.Request) {
 	var sign int64
 	switch req.URL.Path {
