@@ -22,6 +22,11 @@ type InstanceConfig struct {
 	// Node adjusts the node's configuration (after the instance's own
 	// settings: account, a large window, rewind from the flushed seq).
 	Node func(*node.Config)
+	// Session, when not 0, locks the node onto that session (it stops
+	// with node.ErrNewSession on another). A database belongs to the
+	// session it was flushed from; the instance cannot tell another
+	// session's stream from its own without it.
+	Session uint64
 	// RewindAddrs are replayers' rewind listeners. Without one, the node
 	// repairs from the sequencer's ring only.
 	RewindAddrs []string
@@ -53,7 +58,8 @@ func StartInstance(ctx context.Context, cfg InstanceConfig, client transport.Cli
 	// A reply per transaction, sent from the handler (TrySend): room for
 	// every reply of a burst the stream delivers in one go.
 	ncfg.Window = 1 << 16
-	ncfg.Commit(svc.Resume())
+	ncfg.Session = cfg.Session
+	ncfg.Commit(svc.Resume()) // a new database: from seq 1
 	if cfg.Node != nil {
 		cfg.Node(&ncfg)
 	}

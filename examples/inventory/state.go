@@ -19,6 +19,7 @@ type State struct {
 	taken      uint64 // seq at the last TakeBatch
 	digest     uint64
 	digestBase uint64 // the digest before the ring's first entry (NewState, Restore)
+	baseSeq    uint64 // the seq digestBase is the digest at
 	txns       uint64 // transactions applied (every outcome)
 	failed     uint64 // transactions refused
 
@@ -117,8 +118,8 @@ func (s *State) DigestAt(seq uint64) (uint64, bool) {
 			return s.ring[i].digest, true
 		}
 	}
-	if s.ringLen < digestRing {
-		return s.digestBase, true // no transaction since the restore
+	if s.ringLen < digestRing && seq >= s.baseSeq {
+		return s.digestBase, true // no transaction between the restore and seq
 	}
 	return 0, false
 }
@@ -255,7 +256,7 @@ func (s *State) Restore(snap *Snapshot) {
 	for i, k := range snap.Keys {
 		s.insert([]byte(k), snap.Stock[i])
 	}
-	s.seq, s.taken = snap.Seq, snap.Seq
+	s.seq, s.taken, s.baseSeq = snap.Seq, snap.Seq, snap.Seq
 	s.digest, s.digestBase = snap.Digest, snap.Digest
 	if snap.Seq == 0 && snap.Digest == 0 {
 		s.digest, s.digestBase = digestSeed, digestSeed

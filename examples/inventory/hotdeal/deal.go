@@ -138,13 +138,11 @@ func runDeal(ctx context.Context, cfg dealConfig) (rep dealReport, err error) {
 	logf("hotdeal: sequencer %s, replayer %s, %d instances, front %s", stack.TCP.Addr, stack.RewindAddr(), cfg.Instances, url)
 
 	var keys []string
-	var total int64
 	for _, it := range cfg.Items {
 		if r, err := front.Do(ctx, 0, inventory.Update{Key: it.Key, Delta: it.Stock}); err != nil || r.Outcome != inventory.OK {
 			return rep, fmt.Errorf("restock %s: %v %v", it.Key, r.Outcome, err)
 		}
 		keys = append(keys, it.Key)
-		total += it.Stock
 	}
 	logf("hotdeal: %d buyers for %v", cfg.Buyers, cfg.Items)
 	rep.Buyers = inventory.RunBuyers(ctx, inventory.BuyersConfig{URLs: []string{url}, Buyers: cfg.Buyers, Keys: keys, Timeout: 30 * time.Second})
@@ -235,7 +233,6 @@ func runDeal(ctx context.Context, cfg dealConfig) (rep dealReport, err error) {
 	if len(slices.Compact(slices.Clone(rep.Digests))) != 1 {
 		problems = append(problems, fmt.Errorf("digests differ: %x", rep.Digests))
 	}
-	_ = total
 	return rep, errors.Join(problems...)
 }
 

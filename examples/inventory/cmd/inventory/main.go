@@ -58,6 +58,7 @@ func main() {
 	db := fs.String("db", "sqlite:inventory.db", "database: sqlite:PATH or postgres://... (service)")
 	rewind := fs.String("rewind", "", "replayers' rewind addresses, comma-separated (service)")
 	httpAddr := fs.String("http", "127.0.0.1:0", "HTTP listen address (service: /status; front: /reserve, /restock)")
+	session := fs.Uint64("session", 0, "lock onto this session (0: the first seen); the database holds one session's state (service)")
 	rewindReplies := fs.Bool("replies-while-rewinding", false, "also send the replies of transactions met while rewinding (a hot-hot pair numbered from the stream; service)")
 	replyTimeout := fs.Duration("reply-timeout", 10*time.Second, "longest wait for a reply (front)")
 	_ = fs.Parse(os.Args[2:])
@@ -84,7 +85,7 @@ func main() {
 		scfg := inventory.DefaultConfig()
 		scfg.RepliesWhileRewinding = *rewindReplies
 		err = runService(ctx, client, inventory.InstanceConfig{Account: *account, Instance: uint8(*instance), DB: *db,
-			Service: scfg, RewindAddrs: split(*rewind)}, l)
+			Session: *session, Service: scfg, RewindAddrs: split(*rewind)}, l)
 	}
 	if err != nil {
 		log.Fatalf("inventory %s: %v", mode, err)
