@@ -78,7 +78,6 @@ type Service struct {
 	nextCheck    uint64
 	reply        Reply
 	out          []byte
-	timerArmed   bool
 
 	replyErrors atomic.Uint64
 	active      atomic.Bool

@@ -43,7 +43,7 @@ func OpenStore(ctx context.Context, url string) (*SQLStore, error) {
 	case strings.HasSuffix(url, ".db"):
 		return OpenSQLite(ctx, url)
 	}
-	return nil, fmt.Errorf("%w: database %q: want sqlite:PATH or postgres://...", ErrConfig, url)
+	return nil, fmt.Errorf("%w: database %q: want sqlite:PATH or postgres://HOST/DB", ErrConfig, url)
 }
 
 // OpenSQLite opens (creating) the SQLite database at path, in WAL mode

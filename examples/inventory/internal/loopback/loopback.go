@@ -102,7 +102,7 @@ func Start(ctx context.Context, dir string, session uint64) (*Stack, error) {
 	st.wg.Add(1)
 	go func() {
 		defer st.wg.Done()
-		if err := st.Agent.Run(runCtx); err != nil && !errors.Is(err, context.Canceled) {
+		if err := st.Agent.Run(runCtx); !errors.Is(err, context.Canceled) {
 			err = fmt.Errorf("loopback: sequencer: %w", err)
 			st.runErr.Store(&err)
 		}
