@@ -187,7 +187,7 @@ func restartScenario(t *testing.T, dbB string) {
 	if sa.Txns != n || sa.Refused == 0 {
 		t.Fatalf("instance 1 applied %d transactions (%d refused), want %d with some refused", sa.Txns, sa.Refused, n)
 	}
-	if sa.Applied != sb.Applied || sa.Digest != sb.Digest || sb.Flushed != sb.Applied {
+	if sa.Applied != sb.Applied || sa.Digest != sb.Digest || sa.Txns != sb.Txns || sa.Refused != sb.Refused || sb.Flushed != sb.Applied {
 		t.Fatalf("status %+v and %+v: want the same seq and digest, flushed", sa, sb)
 	}
 	ca, cb := a.in.Service.Checkpoints(), b.in.Service.Checkpoints()

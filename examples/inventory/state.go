@@ -236,7 +236,7 @@ func (s *State) Pending() bool { return len(s.changed) > 0 || len(s.orders) > 0 
 // slices): the stock of every key changed, the orders recorded, the seq
 // and digest they bring the database to.
 func (s *State) TakeBatch(b *Batch) {
-	b.Seq, b.Digest = s.seq, s.digest
+	b.Seq, b.Digest, b.Txns, b.Refused = s.seq, s.digest, s.txns, s.failed
 	b.Keys, b.Stock = b.Keys[:0], b.Stock[:0]
 	for _, i := range s.changed {
 		b.Keys = append(b.Keys, s.keys[i])
@@ -258,6 +258,7 @@ func (s *State) Restore(snap *Snapshot) {
 	}
 	s.seq, s.taken, s.baseSeq = snap.Seq, snap.Seq, snap.Seq
 	s.digest, s.digestBase = snap.Digest, snap.Digest
+	s.txns, s.failed = snap.Txns, snap.Refused
 	if snap.Seq == 0 && snap.Digest == 0 {
 		s.digest, s.digestBase = digestSeed, digestSeed
 	}
@@ -267,16 +268,20 @@ func (s *State) Restore(snap *Snapshot) {
 type Batch struct {
 	Seq    uint64 // the last seq the batch covers
 	Digest uint64 // State.Digest at Seq
-	Keys   []string
-	Stock  []int64
-	Orders []Order
+	// Txns and Refused count the transactions up to Seq, so that a
+	// restarted instance's counts go on from its partner's.
+	Txns, Refused uint64
+	Keys          []string
+	Stock         []int64
+	Orders        []Order
 }
 
 // Snapshot is what the database holds: the stock of every key, and the
 // seq and digest it was flushed at.
 type Snapshot struct {
-	Seq    uint64
-	Digest uint64
-	Keys   []string
-	Stock  []int64
+	Seq           uint64
+	Digest        uint64
+	Txns, Refused uint64
+	Keys          []string
+	Stock         []int64
 }

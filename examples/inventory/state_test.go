@@ -73,7 +73,7 @@ func TestState_DigestFollowsTheStream(t *testing.T) {
 		if i == 2 {
 			var bt Batch
 			a.TakeBatch(&bt)
-			snap = &Snapshot{Seq: bt.Seq, Digest: bt.Digest, Keys: bt.Keys, Stock: bt.Stock}
+			snap = &Snapshot{Seq: bt.Seq, Digest: bt.Digest, Txns: bt.Txns, Refused: bt.Refused, Keys: bt.Keys, Stock: bt.Stock}
 			restored = NewState(0)
 			restored.Restore(snap)
 			if d, ok := restored.DigestAt(bt.Seq); !ok || d != a.Digest() {
@@ -178,7 +178,7 @@ func testStoreRoundTrip(t *testing.T, st Store) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if snap.Seq != 9 || snap.Digest != s.Digest() || len(snap.Keys) != 2 || snap.Stock[0] != 3 || snap.Stock[1] != 0 {
+	if snap.Seq != 9 || snap.Digest != s.Digest() || snap.Txns != 3 || snap.Refused != 0 || len(snap.Keys) != 2 || snap.Stock[0] != 3 || snap.Stock[1] != 0 {
 		t.Fatalf("loaded %+v, want seq 9, a=3 b=0, digest %x", snap, s.Digest())
 	}
 	orders, err := st.Orders(ctx)

@@ -26,7 +26,7 @@ type Store interface {
 // SQLStore is a Store on database/sql: SQLite (modernc.org/sqlite, pure
 // Go) or PostgreSQL (jackc/pgx). Tables: inventory_stock (key, qty),
 // inventory_orders (seq, account, ref, key, delta) and inventory_meta
-// (one row: flushed_seq, digest, flushes).
+// (one row: flushed_seq, digest, txns, refused, flushes).
 type SQLStore struct {
 	db       *sql.DB
 	postgres bool
@@ -74,7 +74,7 @@ func newSQLStore(ctx context.Context, db *sql.DB, postgres bool) (*SQLStore, err
 	for _, q := range []string{
 		`CREATE TABLE IF NOT EXISTS inventory_stock (key TEXT PRIMARY KEY, qty BIGINT NOT NULL)`,
 		`CREATE TABLE IF NOT EXISTS inventory_orders (seq BIGINT PRIMARY KEY, account TEXT NOT NULL, ref BIGINT NOT NULL, key TEXT NOT NULL, delta BIGINT NOT NULL)`,
-		`CREATE TABLE IF NOT EXISTS inventory_meta (id INTEGER PRIMARY KEY, flushed_seq BIGINT NOT NULL, digest BIGINT NOT NULL, flushes BIGINT NOT NULL)`,
+		`CREATE TABLE IF NOT EXISTS inventory_meta (id INTEGER PRIMARY KEY, flushed_seq BIGINT NOT NULL, digest BIGINT NOT NULL, txns BIGINT NOT NULL, refused BIGINT NOT NULL, flushes BIGINT NOT NULL)`,
 	} {
 		if _, err := db.ExecContext(ctx, q); err != nil {
 			db.Close()
@@ -108,7 +108,7 @@ func (s *SQLStore) Load(ctx context.Context) (*Snapshot, error) {
 	defer tx.Rollback()
 	snap := &Snapshot{}
 	var digest int64
-	err = tx.QueryRowContext(ctx, `SELECT flushed_seq, digest FROM inventory_meta WHERE id = 1`).Scan(&snap.Seq, &digest)
+	err = tx.QueryRowContext(ctx, `SELECT flushed_seq, digest, txns, refused FROM inventory_meta WHERE id = 1`).Scan(&snap.Seq, &digest, &snap.Txns, &snap.Refused)
 	switch {
 	case err == sql.ErrNoRows:
 	case err != nil:
@@ -185,10 +185,10 @@ func (s *SQLStore) Write(ctx context.Context, b *Batch) error {
 			return fmt.Errorf("%w: flush seq %d: orders: %w", ErrStore, b.Seq, err)
 		}
 	}
-	meta := fmt.Sprintf(`INSERT INTO inventory_meta (id, flushed_seq, digest, flushes) VALUES (1, %s, %s, 1)
+	meta := fmt.Sprintf(`INSERT INTO inventory_meta (id, flushed_seq, digest, txns, refused, flushes) VALUES (1, %s, %s, %s, %s, 1)
 		ON CONFLICT (id) DO UPDATE SET flushed_seq = excluded.flushed_seq, digest = excluded.digest,
-		flushes = inventory_meta.flushes + 1`, s.ph(1), s.ph(2))
-	if _, err := tx.ExecContext(ctx, meta, int64(b.Seq), int64(b.Digest)); err != nil {
+		txns = excluded.txns, refused = excluded.refused, flushes = inventory_meta.flushes + 1`, s.ph(1), s.ph(2), s.ph(3), s.ph(4))
+	if _, err := tx.ExecContext(ctx, meta, int64(b.Seq), int64(b.Digest), int64(b.Txns), int64(b.Refused)); err != nil {
 		return fmt.Errorf("%w: flush seq %d: meta: %w", ErrStore, b.Seq, err)
 	}
 	if err := tx.Commit(); err != nil {

@@ -152,7 +152,7 @@ func TestProcesses_PairKilledAndRestarted(t *testing.T) {
 		case <-time.After(20 * time.Millisecond):
 		}
 	}
-	if b.Resumed < flushed || b.Resumed >= a.Applied || a.Digest != b.Digest {
+	if b.Resumed < flushed || b.Resumed >= a.Applied || a.Digest != b.Digest || a.Txns != b.Txns || a.Txns != 28 {
 		t.Fatalf("restarted instance: resumed after %d, at seq %d digest %x; instance 1 at %d digest %x", b.Resumed, b.Applied, b.Digest, a.Applied, a.Digest)
 	}
 	t.Logf("instance 2 resumed after seq %d, caught up at %d, digest %x", b.Resumed, b.Applied, b.Digest)
