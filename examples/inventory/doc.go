@@ -19,9 +19,13 @@
 //   - Flusher and Store: batches written asynchronously, each in one
 //     database transaction with its seq and digest (SQLStore: SQLite via
 //     modernc.org/sqlite, or PostgreSQL via pgx).
+//   - Instance (StartInstance, Run): a Service on its node and its
+//     Store, the node rewinding from the flushed seq + 1; a failing
+//     database stops it. What a process of the service (cmd/inventory)
+//     and a drill run.
 //   - Front: an HTTP front (one request, one answer) that sends a
 //     transaction to the sequencer and answers when the service's reply
-//     for it is in the stream.
+//     for it is in the stream. RunBuyers storms fronts with buyers.
 //
 // # Concurrency
 //
