@@ -12,6 +12,12 @@
 // (comma-separated: a cluster's members), --udp.stream-group,
 // --udp.command-group. Each prints "inventory: ready ..." once serving and
 // stops on SIGTERM or SIGINT (a service flushes first).
+//
+//	inventory buyers --url http://127.0.0.1:8100 --buyers 2000 --keys phone
+//
+// buyers: that many buyers at once, one POST /reserve each; prints
+// "buyers: buyers=N won=W refused=R timeouts=T errors=E ..." and exits 1
+// if any buyer got no answer from the stream (a timeout or an error).
 package main
 
 import (
@@ -38,8 +44,11 @@ import (
 )
 
 func main() {
+	if len(os.Args) >= 2 && os.Args[1] == "buyers" {
+		os.Exit(runBuyers(os.Args[2:]))
+	}
 	if len(os.Args) < 2 || (os.Args[1] != "service" && os.Args[1] != "front") {
-		fmt.Fprintln(os.Stderr, "usage: inventory service|front [flags] (-h for the flags)")
+		fmt.Fprintln(os.Stderr, "usage: inventory service|front|buyers [flags] (-h for the flags)")
 		os.Exit(2)
 	}
 	mode := os.Args[1]
@@ -160,4 +169,25 @@ func runFront(ctx context.Context, client transport.Client, account string, time
 		return nil
 	}
 	return err
+}
+
+func runBuyers(args []string) int {
+	fs := flag.NewFlagSet("buyers", flag.ExitOnError)
+	urls := fs.String("url", "http://127.0.0.1:8100", "fronts' base URLs, comma-separated")
+	n := fs.Int("buyers", 1000, "buyers, each sending one reservation at the same moment")
+	keys := fs.String("keys", "phone", "keys to reserve, comma-separated (buyer i takes key i mod count)")
+	timeout := fs.Duration("timeout", 30*time.Second, "longest wait for one answer")
+	_ = fs.Parse(args)
+	rep := inventory.RunBuyers(context.Background(), inventory.BuyersConfig{URLs: split(*urls), Buyers: *n, Keys: split(*keys), Timeout: *timeout})
+	fmt.Println("buyers:", rep)
+	if rep.Timeouts+rep.Errors > 0 {
+		for _, r := range rep.Results {
+			if r.Err != "" {
+				fmt.Fprintf(os.Stderr, "buyers: buyer %d: %s\n", r.Buyer, r.Err)
+				break
+			}
+		}
+		return 1
+	}
+	return 0
 }

@@ -140,6 +140,14 @@ func TestProcesses_PairKilledAndRestarted(t *testing.T) {
 		t.Fatalf("6 buyers for 2 TVs while instance 2 is down: %d won, %d refused", won, refused)
 	}
 	s2 = service(2, http2)
+	// The buyers subcommand: 10 more for the 2 phones restocked now.
+	if c := post(t, base+"/restock?key=phone&qty=2"); c != http.StatusOK {
+		t.Fatalf("restock: %d", c)
+	}
+	out, err := exec.CommandContext(ctx, inv, "buyers", "--url", base, "--buyers", "10", "--keys", "phone").CombinedOutput()
+	if err != nil || !regexp.MustCompile(`^buyers: buyers=10 won=2 refused=8 timeouts=0 errors=0 `).Match(out) {
+		t.Fatalf("inventory buyers: %v\n%s", err, out)
+	}
 	var a, b status
 	for {
 		a, b = getStatus(t, http1), getStatus(t, http2)
@@ -152,7 +160,7 @@ func TestProcesses_PairKilledAndRestarted(t *testing.T) {
 		case <-time.After(20 * time.Millisecond):
 		}
 	}
-	if b.Resumed < flushed || b.Resumed >= a.Applied || a.Digest != b.Digest || a.Txns != b.Txns || a.Txns != 28 {
+	if b.Resumed < flushed || b.Resumed >= a.Applied || a.Digest != b.Digest || a.Txns != b.Txns || a.Txns != 39 {
 		t.Fatalf("restarted instance: resumed after %d, at seq %d digest %x; instance 1 at %d digest %x", b.Resumed, b.Applied, b.Digest, a.Applied, a.Digest)
 	}
 	t.Logf("instance 2 resumed after seq %d, caught up at %d, digest %x", b.Resumed, b.Applied, b.Digest)
