@@ -14,5 +14,5 @@ var (
 	ErrClosed    = errors.New("inventory: closed")
 	ErrTimeout   = errors.New("inventory: no answer from the stream in time")
 	ErrStore     = errors.New("inventory: store")
-	ErrSession   = errors.New("inventory: the database belongs to another session")
+	ErrDiverged  = errors.New("inventory: instances diverged")
 )

@@ -241,3 +241,25 @@ func (s *Service) Close() error {
 	}
 	return nil
 }
+
+// CompareCheckpoints compares two instances' checkpoints at the seqs both
+// noted: it returns how many they share, and an error naming the first
+// seq where the digests differ (the instances diverged at or before it).
+func CompareCheckpoints(a, b []Checkpoint) (common int, err error) {
+	i, j := 0, 0
+	for i < len(a) && j < len(b) {
+		switch {
+		case a[i].Seq < b[j].Seq:
+			i++
+		case a[i].Seq > b[j].Seq:
+			j++
+		default:
+			if a[i].Digest != b[j].Digest {
+				return common, fmt.Errorf("%w: at seq %d: digest %016x and %016x", ErrDiverged, a[i].Seq, a[i].Digest, b[j].Digest)
+			}
+			common++
+			i, j = i+1, j+1
+		}
+	}
+	return common, nil
+}

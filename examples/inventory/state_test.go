@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"path/filepath"
+	"strings"
 	"testing"
 )
 
@@ -184,5 +185,19 @@ func testStoreRoundTrip(t *testing.T, st Store) {
 	orders, err := st.Orders(ctx)
 	if err != nil || len(orders) != 2 || orders[0].Seq != 5 || orders[1].Ref != 3 || orders[1].Key != "b" || orders[1].Delta != -7 {
 		t.Fatalf("orders %+v %v", orders, err)
+	}
+}
+
+// TestCompareCheckpoints: shared seqs compared, the first difference
+// named.
+func TestCompareCheckpoints(t *testing.T) {
+	a := []Checkpoint{{1024, 1}, {2048, 2}, {3072, 3}, {4096, 4}}
+	b := []Checkpoint{{2048, 2}, {3072, 3}, {5120, 9}}
+	if n, err := CompareCheckpoints(a, b); n != 2 || err != nil {
+		t.Fatalf("got %d %v, want 2 in common", n, err)
+	}
+	b[1].Digest = 7
+	if n, err := CompareCheckpoints(a, b); n != 1 || !errors.Is(err, ErrDiverged) || !strings.Contains(err.Error(), "seq 3072") {
+		t.Fatalf("got %d %v, want a divergence at seq 3072", n, err)
 	}
 }
