@@ -11,7 +11,6 @@ var (
 	ErrNotReply  = errors.New("inventory: not a reply")
 	ErrTooMany   = errors.New("inventory: too many updates in one transaction")
 	ErrKey       = errors.New("inventory: key empty or longer than MaxKeyBytes")
-	ErrClosed    = errors.New("inventory: closed")
 	ErrTimeout   = errors.New("inventory: no answer from the stream in time")
 	ErrStore     = errors.New("inventory: store")
 	ErrDiverged  = errors.New("inventory: instances diverged")
