@@ -35,6 +35,7 @@ type dealConfig struct {
 
 type dealReport struct {
 	Buyers  inventory.BuyersReport
+	Front   inventory.FrontStats
 	Orders  []int // orders in each instance's database
 	Digests []uint64
 	Applied uint64
@@ -46,7 +47,8 @@ type dealReport struct {
 }
 
 func (r dealReport) String() string {
-	s := fmt.Sprintf("hotdeal %s orders=%v digests_equal=%v applied=%d", r.Buyers, r.Orders, len(slices.Compact(slices.Clone(r.Digests))) == 1, r.Applied)
+	s := fmt.Sprintf("hotdeal %s front_replies=%d front_duplicates=%d orders=%v digests_equal=%v applied=%d",
+		r.Buyers, r.Front.Replies, r.Front.Duplicates, r.Orders, len(slices.Compact(slices.Clone(r.Digests))) == 1, r.Applied)
 	if r.LoadTxns > 0 {
 		busy := r.Flush.Busy.Seconds()
 		s += fmt.Sprintf("\nload txns=%d elapsed=%v e2e_tx_per_s=%.0f flush_batches=%d flush_rows=%d flush_busy=%v rows_per_busy_s=%.0f txns_per_flush_s=%.0f flush_lag=%v",
@@ -169,6 +171,12 @@ func runDeal(ctx context.Context, cfg dealConfig) (rep dealReport, err error) {
 			problems = append(problems, fmt.Errorf("OVERSOLD %s: %d won, stock %d", it.Key, won[it.Key], it.Stock))
 		}
 		wantWon += min(it.Stock, int64(cfg.Buyers/len(cfg.Items)))
+	}
+	// Each request answered from the stream once: the front took one
+	// reply per request (restocks and buyers) and dropped the rest.
+	rep.Front = front.Stats()
+	if want := uint64(cfg.Buyers + len(cfg.Items)); rep.Front.Replies != want || rep.Front.Timeouts != 0 {
+		problems = append(problems, fmt.Errorf("front: %d requests answered from the stream, %d timed out; want %d, none", rep.Front.Replies, rep.Front.Timeouts, want))
 	}
 	if int64(rep.Buyers.Won) != wantWon && rep.Buyers.Errors == 0 && rep.Buyers.Timeouts == 0 {
 		problems = append(problems, fmt.Errorf("%d won, want %d (every item sold out, each once)", rep.Buyers.Won, wantWon))
