@@ -145,8 +145,12 @@ func (s *Service) OnMessage(m *node.Message) {
 	if m.Seq <= st.seq && st.seq != 0 {
 		return // already in the database's state (a rewind overlapping it)
 	}
-	for m.Seq > s.nextCheck {
-		s.checkpoint(s.nextCheck)
+	if m.Seq > s.nextCheck {
+		// The last boundary before m: no transaction came since the
+		// others crossed, so their digest is the same (a node that starts
+		// live far into the stream notes one, not millions).
+		k := s.cfg.CheckpointEvery
+		s.checkpoint((m.Seq - 1) / k * k)
 	}
 	if m.Internal() || !IsTxn(m.Payload) {
 		st.Observe(m.Seq)
