@@ -59,7 +59,7 @@ bench: build
 
 ## fuzz: every decoder of network bytes, FUZZTIME each.
 fuzz:
-	@set -e; for pkg in ./wire ./sequencer ./receiver ./node ./replayer ./transport/tcp ./multicast ./fsm ./cluster ./tiered; do \
+	@set -e; for pkg in ./wire ./sequencer ./receiver ./node ./replayer ./transport/tcp ./multicast ./fsm ./cluster ./tiered ./examples/inventory; do \
 	  for f in $$($(GO) test -list '^Fuzz' $$pkg | grep '^Fuzz'); do \
 	    echo "fuzz $$pkg $$f"; $(GO) test -run '^$$' -fuzz "^$$f$$" -fuzztime $(FUZZTIME) $$pkg; \
 	  done; \
