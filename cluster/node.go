@@ -382,6 +382,7 @@ func (n *Member) Close() error {
 	n.closeOnce.Do(func() {
 		n.setRole(RoleStopped)
 		n.admin.Close()
+		n.store.quiet()
 		if err := n.raft.Shutdown().Error(); err != nil {
 			n.log.Warn("raft shutdown", "err", err)
 		}
