@@ -73,6 +73,7 @@ func newApp() *cli.App {
 			benchPeerCommand(),
 			adminCommand(),
 			drillCommand(),
+			configCommand(),
 		},
 		// --log-format, --log-level and --verbose before the subcommand's
 		// name serve every subcommand (its own flags, when set, win).

@@ -318,3 +318,40 @@ func keyNames(allowed string, keys map[string]string) string {
 }
 
 var goName = regexp.MustCompile(`\b[A-Z][A-Za-z0-9]*\b`)
+
+// SectionString is a string key whose name is also a table's ("gossip"
+// and [gossip] bind = ...): TOML cannot hold both, so in a file it is
+// written by its alias inside the table (alias "gossip.seeds" is seeds
+// in [gossip]); the flag and variable keep the key's name. altsrc alone
+// would read the table as the key's value and refuse it.
+func SectionString(key, alias, value, usage string, env ...string) cli.Flag {
+	return &sectionString{altsrc.NewStringFlag(&cli.StringFlag{Name: key, Aliases: []string{alias}, Value: value, Usage: usage,
+		EnvVars: append(env, EnvName(key), EnvName(alias))})}
+}
+
+type sectionString struct{ *altsrc.StringFlag }
+
+func (f *sectionString) ApplyInputSourceValue(c *cli.Context, isc altsrc.InputSourceContext) error {
+	if c.IsSet(f.Name) {
+		return nil
+	}
+	for _, e := range f.EnvVars {
+		if _, ok := os.LookupEnv(e); ok {
+			return nil
+		}
+	}
+	v, err := isc.String(f.Aliases[0])
+	if err != nil {
+		return err
+	}
+	if v == "" {
+		// The key itself, when it is not the table.
+		if v, err = isc.String(f.Name); err != nil && !strings.Contains(err.Error(), "map[") {
+			return err
+		}
+	}
+	if v == "" {
+		return nil
+	}
+	return c.Set(f.Name, v)
+}
