@@ -74,6 +74,7 @@ func newApp() *cli.App {
 			adminCommand(),
 			drillCommand(),
 			configCommand(),
+			completionCommand(),
 		},
 		// --log-format, --log-level and --verbose before the subcommand's
 		// name serve every subcommand (its own flags, when set, win).
@@ -82,7 +83,12 @@ func newApp() *cli.App {
 		// main prints errors; the library must not print them too.
 		ExitErrHandler: func(*cli.Context, error) {},
 		OnUsageError:   usageError,
+		Version:        version(),
+		// seqd completion bash|zsh prints the scripts that use it.
+		EnableBashCompletion: true,
+		Action:               notACommand,
 	}
+	addExamples(app.Commands, "")
 	for _, cmd := range app.Commands {
 		strict(cmd)
 	}
