@@ -525,7 +525,12 @@ func (s *Service) shutdown(err error) error {
 	s.snapshot() // Close fsynced: Durable is Contiguous unless it failed
 	close(s.stopped)
 	st := s.Stats()
-	s.log.Info("replayer: stopped", "contiguous", st.Contiguous, "durable", st.Durable, "appended", st.Persist.Appended,
-		"naks", st.Naks.Naks, "retransmitted", st.Naks.Retransmitted, "gones", st.Naks.Gones, "err", err)
+	attrs := []any{"contiguous", st.Contiguous, "durable", st.Durable, "appended", st.Persist.Appended,
+		"naks", st.Naks.Naks, "retransmitted", st.Naks.Retransmitted, "gones", st.Naks.Gones}
+	if err != nil && !errors.Is(err, context.Canceled) {
+		// A stop asked for (the context ended) is no error to report.
+		attrs = append(attrs, "err", err)
+	}
+	s.log.Info("replayer: stopped", attrs...)
 	return err
 }

@@ -89,6 +89,11 @@ func runNode(cc *cli.Context) error {
 		cfg.Mode = node.Fast
 	}
 	count, size := cc.Int("count"), cc.Int("size")
+	for _, k := range []string{"count", "rate", "expect"} {
+		if v := cc.Int(k); v < 0 {
+			return options.KeyError(k, fmt.Sprint(v), ">= 0")
+		}
+	}
 	if cfg.ReadOnly {
 		count = 0
 	}

@@ -82,3 +82,22 @@ func TestCLI_VersionAndCompletion(t *testing.T) {
 		t.Fatalf("completion of node --acc: %q %v", out, err)
 	}
 }
+
+// TestNode_NegativeCountsRefused: --count, --rate and --expect below 0
+// are configuration errors naming the key (they were accepted).
+func TestNode_NegativeCountsRefused(t *testing.T) {
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"node", "--account", "A", "--timeout", "1s", "--count", "-5"}, "count = -5"},
+		{[]string{"node", "--account", "A", "--timeout", "1s", "--rate", "-1"}, "rate = -1"},
+		{[]string{"node", "--account", "A", "--timeout", "1s", "--expect", "-1"}, "expect = -1"},
+		{[]string{"tail", "--count", "-1"}, "count = -1"},
+	} {
+		_, err := runOut(t, tc.args...)
+		if err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("seqd %s: %v, want an error containing %q", strings.Join(tc.args, " "), err, tc.want)
+		}
+	}
+}
