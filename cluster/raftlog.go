@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"strings"
 	"sync/atomic"
+	"time"
 
 	"github.com/hashicorp/go-hclog"
 
@@ -25,20 +26,31 @@ import (
 //     "failed to contact") is WARN, not ERROR: the group is built to lose
 //     a member, and each such line passes a logging.Limiter keyed by the
 //     message and the peer (one every 10 s, with the suppressed count);
+//   - for the first startupGrace after the member starts they are INFO:
+//     members of a group start one after the other, and the first leader
+//     fails to reach the last one until it is up;
 //   - once the member is stopping (quiet), WARN and ERROR are DEBUG: the
 //     peers that stop with it are no news.
 //
 // Everything else keeps its level.
 type raftLog struct {
-	l     *slog.Logger
-	name  string
-	args  []any
-	lim   *logging.Limiter
-	quiet *atomic.Bool
+	l       *slog.Logger
+	name    string
+	args    []any
+	lim     *logging.Limiter
+	quiet   *atomic.Bool
+	started time.Time // monotonic: the grace of startupGrace
+	now     func() time.Time
 }
 
+// startupGrace is how long after a member starts its peers' being
+// unreachable is INFO, not WARN (systemd or Kubernetes start the three
+// within seconds of each other).
+const startupGrace = 10 * time.Second
+
 func newRaftLog(l *slog.Logger, name string) *raftLog {
-	return &raftLog{l: l, name: name, lim: logging.NewLimiter(logging.DefaultInterval, nil), quiet: new(atomic.Bool)}
+	return &raftLog{l: l, name: name, lim: logging.NewLimiter(logging.DefaultInterval, nil), quiet: new(atomic.Bool),
+		started: time.Now(), now: time.Now}
 }
 
 // peerRPCFailures are the prefixes of raft's messages about a peer it
@@ -79,6 +91,8 @@ func (r *raftLog) level(lv hclog.Level, msg string) (slog.Level, bool) {
 	case lv <= hclog.Info:
 		out = slog.LevelDebug
 	case lv == hclog.Warn && hasPrefix(msg, electionStarts):
+		out = slog.LevelInfo
+	case peer && r.now().Sub(r.started) < startupGrace:
 		out = slog.LevelInfo
 	case peer:
 		out = slog.LevelWarn

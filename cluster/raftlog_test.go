@@ -18,6 +18,13 @@ func TestRaftLog_LevelsAndRepeats(t *testing.T) {
 	var b bytes.Buffer
 	l := newRaftLog(slog.New(slog.NewTextHandler(&b, &slog.HandlerOptions{Level: slog.LevelInfo})), "raft")
 	var h hclog.Logger = l
+	// At start, a peer not up yet is INFO (the group starts one by one).
+	h.Error("failed to appendEntries to", "peer", "{Voter 7 127.0.0.1:1}", "error", "connection refused")
+	if !strings.Contains(b.String(), "level=INFO") {
+		t.Fatalf("a peer unreachable at start: %q, want INFO", b.String())
+	}
+	b.Reset()
+	l.started = l.started.Add(-startupGrace)
 	h.Warn("heartbeat timeout reached, starting election", "last-leader-addr", "", "last-leader-id", "")
 	h.Info("entering follower state", "follower", "x")
 	for i := 0; i < 71; i++ {
