@@ -26,7 +26,7 @@ func nodeCommand() *cli.Command {
 		options.Int("count", 1000, "commands to send; the node exits 0 once all are acknowledged"),
 		options.Int("size", 256, "payload bytes per command"),
 		options.Int("rate", 0, "commands per second (0: as fast as the window allows)"),
-		options.Int("expect", 0, "also wait until this many messages of other accounts were delivered"),
+		options.Int("expect", 0, "also wait until this many messages of other accounts were delivered (at least 1 with --read-only or --count 0)"),
 		options.Bool("read-only", false, "send nothing; only read and verify the stream"),
 		options.String("node.mode", "safe", "safe (deliver what the group holds as stable) | fast (deliver on arrival)"),
 		options.Int("node.window", d.Window, "commands in flight before Send blocks"),
@@ -96,6 +96,15 @@ func runNode(cc *cli.Context) error {
 	}
 	if cfg.ReadOnly {
 		count = 0
+	}
+	if count == 0 && cc.Int("expect") <= 0 {
+		// It would be done at once: exit 0 with nothing read, even with
+		// no sequencer running.
+		what := "--count 0"
+		if cfg.ReadOnly {
+			what = "--read-only"
+		}
+		return options.KeyError("expect", fmt.Sprint(cc.Int("expect")), ">= 1 with "+what+" (the messages to read and verify before exiting 0; seqd tail follows the stream until stopped)")
 	}
 	if cc.Int("instance") < 0 || cc.Int("instance") > 255 {
 		return options.KeyError("instance", fmt.Sprint(cc.Int("instance")), "0..255")

@@ -94,6 +94,9 @@ func TestNode_NegativeCountsRefused(t *testing.T) {
 		{[]string{"node", "--account", "A", "--timeout", "1s", "--rate", "-1"}, "rate = -1"},
 		{[]string{"node", "--account", "A", "--timeout", "1s", "--expect", "-1"}, "expect = -1"},
 		{[]string{"tail", "--count", "-1"}, "count = -1"},
+		// Nothing to wait for: it exited 0 at once, with no sequencer.
+		{[]string{"node", "--read-only", "--timeout", "1s"}, "expect = 0, want >= 1 with --read-only"},
+		{[]string{"node", "--account", "A", "--count", "0", "--timeout", "1s"}, "expect = 0, want >= 1 with --count 0"},
 	} {
 		_, err := runOut(t, tc.args...)
 		if err == nil || !strings.Contains(err.Error(), tc.want) {
