@@ -526,6 +526,10 @@ func (n *Member) leadOnce(ctx context.Context, barrier bool) error {
 	if cp, ok := st.LastCheckpoint(); ok {
 		cfg.StartTime = max(cfg.StartTime, cp.UnixNano)
 	}
+	// The epoch's first records (session start, epoch start) are stamped
+	// now, as a standalone sequencer's are (sequencer.NewAgent), not at
+	// the clock's epoch: a cluster's session started in 1970.
+	cfg.StartTime = max(cfg.StartTime, n.deps.Clock().Wall)
 	// The standby stops: its State and store become the primary's
 	// (before the commit: BeginEpoch is proposed only by a member ready
 	// to sequence).

@@ -67,11 +67,16 @@ var peerRPCFailures = []string{
 	"peer has newer term, stopping replication",
 }
 
-// electionStarts are raft's WARN lines that every election has.
+// electionStarts are raft's WARN lines that every election has, and
+// those of pre-vote doing its job (a member that started late asks for a
+// vote while the others have a leader).
 var electionStarts = []string{
 	"heartbeat timeout reached, starting election",
 	"Election timeout reached, restarting election",
 	"heartbeat timeout reached, not part of a stable configuration or a non-voter, not triggering a leader election",
+	"rejecting pre-vote request since we have a leader",
+	"rejecting vote request since we have a leader",
+	"rejecting pre-vote request since node is not a voter",
 }
 
 // peerKeys are the attributes that name the peer in raft's lines.

@@ -27,6 +27,7 @@ func TestRaftLog_LevelsAndRepeats(t *testing.T) {
 	l.started = l.started.Add(-startupGrace)
 	h.Warn("heartbeat timeout reached, starting election", "last-leader-addr", "", "last-leader-id", "")
 	h.Info("entering follower state", "follower", "x")
+	h.Warn("rejecting pre-vote request since we have a leader", "from", "127.0.0.1:1", "leader", "127.0.0.1:2")
 	for i := 0; i < 71; i++ {
 		h.Error("failed to appendEntries to", "peer", "{Voter 3 127.0.0.1:17303}", "error", "connection refused")
 		h.Error("failed to heartbeat to", "peer", "127.0.0.1:17303", "backoff time", "150ms", "error", "connection refused")
@@ -36,6 +37,7 @@ func TestRaftLog_LevelsAndRepeats(t *testing.T) {
 	lines := strings.Split(strings.TrimSpace(b.String()), "\n")
 	want := []string{
 		`level=INFO msg="raft: heartbeat timeout reached, starting election"`,
+		`level=INFO msg="raft: rejecting pre-vote request since we have a leader"`,
 		`level=WARN msg="raft: failed to appendEntries to" lib=raft peer="{Voter 3 127.0.0.1:17303}"`,
 		`level=WARN msg="raft: failed to heartbeat to" lib=raft peer=127.0.0.1:17303`,
 		`level=WARN msg="raft: failed to appendEntries to" lib=raft peer="{Voter 2 127.0.0.1:17302}"`,

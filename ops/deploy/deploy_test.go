@@ -414,6 +414,25 @@ func TestSystemdUnits_StartForReal(t *testing.T) {
 		return primaries == 1 && standbys == 2
 	})
 	waitFor(t, 10*time.Second, all, "the replayer's ready line", func() bool { return strings.Contains(rp.out(), "replayer: ready") })
+	// The session's first records are stamped now (they carried 0, 1970),
+	// read by a tail on the same file.
+	tail := exec.Command(seqdBin, "tail", "--config", filepath.Join(h.dir, "etc", "seqd.toml"), "--from", "1", "--count", "2", "--format", "json")
+	tailOut, err := tail.Output()
+	if err != nil {
+		t.Fatalf("seqd tail --from 1: %v\n%s", err, tailOut)
+	}
+	for _, line := range strings.Split(strings.TrimSpace(string(tailOut)), "\n") {
+		var rec struct {
+			Type string
+			Time int64
+		}
+		if err := json.Unmarshal([]byte(line), &rec); err != nil {
+			t.Fatalf("tail line %q: %v", line, err)
+		}
+		if age := time.Since(time.Unix(0, rec.Time)); age < 0 || age > time.Minute {
+			t.Errorf("%s stamped %v (%d ns), want about now", rec.Type, time.Unix(0, rec.Time).UTC(), rec.Time)
+		}
+	}
 	time.Sleep(500 * time.Millisecond) // let the bootstrap's lines all come out
 	for _, p := range members {
 		if bad := jsonLevels(t, p, p.err(), "WARN", "ERROR"); len(bad) > 0 {
