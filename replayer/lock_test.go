@@ -1,11 +1,16 @@
 package replayer
 
 import (
+	"context"
 	"errors"
+	"io"
+	"log/slog"
 	"os"
 	"strconv"
 	"strings"
 	"testing"
+
+	"github.com/seqd/seqd/transport/mem"
 )
 
 // TestLockDir_SecondHolderRefusedWithPid: a second lock on a directory
@@ -29,4 +34,34 @@ func TestLockDir_SecondHolderRefusedWithPid(t *testing.T) {
 		t.Fatalf("after unlock: %v", err)
 	}
 	l2.Unlock()
+}
+
+// TestService_MarksItsDirectoryStable: a Service's directory says that
+// every record in it was stable when stored (replay --stable-only reads
+// a replayer's archive to its end by it).
+func TestService_MarksItsDirectoryStable(t *testing.T) {
+	follow, err := mem.NewNetwork(mem.DefaultConfig())
+	if err != nil {
+		t.Fatal(err)
+	}
+	naks, err := mem.NewNetwork(mem.DefaultConfig())
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg := DefaultServiceConfig()
+	cfg.Dir = t.TempDir()
+	cfg.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
+	if AllStable(cfg.Dir) {
+		t.Fatal("an empty directory is marked")
+	}
+	s, err := NewService(cfg, follow.Client(), naks.Server())
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	_ = s.Run(ctx)
+	if !AllStable(cfg.Dir) {
+		t.Fatalf("%s has no %s after a Service ran on it", cfg.Dir, StableName)
+	}
 }

@@ -175,6 +175,12 @@ func NewService(cfg ServiceConfig, follow transport.Client, srv transport.Server
 		return nil, err
 	}
 	log.Info("replayer: store opened", "dir", cfg.Dir, "recovery", rec.String())
+	if !cfg.Store.ReadOnly {
+		if err := markStable(cfg.Store.fs(), cfg.Dir); err != nil {
+			store.Close()
+			return nil, err
+		}
+	}
 	for _, c := range rec.Cuts {
 		log.Warn("replayer: cut a torn tail (a write cut short by a crash)", "file", c.File, "offset", c.Offset, "bytes", c.Bytes, "after_seq", c.AfterSeq, "reason", c.Reason)
 	}
