@@ -145,6 +145,9 @@ func runNode(cc *cli.Context) error {
 		Node: cfg, Count: count, Expect: cc.Int("expect"), SizeBytes: size, Rate: cc.Int("rate"),
 		RTT: cc.Bool("rtt"), SamplesPath: cc.String("samples"), StampsPath: cc.String("stamps"),
 		IdleSpin: cc.Duration("node.idle-spin"), Logger: log,
+		// Nothing to rewind from but the sequencer's ring: check that it
+		// still holds seq 1 before sending.
+		WaitForHistory: len(cfg.Replayers) == 0 && len(rewinds) == 0,
 	}, client)
 	if err != nil {
 		return options.Keyed(err, nodeKeys)
@@ -159,6 +162,9 @@ func runNode(cc *cli.Context) error {
 	var early *bench.StoppedError
 	if errors.As(err, &early) && stopsignal.Received() != nil {
 		return interrupted(cfg.Account, ln.Progress())
+	}
+	if errors.Is(err, node.ErrUnrecoverable) && len(cfg.Replayers) == 0 && len(rewinds) == 0 {
+		return fmt.Errorf("%w; seqd node reads the stream from seq 1, and the sequencer's retransmit ring no longer holds it: name a replayer that does (--replayer NAK_ADDR and --rewind REWIND_ADDR, its --nak-addr and --rewind-addr, or --gossip to find one); acked %d of %d", err, ln.Progress().Acked, count)
 	}
 	if err != nil {
 		return err
