@@ -21,12 +21,12 @@ func configCommand() *cli.Command {
 			Name:      "print-defaults",
 			Usage:     "print every configuration key with its default and a comment, as a TOML file",
 			ArgsUsage: "[SUBCOMMAND]",
-			UsageText: `seqd config print-defaults > /etc/seqd/seqd.toml      # every key of every subcommand
-seqd config print-defaults sequencer                    # the keys of seqd sequencer only`,
-			Description: `With no argument, prints every key of every subcommand once, saying which
-subcommands take it; a key whose default differs between subcommands is
-commented out with each default. With SUBCOMMAND, prints that
-subcommand's keys only, each with its default. Either output loads with
+			Description: `With no argument, prints every key of every subcommand once, with its
+default, what it bounds, the subcommands that take it, its flag and its
+variable (a key whose default differs between subcommands once per
+subcommand). With SUBCOMMAND, prints that subcommand's keys only. The
+keys are commented out ("# ttl = 1"): a key set in a file counts as
+given, so uncomment only what you change; the file then loads with
 --config (one file can serve every seqd process of a host: a subcommand
 ignores the keys of the others). docs/config.md is this output.`,
 			Action: func(c *cli.Context) error {

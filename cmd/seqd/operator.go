@@ -77,12 +77,21 @@ seqd tail --archive /var/lib/seqd/replayer --follow`,
 seqd replay --from 1000 --to 2000 --format json 10.0.0.4:9400 # from a remote replayer`,
 	"bench": `seqd bench --transport udp --mode tput --size 256 --nodes 3
 seqd bench --transport tcp --mode rtt --count 100000`,
-	"demo":                   `seqd demo`,
+	"demo": `seqd demo                  # a group of three, a replayer and three nodes, a failover
+seqd demo --sequencers 1   # one sequencer over a lossy in-memory network`,
+	"config print-defaults": `seqd config print-defaults > /etc/seqd/seqd.toml   # every key of every subcommand
+seqd config print-defaults sequencer              # the keys of seqd sequencer only`,
 	"admin status":           `seqd admin status --addr 127.0.0.1:7401`,
 	"admin transfer-primary": `seqd admin transfer-primary --addr 127.0.0.1:7401 3`,
 	"admin add-member":       `seqd admin add-member --addr 127.0.0.1:7401 4@10.0.0.4:7301@127.0.0.1:7401@10.0.0.4:7501`,
 	"admin remove-member":    `seqd admin remove-member --addr 127.0.0.1:7401 4`,
-	"drill failover":         `seqd drill failover --help`,
+	"drill failover":         `seqd drill failover --rounds 10 --rate 2000`,
+	"admin wait-ready":       `seqd admin wait-ready --addr 127.0.0.1:7401 --timeout 60s`,
+	"admin exec":             `seqd admin exec --addr 127.0.0.1:7401 members`,
+	"logger": `seqd logger --dir /var/log/seqd --format json --daily --keep 30
+seqd logger --dir /var/log/seqd --from 1 --rewind 10.0.0.4:9400`,
+	"archiver":   `seqd archiver --from /var/lib/seqd/replayer --to /srv/archive --settle 5m`,
+	"admin-node": `seqd admin-node --gossip 10.0.0.1 --http-addr 127.0.0.1:7400`,
 	"completion": `seqd completion bash > /etc/bash_completion.d/seqd
 echo 'source <(seqd completion zsh)' >> ~/.zshrc`,
 }

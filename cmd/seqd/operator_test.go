@@ -54,8 +54,11 @@ func TestCLI_EveryHelpHasAnExample(t *testing.T) {
 				continue
 			}
 			out, err := runOut(t, append(strings.Fields(p), "--help")...)
-			if err != nil || !strings.Contains(out, "\n     seqd "+p) && !strings.Contains(out, "\n   seqd "+p+" ") {
-				t.Errorf("seqd %s --help has no example (%v):\n%s", p, err, out)
+			// An example is a line "seqd PATH ..." below "Examples:"
+			// (the usage line alone does not count).
+			_, ex, ok := strings.Cut(out, "Examples:\n")
+			if err != nil || !ok || !strings.Contains(ex, "seqd "+p+" ") {
+				t.Errorf("seqd %s --help has no example (add one to examples in operator.go) (%v):\n%s", p, err, out)
 			}
 		}
 	}
