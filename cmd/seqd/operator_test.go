@@ -107,3 +107,22 @@ func TestNode_NegativeCountsRefused(t *testing.T) {
 		}
 	}
 }
+
+// TestCLI_LogFlagsGlobalOrPerSubcommand: --log-format and --log-level are
+// checked where they are given, before the subcommand's name or after it.
+func TestCLI_LogFlagsGlobalOrPerSubcommand(t *testing.T) {
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--log-level", "loud", "tail"}, `log-level = "loud"`},
+		{[]string{"--log-format", "xml", "replay", "/nonexistent"}, `log-format = "xml"`},
+		{[]string{"tail", "--log-format", "xml"}, `log-format = "xml"`},
+		{[]string{"node", "--log-level", "trace"}, `log-level = "trace"`},
+	} {
+		_, err := runOut(t, tc.args...)
+		if err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("seqd %s: %v, want an error containing %q", strings.Join(tc.args, " "), err, tc.want)
+		}
+	}
+}
