@@ -131,7 +131,7 @@ func (r *raftLog) Log(lv hclog.Level, msg string, args ...any) {
 	all = append(all, "lib", r.name)
 	all = append(all, r.args...)
 	all = append(all, args...)
-	if peer && level >= slog.LevelWarn {
+	if peer && level >= slog.LevelInfo {
 		key := msg
 		for i := 0; i+1 < len(all); i += 2 {
 			k, _ := all[i].(string)
