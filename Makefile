@@ -14,7 +14,7 @@ FUZZTIME ?= 10s
 all: build
 
 build:
-	$(GO) build -o $(BIN) ./cmd/seqd
+	$(GO) build -ldflags "-X main.commit=$$(git rev-parse --short=12 HEAD 2>/dev/null)" -o $(BIN) ./cmd/seqd
 
 ## test: what CI runs: format check, vet, race-enabled tests, the
 ## zero-allocation tests without the race detector (it perturbs sync.Pool),

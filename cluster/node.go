@@ -423,6 +423,7 @@ func (n *Member) Close() error {
 	n.closeOnce.Do(func() {
 		n.setRole(RoleStopped)
 		n.admin.Close()
+		n.store.quiet()
 		if err := n.raft.Shutdown().Error(); err != nil {
 			n.log.Warn("raft shutdown", "err", err)
 		}
@@ -566,6 +567,10 @@ func (n *Member) leadOnce(ctx context.Context, barrier bool) error {
 	if cp, ok := st.LastCheckpoint(); ok {
 		cfg.StartTime = max(cfg.StartTime, cp.UnixNano)
 	}
+	// The epoch's first records (session start, epoch start) are stamped
+	// now, as a standalone sequencer's are (sequencer.NewAgent), not at
+	// the clock's epoch: a cluster's session started in 1970.
+	cfg.StartTime = max(cfg.StartTime, n.deps.Clock().Wall)
 	// The standby stops: its State and store become the primary's
 	// (before the commit: BeginEpoch is proposed only by a member ready
 	// to sequence).

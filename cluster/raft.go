@@ -61,6 +61,17 @@ type raftStores struct {
 	// its standby once the failover state has caught up past it
 	// (Member.Run).
 	startIndex uint64
+	// log is raft's logger when it is the member's (nil with
+	// MemberConfig.RaftLog): quieted when the member stops.
+	log *raftLog
+}
+
+// quiet turns raft's warnings and errors into debug lines: the member is
+// stopping, and its peers' going away with it is no news.
+func (s *raftStores) quiet() {
+	if s.log != nil {
+		s.log.quiet.Store(true)
+	}
 }
 
 func (s *raftStores) close() {
@@ -123,15 +134,16 @@ func raftConfig(cfg MemberConfig) *raft.Config {
 	// which stayed primary and refused every seal; teeSink.Publish,
 	// docs/failover-timing.md).
 	rc.PreVoteDisabled = false
-	out := cfg.RaftLog
-	if out == nil {
-		out = os.Stderr
+	if cfg.RaftLog != nil {
+		rc.Logger = hclog.New(&hclog.LoggerOptions{
+			Name:   "raft-" + strconv.FormatUint(cfg.ID, 10),
+			Level:  hclog.Warn,
+			Output: cfg.RaftLog,
+		})
+		return rc
 	}
-	rc.Logger = hclog.New(&hclog.LoggerOptions{
-		Name:   "raft-" + strconv.FormatUint(cfg.ID, 10),
-		Level:  hclog.Warn,
-		Output: out,
-	})
+	// Through the member's logger, at mapped levels (raftlog.go).
+	rc.Logger = newRaftLog(memberLog(cfg), "raft")
 	return rc
 }
 
@@ -217,6 +229,7 @@ func openRaft(cfg MemberConfig, f *fsm.FSM) (*raft.Raft, *raftStores, error) {
 func startRaft(cfg MemberConfig, f *fsm.FSM, d RaftDeps) (*raft.Raft, *raftStores, error) {
 	st := &raftStores{deps: d, watch: d.watch}
 	rc := raftConfig(cfg)
+	st.log, _ = rc.Logger.(*raftLog)
 	has, err := raft.HasExistingState(d.Logs, d.Stable, d.Snapshots)
 	if err != nil {
 		st.close()

@@ -19,6 +19,9 @@ import (
 type Archive struct {
 	s   *replayer.Store
 	rec *replayer.Recovery
+	// allStable: a replayer wrote the directory, so every record is
+	// stable whatever the headers' stable says (replayer.StableName).
+	allStable bool
 }
 
 // OpenArchive opens the session directory dir for replay. A torn tail or
@@ -29,7 +32,7 @@ func OpenArchive(dir string) (*Archive, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Archive{s: s, rec: rec}, nil
+	return &Archive{s: s, rec: rec, allStable: replayer.AllStable(dir)}, nil
 }
 
 // Close releases the archive's files.
@@ -176,7 +179,8 @@ func (a *Archive) Replay(from, to uint64, h Handler, opts ...ReplayOption) (Repl
 		}
 		return r.stats, r.err
 	}
-	if r.err == nil && core.Delivered() < min(to, last) && !o.stableOnly {
+	stableOnly := o.stableOnly && !a.allStable
+	if r.err == nil && core.Delivered() < min(to, last) && !stableOnly {
 		// The end of the archive: the newest epoch it holds is final.
 		r.end(a.s)
 	}
@@ -193,7 +197,7 @@ func (a *Archive) Replay(from, to uint64, h Handler, opts ...ReplayOption) (Repl
 		return r.stats, fmt.Errorf("node: replay %d..%s: nothing from seq %d on is served: %w", from, upTo(to), c.Seq, c)
 	}
 	want := min(to, last)
-	if o.stableOnly {
+	if stableOnly {
 		want = min(want, core.Stable())
 	}
 	if core.Delivered() < want {

@@ -493,3 +493,36 @@ func TestReplay_ArchiveStartingMidStream(t *testing.T) {
 		t.Fatalf("Replay(1, end) = %v, want ErrArchiveRange naming seqs %d..%d", err, k, a.last)
 	}
 }
+
+// TestReplay_StableOnlyOfAReplayersArchiveReadsToItsEnd: a directory a
+// replayer wrote (marked replayer.StableName: it stores only stable
+// records) replays to its last record with ReplayStableOnly, though the
+// stored headers' stable lags; it stopped at the last header's stable and
+// dropped the session's last records. Unmarked (a standby's store), the
+// headers' stable still bounds it.
+func TestReplay_StableOnlyOfAReplayersArchiveReadsToItsEnd(t *testing.T) {
+	a := writeArchive(t, 500, 500, true, smallSize)
+	ar, err := OpenArchive(a.dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	unmarked, err := ar.Replay(1, 0, &replayRecorder{}, ReplayStableOnly())
+	ar.Close()
+	if err != nil || unmarked.Last >= a.last {
+		t.Fatalf("unmarked: ended at %d (last %d): %v", unmarked.Last, a.last, err)
+	}
+	if err := os.WriteFile(filepath.Join(a.dir, replayer.StableName), []byte("test\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	ar, err = OpenArchive(a.dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ar.Close()
+	rec := &replayRecorder{}
+	st, err := ar.Replay(1, 0, rec, ReplayStableOnly(), ReplayAccount("alice", 1))
+	if err != nil || st.Last != a.last {
+		t.Fatalf("marked: ended at %d, want the archive's last %d: %v", st.Last, a.last, err)
+	}
+	sameDeliveries(t, "stable-only of a replayer's archive", rec.msgs, liveDeliveries(t, a))
+}

@@ -180,6 +180,12 @@ func NewService(cfg ServiceConfig, follow transport.Client, srv transport.Server
 		return nil, err
 	}
 	log.Info("replayer: store opened", "dir", cfg.Dir, "recovery", rec.String())
+	if !cfg.Store.ReadOnly {
+		if err := markStable(cfg.Store.fs(), cfg.Dir); err != nil {
+			store.Close()
+			return nil, err
+		}
+	}
 	for _, c := range rec.Cuts {
 		log.Warn("replayer: cut a torn tail (a write cut short by a crash)", "file", c.File, "offset", c.Offset, "bytes", c.Bytes, "after_seq", c.AfterSeq, "reason", c.Reason)
 	}
@@ -539,7 +545,12 @@ func (s *Service) shutdown(err error) error {
 	s.snapshot() // Close fsynced: Durable is Contiguous unless it failed
 	close(s.stopped)
 	st := s.Stats()
-	s.log.Info("replayer: stopped", "contiguous", st.Contiguous, "durable", st.Durable, "appended", st.Persist.Appended,
-		"naks", st.Naks.Naks, "retransmitted", st.Naks.Retransmitted, "gones", st.Naks.Gones, "err", err)
+	attrs := []any{"contiguous", st.Contiguous, "durable", st.Durable, "appended", st.Persist.Appended,
+		"naks", st.Naks.Naks, "retransmitted", st.Naks.Retransmitted, "gones", st.Naks.Gones}
+	if err != nil && !errors.Is(err, context.Canceled) {
+		// A stop asked for (the context ended) is no error to report.
+		attrs = append(attrs, "err", err)
+	}
+	s.log.Info("replayer: stopped", attrs...)
 	return err
 }

@@ -14,6 +14,8 @@ import (
 	"time"
 
 	"github.com/hashicorp/memberlist"
+
+	"github.com/seqd/seqd/internal/logging"
 )
 
 // SeedsEnv is the environment variable that lists gossip seeds when the
@@ -234,7 +236,9 @@ func NewAgent(cfg Config, meta MetaFunc) (*Agent, error) {
 	mc.Delegate = (*delegate)(a)
 	mc.Events = (*delegate)(a)
 	if cfg.Logger != nil {
-		mc.Logger = slog.NewLogLogger(cfg.Logger.Handler(), slog.LevelWarn)
+		// memberlist's [DEBUG]/[WARN]/[ERR] prefixes become levels, and
+		// its repeats about a dead member are rate-limited.
+		mc.Logger = logging.StdLog(cfg.Logger, "memberlist", logging.NewLimiter(logging.DefaultInterval, nil))
 	} else {
 		mc.Logger = log.New(io.Discard, "", 0)
 	}

@@ -20,8 +20,8 @@ import (
 // `seqd tail`: members find each other with hashicorp/memberlist.
 func gossipFlags(withTier bool) []cli.Flag {
 	fl := []cli.Flag{
-		altsrc.NewStringFlag(&cli.StringFlag{Name: "gossip", EnvVars: []string{tiered.SeedsEnv, options.EnvName("gossip")},
-			Usage: "join replayer discovery by gossip through these seeds (host[:port], comma-separated; port " + strconv.Itoa(tiered.DefaultGossipPort) + " by default); also " + tiered.SeedsEnv}),
+		options.SectionString("gossip", "gossip.seeds", "",
+			"join replayer discovery by gossip through these seeds (host[:port], comma-separated; port "+strconv.Itoa(tiered.DefaultGossipPort)+" by default); also "+tiered.SeedsEnv, tiered.SeedsEnv),
 		options.String("gossip.bind", "", "host:port gossip listens on (UDP and TCP; default 127.0.0.1:0, a free port on loopback); setting it alone starts gossip with no seed (the member others name as theirs)"),
 		options.String("gossip.name", "", "this member's name in gossip (default: hostname-pid)"),
 		options.Duration("gossip.wait", 5*time.Second, "seqd tail and node: how long to wait for gossip to show a replayer that holds --from (seq 1 for a node)"),
@@ -29,7 +29,7 @@ func gossipFlags(withTier bool) []cli.Flag {
 	if withTier {
 		fl = append(fl, altsrc.NewIntFlag(&cli.IntFlag{Name: "gossip.tier", Aliases: []string{"tier"}, Value: 1, EnvVars: []string{options.EnvName("gossip.tier")},
 			Usage: "this replayer's tier: 1 follows the stream itself; 2 (or more) follows a lower-tier replayer's store over TCP (--upstream, or one gossip selects) and serves late joiners' rewinds so they leave tier 1 alone"}),
-			options.String("upstream", "", "with --tier 2: the rewind addresses (host:port, comma-separated) of tier-1 replayers to follow, in turn when one dies (with --gossip: used when gossip shows none)"),
+			options.SectionString("upstream", "upstream.addrs", "", "with --tier 2: the rewind addresses (host:port, comma-separated) of tier-1 replayers to follow, in turn when one dies (with --gossip: used when gossip shows none)"),
 			options.Duration("upstream.failover-wait", tiered.DefaultUpstreamConfig().FailoverWait, "with --tier 2: stop with an error once no upstream replayer served the next seq for this long"))
 	}
 	return fl

@@ -13,6 +13,7 @@ import (
 
 	"github.com/seqd/seqd/cmd/seqd/internal/stopsignal"
 	"github.com/seqd/seqd/internal/freeport"
+	"github.com/seqd/seqd/ops/options"
 )
 
 // Exit statuses (README, "Exit status").
@@ -75,11 +76,22 @@ func newApp() *cli.App {
 			benchPeerCommand(),
 			adminCommand(),
 			drillCommand(),
+			configCommand(),
+			completionCommand(),
 		},
+		// --log-format, --log-level and --verbose before the subcommand's
+		// name serve every subcommand (its own flags, when set, win).
+		Flags:  append(options.LogFlags(), &cli.BoolFlag{Name: "verbose", Usage: "debug logging"}),
+		Before: options.CheckLog,
 		// main prints errors; the library must not print them too.
 		ExitErrHandler: func(*cli.Context, error) {},
 		OnUsageError:   usageError,
+		Version:        version(),
+		// seqd completion bash|zsh prints the scripts that use it.
+		EnableBashCompletion: true,
+		Action:               notACommand,
 	}
+	addExamples(app.Commands, "")
 	for _, cmd := range app.Commands {
 		strict(cmd)
 	}
@@ -119,7 +131,7 @@ func strayArguments(name string, args []string) error {
 // text (seqd CMD --help shows it).
 func usageError(c *cli.Context, err error, _ bool) error {
 	name := "seqd"
-	if c.Command != nil && c.Command.Name != "" {
+	if c.Command != nil && c.Command.Name != "" && c.Command.Name != c.App.Name {
 		name = "seqd " + c.Command.Name
 	}
 	return fmt.Errorf("%w (see %s --help)", err, name)

@@ -27,7 +27,7 @@ func nodeCommand() *cli.Command {
 		options.Int("count", 1000, "commands to send; the node exits 0 once all are acknowledged"),
 		options.Int("size", 256, "payload bytes per command"),
 		options.Int("rate", 0, "commands per second (0: as fast as the window allows)"),
-		options.Int("expect", 0, "also wait until this many messages of other accounts were delivered"),
+		options.Int("expect", 0, "also wait until this many messages of other accounts were delivered (at least 1 with --read-only or --count 0)"),
 		options.Bool("read-only", false, "send nothing; only read and verify the stream"),
 		options.String("node.mode", "safe", "safe (deliver what the group holds as stable) | fast (deliver on arrival)"),
 		options.Int("node.window", d.Window, "commands in flight before Send blocks"),
@@ -90,8 +90,22 @@ func runNode(cc *cli.Context) error {
 		cfg.Mode = node.Fast
 	}
 	count, size := cc.Int("count"), cc.Int("size")
+	for _, k := range []string{"count", "rate", "expect"} {
+		if v := cc.Int(k); v < 0 {
+			return options.KeyError(k, fmt.Sprint(v), ">= 0")
+		}
+	}
 	if cfg.ReadOnly {
 		count = 0
+	}
+	if count == 0 && cc.Int("expect") <= 0 {
+		// It would be done at once: exit 0 with nothing read, even with
+		// no sequencer running.
+		what := "--count 0"
+		if cfg.ReadOnly {
+			what = "--read-only"
+		}
+		return options.KeyError("expect", fmt.Sprint(cc.Int("expect")), ">= 1 with "+what+" (the messages to read and verify before exiting 0; seqd tail follows the stream until stopped)")
 	}
 	if cc.Int("instance") < 0 || cc.Int("instance") > 255 {
 		return options.KeyError("instance", fmt.Sprint(cc.Int("instance")), "0..255")
@@ -132,6 +146,9 @@ func runNode(cc *cli.Context) error {
 		Node: cfg, Count: count, Expect: cc.Int("expect"), SizeBytes: size, Rate: cc.Int("rate"),
 		RTT: cc.Bool("rtt"), SamplesPath: cc.String("samples"), StampsPath: cc.String("stamps"),
 		IdleSpin: cc.Duration("node.idle-spin"), Logger: log,
+		// Nothing to rewind from but the sequencer's ring: check that it
+		// still holds seq 1 before sending.
+		WaitForHistory: len(cfg.Replayers) == 0 && len(rewinds) == 0,
 	}, client)
 	if err != nil {
 		return options.Keyed(err, nodeKeys)
@@ -153,6 +170,9 @@ func runNode(cc *cli.Context) error {
 	var early *bench.StoppedError
 	if errors.As(err, &early) && stopsignal.Received() != nil {
 		return interrupted(cfg.Account, ln.Progress())
+	}
+	if errors.Is(err, node.ErrUnrecoverable) && len(cfg.Replayers) == 0 && len(rewinds) == 0 {
+		return fmt.Errorf("%w; seqd node reads the stream from seq 1, and the sequencer's retransmit ring no longer holds it: name a replayer that does (--replayer NAK_ADDR and --rewind REWIND_ADDR, its --nak-addr and --rewind-addr, or --gossip to find one); acked %d of %d", err, ln.Progress().Acked, count)
 	}
 	if err != nil {
 		return err

@@ -126,6 +126,24 @@ func runReplayer(c *cli.Context) error {
 	if tier < 1 || tier > 255 {
 		return options.KeyError("tier", strconv.Itoa(tier), "1..255")
 	}
+	// One replayer per directory: a second one would append to the
+	// same segment.
+	lock, err := replayer.LockDir(cfg.Dir)
+	if err != nil {
+		return err
+	}
+	defer lock.Unlock()
+	serveRewind := rewindServe
+	if a := c.String("rewind-addr"); a != "" {
+		l, err := listenRewind(a)
+		if err != nil {
+			return err
+		}
+		defer l.Close()
+		serveRewind = func(ctx context.Context, svc *replayer.Service, _ string, log *slog.Logger) error {
+			return serveRewindsOnStore(ctx, svc, l, log)
+		}
+	}
 	var follow transport.Client
 	var up *tiered.Upstream
 	if tier >= 2 {
@@ -170,7 +188,7 @@ func runReplayer(c *cli.Context) error {
 	err = tiered.RunReplayer(ctx, svc, tiered.ReplayerRun{Transport: kind, NakAddr: nakAddr, Dir: cfg.Dir,
 		Follow: follow, Where: listenAddress(c), WarnAfter: c.Duration("stream-warn-after"),
 		Upstream: up, Tier: tier, UpstreamName: cmp.Or(c.String("upstream"), "gossip"), Session: cfg.Store.Session, Agent: agent,
-		RewindAddr: c.String("rewind-addr"), RewindServe: rewindServe, Out: os.Stdout, Log: log})
+		RewindAddr: c.String("rewind-addr"), RewindServe: serveRewind, Out: os.Stdout, Log: log})
 	if errors.Is(err, context.Canceled) {
 		log.Info("replayer stopped", "signal", fmt.Sprint(stopsignal.Received()))
 		return nil

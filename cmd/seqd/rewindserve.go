@@ -41,6 +41,34 @@ func serveRewinds(ctx context.Context, svc *replayer.Service, addr string, log *
 	if err != nil {
 		return fmt.Errorf("rewind-addr %s: %w", addr, err)
 	}
+	return serveRewindsOn(ctx, srv, l, log)
+}
+
+// listenRewind binds --rewind-addr before the replayer says ready: a
+// port in use is an error at start, not after the ready line.
+func listenRewind(addr string) (net.Listener, error) {
+	l, err := net.Listen("tcp", addr)
+	if err != nil {
+		return nil, fmt.Errorf("rewind-addr %s: %w", addr, err)
+	}
+	return l, nil
+}
+
+// serveRewindsOn serves rewinds on l (bound by listenRewind) until ctx
+// ends.
+func serveRewindsOnStore(ctx context.Context, svc *replayer.Service, l net.Listener, log *slog.Logger) error {
+	var tip *replayer.Tip
+	if err := svc.Do(ctx, func(s *replayer.Store) { tip = s.Tip() }); err != nil {
+		return err
+	}
+	srv, err := replayer.NewRewindServer(tip, replayer.DefaultRewindConfig())
+	if err != nil {
+		return err
+	}
+	return serveRewindsOn(ctx, srv, l, log)
+}
+
+func serveRewindsOn(ctx context.Context, srv *replayer.RewindServer, l net.Listener, log *slog.Logger) error {
 	go func() {
 		<-ctx.Done()
 		srv.Close()

@@ -65,6 +65,9 @@ func runTail(cc *cli.Context) error {
 	if cc.Bool("follow") {
 		return options.KeyError("follow", "true", "only with --archive DIR (a tail of the live stream always follows it)")
 	}
+	if v := cc.Int("count"); v < 0 {
+		return options.KeyError("count", fmt.Sprint(v), ">= 0 (0: until interrupted)")
+	}
 	log := options.NewLogger(cc)
 	format := cc.String("format")
 	if err := options.OneOf("format", format, "text", "json"); err != nil {

@@ -40,6 +40,7 @@ func transportFlags(server bool) []cli.Flag {
 		options.String("tcp.addr", tcp.DefaultAddr, "address the sequencer listens on and nodes connect to; a cluster's: every member's stream address, comma-separated (nodes and standbys follow the primary among them)"),
 		options.Bool("verbose", false, "debug logging"),
 	}
+	flags = append(flags, options.LogFlags()...)
 	if server {
 		flags = append(flags, options.String("tcp.listen", "", "address the sequencer listens on when --tcp.addr lists a cluster's members (default: the entry of --tcp.addr at this member's place in --peers)"))
 	}

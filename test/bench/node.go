@@ -42,6 +42,12 @@ type NodeConfig struct {
 	IdleSpin time.Duration
 	// Logger hears send errors; nil logs nowhere.
 	Logger *slog.Logger
+	// WaitForHistory holds the first send until the node delivered its
+	// first message (from Node.RewindFrom): a node with no replayer to
+	// rewind from, started after the sequencer's ring dropped seq 1,
+	// then fails (node.ErrUnrecoverable) before it sent anything, rather
+	// than after its commands went into the stream.
+	WaitForHistory bool
 }
 
 // StoppedError is Run's error when the node ended, or its context did,
@@ -103,6 +109,8 @@ type LoadNode struct {
 	atDone       int       // messages delivered by then
 	done         chan struct{}
 	doneOnce     sync.Once
+	history      chan struct{} // closed at the first delivered message
+	seenFirst    bool
 
 	// rtt mode
 	sentAt  int64
@@ -124,7 +132,7 @@ func NewLoadNode(cfg NodeConfig, client transport.Client) (*LoadNode, error) {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.DiscardHandler)
 	}
-	c := &LoadNode{cfg: cfg, count: count, expect: cfg.Expect, rtt: cfg.RTT, done: make(chan struct{}), payload: make([]byte, cfg.SizeBytes)}
+	c := &LoadNode{cfg: cfg, count: count, expect: cfg.Expect, rtt: cfg.RTT, done: make(chan struct{}), history: make(chan struct{}), payload: make([]byte, cfg.SizeBytes)}
 	if cfg.Node.Account != "" {
 		var err error
 		if c.check.self, err = wire.ParseAccount(cfg.Node.Account); err != nil {
@@ -160,6 +168,10 @@ func (c *LoadNode) Progress() Progress {
 // command when m is this node's.
 func (c *LoadNode) OnMessage(m *node.Message) {
 	c.check.check(m)
+	if !c.seenFirst {
+		c.seenFirst = true
+		close(c.history)
+	}
 	if m.Internal() {
 		// This process's own commands start after its incarnation is
 		// announced; earlier ones of this account are a previous life's.
@@ -239,6 +251,18 @@ func (c *LoadNode) Run(ctx context.Context) (string, error) {
 	start := time.Now()
 	if c.count == 0 && c.expect == 0 {
 		c.doneOnce.Do(func() { close(c.done) })
+	}
+	if c.cfg.WaitForHistory && c.count > 0 {
+		select {
+		case <-c.history:
+		case err := <-runErr:
+			if err == nil || errors.Is(err, context.Canceled) {
+				err = fmt.Errorf("stopped before the first message: nothing sent")
+			}
+			return "", &StoppedError{Err: err}
+		case <-ctx.Done():
+			return "", &StoppedError{Err: fmt.Errorf("%v before the first message: nothing sent", ctx.Err())}
+		}
 	}
 	switch {
 	case c.count == 0:

@@ -1,16 +1,19 @@
 // Command simrun runs the deterministic simulator over a range of seeds and
 // ends with the line "sim seeds=N failed=F". A failing seed prints the one
-// command that replays it.
+// command that replays it. While it runs it prints a progress line to
+// stderr every -progress (make test stays quiet for minutes otherwise).
 package main
 
 import (
 	"flag"
 	"fmt"
+	"io"
 	"os"
 	"runtime"
 	"strings"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/seqd/seqd/test/sim"
 )
@@ -22,6 +25,7 @@ func main() {
 	jobs := flag.Int("jobs", runtime.GOMAXPROCS(0), "seeds run in parallel (each run is single-threaded and deterministic)")
 	verbose := flag.Bool("v", false, "print every seed")
 	with := flag.String("with", "", "scenarios to turn on (all are on by default; for configs that turn some off)")
+	progress := flag.Duration("progress", 10*time.Second, "print a progress line (seeds done, failed, elapsed) to stderr this often (0: never)")
 	without := flag.String("without", "", "scenarios to turn off, comma-separated: "+strings.Join(sim.Scenarios(), ","))
 	flag.Parse()
 	base := sim.DefaultConfig()
@@ -42,7 +46,11 @@ func main() {
 			list = append(list, uint64(s))
 		}
 	}
-	var failed atomic.Int64
+	var failed, done atomic.Int64
+	stop := make(chan struct{})
+	if *progress > 0 {
+		go reportProgress(os.Stderr, *progress, len(list), &done, &failed, stop)
+	}
 	var mu sync.Mutex
 	next := make(chan uint64)
 	var wg sync.WaitGroup
@@ -64,6 +72,7 @@ func main() {
 						s, r.Steps, r.Virtual, r.Sequenced, r.Commands, st.Naks, st.Retransmitted, st.RepairsMulticast, st.Throttled, st.Gones, r.ClockSteps, r.EpochChanges, r.Divergences, r.Kills, r.Restarts, r.StandbyFaults, r.ReplayerRepairs, r.ReplayerCrashes, r.PowerLosses)
 				}
 				mu.Unlock()
+				done.Add(1)
 			}
 		}()
 	}
@@ -72,8 +81,25 @@ func main() {
 	}
 	close(next)
 	wg.Wait()
+	close(stop)
 	fmt.Printf("sim seeds=%d failed=%d\n", len(list), failed.Load())
 	if failed.Load() > 0 {
 		os.Exit(1)
+	}
+}
+
+// reportProgress writes "sim progress: seeds D/N failed F elapsed E" to w
+// every interval until stop is closed.
+func reportProgress(w io.Writer, every time.Duration, total int, done, failed *atomic.Int64, stop <-chan struct{}) {
+	start := time.Now()
+	t := time.NewTicker(every)
+	defer t.Stop()
+	for {
+		select {
+		case <-stop:
+			return
+		case <-t.C:
+			fmt.Fprintf(w, "sim progress: seeds %d/%d failed %d elapsed %s\n", done.Load(), total, failed.Load(), time.Since(start).Round(time.Second))
+		}
 	}
 }
