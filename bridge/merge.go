@@ -1,0 +1,236 @@
+package bridge
+
+import (
+	"github.com/seqd/seqd/replayer"
+	"github.com/seqd/seqd/wire"
+)
+
+// Verdict is what Merge.Offer decided about a packet.
+type Verdict uint8
+
+const (
+	// Deliver: the packet is the first arrival at the next stream place;
+	// the caller delivers it now, then the packets Next returns.
+	Deliver Verdict = iota + 1
+	// Held: the first arrival of a place after a hole; Merge kept a copy.
+	Held
+	// Duplicate: its place was delivered or is held already; dropped.
+	Duplicate
+	// Malformed: not a data packet with records; dropped.
+	Malformed
+	// Full: ahead of a hole with the hold buffer full; dropped (the
+	// reliable channel brings it again).
+	Full
+)
+
+// place is a position in the stream: a seq and, inside a fragmented
+// message, the fragment offset.
+type place struct {
+	seq uint64
+	off uint32
+}
+
+func (a place) less(b place) bool { return a.seq < b.seq || a.seq == b.seq && a.off < b.off }
+
+// ChannelStats are one channel's counters in a Merge.
+type ChannelStats struct {
+	Packets   uint64 // data packets offered
+	Bytes     uint64 // their bytes
+	Firsts    uint64 // packets this channel brought first
+	Dups      uint64 // packets another channel (or this one) brought first
+	Malformed uint64
+	Full      uint64 // dropped ahead of a hole with the hold buffer full
+	LastSeq   uint64 // the highest seq this channel brought
+	// LagSumNs / LagSamples is the mean, LagMaxNs the worst, of how long
+	// after the first arrival this channel's copy came (duplicates whose
+	// first arrival is still remembered).
+	LagSumNs, LagMaxNs, LagSamples uint64
+	Repairs                        uint64 // restarts from the merged position (set by the shell)
+}
+
+// FirstShare is the share of the packets this channel brought first.
+func (c ChannelStats) FirstShare(total uint64) float64 {
+	if total == 0 {
+		return 0
+	}
+	return float64(c.Firsts) / float64(total)
+}
+
+// firstsRing remembers when each of the last packets first arrived, for
+// the channels' lag in µs.
+const firstsRing = 1 << 12
+
+type firstArrival struct {
+	seq uint64
+	at  int64
+}
+
+// Merge is the pure A/B arbitration of a receiving end: packets of one
+// stream arrive on several channels, in any order, with loss and copies;
+// Merge lets through the first arrival of each stream place, in stream
+// order, gap-free, each once. A packet ahead of a hole is copied into a
+// bounded hold buffer (a replayer.Reorder) until the hole fills.
+//
+// A place is the packet's first seq and, for a packet that begins inside
+// a fragmented message, the fragment offset. A packet whose records
+// reach past the next place is delivered even if it begins before it (a
+// channel resumed at a record boundary); the receiver drops the records
+// it had. A newer epoch's first packet (its first seq at the epoch's
+// start) is delivered even below the next place: the failover cut there.
+//
+// It has no clock (now is passed in), no goroutine, and allocates nothing
+// once warm. Not safe for concurrent use.
+type Merge struct {
+	next     place
+	epoch    uint32
+	maxSeq   uint64
+	hold     replayer.Reorder
+	heldTake bool // Next returned hold.First: drop it on the next call
+	holeAt   int64
+	delivers uint64
+	pkt      wire.Packet
+	rec      wire.Record
+	firsts   [firstsRing]firstArrival
+	ch       []ChannelStats
+}
+
+// NewMerge returns a Merge of channels channels whose first place is seq
+// from (from 0 means 1), holding at most maxHeldBytes ahead of a hole.
+func NewMerge(channels int, from uint64, maxHeldBytes int) *Merge {
+	m := &Merge{next: place{seq: max(from, 1)}, ch: make([]ChannelStats, channels)}
+	m.hold.Init(maxHeldBytes)
+	return m
+}
+
+// NextSeq is the seq of the first record not yet delivered whole.
+func (m *Merge) NextSeq() uint64 { return m.next.seq }
+
+// MaxSeq is the highest seq any channel brought.
+func (m *Merge) MaxSeq() uint64 { return m.maxSeq }
+
+// Delivered counts the packets let through.
+func (m *Merge) Delivered() uint64 { return m.delivers }
+
+// HoleSince is the time (as passed to Offer) the oldest packet now held
+// arrived, and whether there is a hole at all.
+func (m *Merge) HoleSince() (int64, bool) { return m.holeAt, m.hold.Len() > 0 }
+
+// Channel returns channel i's counters.
+func (m *Merge) Channel(i int) ChannelStats { return m.ch[i] }
+
+// AddRepair counts a restart of channel i from the merged position.
+func (m *Merge) AddRepair(i int) { m.ch[i].Repairs++ }
+
+// span reads a packet's first place and the place after it, or false for
+// anything but a data packet with records.
+func (m *Merge) span(pkt []byte) (first, end place, epoch uint32, restart, ok bool) {
+	p, r := &m.pkt, &m.rec
+	if wire.DecodePacket(pkt, p) != nil || p.Kind != wire.KindData || p.Count == 0 {
+		return first, end, 0, false, false
+	}
+	begin := true
+	for p.Next(r) {
+		if begin {
+			first, begin = place{seq: r.Seq, off: r.Offset}, false
+		}
+		e := r.Offset + uint32(len(r.Payload))
+		if !r.Fragment() || e == r.Total {
+			end = place{seq: r.Seq + 1}
+		} else {
+			end = place{seq: r.Seq, off: e}
+		}
+	}
+	return first, end, p.Epoch, p.FirstSeq == p.EpochStart, true
+}
+
+// Offer hands Merge a packet channel ch received at now. pkt is only
+// read during the call. On Deliver the caller delivers pkt, then calls
+// Next until it returns false.
+func (m *Merge) Offer(ch int, pkt []byte, now int64) Verdict {
+	m.release()
+	c := &m.ch[ch]
+	first, end, epoch, restart, ok := m.span(pkt)
+	if !ok {
+		c.Malformed++
+		return Malformed
+	}
+	c.Packets++
+	c.Bytes += uint64(len(pkt))
+	last := end.seq
+	if end.off == 0 {
+		last--
+	}
+	c.LastSeq = max(c.LastSeq, last)
+	m.maxSeq = max(m.maxSeq, last)
+	switch {
+	case !m.next.less(end) && !(restart && epoch > m.epoch):
+		m.dup(c, first.seq, now)
+		return Duplicate
+	case !m.next.less(first) || restart && epoch > m.epoch:
+		m.deliver(c, first.seq, end, epoch, now)
+		return Deliver
+	}
+	if m.hold.Len() == 0 {
+		m.holeAt = now
+	}
+	same, err := m.hold.Put(pkt)
+	switch {
+	case same:
+		m.dup(c, first.seq, now)
+		return Duplicate
+	case err != nil:
+		c.Full++
+		return Full
+	}
+	c.Firsts++
+	m.firsts[first.seq%firstsRing] = firstArrival{seq: first.seq, at: now}
+	return Held
+}
+
+func (m *Merge) deliver(c *ChannelStats, seq uint64, end place, epoch uint32, now int64) {
+	c.Firsts++
+	m.firsts[seq%firstsRing] = firstArrival{seq: seq, at: now}
+	m.next, m.epoch = end, max(m.epoch, epoch)
+	m.delivers++
+}
+
+func (m *Merge) dup(c *ChannelStats, seq uint64, now int64) {
+	c.Dups++
+	if f := m.firsts[seq%firstsRing]; f.seq == seq && now >= f.at {
+		lag := uint64(now - f.at)
+		c.LagSumNs += lag
+		c.LagSamples++
+		c.LagMaxNs = max(c.LagMaxNs, lag)
+	}
+}
+
+// release drops the held packet Next returned last.
+func (m *Merge) release() {
+	if m.heldTake {
+		m.heldTake = false
+		m.hold.Drop()
+	}
+}
+
+// Next returns the next held packet that is now due, in stream order,
+// dropping those the delivered stream already covers; false when none
+// is. The packet is valid until the next call of Next or Offer.
+func (m *Merge) Next() ([]byte, bool) {
+	m.release()
+	for m.hold.Len() > 0 {
+		h := m.hold.First()
+		first, end, epoch, restart, ok := m.span(h.Frame)
+		switch {
+		case !ok || !m.next.less(end) && !(restart && epoch > m.epoch):
+			m.hold.Drop() // covered meanwhile
+			continue
+		case m.next.less(first) && !(restart && epoch > m.epoch):
+			return nil, false // the hole is still open
+		}
+		m.next, m.epoch = end, max(m.epoch, epoch)
+		m.delivers++
+		m.heldTake = true
+		return h.Frame, true
+	}
+	return nil, false
+}
