@@ -81,6 +81,8 @@ type firstArrival struct {
 // It has no clock (now is passed in), no goroutine, and allocates nothing
 // once warm. Not safe for concurrent use.
 type Merge struct {
+	begun    bool
+	reliable []bool
 	next     place
 	epoch    uint32
 	maxSeq   uint64
@@ -95,12 +97,19 @@ type Merge struct {
 }
 
 // NewMerge returns a Merge of channels channels whose first place is seq
-// from (from 0 means 1), holding at most maxHeldBytes ahead of a hole.
+// from, holding at most maxHeldBytes ahead of a hole. from 0 (an empty
+// store) begins the stream at the first packet of a reliable channel
+// (SetReliable): a datagram channel may join mid-stream, the TCP channel
+// starts where the sending end's store does.
 func NewMerge(channels int, from uint64, maxHeldBytes int) *Merge {
-	m := &Merge{next: place{seq: max(from, 1)}, ch: make([]ChannelStats, channels)}
+	m := &Merge{begun: from > 0, next: place{seq: max(from, 1)}, ch: make([]ChannelStats, channels), reliable: make([]bool, channels)}
 	m.hold.Init(maxHeldBytes)
 	return m
 }
+
+// SetReliable marks channel i as one that may begin the stream (a TCP
+// channel: it carries every packet from where it starts).
+func (m *Merge) SetReliable(i int) { m.reliable[i] = true }
 
 // NextSeq is the seq of the first record not yet delivered whole.
 func (m *Merge) NextSeq() uint64 { return m.next.seq }
@@ -162,11 +171,16 @@ func (m *Merge) Offer(ch int, pkt []byte, now int64) Verdict {
 	}
 	c.LastSeq = max(c.LastSeq, last)
 	m.maxSeq = max(m.maxSeq, last)
+	if !m.begun && m.reliable[ch] {
+		m.begun, m.next = true, first
+	}
 	switch {
-	case !m.next.less(end) && !(restart && epoch > m.epoch):
+	case !m.begun:
+		// Held below, until a reliable channel begins the stream.
+	case !m.next.less(end) && !m.restarts(restart, epoch):
 		m.dup(c, first.seq, now)
 		return Duplicate
-	case !m.next.less(first) || restart && epoch > m.epoch:
+	case !m.next.less(first) || m.restarts(restart, epoch):
 		m.deliver(c, first.seq, end, epoch, now)
 		return Deliver
 	}
@@ -185,6 +199,12 @@ func (m *Merge) Offer(ch int, pkt []byte, now int64) Verdict {
 	c.Firsts++
 	m.firsts[first.seq%firstsRing] = firstArrival{seq: first.seq, at: now}
 	return Held
+}
+
+// restarts reports a newer epoch's first packet, which goes even below
+// the next place (once something was delivered: the epoch known).
+func (m *Merge) restarts(restart bool, epoch uint32) bool {
+	return restart && m.epoch > 0 && epoch > m.epoch
 }
 
 func (m *Merge) deliver(c *ChannelStats, seq uint64, end place, epoch uint32, now int64) {
@@ -217,14 +237,14 @@ func (m *Merge) release() {
 // is. The packet is valid until the next call of Next or Offer.
 func (m *Merge) Next() ([]byte, bool) {
 	m.release()
-	for m.hold.Len() > 0 {
+	for m.begun && m.hold.Len() > 0 {
 		h := m.hold.First()
 		first, end, epoch, restart, ok := m.span(h.Frame)
 		switch {
-		case !ok || !m.next.less(end) && !(restart && epoch > m.epoch):
+		case !ok || !m.next.less(end) && !m.restarts(restart, epoch):
 			m.hold.Drop() // covered meanwhile
 			continue
-		case m.next.less(first) && !(restart && epoch > m.epoch):
+		case m.next.less(first) && !m.restarts(restart, epoch):
 			return nil, false // the hole is still open
 		}
 		m.next, m.epoch = end, max(m.epoch, epoch)

@@ -244,3 +244,20 @@ func setFirst(pkt []byte, seq uint64) {
 		pkt[24+i] = byte(seq >> (8 * i))
 	}
 }
+
+func TestMerge_EmptyStoreBeginsOnTheReliableChannel(t *testing.T) {
+	m := NewMerge(2, 0, 1<<20)
+	m.SetReliable(0)
+	got := run(t, m, []step{
+		{1, spec{first: 50, count: 1}, Held},
+		{1, spec{first: 51, count: 1}, Held},
+		{0, spec{first: 40, count: 5}, Deliver},
+		{0, spec{first: 45, count: 5}, Deliver},
+		{0, spec{first: 50, count: 1}, Duplicate},
+		{0, spec{first: 52, count: 1}, Deliver},
+	})
+	want := []string{"e1:40+5", "e1:45+5", "e1:50+1", "e1:51+1", "e1:52+1"}
+	if !reflect.DeepEqual(got, want) {
+		t.Fatalf("delivered %v, want %v", got, want)
+	}
+}

@@ -72,6 +72,7 @@ func newApp() *cli.App {
 			benchPeerCommand(),
 			adminCommand(),
 			drillCommand(),
+			bridgeCommand(),
 		},
 		// main prints errors; the library must not print them too.
 		ExitErrHandler: func(*cli.Context, error) {},
