@@ -15,6 +15,7 @@ import (
 	"github.com/seqd/seqd/bridge"
 	"github.com/seqd/seqd/cmd/seqd/internal/stopsignal"
 	"github.com/seqd/seqd/ops/options"
+	"github.com/seqd/seqd/test/drill"
 	"github.com/seqd/seqd/transport/fault"
 )
 
@@ -190,4 +191,45 @@ func stopped(err error) error {
 		fmt.Fprintf(os.Stderr, "bridge: stopped err=%q\n", err.Error())
 	}
 	return err
+}
+
+// drillBridgeCommand is `seqd drill bridge`: flags into a
+// drill.BridgeConfig (test/drill runs it).
+func drillBridgeCommand() *cli.Command {
+	d := drill.DefaultBridgeConfig()
+	return &cli.Command{
+		Name:  "bridge",
+		Usage: "two sites joined by a bridge pair; cut its TCP and UDP channels round after round and check the far site's stream",
+		Description: `Starts, from this binary, on loopback: site A (a sequencer, or a group of
+three with --sequencers 3, a sending and a checking drill node) and site B
+(a sending drill node whose commands cross the bridge, and a checking
+node), each site on its own multicast groups, joined by seqd bridge
+--role send and --role receive over one TCP and one UDP channel, both
+through relays of the drill. Each round cuts the TCP channel, then the UDP
+one, then both (then, with three sequencers, SIGKILLs A's primary) for
+--cut, and times how long after the heal (the kill) B's checker holds what
+A's held. At the end every node must have delivered the same stream with
+each acked command once. Ends with
+  drill bridge rounds=N p50_ms=A max_ms=B lost=0 dup=0 diverged=0
+exiting 1 on any violation or when a child dies on its own.`,
+		Flags: []cli.Flag{
+			&cli.IntFlag{Name: "rounds", Value: d.Rounds, Usage: "channel faults"},
+			&cli.IntFlag{Name: "rate", Value: d.RatePerSecond, Usage: "commands per second of each of the two sending nodes"},
+			&cli.DurationFlag{Name: "cut", Value: d.Cut, Usage: "how long each cut lasts"},
+			&cli.DurationFlag{Name: "pause", Value: d.Pause, Usage: "load between two rounds"},
+			&cli.IntFlag{Name: "sequencers", Value: d.Sequencers, Usage: "site A's sequencers: 1 or 3 (a group; adds a SIGKILL of its primary to the rounds)"},
+			&cli.StringFlag{Name: "faults", Usage: "seeded faults on every channel at the receiving end, e.g. loss=0.05,seed=7"},
+			&cli.Uint64Flag{Name: "seed", Usage: "seed of the groups and ports (0: from the clock; printed)"},
+			&cli.BoolFlag{Name: "keep", Usage: "keep the directories and logs (printed at the end)"},
+		},
+		Action: func(c *cli.Context) error {
+			if c.NArg() > 0 {
+				return strayArguments("drill bridge", c.Args().Slice())
+			}
+			cfg := drill.DefaultBridgeConfig()
+			cfg.Rounds, cfg.RatePerSecond, cfg.Cut, cfg.Pause = c.Int("rounds"), c.Int("rate"), c.Duration("cut"), c.Duration("pause")
+			cfg.Sequencers, cfg.Faults, cfg.Seed, cfg.Keep = c.Int("sequencers"), c.String("faults"), c.Uint64("seed"), c.Bool("keep")
+			return drill.RunBridge(c.Context, cfg)
+		},
+	}
 }
