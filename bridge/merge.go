@@ -63,6 +63,7 @@ const firstsRing = 1 << 12
 type firstArrival struct {
 	seq uint64
 	at  int64
+	ch  int
 }
 
 // Merge is the pure A/B arbitration of a receiving end: packets of one
@@ -181,7 +182,7 @@ func (m *Merge) Offer(ch int, pkt []byte, now int64) Verdict {
 		m.dup(c, first.seq, now)
 		return Duplicate
 	case !m.next.less(first) || m.restarts(restart, epoch):
-		m.deliver(c, first.seq, end, epoch, now)
+		m.deliver(ch, first.seq, end, epoch, now)
 		return Deliver
 	}
 	if m.hold.Len() == 0 {
@@ -196,8 +197,8 @@ func (m *Merge) Offer(ch int, pkt []byte, now int64) Verdict {
 		c.Full++
 		return Full
 	}
-	c.Firsts++
-	m.firsts[first.seq%firstsRing] = firstArrival{seq: first.seq, at: now}
+	// Its channel is credited with a first arrival when it is delivered.
+	m.firsts[first.seq%firstsRing] = firstArrival{seq: first.seq, at: now, ch: ch}
 	return Held
 }
 
@@ -207,9 +208,9 @@ func (m *Merge) restarts(restart bool, epoch uint32) bool {
 	return restart && m.epoch > 0 && epoch > m.epoch
 }
 
-func (m *Merge) deliver(c *ChannelStats, seq uint64, end place, epoch uint32, now int64) {
-	c.Firsts++
-	m.firsts[seq%firstsRing] = firstArrival{seq: seq, at: now}
+func (m *Merge) deliver(ch int, seq uint64, end place, epoch uint32, now int64) {
+	m.ch[ch].Firsts++
+	m.firsts[seq%firstsRing] = firstArrival{seq: seq, at: now, ch: ch}
 	m.next, m.epoch = end, max(m.epoch, epoch)
 	m.delivers++
 }
@@ -249,6 +250,9 @@ func (m *Merge) Next() ([]byte, bool) {
 		}
 		m.next, m.epoch = end, max(m.epoch, epoch)
 		m.delivers++
+		if f := m.firsts[first.seq%firstsRing]; f.seq == first.seq {
+			m.ch[f.ch].Firsts++
+		}
 		m.heldTake = true
 		return h.Frame, true
 	}

@@ -304,10 +304,10 @@ func (r *ReceiveEnd) tcpChannel(ctx context.Context, ch int, addr string) {
 				break
 			}
 			if g := r.restart.Load(); g != gen {
+				// A hole outlived GapTimeout: this channel lost it too
+				// (or lags): ask the sending end's store from the hole.
 				gen = g
-				if st := up.Stats(); st.Next < r.next.Load() || st.Addr == "" {
-					break // behind the hole, or down: ask from the hole
-				}
+				break
 			}
 		}
 		up.Close()
