@@ -12,12 +12,24 @@ import (
 	"time"
 )
 
+// binDir holds the seqd binary the tests build (removed by TestMain).
+var binDir string
+
+func TestMain(m *testing.M) {
+	code := m.Run()
+	if binDir != "" {
+		os.RemoveAll(binDir)
+	}
+	os.Exit(code)
+}
+
 // seqdBinary builds the seqd binary once per test binary.
 var seqdBinary = sync.OnceValues(func() (string, error) {
 	dir, err := os.MkdirTemp("", "seqd-drill-bin")
 	if err != nil {
 		return "", err
 	}
+	binDir = dir
 	bin := filepath.Join(dir, "seqd")
 	out, err := exec.Command("go", "build", "-o", bin, "github.com/seqd/seqd/cmd/seqd").CombinedOutput()
 	if err != nil {
@@ -57,7 +69,9 @@ func runBridgeDrill(t *testing.T, cfg BridgeConfig, timeout time.Duration) strin
 		t.Fatal(err)
 	}
 	var out lockedBuffer
-	cfg.Exe, cfg.Out = exe, &out
+	// The logs stay for a failure (the drill prints where); a pass
+	// removes them.
+	cfg.Exe, cfg.Out, cfg.Keep = exe, &out, true
 	ctx, cancel := context.WithTimeout(context.Background(), timeout)
 	defer cancel()
 	err = RunBridge(ctx, cfg)
@@ -65,8 +79,15 @@ func runBridgeDrill(t *testing.T, cfg BridgeConfig, timeout time.Duration) strin
 	if err != nil {
 		t.Fatal(err)
 	}
-	last := strings.TrimSpace(out.String())
-	last = last[strings.LastIndexByte(last, '\n')+1:]
+	if _, dir, ok := strings.Cut(out.String(), "directories and logs kept in "); ok {
+		os.RemoveAll(strings.TrimSpace(strings.SplitN(dir, "\n", 2)[0]))
+	}
+	var last string
+	for _, l := range strings.Split(out.String(), "\n") {
+		if strings.HasPrefix(l, "drill bridge rounds=") {
+			last = l
+		}
+	}
 	if !strings.HasPrefix(last, "drill bridge rounds=") || !strings.HasSuffix(last, " lost=0 dup=0 diverged=0") {
 		t.Fatalf("last line %q", last)
 	}
