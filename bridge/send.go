@@ -193,7 +193,8 @@ func (s *SendEnd) Run(ctx context.Context) error {
 func (s *SendEnd) flows(ctx context.Context, tip *replayer.Tip) {
 	r := replayer.NewReader(tip, tip.Seq()+1, 0)
 	defer func() { r.Close() }()
-	wait := s.cfg.Rewind.TipPoll
+	t := time.NewTimer(time.Hour)
+	t.Stop()
 	var lastHello time.Time
 	hb := make([]byte, 0, wire.BridgeHelloBytes)
 	for ctx.Err() == nil {
@@ -220,11 +221,17 @@ func (s *SendEnd) flows(ctx context.Context, tip *replayer.Tip) {
 			continue
 		}
 		if len(run) == 0 {
-			time.Sleep(wait)
-			wait = min(2*wait, s.cfg.Rewind.TipPollMax)
+			// The Service's next turn (its appends are in the files by
+			// then), or TipPollMax at the latest.
+			t.Reset(s.cfg.Rewind.TipPollMax)
+			select {
+			case <-s.follow.turn:
+			case <-t.C:
+			case <-ctx.Done():
+			}
+			t.Stop()
 			continue
 		}
-		wait = s.cfg.Rewind.TipPoll
 		s.forward(run)
 	}
 }

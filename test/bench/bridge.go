@@ -21,7 +21,7 @@ import (
 type bridgeReader struct {
 	mu          sync.Mutex // guards the rest (a bench, not a hot path)
 	lat         []int64    // per seq - base, ns; 0: not yet
-	base, top   uint64 // top: the highest seq seen
+	base, top   uint64     // top: the highest seq seen
 	n, want     int
 	first, last time.Time
 	done        chan struct{}
