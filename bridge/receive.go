@@ -294,8 +294,14 @@ func (r *ReceiveEnd) tcpChannel(ctx context.Context, ch int, addr string) {
 			return
 		}
 		up.Start(from)
+		var failovers uint64
 		for ctx.Err() == nil {
 			_, err := up.Poll(h, 20*time.Millisecond)
+			// A reconnection of the channel after a cut is a repair too.
+			if fo := up.Stats().Failovers; fo > failovers {
+				r.repairs[ch].Add(fo - failovers)
+				failovers = fo
+			}
 			if !f.flush() {
 				break
 			}
