@@ -205,10 +205,11 @@ three with --sequencers 3, a sending and a checking drill node) and site B
 (a sending drill node whose commands cross the bridge, and a checking
 node), each site on its own multicast groups, joined by seqd bridge
 --role send and --role receive over one TCP and one UDP channel, both
-through relays of the drill. Each round cuts the TCP channel, then the UDP
-one, then both (then, with three sequencers, SIGKILLs A's primary) for
---cut, and times how long after the heal (the kill) B's checker holds what
-A's held. At the end every node must have delivered the same stream with
+through relays of the drill. Each round, in turn, cuts the TCP channel,
+the UDP one, both, for --cut; SIGKILLs the receiving end, then the sending
+end, and starts it again on its store after --cut; with three sequencers,
+SIGKILLs A's primary. It times how long after the heal (the restart, the
+kill) B's checker holds what A's held. At the end every node must have delivered the same stream with
 each acked command once. Ends with
   drill bridge rounds=N p50_ms=A max_ms=B lost=0 dup=0 diverged=0
 exiting 1 on any violation or when a child dies on its own.`,

@@ -20,9 +20,9 @@ import (
 
 // BridgeConfig is `seqd drill bridge`.
 type BridgeConfig struct {
-	// Rounds of channel faults: cut the TCP channel, then the UDP one,
-	// then both (and, with three sequencers, SIGKILL site A's primary),
-	// in turn.
+	// Rounds of faults, in turn: cut the TCP channel, the UDP one, both;
+	// SIGKILL the receiving end, the sending end (each started again on
+	// its store); with three sequencers, SIGKILL site A's primary.
 	Rounds int
 	// RatePerSecond is the commands per second of each of the two
 	// sending nodes (one per site; site B's cross the bridge).
@@ -72,9 +72,11 @@ func (c BridgeConfig) Validate() error {
 // sending and a checking node; site B: a sending node whose commands
 // cross the bridge, and a checking node), joined by a `seqd bridge` pair
 // whose TCP and UDP channels pass through relays of the drill so that it
-// can cut them. Each round cuts a channel (TCP, UDP, both; with three
-// sequencers also a SIGKILL of A's primary) for Cut and times, from the
-// heal (or the kill), how long B's checker takes to hold what A's held.
+// can cut them. Each round cuts a channel (TCP, UDP, both) for Cut, or
+// SIGKILLs a bridge end (the receiving, the sending) and starts it again
+// on its store after Cut, or (three sequencers) SIGKILLs A's primary, and
+// times, from the heal (the restart, the kill), how long B's checker
+// takes to hold what A's held.
 // At the end every node must have delivered the same stream (last seq,
 // digest), with every acked command of both senders once.
 func RunBridge(ctx context.Context, cfg BridgeConfig) error {
@@ -194,7 +196,7 @@ func RunBridge(ctx context.Context, cfg BridgeConfig) error {
 	if _, err := d.delivered(ctx, 0, 0); err != nil {
 		return err
 	}
-	kinds := []string{"tcp", "udp", "both"}
+	kinds := []string{"tcp", "udp", "both", "kill-receive", "kill-send"}
 	if cfg.Sequencers == 3 {
 		kinds = append(kinds, "kill-primary")
 	}
@@ -206,11 +208,38 @@ func RunBridge(ctx context.Context, cfg BridgeConfig) error {
 		kind := kinds[(round-1)%len(kinds)]
 		var ms float64
 		extra := ""
-		if kind == "kill-primary" {
+		switch kind {
+		case "kill-primary":
 			if ms, extra, err = d.bridgeKill(ctx); err != nil {
 				return fmt.Errorf("drill bridge: round %d: %w", round, err)
 			}
-		} else {
+		case "kill-receive", "kill-send":
+			// A bridge end SIGKILLed and started again on its store:
+			// B resumes from what it holds, with no gap.
+			p := recv
+			if kind == "kill-send" {
+				p = send
+			}
+			d.kill(p)
+			<-p.p.Exited()
+			if err := d.sleep(ctx, cfg.Cut); err != nil {
+				return err
+			}
+			rs, err := d.reports(ctx)
+			if err != nil {
+				return err
+			}
+			want := rs["check"].last
+			t1 := time.Now()
+			if err := d.start(ctx, p); err != nil {
+				return err
+			}
+			if err := d.caughtUpTo(ctx, "check-b", want); err != nil {
+				return fmt.Errorf("drill bridge: round %d: %w", round, err)
+			}
+			ms = float64(time.Since(t1).Microseconds()) / 1000
+			extra = fmt.Sprintf(" behind_at_restart=%d", int64(want)-int64(rs["check-b"].last))
+		default:
 			if kind != "udp" {
 				tl.Cut()
 			}

@@ -17,7 +17,7 @@ func TestRunBridge_PrimaryKilledAtTheOrigin(t *testing.T) {
 		t.Skip("a group of three and a bridge: seconds of processes")
 	}
 	cfg := DefaultBridgeConfig()
-	cfg.Rounds, cfg.Sequencers, cfg.RatePerSecond, cfg.Cut, cfg.Pause = 4, 3, 500, 300*time.Millisecond, 300*time.Millisecond
+	cfg.Rounds, cfg.Sequencers, cfg.RatePerSecond, cfg.Cut, cfg.Pause = 6, 3, 500, 300*time.Millisecond, 300*time.Millisecond
 	cfg.Faults = "loss=0.05,seed=9"
 	out := runBridgeDrill(t, cfg, 3*time.Minute)
 	if !strings.Contains(out, "cut=kill-primary") {

@@ -95,12 +95,14 @@ func runBridgeDrill(t *testing.T, cfg BridgeConfig, timeout time.Duration) strin
 }
 
 // Site B's stream equals site A's, with both sites' commands once, while
-// the TCP channel is cut and restored, then the UDP channel, then both.
-func TestRunBridge_ChannelCuts(t *testing.T) {
+// the TCP channel is cut and restored, then the UDP channel, then both,
+// and while the receiving end, then the sending end, is SIGKILLed and
+// started again on its store.
+func TestRunBridge_ChannelCutsAndEndRestarts(t *testing.T) {
 	cfg := DefaultBridgeConfig()
-	cfg.Rounds, cfg.RatePerSecond, cfg.Cut, cfg.Pause = 3, 500, 300*time.Millisecond, 200*time.Millisecond
+	cfg.Rounds, cfg.RatePerSecond, cfg.Cut, cfg.Pause = 5, 500, 300*time.Millisecond, 200*time.Millisecond
 	out := runBridgeDrill(t, cfg, 2*time.Minute)
-	for _, k := range []string{"cut=tcp", "cut=udp", "cut=both"} {
+	for _, k := range []string{"cut=tcp", "cut=udp", "cut=both", "cut=kill-receive", "cut=kill-send"} {
 		if !strings.Contains(out, k) {
 			t.Errorf("no round %s", k)
 		}
