@@ -12,6 +12,7 @@ import (
 	"github.com/seqd/seqd/internal/freeport"
 	"github.com/seqd/seqd/multicast"
 	"github.com/seqd/seqd/node"
+	"github.com/seqd/seqd/test/check"
 )
 
 // bridgeReader is an in-process read-only node of one site: it notes,
@@ -25,16 +26,19 @@ type bridgeReader struct {
 	n, want     int
 	first, last time.Time
 	done        chan struct{}
+	// chk digests the whole stream, from seq 1, to compare the sites'.
+	chk *check.Stream
 }
 
 func (r *bridgeReader) OnMessage(m *node.Message) {
-	if m.Internal() {
-		return
-	}
 	now := time.Now()
 	r.mu.Lock()
 	defer r.mu.Unlock()
+	r.chk.Observe(m)
 	r.top = max(r.top, m.Seq)
+	if m.Internal() {
+		return
+	}
 	if r.want == 0 || m.Seq < r.base || m.Seq-r.base >= uint64(len(r.lat)) {
 		return
 	}
@@ -93,9 +97,9 @@ func startReader(ctx context.Context, stream, command string) (*bridgeReader, er
 	if err != nil {
 		return nil, err
 	}
-	r := &bridgeReader{}
+	r := &bridgeReader{chk: check.New(check.Config{Digest: true})}
 	cfg := node.DefaultConfig()
-	cfg.ReadOnly = true
+	cfg.ReadOnly, cfg.Rewind, cfg.RewindFrom = true, true, 1
 	n, err := node.New(cfg, r, c)
 	if err != nil {
 		c.Close()
@@ -224,12 +228,28 @@ func benchBridge(ctx context.Context, o Config) error {
 	if err := rb.wait(ctx, 5*time.Minute); err != nil {
 		return fmt.Errorf("site B: %w", err)
 	}
+	// The far site's stream is the origin's: same last seq and digest
+	// once quiet, nothing lost or repeated.
+	equal := false
+	var lastA, lastB, digA, digB, bad uint64
+	for deadline := time.Now().Add(10 * time.Second); !equal && time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
+		ra.mu.Lock()
+		rb.mu.Lock()
+		lastA, lastB, digA, digB = ra.chk.Last, rb.chk.Last, ra.chk.Digest, rb.chk.Digest
+		bad = ra.chk.Lost + ra.chk.Dup + rb.chk.Lost + rb.chk.Dup
+		rb.mu.Unlock()
+		ra.mu.Unlock()
+		equal = lastA == lastB && digA == digB
+	}
+	if !equal || bad != 0 {
+		return fmt.Errorf("bench: site B's stream (last %d, digest %016x) is not site A's (last %d, digest %016x), %d lost or repeated", lastB, digB, lastA, digA, bad)
+	}
 	rateA, rateB := ra.rate(), rb.rate()
 	ratio := 0.0
 	if rateA > 0 {
 		ratio = rateB / rateA
 	}
-	fmt.Fprintf(o.Out, "bench transport=udp mode=bridge size=%d msgs=%d lat_msgs=%d added_p50_us=%.1f added_p99_us=%.1f origin_p50_us=%.1f origin_p99_us=%.1f far_p50_us=%.1f far_p99_us=%.1f origin_rate=%.0f far_rate=%.0f ratio=%.3f elapsed_s=%.1f\n",
-		o.SizeBytes, o.Count, sd.N, micros(sd.P50), micros(sd.P99), micros(sa.P50), micros(sa.P99), micros(sb.P50), micros(sb.P99), rateA, rateB, ratio, time.Since(t0).Seconds())
+	fmt.Fprintf(o.Out, "bench transport=udp mode=bridge size=%d msgs=%d lat_msgs=%d added_p50_us=%.1f added_p99_us=%.1f origin_p50_us=%.1f origin_p99_us=%.1f far_p50_us=%.1f far_p99_us=%.1f origin_rate=%.0f far_rate=%.0f ratio=%.3f streams_equal=true last_seq=%d elapsed_s=%.1f\n",
+		o.SizeBytes, o.Count, sd.N, micros(sd.P50), micros(sd.P99), micros(sa.P50), micros(sa.P99), micros(sb.P50), micros(sb.P99), rateA, rateB, ratio, lastA, time.Since(t0).Seconds())
 	return nil
 }
