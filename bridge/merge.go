@@ -5,6 +5,14 @@ import (
 	"github.com/seqd/seqd/wire"
 )
 
+// Header is what a heartbeat after a packet repeats of its header.
+type Header struct {
+	Epoch      uint32
+	Session    uint64
+	EpochStart uint64
+	BaseTime   int64
+}
+
 // Verdict is what Merge.Offer decided about a packet.
 type Verdict uint8
 
@@ -93,6 +101,8 @@ type Merge struct {
 	delivers uint64
 	pkt      wire.Packet
 	rec      wire.Record
+	last     Header // of the last packet delivered
+	haveLast bool
 	firsts   [firstsRing]firstArrival
 	ch       []ChannelStats
 }
@@ -159,6 +169,14 @@ func (m *Merge) span(pkt []byte) (first, end place, epoch uint32, restart, ok bo
 func (m *Merge) Offer(ch int, pkt []byte, now int64) Verdict {
 	m.release()
 	c := &m.ch[ch]
+	// Most copies lie wholly below the next place: the header says so.
+	if e, fs, n, ok := wire.PeekPacketSeqs(pkt); ok && n > 0 && m.begun && fs+uint64(n) <= m.next.seq && e <= m.epoch {
+		c.Packets++
+		c.Bytes += uint64(len(pkt))
+		c.LastSeq = max(c.LastSeq, fs+uint64(n)-1)
+		m.dup(c, fs, now)
+		return Duplicate
+	}
 	first, end, epoch, restart, ok := m.span(pkt)
 	if !ok {
 		c.Malformed++
@@ -213,7 +231,18 @@ func (m *Merge) deliver(ch int, seq uint64, end place, epoch uint32, now int64) 
 	m.firsts[seq%firstsRing] = firstArrival{seq: seq, at: now, ch: ch}
 	m.next, m.epoch = end, max(m.epoch, epoch)
 	m.delivers++
+	m.noteLast()
 }
+
+// noteLast keeps the header of the packet span decoded last, which is
+// being delivered.
+func (m *Merge) noteLast() {
+	p := &m.pkt
+	m.last, m.haveLast = Header{Epoch: p.Epoch, Session: p.Session, EpochStart: p.EpochStart, BaseTime: p.BaseTime}, true
+}
+
+// Last is the header of the last packet delivered, false before any.
+func (m *Merge) Last() (Header, bool) { return m.last, m.haveLast }
 
 func (m *Merge) dup(c *ChannelStats, seq uint64, now int64) {
 	c.Dups++
@@ -250,6 +279,7 @@ func (m *Merge) Next() ([]byte, bool) {
 		}
 		m.next, m.epoch = end, max(m.epoch, epoch)
 		m.delivers++
+		m.noteLast()
 		if f := m.firsts[first.seq%firstsRing]; f.seq == first.seq {
 			m.ch[f.ch].Firsts++
 		}

@@ -56,8 +56,6 @@ type ReceiveEnd struct {
 	onSite   transport.Handler
 	hb       []byte
 	cmd      []byte
-	last     wire.Packet // header of the last packet published
-	haveLast bool
 	lastHB   int64
 	lastGap  int64
 	stable   uint64
@@ -405,7 +403,7 @@ func (m *mergeClient) Poll(h transport.Handler, wait time.Duration) (int, error)
 	}
 	now := r.mono()
 	st := r.svc.Store()
-	if c := st.Contiguous(); c > r.stable || r.haveLast && now-r.lastHB >= int64(r.cfg.HelloInterval) {
+	if c := st.Contiguous(); c > r.stable || now-r.lastHB >= int64(r.cfg.HelloInterval) {
 		r.heartbeat(c, now)
 	}
 	r.next.Store(r.merge.NextSeq())
@@ -435,9 +433,6 @@ func (r *ReceiveEnd) packet(ch int, pkt []byte) {
 // emit persists (through the Service's handler) and republishes pkt.
 func (r *ReceiveEnd) emit(pkt []byte) {
 	r.handler(pkt, transport.NoPeer)
-	if wire.DecodePacket(pkt, &r.last) == nil {
-		r.haveLast = true
-	}
 	_ = r.site.Publish(pkt) // loss on the site is repaired by its NAKs
 	r.published.Add(1)
 }
@@ -446,11 +441,11 @@ func (r *ReceiveEnd) emit(pkt []byte) {
 // at the origin (the sending end stores only stable records), so the
 // site's safe-mode nodes deliver all of it.
 func (r *ReceiveEnd) heartbeat(held uint64, now int64) {
-	if !r.haveLast || held == 0 {
+	p, ok := r.merge.Last()
+	if !ok || held == 0 {
 		return
 	}
 	r.stable, r.lastHB = held, now
-	p := &r.last
 	hb, err := wire.AppendHeartbeat(r.hb, p.Epoch, p.Session, held+1, held, p.BaseTime, p.EpochStart)
 	if err != nil {
 		return

@@ -134,3 +134,14 @@ func DecodeBridgeHello(body []byte, h *BridgeHelloFrame) error {
 	copy(h.Origin[:], body[17:])
 	return nil
 }
+
+// PeekPacketSeqs reads, without decoding the records, the epoch, first
+// seq and record count of a stream data packet that is at least a header
+// long; false for anything else. A bridge's merge drops most copies by
+// it alone (their records lie below what it delivered).
+func PeekPacketSeqs(b []byte) (epoch uint32, first uint64, count int, ok bool) {
+	if len(b) < PacketHeaderBytes || le.Uint16(b) != Magic || b[2] != Version || Kind(b[3]) != KindData {
+		return 0, 0, 0, false
+	}
+	return le.Uint32(b[offPktEpoch:]), le.Uint64(b[offPktFirstSeq:]), int(le.Uint16(b[offPktCount:])), true
+}
