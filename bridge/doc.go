@@ -33,6 +33,10 @@
 //     seqs and in µs behind the first arrival, repairs.
 //   - Config (DefaultConfig, WANConfig, Validate): role, channels, site
 //     groups, store directory, site identity.
+//   - Cross: a cross-connect node reading several independent streams
+//     (several sequencer groups, each its own session and groups) and
+//     sending to each; one StreamHandler told which stream each message
+//     is of. Each stream keeps its order; there is none between streams.
 //
 // # Identity and loops
 //
