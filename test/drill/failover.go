@@ -110,8 +110,10 @@ func (d *drill) start(ctx context.Context, p *drillProc) error {
 		logf.Close()
 		return err
 	}
+	// This incarnation's: a restart replaces p.p meanwhile.
+	exited := p.p.Exited()
 	go func() {
-		<-p.p.Exited()
+		<-exited
 		logf.Close()
 	}()
 	return nil
