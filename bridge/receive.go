@@ -56,6 +56,7 @@ type ReceiveEnd struct {
 	onSite   transport.Handler
 	hb       []byte
 	cmd      []byte
+	far      []netip.AddrPort // forward's scratch
 	lastHB   int64
 	lastGap  int64
 	stable   uint64
@@ -69,17 +70,50 @@ type ReceiveEnd struct {
 	snapD  [3]uint64 // delivered, next, max
 }
 
-// udpChannel is one UDP flow's socket and what its hellos said.
+// maxFar bounds the sending ends one UDP channel hears (redundant
+// sending ends send to the same address).
+const maxFar = 4
+
+// udpChannel is one UDP flow's socket and the sending ends its hellos
+// came from (commands go back to each heard lately).
 type udpChannel struct {
 	conn *net.UDPConn
 	mu   sync.Mutex // guards far
-	far  netip.AddrPort
+	far  [maxFar]farEnd
 }
 
-func (u *udpChannel) peer() netip.AddrPort {
+type farEnd struct {
+	addr netip.AddrPort
+	at   time.Time // its last hello
+}
+
+// heard notes a hello from addr (the oldest is forgotten when full).
+func (u *udpChannel) heard(addr netip.AddrPort, now time.Time) {
 	u.mu.Lock()
 	defer u.mu.Unlock()
-	return u.far
+	old := 0
+	for i := range u.far {
+		if u.far[i].addr == addr {
+			u.far[i].at = now
+			return
+		}
+		if u.far[i].at.Before(u.far[old].at) {
+			old = i
+		}
+	}
+	u.far[old] = farEnd{addr: addr, at: now}
+}
+
+// peers copies into out the sending ends heard within maxAge.
+func (u *udpChannel) peers(out []netip.AddrPort, now time.Time, maxAge time.Duration) []netip.AddrPort {
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	for _, f := range u.far {
+		if f.addr.IsValid() && now.Sub(f.at) <= maxAge {
+			out = append(out, f.addr)
+		}
+	}
+	return out
 }
 
 // NewReceiveEnd opens the store (cfg.Service.Dir) and binds the UDP
@@ -362,9 +396,7 @@ func (r *ReceiveEnd) udpChannel(ch int, u *udpChannel) {
 				r.setFatal(fmt.Errorf("%w: the %s channel carries session %d, the store holds %d", ErrSession, r.names[ch], hello.Session, s))
 				return
 			}
-			u.mu.Lock()
-			u.far = from
-			u.mu.Unlock()
+			u.heard(from, time.Now())
 		}
 	}
 }
@@ -500,8 +532,12 @@ func (r *ReceiveEnd) forward(frame []byte) {
 	if err != nil {
 		return
 	}
+	now := time.Now()
 	for _, u := range r.udps {
-		if p := u.peer(); p.IsValid() {
+		// To every sending end heard lately: one that died stops
+		// getting them after three missed hellos.
+		r.far = u.peers(r.far[:0], now, 3*r.cfg.HelloInterval)
+		for _, p := range r.far {
 			if _, err := u.conn.WriteToUDPAddrPort(f, p); err == nil {
 				r.commands.Add(1)
 			}

@@ -220,6 +220,7 @@ exiting 1 on any violation or when a child dies on its own.`,
 			&cli.DurationFlag{Name: "pause", Value: d.Pause, Usage: "load between two rounds"},
 			&cli.IntFlag{Name: "sequencers", Value: d.Sequencers, Usage: "site A's sequencers: 1 or 3 (a group; adds a SIGKILL of its primary to the rounds)"},
 			&cli.StringFlag{Name: "faults", Usage: "seeded faults on every channel at the receiving end, e.g. loss=0.05,seed=7"},
+			&cli.BoolFlag{Name: "redundant", Usage: "two sending and two receiving ends (each receiving end follows both sending ends); a kill round kills one of a pair"},
 			&cli.Uint64Flag{Name: "seed", Usage: "seed of the groups and ports (0: from the clock; printed)"},
 			&cli.BoolFlag{Name: "keep", Usage: "keep the directories and logs (printed at the end)"},
 		},
@@ -230,6 +231,7 @@ exiting 1 on any violation or when a child dies on its own.`,
 			cfg := drill.DefaultBridgeConfig()
 			cfg.Rounds, cfg.RatePerSecond, cfg.Cut, cfg.Pause = c.Int("rounds"), c.Int("rate"), c.Duration("cut"), c.Duration("pause")
 			cfg.Sequencers, cfg.Faults, cfg.Seed, cfg.Keep = c.Int("sequencers"), c.String("faults"), c.Uint64("seed"), c.Bool("keep")
+			cfg.Redundant = c.Bool("redundant")
 			return drill.RunBridge(c.Context, cfg)
 		},
 	}

@@ -31,6 +31,14 @@ type BridgeConfig struct {
 	Cut, Pause time.Duration
 	// Sequencers is site A's sequencer: 1 (standalone) or 3 (a group).
 	Sequencers int
+	// Kinds, when set, are the rounds' faults in turn instead of the
+	// default order (tcp, udp, both, kill-receive, kill-send,
+	// kill-primary).
+	Kinds []string
+	// Redundant runs two sending ends and two receiving ends (each
+	// receiving end follows both sending ends); a kill round kills one
+	// of a pair, and B must not fall behind meanwhile.
+	Redundant bool
 	// Faults are seeded faults on every channel at the receiving end
 	// (fault.Parse: "loss=0.05,seed=7"); "" none.
 	Faults string
@@ -60,6 +68,17 @@ func (c BridgeConfig) Validate() error {
 		return config.New(ErrConfig, "Cut", c.Cut, "> 0 (and Pause >= 0)")
 	case c.Sequencers != 1 && c.Sequencers != 3:
 		return config.New(ErrConfig, "Sequencers", c.Sequencers, "1 or 3")
+	}
+	for _, k := range c.Kinds {
+		switch k {
+		case "tcp", "udp", "both", "kill-receive", "kill-send":
+		case "kill-primary":
+			if c.Sequencers != 3 {
+				return config.New(ErrConfig, "Kinds", k, "kill-primary only with Sequencers 3")
+			}
+		default:
+			return config.New(ErrConfig, "Kinds", k, "tcp, udp, both, kill-receive, kill-send or kill-primary")
+		}
 	}
 	if _, err := fault.Parse(c.Faults); err != nil {
 		return config.New(ErrConfig, "Faults", c.Faults, err.Error())
@@ -121,11 +140,12 @@ func RunBridge(ctx context.Context, cfg BridgeConfig) error {
 			<-p.Exited()
 		}
 	}()
-	addrs, err := freeport.Addrs(17)
+	addrs, err := freeport.Addrs(21)
 	if err != nil {
 		return err
 	}
-	sendTCP, linkTCP, recvUDP, linkUDP, nak := addrs[0], addrs[1], addrs[2], addrs[3], addrs[4]
+	nak := addrs[4]
+	sendTCP, linkTCP, recvUDP, linkUDP := []string{addrs[0], addrs[17]}, []string{addrs[1], addrs[18]}, []string{addrs[2], addrs[19]}, []string{addrs[3], addrs[20]}
 	if cfg.Sequencers == 1 {
 		m := &drillProc{name: "sequencer-a", id: 1, args: append([]string{"sequencer"}, netA...)}
 		if err := d.start(ctx, m); err != nil {
@@ -153,25 +173,47 @@ func RunBridge(ctx context.Context, cfg BridgeConfig) error {
 			return err
 		}
 	}
-	tl, err := newTCPLink(linkTCP, sendTCP)
-	if err != nil {
-		return err
+	// ends sending ends and as many receiving ends: each receiving end
+	// follows every sending end (a TCP channel to each, through a relay)
+	// and reads one UDP address, to which every sending end sends
+	// (through a relay).
+	ends := 1
+	if cfg.Redundant {
+		ends = 2
 	}
-	defer tl.Close()
-	ul, err := newUDPLink(linkUDP, recvUDP)
-	if err != nil {
-		return err
+	var tls []*tcpLink
+	var uls []*udpLink
+	var linkTCPs, linkUDPs []string
+	for i := range ends {
+		tl, err := newTCPLink(linkTCP[i], sendTCP[i])
+		if err != nil {
+			return err
+		}
+		defer tl.Close()
+		ul, err := newUDPLink(linkUDP[i], recvUDP[i])
+		if err != nil {
+			return err
+		}
+		defer ul.Close()
+		tls, uls = append(tls, tl), append(uls, ul)
+		linkTCPs, linkUDPs = append(linkTCPs, linkTCP[i]), append(linkUDPs, linkUDP[i])
 	}
-	defer ul.Close()
-	send := &drillProc{name: "bridge-send", args: append([]string{"bridge", "--role", "send", "--site", "A", "--tcp", sendTCP, "--udp", linkUDP,
-		"--dir", filepath.Join(dir, "send"), "--nak-addr", nak, "--stats-interval", "1s"}, netA...)}
-	recvArgs := []string{"bridge", "--role", "receive", "--site", "B", "--tcp", linkTCP, "--udp", recvUDP,
-		"--dir", filepath.Join(dir, "receive"), "--stats-interval", "500ms"}
-	if cfg.Faults != "" {
-		recvArgs = append(recvArgs, "--faults", cfg.Faults)
+	var sends, recvs []*drillProc
+	for i := range ends {
+		args := []string{"bridge", "--role", "send", "--site", "A", "--tcp", sendTCP[i], "--udp", strings.Join(linkUDPs, ","),
+			"--dir", filepath.Join(dir, fmt.Sprintf("send%d", i+1)), "--stats-interval", "1s"}
+		if i == 0 {
+			args = append(args, "--nak-addr", nak)
+		}
+		sends = append(sends, &drillProc{name: fmt.Sprintf("bridge-send%d", i+1), args: append(args, netA...)})
+		args = []string{"bridge", "--role", "receive", "--site", "B", "--tcp", strings.Join(linkTCPs, ","), "--udp", recvUDP[i],
+			"--dir", filepath.Join(dir, fmt.Sprintf("receive%d", i+1)), "--stats-interval", "500ms"}
+		if cfg.Faults != "" {
+			args = append(args, "--faults", cfg.Faults)
+		}
+		recvs = append(recvs, &drillProc{name: fmt.Sprintf("bridge-receive%d", i+1), args: append(args, netB...)})
 	}
-	recv := &drillProc{name: "bridge-receive", args: append(recvArgs, netB...)}
-	for _, p := range []*drillProc{send, recv} {
+	for _, p := range append(append([]*drillProc(nil), sends...), recvs...) {
 		if err := d.start(ctx, p); err != nil {
 			return err
 		}
@@ -179,6 +221,7 @@ func RunBridge(ctx context.Context, cfg BridgeConfig) error {
 			return err
 		}
 	}
+	send, recv := sends[0], recvs[0]
 	rate := fmt.Sprint(cfg.RatePerSecond)
 	d.nodes = []*drillProc{
 		{name: "sender-a", args: append([]string{"drill", "node", "--account", "BRIDGEA", "--rate", rate, "--replayer", nak}, netA...)},
@@ -191,14 +234,17 @@ func RunBridge(ctx context.Context, cfg BridgeConfig) error {
 			return err
 		}
 	}
-	fmt.Fprintf(out, "drill bridge: seed=%d, site A: %d sequencer(s), a sender and a checker; site B: a sender (commands across the bridge) and a checker; one TCP and one UDP channel; faults=%q; %d rounds; logs in %s\n",
-		seed, cfg.Sequencers, cfg.Faults, cfg.Rounds, dir)
+	fmt.Fprintf(out, "drill bridge: seed=%d, site A: %d sequencer(s), a sender and a checker; site B: a sender (commands across the bridge) and a checker; %d bridge end(s) per site, each receiving end with a TCP channel to every sending end and a UDP channel from all; faults=%q; %d rounds; logs in %s\n",
+		seed, cfg.Sequencers, ends, cfg.Faults, cfg.Rounds, dir)
 	if _, err := d.delivered(ctx, 0, 0); err != nil {
 		return err
 	}
 	kinds := []string{"tcp", "udp", "both", "kill-receive", "kill-send"}
 	if cfg.Sequencers == 3 {
 		kinds = append(kinds, "kill-primary")
+	}
+	if len(cfg.Kinds) > 0 {
+		kinds = cfg.Kinds
 	}
 	var times []float64
 	for round := 1; round <= cfg.Rounds; round++ {
@@ -240,11 +286,13 @@ func RunBridge(ctx context.Context, cfg BridgeConfig) error {
 			ms = float64(time.Since(t1).Microseconds()) / 1000
 			extra = fmt.Sprintf(" behind_at_restart=%d", int64(want)-int64(rs["check-b"].last))
 		default:
-			if kind != "udp" {
-				tl.Cut()
-			}
-			if kind != "tcp" {
-				ul.Cut()
+			for i := range ends {
+				if kind != "udp" {
+					tls[i].Cut()
+				}
+				if kind != "tcp" {
+					uls[i].Cut()
+				}
 			}
 			if err := d.sleep(ctx, cfg.Cut); err != nil {
 				return err
@@ -257,8 +305,10 @@ func RunBridge(ctx context.Context, cfg BridgeConfig) error {
 			}
 			behind := int64(rs["check"].last) - int64(rs["check-b"].last)
 			want := rs["check"].last
-			tl.Heal()
-			ul.Heal()
+			for i := range ends {
+				tls[i].Heal()
+				uls[i].Heal()
+			}
 			t1 := time.Now()
 			if err := d.caughtUpTo(ctx, "check-b", want); err != nil {
 				return fmt.Errorf("drill bridge: round %d: %w", round, err)

@@ -6,6 +6,8 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -130,11 +132,35 @@ func TestBridgeConfig_Validate(t *testing.T) {
 		func(c *BridgeConfig) { c.Sequencers = 2 },
 		func(c *BridgeConfig) { c.Faults = "loss=2" },
 		func(c *BridgeConfig) { c.Cut = 0 },
+		func(c *BridgeConfig) { c.Kinds = []string{"kill-primary"} },
+		func(c *BridgeConfig) { c.Kinds = []string{"flood"} },
 	} {
 		c := DefaultBridgeConfig()
 		edit(&c)
 		if c.Validate() == nil {
 			t.Errorf("%+v accepted", c)
+		}
+	}
+}
+
+// With two sending and two receiving ends, a SIGKILL of either end of
+// the link leaves B's stream going: B is not behind A when the end comes
+// back (without the standby it is behind by the whole pause).
+func TestRunBridge_RedundantEndsTakeOver(t *testing.T) {
+	cfg := DefaultBridgeConfig()
+	cfg.Rounds, cfg.RatePerSecond, cfg.Cut, cfg.Pause, cfg.Redundant = 2, 500, 400*time.Millisecond, 200*time.Millisecond, true
+	cfg.Kinds = []string{"kill-receive", "kill-send"}
+	out := runBridgeDrill(t, cfg, 2*time.Minute)
+	// Two senders at 500/s for the 400 ms a killed end is away: 400 seqs
+	// behind without the other end.
+	re := regexp.MustCompile(`cut=(kill-receive|kill-send) caught_up_ms=\S+ behind_at_restart=(-?\d+)`)
+	m := re.FindAllStringSubmatch(out, -1)
+	if len(m) != 2 {
+		t.Fatalf("%d kill rounds", len(m))
+	}
+	for _, r := range m {
+		if n, _ := strconv.Atoi(r[2]); n > 150 {
+			t.Errorf("%s: B was %d seqs behind A while the other end ran", r[1], n)
 		}
 	}
 }
