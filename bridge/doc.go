@@ -33,6 +33,10 @@
 //     seqs and in µs behind the first arrival, repairs.
 //   - Config (DefaultConfig, WANConfig, Validate): role, channels, site
 //     groups, store directory, site identity.
+//   - Redundancy: a receiving end may follow several sending ends (a
+//     TCP channel to each, their UDP flows to one address), and several
+//     receiving ends may publish on one site; a SIGKILL of either end
+//     then costs nothing (docs/bridge.md).
 //   - Cross: a cross-connect node reading several independent streams
 //     (several sequencer groups, each its own session and groups) and
 //     sending to each; one StreamHandler told which stream each message
