@@ -314,6 +314,7 @@ func (r *ReceiveEnd) tcpChannel(ctx context.Context, ch int, addr string) {
 	h := func(pkt []byte, _ transport.Peer) { f.add(pkt) }
 	gen := r.restart.Load()
 	from := max(r.from, 1)
+	idle := 0
 	for ctx.Err() == nil {
 		uc := r.cfg.Upstream
 		uc.Addrs = []string{addr}
@@ -349,10 +350,17 @@ func (r *ReceiveEnd) tcpChannel(ctx context.Context, ch int, addr string) {
 			}
 		}
 		up.Close()
+		// Restarts that bring nothing (the sending end down or cut off)
+		// back off, up to RetryMax, so a long cut is not a reconnect loop.
+		if n := r.next.Load(); n > from {
+			idle = 0
+		} else {
+			idle++
+		}
 		from = r.next.Load()
 		r.countRepair(ch)
 		if ctx.Err() == nil {
-			time.Sleep(20 * time.Millisecond)
+			time.Sleep(min(r.cfg.Upstream.RetryMax, 20*time.Millisecond<<min(idle, 6)))
 		}
 	}
 }
