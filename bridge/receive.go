@@ -228,17 +228,10 @@ func (r *ReceiveEnd) Run(ctx context.Context) error {
 	svcErr := make(chan error, 1)
 	go func() { svcErr <- r.svc.Run(ctx) }()
 	if r.cfg.RewindAddr != "" {
-		var tip *replayer.Tip
-		if err := r.svc.Do(ctx, func(s *replayer.Store) { tip = s.Tip() }); err == nil {
-			if rs, err := replayer.NewRewindServer(tip, r.cfg.Rewind); err == nil {
-				if l, err := net.Listen("tcp", r.cfg.RewindAddr); err == nil {
-					r.rewind.Store(rs)
-					go func() { _ = rs.Serve(l) }()
-					defer rs.Close()
-				} else {
-					r.setFatal(fmt.Errorf("bridge: rewind-addr %s: %w", r.cfg.RewindAddr, err))
-				}
-			}
+		if rs, err := r.serveRewinds(ctx); err != nil {
+			r.setFatal(fmt.Errorf("bridge: rewind-addr %s: %w", r.cfg.RewindAddr, err))
+		} else if rs != nil {
+			defer rs.Close()
 		}
 	}
 	r.log.Info("bridge: receiving", "site", r.cfg.Site, "channels", r.names, "from", r.from)
@@ -250,6 +243,26 @@ func (r *ReceiveEnd) Run(ctx context.Context) error {
 	}
 	wg.Wait()
 	return err
+}
+
+// serveRewinds serves the store's rewinds to the site on RewindAddr
+// (nil, nil when the Service ended first).
+func (r *ReceiveEnd) serveRewinds(ctx context.Context) (*replayer.RewindServer, error) {
+	var tip *replayer.Tip
+	if err := r.svc.Do(ctx, func(s *replayer.Store) { tip = s.Tip() }); err != nil {
+		return nil, nil
+	}
+	rs, err := replayer.NewRewindServer(tip, r.cfg.Rewind)
+	if err != nil {
+		return nil, err
+	}
+	l, err := net.Listen("tcp", r.cfg.RewindAddr)
+	if err != nil {
+		return nil, err
+	}
+	r.rewind.Store(rs)
+	go func() { _ = rs.Serve(l) }()
+	return rs, nil
 }
 
 // inject returns the channel's fault injector, or nil.
