@@ -6,6 +6,8 @@ import (
 	"errors"
 	"net"
 	"net/netip"
+	"os"
+	"path/filepath"
 	"testing"
 	"time"
 
@@ -163,5 +165,17 @@ func TestReceiveEnd_MergeAndRepublishAllocatesNothing(t *testing.T) {
 	}
 	if handled == 0 || r.published.Load() != uint64(handled) {
 		t.Fatalf("handled %d, published %d", handled, r.published.Load())
+	}
+}
+
+// A receiving end whose store says its stream came from its own site
+// (a hello named it before a restart) refuses to start.
+func TestReceiveEnd_OriginFileOfItsOwnSite(t *testing.T) {
+	cfg := receiveConfig(t, "A")
+	if err := os.WriteFile(filepath.Join(cfg.Service.Dir, originFile), []byte("A\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := NewReceiveEnd(cfg, tcpSite(t)); !errors.Is(err, ErrLoop) {
+		t.Fatalf("NewReceiveEnd: %v, want ErrLoop", err)
 	}
 }

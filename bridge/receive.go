@@ -7,6 +7,9 @@ import (
 	"log/slog"
 	"net"
 	"net/netip"
+	"os"
+	"path/filepath"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -44,10 +47,14 @@ type ReceiveEnd struct {
 	names []string
 	from  uint64 // where the TCP channels start
 
-	next    atomic.Uint64 // merge's next seq, for channel restarts
-	restart atomic.Uint64 // bumped when a hole outlived GapTimeout
-	fatal   atomic.Pointer[error]
-	start   time.Time
+	// identified: a hello named the stream's origin (not this site), or
+	// the store's origin file did; until then nothing is republished
+	// (with UDP channels: the hellos ride on them).
+	identified atomic.Bool
+	next       atomic.Uint64 // merge's next seq, for channel restarts
+	restart    atomic.Uint64 // bumped when a hole outlived GapTimeout
+	fatal      atomic.Pointer[error]
+	start      time.Time
 
 	// The Service's goroutine (mergeClient.Poll, siteServer.Poll):
 	handler  transport.Handler
@@ -174,8 +181,21 @@ func NewReceiveEnd(cfg Config, site transport.Server) (*ReceiveEnd, error) {
 	r.repairs = make([]atomic.Uint64, len(r.names))
 	r.onPacket = r.packet
 	r.onSite = r.siteFrame
+	if len(r.udps) == 0 {
+		r.identified.Store(true) // no hellos to wait for
+	} else if b, err := os.ReadFile(filepath.Join(cfg.Service.Dir, originFile)); err == nil && len(b) > 0 {
+		if strings.TrimSpace(string(b)) == cfg.Site {
+			return fail(fmt.Errorf("%w: the store in %s holds a stream of site %s, this end's own site", ErrLoop, cfg.Service.Dir, cfg.Site))
+		}
+		r.identified.Store(true)
+	}
 	return r, nil
 }
+
+// originFile, in a receiving end's store directory, names the origin
+// site its hellos named, so that a restart during a UDP cut republishes
+// at once.
+const originFile = "bridge-origin"
 
 // UDPAddrs are the local addresses of the UDP channels.
 func (r *ReceiveEnd) UDPAddrs() []string {
@@ -418,6 +438,10 @@ func (r *ReceiveEnd) udpChannel(ch int, u *udpChannel) {
 				return
 			}
 			u.heard(from, time.Now())
+			if !r.identified.Load() {
+				_ = os.WriteFile(filepath.Join(r.cfg.Service.Dir, originFile), []byte(hello.Site()+"\n"), 0o644)
+				r.identified.Store(true)
+			}
 		}
 	}
 }
@@ -440,6 +464,13 @@ func (m *mergeClient) Poll(h transport.Handler, wait time.Duration) (int, error)
 		return 0, *e
 	}
 	r.handler = h
+	if !r.identified.Load() {
+		// No hello yet: the stream may be this site's own, come round.
+		if wait > 0 {
+			time.Sleep(min(wait, time.Millisecond))
+		}
+		return 0, nil
+	}
 	n := 0
 	for i := 0; i < 16; i++ {
 		c, err := r.pipe.take(wait)
