@@ -421,6 +421,9 @@ func (r *ReceiveEnd) udpChannel(ch int, u *udpChannel) {
 		}
 		switch k {
 		case wire.BridgeData:
+			if !r.identified.Load() {
+				continue // see mergeClient.Poll
+			}
 			f.add(body)
 			if !f.flush() {
 				return
@@ -466,6 +469,9 @@ func (m *mergeClient) Poll(h transport.Handler, wait time.Duration) (int, error)
 	r.handler = h
 	if !r.identified.Load() {
 		// No hello yet: the stream may be this site's own, come round.
+		// The TCP channels wait (TCP's backpressure); the UDP ones drop
+		// their data meanwhile, so that they never block before the
+		// hello they carry.
 		if wait > 0 {
 			time.Sleep(min(wait, time.Millisecond))
 		}
