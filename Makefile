@@ -42,6 +42,7 @@ allocs:
 ## (test/rewind without -race: late joins after 1M messages).
 integration:
 	$(GO) test -count=1 -v ./test/e2e ./test/netns ./test/rewind
+	$(GO) test -count=1 -v -run Bridge ./test/drill ./test/bench
 
 ## sim: deterministic simulator over seeds 1..SEEDS; ends "sim seeds=N failed=F".
 sim:

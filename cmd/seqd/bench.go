@@ -17,7 +17,7 @@ func benchCommand() *cli.Command {
 		Usage: "measure end-to-end throughput or round trip, verifying the received stream",
 		Flags: []cli.Flag{
 			&cli.StringFlag{Name: "transport", Value: d.Transport, Usage: "mem | udp | tcp"},
-			&cli.StringFlag{Name: "mode", Value: d.Mode, Usage: "tput | rtt | baseline | rewind (a replayer holds --count messages; one node rewinds them over TCP; --transport defaults to tcp) | idle (a sequencer, a tail and a read-only node with no traffic for --idle-for: the share of a core each uses)"},
+			&cli.StringFlag{Name: "mode", Value: d.Mode, Usage: "tput | rtt | baseline | rewind (a replayer holds --count messages; one node rewinds them over TCP; --transport defaults to tcp) | idle (a sequencer, a tail and a read-only node with no traffic for --idle-for: the share of a core each uses) | bridge (two sites joined by a seqd bridge pair: added one-way latency and the far site's rate as a ratio of the origin's)"},
 			&cli.DurationFlag{Name: "idle-for", Value: d.IdleFor, Usage: "--mode idle: how long the processes are measured"},
 			&cli.IntFlag{Name: "size", Value: d.SizeBytes, Usage: "payload bytes per message"},
 			&cli.IntFlag{Name: "nodes", Value: d.Nodes, Usage: "sending nodes"},

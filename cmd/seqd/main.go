@@ -78,6 +78,7 @@ func newApp() *cli.App {
 			drillCommand(),
 			configCommand(),
 			completionCommand(),
+			bridgeCommand(),
 		},
 		// --log-format, --log-level and --verbose before the subcommand's
 		// name serve every subcommand (its own flags, when set, win).

@@ -86,8 +86,12 @@ seqd config print-defaults sequencer              # the keys of seqd sequencer o
 	"admin add-member":       `seqd admin add-member --addr 127.0.0.1:7401 4@10.0.0.4:7301@127.0.0.1:7401@10.0.0.4:7501`,
 	"admin remove-member":    `seqd admin remove-member --addr 127.0.0.1:7401 4`,
 	"drill failover":         `seqd drill failover --rounds 10 --rate 2000`,
-	"admin wait-ready":       `seqd admin wait-ready --addr 127.0.0.1:7401 --timeout 60s`,
-	"admin exec":             `seqd admin exec --addr 127.0.0.1:7401 members`,
+	"drill bridge": `seqd drill bridge --rounds 10
+seqd drill bridge --rounds 6 --sequencers 3 --faults loss=0.05,seed=9`,
+	"bridge": `seqd bridge --role send --site A --tcp 10.0.0.9:31300 --udp 10.1.0.9:31301 --dir /var/lib/seqd/bridge-a
+seqd bridge --role receive --site B --tcp 10.0.0.9:31300 --udp 10.1.0.9:31301 --dir /var/lib/seqd/bridge-b --rewind-addr 10.1.0.9:9400`,
+	"admin wait-ready": `seqd admin wait-ready --addr 127.0.0.1:7401 --timeout 60s`,
+	"admin exec":       `seqd admin exec --addr 127.0.0.1:7401 members`,
 	"logger": `seqd logger --dir /var/log/seqd --format json --daily --keep 30
 seqd logger --dir /var/log/seqd --from 1 --rewind 10.0.0.4:9400`,
 	"archiver":   `seqd archiver --from /var/lib/seqd/replayer --to /srv/archive --settle 5m`,

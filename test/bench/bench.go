@@ -77,13 +77,13 @@ func (o Config) Validate() error {
 		return fmt.Errorf("bench: --count %d must be at least --nodes", o.Count)
 	}
 	switch o.Mode {
-	case "tput", "rtt", "baseline", "rewind":
+	case "tput", "rtt", "baseline", "rewind", "bridge":
 	case "idle":
 		if o.IdleFor <= 0 {
 			return fmt.Errorf("bench: --idle-for %v must be positive", o.IdleFor)
 		}
 	default:
-		return fmt.Errorf("bench: --mode %q (want tput, rtt, baseline, rewind or idle)", o.Mode)
+		return fmt.Errorf("bench: --mode %q (want tput, rtt, baseline, rewind, idle or bridge)", o.Mode)
 	}
 	switch {
 	case o.Sequencers != 1 && o.Sequencers != 3:
@@ -117,6 +117,9 @@ func Run(ctx context.Context, cfg Config) error {
 	}
 	if cfg.Mode == "baseline" {
 		return runBaseline(ctx, cfg)
+	}
+	if cfg.Mode == "bridge" {
+		return benchBridge(ctx, cfg)
 	}
 	switch cfg.Transport {
 	case "mem":

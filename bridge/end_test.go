@@ -1,0 +1,181 @@
+package bridge
+
+import (
+	"context"
+	"encoding/binary"
+	"errors"
+	"net"
+	"net/netip"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/seqd/seqd/replayer"
+	"github.com/seqd/seqd/transport"
+	"github.com/seqd/seqd/transport/tcp"
+	"github.com/seqd/seqd/wire"
+)
+
+func tcpSite(t *testing.T) transport.Server {
+	t.Helper()
+	tc := tcp.DefaultConfig()
+	tc.Addr = "127.0.0.1:0"
+	s, err := tcp.NewServer(tc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Close() })
+	return s
+}
+
+func receiveConfig(t *testing.T, site string) Config {
+	t.Helper()
+	cfg := DefaultConfig()
+	cfg.Role, cfg.Site = Receive, site
+	cfg.TCP = []string{"127.0.0.1:1"} // nobody: only the UDP channel matters here
+	cfg.UDP = []string{"127.0.0.1:0"}
+	cfg.Service.Dir = t.TempDir()
+	return cfg
+}
+
+// A receiving end refuses a stream whose hellos name its own site as
+// the origin: a ring of sites must not carry a stream back home.
+func TestReceiveEnd_RefusesItsOwnOrigin(t *testing.T) {
+	r, err := NewReceiveEnd(receiveConfig(t, "A"), tcpSite(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	done := make(chan error, 1)
+	go func() { done <- r.Run(ctx) }()
+	c, err := net.ListenUDP("udp", &net.UDPAddr{IP: net.IPv4(127, 0, 0, 1)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	var h wire.BridgeHelloFrame
+	h.Session, h.Tip = 42, 0
+	if err := h.SetSite("A"); err != nil {
+		t.Fatal(err)
+	}
+	f, _ := wire.AppendBridgeHello(make([]byte, 0, wire.BridgeHelloBytes), &h)
+	to := netip.MustParseAddrPort(r.UDPAddrs()[0])
+	tick := time.NewTicker(20 * time.Millisecond)
+	defer tick.Stop()
+	for {
+		select {
+		case err := <-done:
+			if !errors.Is(err, ErrLoop) {
+				t.Fatalf("Run returned %v, want ErrLoop", err)
+			}
+			return
+		case <-tick.C:
+			if _, err := c.WriteToUDPAddrPort(f, to); err != nil {
+				t.Fatal(err)
+			}
+		case <-ctx.Done():
+			t.Fatal("the receiving end carried a stream of its own site")
+		}
+	}
+}
+
+func TestConfig_Validate(t *testing.T) {
+	ok := receiveConfig(t, "B")
+	if err := ok.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		name string
+		edit func(*Config)
+	}{
+		{"role", func(c *Config) { c.Role = 0 }},
+		{"site", func(c *Config) { c.Site = "" }},
+		{"origin on a receiving end", func(c *Config) { c.Origin = "A" }},
+		{"no tcp on a receiving end", func(c *Config) { c.TCP = nil }},
+		{"udp address", func(c *Config) { c.UDP = []string{"nowhere"} }},
+		{"dir", func(c *Config) { c.Service.Dir = "" }},
+		{"gap timeout", func(c *Config) { c.GapTimeout = 0 }},
+	} {
+		c := ok
+		tc.edit(&c)
+		if err := c.Validate(); !errors.Is(err, ErrConfig) {
+			t.Errorf("%s: %v, want ErrConfig", tc.name, err)
+		}
+	}
+}
+
+// The sending end's forwarding path (a run of stored frames to every UDP
+// flow) allocates nothing per packet.
+func TestSendEnd_ForwardAllocatesNothing(t *testing.T) {
+	c, err := net.ListenUDP("udp", &net.UDPAddr{IP: net.IPv4(127, 0, 0, 1)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	sink, err := net.ListenUDP("udp", &net.UDPAddr{IP: net.IPv4(127, 0, 0, 1)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sink.Close()
+	s := &SendEnd{udp: c, dests: []netip.AddrPort{netip.MustParseAddrPort(sink.LocalAddr().String())}, out: make([]byte, 0, 70000)}
+	var run []byte
+	for i := range 8 {
+		pkt := build(t, spec{first: uint64(i*3 + 1), count: 3})
+		var hdr [replayer.FrameHeaderBytes]byte
+		binary.LittleEndian.PutUint32(hdr[4:], uint32(len(pkt)))
+		run = append(append(run, hdr[:]...), pkt...)
+	}
+	if n := testing.AllocsPerRun(50, func() { s.forward(run) }); n != 0 {
+		t.Fatalf("%v allocations per run of 8 packets", n)
+	}
+	if s.udpPackets.Load() == 0 || s.udpRefused.Load() != 0 {
+		t.Fatalf("sent %d, refused %d", s.udpPackets.Load(), s.udpRefused.Load())
+	}
+}
+
+// The receiving end's path from a chunk to the Service's handler and the
+// site (merge, persist, republish) allocates nothing per packet.
+func TestReceiveEnd_MergeAndRepublishAllocatesNothing(t *testing.T) {
+	r := &ReceiveEnd{site: tcpSite(t), merge: NewMerge(2, 1, 1<<20), start: time.Now()}
+	handled := 0
+	r.handler = func([]byte, transport.Peer) { handled++ }
+	r.onPacket = r.packet
+	pkts := make([][]byte, 16)
+	for i := range pkts {
+		pkts[i] = build(t, spec{first: uint64(i + 1), count: 1})
+	}
+	c := &chunk{b: make([]byte, 0, 1<<16)}
+	i := 0
+	round := func() {
+		c.b = c.b[:0]
+		a := pkts[i%16]
+		setFirst(a, r.merge.NextSeq())
+		i++
+		c.put(a)
+		c.put(a) // the other channel's copy
+		c.each(r.onPacket)
+	}
+	for range 100 {
+		round()
+	}
+	if n := testing.AllocsPerRun(200, round); n != 0 {
+		t.Fatalf("%v allocations per packet", n)
+	}
+	if handled == 0 || r.published.Load() != uint64(handled) {
+		t.Fatalf("handled %d, published %d", handled, r.published.Load())
+	}
+}
+
+// A receiving end whose store says its stream came from its own site
+// (a hello named it before a restart) refuses to start.
+func TestReceiveEnd_OriginFileOfItsOwnSite(t *testing.T) {
+	cfg := receiveConfig(t, "A")
+	if err := os.WriteFile(filepath.Join(cfg.Service.Dir, originFile), []byte("A\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := NewReceiveEnd(cfg, tcpSite(t)); !errors.Is(err, ErrLoop) {
+		t.Fatalf("NewReceiveEnd: %v, want ErrLoop", err)
+	}
+}

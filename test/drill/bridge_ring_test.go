@@ -1,0 +1,104 @@
+package drill
+
+import (
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/seqd/seqd/internal/freeport"
+)
+
+// A ring of three sites, A -> B -> C -> A: site A's stream reaches B and
+// C once each, and the bridge that would carry it from C back to A
+// refuses it (the hellos name A as its origin) instead of republishing
+// it on A's own groups.
+func TestBridge_RingOfThreeSitesOncePerSite(t *testing.T) {
+	exe, err := seqdBinary()
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	dir := t.TempDir()
+	r := rand.New(rand.NewPCG(uint64(time.Now().UnixNano()), 3))
+	port := 20000 + r.IntN(30000)
+	a, b := 1+r.IntN(250), 1+r.IntN(250)
+	site := map[string][]string{}
+	for i, s := range []string{"A", "B", "C"} {
+		site[s] = []string{"--transport", "udp", "--udp.stream-group", fmt.Sprintf("239.%d.%d.%d:%d", 101+2*i, a, b, port+2*i),
+			"--udp.command-group", fmt.Sprintf("239.%d.%d.%d:%d", 102+2*i, a, b, port+2*i+1)}
+	}
+	addrs, err := freeport.Addrs(6)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var cmds []*exec.Cmd
+	defer func() {
+		for _, c := range cmds {
+			if c.Process != nil {
+				c.Process.Kill()
+				c.Wait()
+			}
+		}
+	}()
+	start := func(name string, args ...string) (*exec.Cmd, *lockedBuffer) {
+		var out lockedBuffer
+		c := exec.CommandContext(ctx, exe, args...)
+		c.Stdout, c.Stderr = &out, &out
+		if err := c.Start(); err != nil {
+			t.Fatal(err)
+		}
+		cmds = append(cmds, c)
+		t.Cleanup(func() {
+			if t.Failed() {
+				t.Logf("%s:\n%s", name, lastLines(out.String(), 15))
+			}
+		})
+		return c, &out
+	}
+	waitFor := func(name string, out *lockedBuffer, s string) {
+		for deadline := time.Now().Add(20 * time.Second); !strings.Contains(out.String(), s); time.Sleep(10 * time.Millisecond) {
+			if time.Now().After(deadline) {
+				t.Fatalf("%s did not print %q", name, s)
+			}
+		}
+	}
+	_, seqOut := start("sequencer", append([]string{"sequencer"}, site["A"]...)...)
+	waitFor("sequencer", seqOut, "sequencer: ready")
+	link := func(from, to string, i int, origin string) (*exec.Cmd, *lockedBuffer) {
+		tcpAddr, udpAddr := addrs[2*i], addrs[2*i+1]
+		_, so := start("send "+from, append([]string{"bridge", "--role", "send", "--site", from, "--origin", origin, "--tcp", tcpAddr, "--udp", udpAddr,
+			"--dir", filepath.Join(dir, "send-"+from), "--nak-addr", "127.0.0.1:0"}, site[from]...)...)
+		waitFor("send "+from, so, "bridge: ready")
+		return start("receive "+to, append([]string{"bridge", "--role", "receive", "--site", to, "--tcp", tcpAddr, "--udp", udpAddr,
+			"--dir", filepath.Join(dir, "receive-"+to)}, site[to]...)...)
+	}
+	link("A", "B", 0, "A")
+	link("B", "C", 1, "A")
+	back, backOut := link("C", "A", 2, "A")
+	const n = 2000
+	readC, readCOut := start("reader C", append([]string{"node", "--read-only", "--expect", fmt.Sprint(n), "--timeout", "90s"}, site["C"]...)...)
+	readA, readAOut := start("reader A", append([]string{"node", "--read-only", "--expect", fmt.Sprint(n), "--timeout", "90s"}, site["A"]...)...)
+	sender, senderOut := start("sender A", append([]string{"node", "--account", "RING", "--count", fmt.Sprint(n), "--rate", "4000", "--timeout", "90s"}, site["A"]...)...)
+	for _, w := range []struct {
+		name string
+		c    *exec.Cmd
+		out  *lockedBuffer
+	}{{"sender A", sender, senderOut}, {"reader C", readC, readCOut}, {"reader A", readA, readAOut}} {
+		if err := w.c.Wait(); err != nil {
+			t.Fatalf("%s: %v\n%s", w.name, err, lastLines(w.out.String(), 5))
+		}
+		// seqd node verifies the stream: dense, every command once.
+		if !strings.Contains(w.out.String(), "node: ok ") {
+			t.Fatalf("%s: %s", w.name, lastLines(w.out.String(), 5))
+		}
+	}
+	if err := back.Wait(); err == nil || !strings.Contains(backOut.String(), "stream would go back to its origin") {
+		t.Fatalf("the bridge from C back to A did not refuse the stream (exit %v):\n%s", err, lastLines(backOut.String(), 5))
+	}
+}
