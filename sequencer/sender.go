@@ -17,9 +17,9 @@ type sender struct {
 	lastCmdSeq  uint64
 	// hotHot: an instance of a hot-hot account (its last InternalIncarnation
 	// said so): its commands are fenced by activation and deduped by id.
-	hotHot  bool
-	lastSeq uint64 // seq of its latest record
-	lastTime    int64  // time of its latest record
+	hotHot   bool
+	lastSeq  uint64 // seq of its latest record
+	lastTime int64  // time of its latest record
 }
 
 // senderTable is an open-addressing (linear probing) hash table from

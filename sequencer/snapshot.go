@@ -21,6 +21,7 @@ import (
 //
 // Version 1 (before hot-hot pairs) had no hot-hot byte and no lastID; it
 // is still read (no sender hot-hot, every lastID 0).
+//
 //	timers, in heap order (40 bytes each): account u64, instance u8,
 //	  reserved [7]u8, id u64, at i64, period i64
 //
