@@ -37,6 +37,7 @@ type Core struct {
 	timeKnown bool
 
 	send
+	hh hotHot
 
 	localTimers []localTimer
 	quiet       silence
@@ -85,6 +86,7 @@ func NewCore(cfg Config, h Handler, out Output) (*Core, error) {
 	if !cfg.ReadOnly {
 		c.initSend()
 	}
+	c.initHotHot()
 	return c, nil
 }
 
@@ -129,6 +131,10 @@ func (c *Core) Tick(now int64) {
 	}
 	if !c.cfg.ReadOnly {
 		c.resend(now)
+	}
+	if c.hh.on {
+		c.drainBacklog(now)
+		c.heartbeatHot(now)
 	}
 	if len(c.localTimers) > 0 {
 		c.fireLocalTimers(now)

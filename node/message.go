@@ -113,6 +113,15 @@ type Stats struct {
 	// Renumbered counts new incarnations started because the sequencer
 	// lost this sender's entry (forgotten by a full table, or refused).
 	Renumbered uint64
+	// Hot-hot (Config.HotHot): sends numbered from the stream, backlog
+	// (shadow) entries dropped because the account's copy was seen,
+	// commands fenced or deduped by the sequencer (RejectNotActive,
+	// RejectDuplicateID), switches to passive, heartbeat frames.
+	HotHotSends      uint64
+	ShadowDropped    uint64
+	HotHotFenced     uint64
+	Deactivations    uint64
+	HotHotHeartbeats uint64
 
 	// Gauges, not counters: the smoothed ack latency (0 before the first
 	// sample) and the resend timeout in use.
