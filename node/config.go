@@ -138,6 +138,10 @@ type Config struct {
 	// node stops with ErrHotHotBacklog, since dropping one could lose a
 	// command at the next switch.
 	HotHotBacklog int
+	// OOBInOrder: an out-of-band message handed to OOBHandler.OnOOB on
+	// arrival is handed to OnMessage again in its place in the stream.
+	// Off: OnMessage skips it (the send half still sees it).
+	OOBInOrder bool
 }
 
 // DefaultConfig returns the defaults: safe mode, starting live, window

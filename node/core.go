@@ -37,7 +37,8 @@ type Core struct {
 	timeKnown bool
 
 	send
-	hh hotHot
+	hh  hotHot
+	oob oob
 
 	localTimers []localTimer
 	quiet       silence
@@ -87,6 +88,7 @@ func NewCore(cfg Config, h Handler, out Output) (*Core, error) {
 		c.initSend()
 	}
 	c.initHotHot()
+	c.initOOB(h)
 	return c, nil
 }
 
@@ -106,6 +108,12 @@ func (c *Core) StepFrom(now int64, frame []byte, src receiver.Source) error {
 		return c.err
 	}
 	c.clock = now
+	if c.oob.h != nil && src == receiver.Sequencer {
+		c.earlyOOB(frame)
+		if c.err != nil {
+			return c.err
+		}
+	}
 	err := c.r.Step(now, frame, src)
 	if err == nil && c.r.Stepped() {
 		c.heard(now)

@@ -167,7 +167,11 @@ func New(cfg Config, h Handler, client transport.Client) (*Node, error) {
 			n.peers = append(n.peers, p)
 		}
 	}
-	core, err := NewCore(cfg, shellHandler{n: n}, shellOutput{n: n})
+	var sh Handler = shellHandler{n: n}
+	if _, ok := h.(OOBHandler); ok {
+		sh = shellOOBHandler{shellHandler{n: n}}
+	}
+	core, err := NewCore(cfg, sh, shellOutput{n: n})
 	if err != nil {
 		return nil, err
 	}
@@ -719,6 +723,15 @@ func (s shellHandler) OnMessage(m *Message) {
 		return
 	}
 	s.n.user.OnMessage(m)
+}
+
+// shellOOBHandler is shellHandler for a user Handler that is an
+// OOBHandler (only then does the Core look for out-of-band records).
+type shellOOBHandler struct{ shellHandler }
+
+func (s shellOOBHandler) OnOOB(m *Message) {
+	s.n.mirror()
+	s.n.user.(OOBHandler).OnOOB(m)
 }
 
 // enterStream and leaveStream bracket a callback for a stream record

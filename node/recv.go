@@ -94,7 +94,9 @@ func (c *Core) deliver(d *receiver.Message) {
 	m.Account, m.Instance, m.CmdSeq, m.Flags = d.Account, d.Instance, d.CmdSeq, d.Flags
 	m.Payload = d.Payload
 	m.mine = mine && d.Flags&wire.FlagSeqGen == 0
-	c.h.OnMessage(m)
+	if d.Flags&wire.FlagOOB == 0 || c.cfg.OOBInOrder || !c.oobGiven(d.Seq) {
+		c.h.OnMessage(m)
+	}
 	m.Payload = nil
 	switch call {
 	case wire.InternalNodeActivated:

@@ -121,6 +121,7 @@ func AdminHandler(m Member) http.Handler {
 		}
 		writeJSON(w, m.Status())
 	})
+	registerActivation(mux, m)
 	return mux
 }
 

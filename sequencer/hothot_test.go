@@ -239,3 +239,62 @@ func TestCore_ControlCommand(t *testing.T) {
 		t.Fatal("a State applied from the stream differs from the core's")
 	}
 }
+
+// Controls hands an operator's request from another goroutine to the
+// core's and its outcome back.
+func TestControls_DoApply(t *testing.T) {
+	cfg := testConfig()
+	c, _ := newCore(t, cfg)
+	mustStep(t, c, 1, hotFrame(t, acctA, 1, 10))
+	mustStep(t, c, 2, hotFrame(t, acctA, 2, 20))
+	var m Controls
+	type result struct {
+		seq uint64
+		err error
+	}
+	res := make(chan result, 2)
+	go func() {
+		seq, err := m.Do(t.Context(), wire.ControlActivate, acctA, 2)
+		res <- result{seq, err}
+		seq, err = m.Do(t.Context(), wire.ControlForcePassive, acctB, 1)
+		res <- result{seq, err}
+	}()
+	for got := 0; got < 2; {
+		m.Apply(c.Core, at(3))
+		c.Drain()
+		select {
+		case r := <-res:
+			got++
+			if got == 1 && (r.err != nil || r.seq == 0) {
+				t.Fatalf("activate: %d %v", r.seq, r.err)
+			}
+			if got == 2 && !errors.Is(r.err, ErrUnknownInstance) {
+				t.Fatalf("force-passive of an unknown instance: %v", r.err)
+			}
+		case <-time.After(time.Millisecond):
+		}
+	}
+	if inst, _ := c.State().Active(acctA); inst != 2 {
+		t.Fatalf("active %d, want 2", inst)
+	}
+}
+
+// An out-of-band command is numbered and deduped as any other; its
+// record carries FlagOOB.
+func TestCore_OOBCommandFlagged(t *testing.T) {
+	cfg := testConfig()
+	c, sink := newCore(t, cfg)
+	oob := wire.Command{CmdSeq: 1, Flags: wire.CmdOOB, Payload: []byte("now")}
+	mustStep(t, c, 1, frame(t, acctA, 1, 5, oob, cmd(2, "later")))
+	mustStep(t, c, 2, frame(t, acctA, 1, 5, oob)) // a resend
+	c.Flush(at(3))
+	var flags []uint8
+	for _, m := range decodeStream(t, sink.published, cfg.MaxPacketBytes) {
+		if m.Internal == nil {
+			flags = append(flags, m.Flags)
+		}
+	}
+	if !slices.Equal(flags, []uint8{wire.FlagOOB, 0}) {
+		t.Fatalf("command record flags %v, want [FlagOOB 0]", flags)
+	}
+}

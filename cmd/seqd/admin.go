@@ -22,8 +22,8 @@ func adminCommand() *cli.Command {
 	timeout := &cli.DurationFlag{Name: "timeout", Value: 10 * time.Second, Usage: "give up after this long"}
 	return &cli.Command{
 		Name:  "admin",
-		Usage: "administer a sequencer cluster: status, transfer-primary, add-member, remove-member",
-		Subcommands: []*cli.Command{
+		Usage: "administer a sequencer cluster: status, transfer-primary, add-member, remove-member, activate, force-passive",
+		Subcommands: append([]*cli.Command{
 			{
 				Name:      "status",
 				Usage:     "members, roles, epoch, primary, stable and lag",
@@ -57,7 +57,7 @@ first record).`,
 				ArgsUsage: "ID",
 				Action:    runAdminRemoveMember,
 			},
-		},
+		}, adminActivationCommands(addr, timeout)...),
 	}
 }
 
