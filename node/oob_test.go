@@ -11,7 +11,9 @@ import (
 type oobRecorder struct{ got []string }
 
 func (o *oobRecorder) OnMessage(m *Message) { o.got = append(o.got, fmt.Sprintf("msg %d", m.Seq)) }
-func (o *oobRecorder) OnOOB(m *Message)     { o.got = append(o.got, fmt.Sprintf("oob %d %s", m.Seq, m.Payload)) }
+func (o *oobRecorder) OnOOB(m *Message) {
+	o.got = append(o.got, fmt.Sprintf("oob %d %s", m.Seq, m.Payload))
+}
 
 // An out-of-band message comes to OnOOB as its packet arrives, ahead of
 // the gap before it, once however often it arrives; in order it comes
