@@ -17,5 +17,5 @@ func (n *Member) Activation(ctx context.Context, op uint8, a wire.Account, insta
 	if n.Role() != RolePrimary {
 		return 0, n.notPrimary()
 	}
-	return n.controls.Do(ctx, op, a, instance)
+	return n.controls.Do(ctx, op, a, instance, n.wakePrimary)
 }

@@ -33,8 +33,9 @@ type controlResult struct {
 // Do asks for op (wire.ControlActivate or wire.ControlForcePassive) on
 // instance of account a and returns the seq of the activation record,
 // or Core.Activate's and Core.ForcePassive's error; ctx's error when it
-// ends first (the request may still be carried out).
-func (m *Controls) Do(ctx context.Context, op uint8, a wire.Account, instance uint8) (uint64, error) {
+// ends first (the request may still be carried out). wake, if set, is
+// called once the request is queued (to wake the Core's loop).
+func (m *Controls) Do(ctx context.Context, op uint8, a wire.Account, instance uint8, wake func()) (uint64, error) {
 	if op != wire.ControlActivate && op != wire.ControlForcePassive {
 		return 0, wire.ErrControl
 	}
@@ -43,6 +44,9 @@ func (m *Controls) Do(ctx context.Context, op uint8, a wire.Account, instance ui
 	m.reqs = append(m.reqs, r)
 	m.pending.Store(true)
 	m.mu.Unlock()
+	if wake != nil {
+		wake()
+	}
 	select {
 	case res := <-r.done:
 		return res.seq, res.err

@@ -254,9 +254,9 @@ func TestControls_DoApply(t *testing.T) {
 	}
 	res := make(chan result, 2)
 	go func() {
-		seq, err := m.Do(t.Context(), wire.ControlActivate, acctA, 2)
+		seq, err := m.Do(t.Context(), wire.ControlActivate, acctA, 2, nil)
 		res <- result{seq, err}
-		seq, err = m.Do(t.Context(), wire.ControlForcePassive, acctB, 1)
+		seq, err = m.Do(t.Context(), wire.ControlForcePassive, acctB, 1, nil)
 		res <- result{seq, err}
 	}()
 	for got := 0; got < 2; {

@@ -98,7 +98,7 @@ func (d *drill) start(ctx context.Context, p *drillProc) error {
 		return err
 	}
 	log := &syncWriter{w: logf}
-	p.p, err = d.procs.Start(ctx, proc.Spec{Name: p.name, Args: p.args, MustRun: true, Stdin: true,
+	p.p, err = d.procs.Start(ctx, proc.Spec{Name: p.name, Path: d.exe, Args: p.args, MustRun: true, Stdin: true,
 		Stderr: log, Stdout: log,
 		// A fast node stopped by ErrDiverged: the contract of fast
 		// mode; the drill restarts it between rounds.
