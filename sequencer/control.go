@@ -19,15 +19,23 @@ type Controls struct {
 }
 
 type controlReq struct {
-	op       uint8
+	op       uint8 // 0: a pairs query
 	account  wire.Account
 	instance uint8
 	done     chan controlResult // buffered: Apply never waits
 }
 
 type controlResult struct {
-	seq uint64
-	err error
+	seq   uint64
+	err   error
+	pairs []HotHotPair
+}
+
+// Pairs returns the hot-hot accounts of the Core's State (read on its
+// goroutine by Apply), or ctx's error.
+func (m *Controls) Pairs(ctx context.Context, wake func()) ([]HotHotPair, error) {
+	res, err := m.submit(ctx, &controlReq{done: make(chan controlResult, 1)}, wake)
+	return res.pairs, err
 }
 
 // Do asks for op (wire.ControlActivate or wire.ControlForcePassive) on
@@ -39,7 +47,11 @@ func (m *Controls) Do(ctx context.Context, op uint8, a wire.Account, instance ui
 	if op != wire.ControlActivate && op != wire.ControlForcePassive {
 		return 0, wire.ErrControl
 	}
-	r := &controlReq{op: op, account: a, instance: instance, done: make(chan controlResult, 1)}
+	res, err := m.submit(ctx, &controlReq{op: op, account: a, instance: instance, done: make(chan controlResult, 1)}, wake)
+	return res.seq, err
+}
+
+func (m *Controls) submit(ctx context.Context, r *controlReq, wake func()) (controlResult, error) {
 	m.mu.Lock()
 	m.reqs = append(m.reqs, r)
 	m.pending.Store(true)
@@ -49,9 +61,9 @@ func (m *Controls) Do(ctx context.Context, op uint8, a wire.Account, instance ui
 	}
 	select {
 	case res := <-r.done:
-		return res.seq, res.err
+		return res, res.err
 	case <-ctx.Done():
-		return 0, ctx.Err()
+		return controlResult{}, ctx.Err()
 	}
 }
 
@@ -68,9 +80,12 @@ func (m *Controls) Apply(c *Core, now Time) {
 	m.mu.Unlock()
 	for _, r := range reqs {
 		var res controlResult
-		if r.op == wire.ControlActivate {
+		switch r.op {
+		case 0:
+			res.pairs = c.state.HotHotPairs()
+		case wire.ControlActivate:
 			res.seq, res.err = c.Activate(now, r.account, r.instance)
-		} else {
+		default:
 			res.seq, res.err = c.ForcePassive(now, r.account, r.instance)
 		}
 		r.done <- res

@@ -102,6 +102,48 @@ func (s *State) HotHot(a wire.Account, instance uint8) (lastID uint64, hot bool)
 	return lastID, hot
 }
 
+// HotHotPair is one hot-hot account as the State holds it: its active
+// instance (-1: none), the last command id sequenced for it, and its
+// instances on record.
+type HotHotPair struct {
+	Account   wire.Account
+	Active    int
+	LastID    uint64
+	Instances []HotHotInstance
+}
+
+// HotHotInstance is one instance of a hot-hot account: its incarnation
+// and the seq of its latest record.
+type HotHotInstance struct {
+	Instance    uint8
+	Incarnation uint64
+	LastSeq     uint64
+}
+
+// HotHotPairs lists the accounts with a hot-hot instance, in table order
+// (for operators; it allocates).
+func (s *State) HotHotPairs() []HotHotPair {
+	var out []HotHotPair
+	for ai := range s.accounts.list {
+		a := &s.accounts.list[ai]
+		p := HotHotPair{Account: a.account, Active: -1, LastID: a.lastID}
+		hot := false
+		for _, idx := range a.instances {
+			e := &s.senders.list[idx]
+			hot = hot || e.hotHot
+			p.Instances = append(p.Instances, HotHotInstance{Instance: e.instance, Incarnation: e.incarnation, LastSeq: e.lastSeq})
+		}
+		if !hot {
+			continue
+		}
+		if a.active >= 0 {
+			p.Active = int(s.senders.list[a.active].instance)
+		}
+		out = append(out, p)
+	}
+	return out
+}
+
 // Apply replays one sequenced record. r is a whole message: Seq, Time,
 // Flags, Account, Instance, CmdSeq and, for an internal record, Payload.
 // A fragmented message is applied once (any one of its fragments will

@@ -116,7 +116,10 @@ func runAdminStatus(c *cli.Context) error {
 		fmt.Fprintf(w, "%d\t%s\t%s\t%d\t%d\t%s\t%s\t%d\t%s\t%s\n", st.ID, st.Role, st.RaftState, st.Term, st.Epoch,
 			dash(st.Stable), dash(st.Published), st.Contiguous, lag, s.Member.AdminAddr)
 	}
-	return w.Flush()
+	if err := w.Flush(); err != nil {
+		return err
+	}
+	return printPairs(ctx, c.String("addr"))
 }
 
 func dash(v uint64) string {

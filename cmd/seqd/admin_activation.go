@@ -1,8 +1,12 @@
 package main
 
 import (
+	"context"
 	"fmt"
+	"os"
 	"strconv"
+	"strings"
+	"text/tabwriter"
 
 	"github.com/urfave/cli/v2"
 
@@ -47,4 +51,32 @@ func runAdminActivation(c *cli.Context, op string) error {
 	}
 	fmt.Printf("admin %s: account=%s instance=%d seq=%d\n", op, a.Account, a.Instance, a.Seq)
 	return nil
+}
+
+// printPairs lists the hot-hot accounts the primary holds (after the
+// members in `seqd admin status`), if any: each instance, the active one
+// marked.
+func printPairs(ctx context.Context, addr string) error {
+	p, _, err := primaryAddr(ctx, addr)
+	if err != nil {
+		return err
+	}
+	ps, err := ops.FetchPairs(ctx, p)
+	if err != nil || len(ps) == 0 {
+		return nil // no primary now, or no pair: nothing to list
+	}
+	w := tabwriter.NewWriter(os.Stdout, 2, 8, 2, ' ', 0)
+	fmt.Fprintln(w, "PAIR\tACTIVE\tINSTANCES (instance:incarnation@last_seq)\tLAST_ID (seq.send)")
+	for _, pr := range ps {
+		active := "-"
+		if pr.Active >= 0 {
+			active = strconv.Itoa(pr.Active)
+		}
+		var in []string
+		for _, i := range pr.Instances {
+			in = append(in, fmt.Sprintf("%d:%d@%d", i.Instance, i.Incarnation, i.LastSeq))
+		}
+		fmt.Fprintf(w, "%s\t%s\t%s\t%d.%d\n", pr.Account, active, strings.Join(in, " "), pr.LastID>>16, pr.LastID&0xffff)
+	}
+	return w.Flush()
 }

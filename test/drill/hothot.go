@@ -372,6 +372,24 @@ func (h *hotDrill) finish(ctx context.Context, cfg HotHotConfig, times []float64
 		fmt.Fprintf(h.out, "drill: %d commands of the pair entered the stream from an instance that was not active\n", outside)
 		dup += outside
 	}
+	// The operator's view: seqd admin status lists the pair and its
+	// active instance, as the primary holds them.
+	if o, err := exec.CommandContext(ctx, h.exe, "admin", "status", "--addr", h.members[0].admin).CombinedOutput(); err != nil {
+		fmt.Fprintf(h.out, "drill: seqd admin status: %v\n%s", err, o)
+		diverged++
+	} else {
+		listed := false
+		for _, l := range strings.Split(string(o), "\n") {
+			if strings.HasPrefix(l, shopAccount+" ") {
+				listed = true
+				fmt.Fprintf(h.out, "drill: admin status: %s\n", strings.Join(strings.Fields(l), " "))
+			}
+		}
+		if !listed {
+			fmt.Fprintf(h.out, "drill: seqd admin status does not list the pair:\n%s", o)
+			diverged++
+		}
+	}
 	if compared == 0 {
 		fmt.Fprintf(h.out, "drill: no seq at which both instances printed a digest\n")
 	}
