@@ -182,8 +182,18 @@ func (p *simPair) faults() {
 	w := p.w
 	for _, n := range p.nodes {
 		if n.dead && w.now >= n.downUntil {
+			// A new process: new sockets (frames sent to the old ones,
+			// unicast repairs included, are not its own), a new
+			// incarnation rebuilding its state from seq 1.
 			n.dead = false
 			n.incarnation++
+			_ = n.client.Close()
+			n.client = w.net.Client()
+			n.peer = n.client.(interface{ Peer() transport.Peer }).Peer()
+			if w.rep != nil {
+				_ = n.rclient.Close()
+				n.rclient = w.rep.net.Client()
+			}
 			if err := n.start(); err != nil {
 				w.fail("pair/%d restart: %v", n.inst, err)
 			}
