@@ -110,8 +110,10 @@ func (d *drill) start(ctx context.Context, p *drillProc) error {
 		logf.Close()
 		return err
 	}
+	// This incarnation's: a restart replaces p.p while the goroutine waits.
+	child := p.p
 	go func() {
-		<-p.p.Exited()
+		<-child.Exited()
 		logf.Close()
 	}()
 	return nil
