@@ -2,6 +2,7 @@ package sequencer
 
 import (
 	"bytes"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"slices"
@@ -296,5 +297,36 @@ func TestCore_OOBCommandFlagged(t *testing.T) {
 	}
 	if !slices.Equal(flags, []uint8{wire.FlagOOB, 0}) {
 		t.Fatalf("command record flags %v, want [FlagOOB 0]", flags)
+	}
+}
+
+// Sequencing the active hot-hot instance's commands (fenced by
+// activation, deduped by id) allocates nothing per frame.
+func TestCore_HotHotStepAllocatesNothing(t *testing.T) {
+	cfg := testConfig()
+	c, _ := NewSinkShell(cfg, &countingSink{})
+	mustStep(t, c, 0, hotFrame(t, acctA, 1, 10)) // the instance on record, active
+	mustStep(t, c, 0, hotFrame(t, acctA, 2, 20)) // its partner
+	f := hotFrame(t, acctA, 1, 10, hotCmd(1, 1<<16, "0123456789abcdef"))
+	// The record's cmdSeq and id, re-stamped in place for each frame.
+	seqAt, idAt := wire.CommandHeaderBytes, wire.CommandHeaderBytes+wire.CommandRecordBytes
+	next := uint64(0)
+	step := func() {
+		next++
+		binary.LittleEndian.PutUint64(f[seqAt:], next)
+		binary.LittleEndian.PutUint64(f[idAt:], (next+1)<<16)
+		if err := c.Step(at(int64(next)), f, 1); err != nil {
+			t.Fatal(err)
+		}
+		if next%16 == 0 {
+			c.Flush(at(int64(next)))
+		}
+	}
+	step()
+	if a := testing.AllocsPerRun(2000, step); a != 0 {
+		t.Fatalf("%.1f allocations per hot-hot frame", a)
+	}
+	if st := c.Stats(); st.Commands != next || st.RejectedNotActive+st.RejectedDuplicateID != 0 {
+		t.Fatalf("sequenced %d of %d, rejected %d/%d", st.Commands, next, st.RejectedNotActive, st.RejectedDuplicateID)
 	}
 }
