@@ -55,18 +55,27 @@ type Meta struct {
 	// Load is the member's own measure of how busy it is (a replayer:
 	// rewinds in progress); lower is preferred.
 	Load uint32
+	// A node (version 2): its account and instance ("" and 0 when it has
+	// none), whether it is the active instance of its hot-hot account,
+	// and the last seq it applied.
+	Account  string
+	Instance uint8
+	Active   bool
+	Applied  uint64
 }
 
 // Encoding limits. A Meta rides in every memberlist alive message, whose
 // meta is at most 512 bytes (memberlist.MetaMaxSize).
 const (
 	// MetaVersion is the encoding this package writes.
-	MetaVersion = 1
+	MetaVersion = 2
 	// MaxMetaBytes bounds an encoded Meta (memberlist.MetaMaxSize).
 	MaxMetaBytes = 512
 	// MaxNameBytes and MaxAddrBytes bound the string fields.
 	MaxNameBytes = 128
 	MaxAddrBytes = 128
+	// maxAccountBytes is a seqd account's longest name.
+	maxAccountBytes = 8
 )
 
 // The encoding, version 1 (little-endian varints, as encoding/binary's
@@ -82,6 +91,13 @@ const (
 //	name     uvarint length (1..MaxNameBytes), UTF-8 bytes
 //	nak      uvarint length (0..MaxAddrBytes), bytes
 //	rewind   uvarint length (0..MaxAddrBytes), bytes
+//
+// Version 2 appends a node's fields:
+//
+//	account  uvarint length (0..8), bytes
+//	instance byte
+//	active   byte     0 or 1
+//	applied  uvarint
 //
 // Versioning: a later version only appends fields after these and bumps
 // the version byte, so a reader of version 1 reads the fields it knows
@@ -101,10 +117,16 @@ func AppendMeta(b []byte, m *Meta) ([]byte, error) {
 	b = binary.AppendUvarint(b, m.Lowest)
 	b = binary.AppendUvarint(b, m.Highest)
 	b = binary.AppendUvarint(b, uint64(m.Load))
-	for _, s := range [...]string{m.Name, m.NAKAddr, m.RewindAddr} {
+	for _, s := range [...]string{m.Name, m.NAKAddr, m.RewindAddr, m.Account} {
 		b = binary.AppendUvarint(b, uint64(len(s)))
 		b = append(b, s...)
 	}
+	active := byte(0)
+	if m.Active {
+		active = 1
+	}
+	b = append(b, m.Instance, active)
+	b = binary.AppendUvarint(b, m.Applied)
 	if len(b)-start > MaxMetaBytes {
 		return b[:start], fmt.Errorf("%w: %d bytes encoded, at most %d", ErrMetaTooLarge, len(b)-start, MaxMetaBytes)
 	}
@@ -118,6 +140,8 @@ func (m *Meta) check() error {
 		return fmt.Errorf("%w: role %d", ErrMeta, m.Role)
 	case len(m.Name) == 0 || len(m.Name) > MaxNameBytes || !utf8.ValidString(m.Name):
 		return fmt.Errorf("%w: name of %d bytes (want 1..%d of UTF-8)", ErrMetaTooLarge, len(m.Name), MaxNameBytes)
+	case len(m.Account) > maxAccountBytes:
+		return fmt.Errorf("%w: an account of %d bytes (at most %d)", ErrMetaTooLarge, len(m.Account), maxAccountBytes)
 	case len(m.NAKAddr) > MaxAddrBytes || len(m.RewindAddr) > MaxAddrBytes:
 		return fmt.Errorf("%w: an address longer than %d bytes", ErrMetaTooLarge, MaxAddrBytes)
 	case m.Lowest > m.Highest:
@@ -148,6 +172,20 @@ func DecodeMeta(b []byte, m *Meta) error {
 	m.Name = d.str(MaxNameBytes)
 	m.NAKAddr = d.str(MaxAddrBytes)
 	m.RewindAddr = d.str(MaxAddrBytes)
+	if b[0] >= 2 {
+		m.Account = d.str(maxAccountBytes)
+		m.Instance = d.byte()
+		switch d.byte() {
+		case 0:
+		case 1:
+			m.Active = true
+		default:
+			if d.err == nil {
+				d.err = fmt.Errorf("%w: active flag not 0 or 1", ErrMeta)
+			}
+		}
+		m.Applied = d.uvarint()
+	}
 	if d.err != nil {
 		return d.err
 	}
@@ -176,6 +214,19 @@ func (d *metaDecoder) uvarint() uint64 {
 		return 0
 	}
 	d.b = d.b[n:]
+	return v
+}
+
+func (d *metaDecoder) byte() uint8 {
+	if d.err != nil {
+		return 0
+	}
+	if len(d.b) == 0 {
+		d.err = fmt.Errorf("%w: truncated", ErrMeta)
+		return 0
+	}
+	v := d.b[0]
+	d.b = d.b[1:]
 	return v
 }
 

@@ -85,16 +85,16 @@ func TestMeta_Refused(t *testing.T) {
 			t.Errorf("DecodeMeta(%s) = %v, want %v", c.name, err, c.want)
 		}
 	}
-	// A later version appends fields: a version 1 reader reads its own.
+	// A later version appends fields: this version's reader reads its own.
 	later := append(bytes.Clone(good), 0xAA, 0xBB)
-	later[0] = 2
+	later[0] = MetaVersion + 1
 	if err := DecodeMeta(later, &m); err != nil || m != replayerMeta() {
-		t.Fatalf("version 2 with appended fields: %+v %v", m, err)
+		t.Fatalf("a later version with appended fields: %+v %v", m, err)
 	}
 }
 
 // FuzzDecodeMeta: any bytes decode or fail cleanly; what decodes encodes
-// back to a Meta that decodes the same (and, for version 1, to the same
+// back to a Meta that decodes the same (and, for this version, to the same
 // bytes).
 func FuzzDecodeMeta(f *testing.F) {
 	for _, m := range []Meta{replayerMeta(), {Name: "n", Role: RoleNode}} {

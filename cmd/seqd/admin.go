@@ -26,8 +26,8 @@ func adminCommand() *cli.Command {
 		Subcommands: append([]*cli.Command{
 			{
 				Name:      "status",
-				Usage:     "members, roles, epoch, primary, stable and lag",
-				Flags:     []cli.Flag{addr, timeout},
+				Usage:     "members, roles, epoch, primary, stable and lag; hot-hot pairs (with --gossip: the node instances too)",
+				Flags:     append([]cli.Flag{addr, timeout}, gossipFlags(false)...),
 				Action:    runAdminStatus,
 				ArgsUsage: " ",
 			},
@@ -119,7 +119,7 @@ func runAdminStatus(c *cli.Context) error {
 	if err := w.Flush(); err != nil {
 		return err
 	}
-	return printPairs(ctx, c.String("addr"))
+	return printPairs(ctx, c)
 }
 
 func dash(v uint64) string {

@@ -7,10 +7,13 @@ import (
 	"strconv"
 	"strings"
 	"text/tabwriter"
+	"time"
 
 	"github.com/urfave/cli/v2"
 
 	"github.com/seqd/seqd/ops"
+	"github.com/seqd/seqd/ops/options"
+	"github.com/seqd/seqd/tiered"
 )
 
 // `seqd admin activate` and `seqd admin force-passive`: hot-hot
@@ -56,8 +59,11 @@ func runAdminActivation(c *cli.Context, op string) error {
 // printPairs lists the hot-hot accounts the primary holds (after the
 // members in `seqd admin status`), if any: each instance, the active one
 // marked.
-func printPairs(ctx context.Context, addr string) error {
-	p, _, err := primaryAddr(ctx, addr)
+func printPairs(ctx context.Context, c *cli.Context) error {
+	if err := printGossipNodes(c); err != nil {
+		return err
+	}
+	p, _, err := primaryAddr(ctx, c.String("addr"))
 	if err != nil {
 		return err
 	}
@@ -77,6 +83,45 @@ func printPairs(ctx context.Context, addr string) error {
 			in = append(in, fmt.Sprintf("%d:%d@%d", i.Instance, i.Incarnation, i.LastSeq))
 		}
 		fmt.Fprintf(w, "%s\t%s\t%s\t%d.%d\n", pr.Account, active, strings.Join(in, " "), pr.LastID>>16, pr.LastID&0xffff)
+	}
+	return w.Flush()
+}
+
+// printGossipNodes, with --gossip, joins the gossip of the nodes for
+// gossip.wait and lists the node instances that announce an account:
+// each with its instance, whether it says it is active, and the last seq
+// it applied (as it announced it; memberlist spreads it within a second).
+func printGossipNodes(c *cli.Context) error {
+	if !gossipOn(c) {
+		return nil
+	}
+	a, err := startGossip(c, options.NewLogger(c), func() tiered.Meta { return tiered.Meta{Role: tiered.RoleNode} })
+	if err != nil {
+		return err
+	}
+	defer a.Close()
+	deadline := time.Now().Add(c.Duration("gossip.wait"))
+	var nodes []tiered.Member
+	for {
+		nodes = nodes[:0]
+		for _, m := range a.Members() {
+			if m.Err == nil && m.Meta.Role == tiered.RoleNode && m.Meta.Account != "" {
+				nodes = append(nodes, m)
+			}
+		}
+		if len(nodes) > 0 && time.Now().After(deadline.Add(-c.Duration("gossip.wait")/2)) || time.Now().After(deadline) {
+			break
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	w := tabwriter.NewWriter(os.Stdout, 2, 8, 2, ' ', 0)
+	fmt.Fprintln(w, "NODE\tACCOUNT\tINSTANCE\tSTATE\tAPPLIED")
+	for _, m := range nodes {
+		state := "passive"
+		if m.Meta.Active {
+			state = "active"
+		}
+		fmt.Fprintf(w, "%s\t%s\t%d\t%s\t%d\n", m.Name, m.Meta.Account, m.Meta.Instance, state, m.Meta.Applied)
 	}
 	return w.Flush()
 }

@@ -2,6 +2,7 @@ package main
 
 import (
 	"errors"
+	"io"
 	"time"
 
 	"github.com/urfave/cli/v2"
@@ -9,6 +10,7 @@ import (
 	"github.com/seqd/seqd/node"
 	"github.com/seqd/seqd/ops/options"
 	"github.com/seqd/seqd/test/drill"
+	"github.com/seqd/seqd/tiered"
 )
 
 // `seqd drill hothot` and its hidden `seqd drill hotnode`: flags into
@@ -67,14 +69,14 @@ func drillHotNodeCommand() *cli.Command {
 		Name:   "hotnode",
 		Usage:  "a hot-hot drill's instance or checker process (started by seqd drill hothot)",
 		Hidden: true,
-		Flags: append(transportFlags(false),
+		Flags: append(append(transportFlags(false),
 			options.String("account", "", "the hot-hot account"),
 			options.Uint("instance", 1, "this instance (1..255)"),
 			options.String("load", "LOAD", "the account whose commands are orders"),
 			options.Int("stock", 2000, "items the stock starts with"),
 			&cli.BoolFlag{Name: "check", Usage: "be the checker (read-only) instead of an instance"},
 			replayerFlag(),
-		),
+		), gossipFlags(false)...),
 		Action: func(cc *cli.Context) error {
 			log := options.NewLogger(cc)
 			if cc.String("account") == "" {
@@ -85,6 +87,23 @@ func drillHotNodeCommand() *cli.Command {
 			nc.Account, nc.Instance = cc.String("account"), uint8(cc.Uint("instance"))
 			nc.Replayers = cc.StringSlice("replayer")
 			nc.SilenceTimeout = 3 * time.Second
+			if gossipOn(cc) {
+				cfg.Announce = func(state func() (bool, uint64)) (io.Closer, error) {
+					account := nc.Account
+					if cfg.Check {
+						account = "" // the checker reads; it is no instance
+					}
+					// The agent names the Meta itself.
+					a, err := startGossip(cc, log, func() tiered.Meta {
+						active, applied := state()
+						return tiered.Meta{Role: tiered.RoleNode, Account: account, Instance: nc.Instance, Active: active, Applied: applied}
+					})
+					if err != nil {
+						return nil, err
+					}
+					return a, nil
+				}
+			}
 			client, err := openClient(cc, log, "node")
 			if err != nil {
 				return err

@@ -85,6 +85,8 @@ type hotDrill struct {
 	// lines of earlier incarnations of each instance (digests), kept
 	// across restarts.
 	past [2][]string
+	// gossip is the checker's gossip address, the seed of the instances.
+	gossip string
 }
 
 // isActive reports whether instance p's running process last said it is
@@ -199,7 +201,7 @@ func RunHotHot(ctx context.Context, cfg HotHotConfig) error {
 			<-p.Exited()
 		}
 	}()
-	addrs, err := freeport.Addrs(13)
+	addrs, err := freeport.Addrs(14)
 	if err != nil {
 		return err
 	}
@@ -233,7 +235,13 @@ func RunHotHot(ctx context.Context, cfg HotHotConfig) error {
 	for i := range 2 {
 		h.pair[i] = &drillProc{name: fmt.Sprintf("shop-%d", i+1), args: hot("--account", shopAccount, "--instance", fmt.Sprint(i+1))}
 	}
-	h.check = &drillProc{name: "check", args: hot("--account", shopAccount, "--check")}
+	// Gossip: the checker (never faulted) is the seed the instances join.
+	gossip := addrs[13]
+	h.gossip = gossip
+	for _, p := range h.pair {
+		p.args = append(p.args, "--gossip", gossip)
+	}
+	h.check = &drillProc{name: "check", args: hot("--account", shopAccount, "--check", "--gossip.bind", gossip)}
 	h.load = &drillProc{name: "load", args: append([]string{"drill", "node", "--replayer", nak, "--account", loadAccount, "--rate", fmt.Sprint(cfg.RatePerSecond), "--size", "16"}, d.net...)}
 	// The first instance first, so that it is the first active one.
 	for _, p := range []*drillProc{h.pair[0], h.check, h.pair[1], h.load} {
@@ -374,19 +382,42 @@ func (h *hotDrill) finish(ctx context.Context, cfg HotHotConfig, times []float64
 	}
 	// The operator's view: seqd admin status lists the pair and its
 	// active instance, as the primary holds them.
-	if o, err := exec.CommandContext(ctx, h.exe, "admin", "status", "--addr", h.members[0].admin).CombinedOutput(); err != nil {
+	// and, through gossip, both instances with one of them active.
+	if o, err := exec.CommandContext(ctx, h.exe, "admin", "status", "--addr", h.members[0].admin, "--gossip", h.gossip, "--gossip.wait", "3s").CombinedOutput(); err != nil {
 		fmt.Fprintf(h.out, "drill: seqd admin status: %v\n%s", err, o)
 		diverged++
 	} else {
+		// A killed process stays listed until gossip's failure detector
+		// declares it dead: per instance, the most advanced entry is the
+		// live process.
+		type entry struct {
+			active  bool
+			applied uint64
+		}
+		latest := map[string]entry{}
 		listed := false
 		for _, l := range strings.Split(string(o), "\n") {
+			f := strings.Fields(l)
 			if strings.HasPrefix(l, shopAccount+" ") {
 				listed = true
-				fmt.Fprintf(h.out, "drill: admin status: %s\n", strings.Join(strings.Fields(l), " "))
+				fmt.Fprintf(h.out, "drill: admin status: %s\n", strings.Join(f, " "))
+			}
+			if len(f) == 5 && f[1] == shopAccount {
+				applied, _ := strconv.ParseUint(f[4], 10, 64)
+				if e, ok := latest[f[2]]; !ok || applied >= e.applied {
+					latest[f[2]] = entry{active: f[3] == "active", applied: applied}
+				}
+				fmt.Fprintf(h.out, "drill: admin status (gossip): %s\n", strings.Join(f, " "))
 			}
 		}
-		if !listed {
-			fmt.Fprintf(h.out, "drill: seqd admin status does not list the pair:\n%s", o)
+		instances, active := len(latest), 0
+		for _, e := range latest {
+			if e.active {
+				active++
+			}
+		}
+		if !listed || instances != 2 || active != 1 {
+			fmt.Fprintf(h.out, "drill: seqd admin status does not list the pair (primary: %v; gossip: %d instances, %d active):\n%s", listed, instances, active, o)
 			diverged++
 		}
 	}

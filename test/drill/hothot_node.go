@@ -10,6 +10,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/seqd/seqd/node"
@@ -34,6 +35,10 @@ type HotNodeConfig struct {
 	// node's lines. nil: os.Stdin, os.Stdout.
 	Stdin io.Reader
 	Out   io.Writer
+	// Announce, if set, starts this process's gossip announcement; state
+	// reports, from any goroutine, whether it is the active instance and
+	// the last seq it applied. What it returns is closed at the end.
+	Announce func(state func() (active bool, applied uint64)) (io.Closer, error)
 }
 
 // stockNode is the drill's hot-hot handler: every order (a command of
@@ -53,7 +58,8 @@ type stockNode struct {
 	// waitFirst: activated, its first own command not yet delivered.
 	waitFirst bool
 	sendErrs  uint64
-	mu        sync.Mutex // guards out
+	applied   atomic.Uint64 // last seq applied, for the gossip announcement
+	mu        sync.Mutex    // guards out
 	out       io.Writer
 }
 
@@ -66,6 +72,7 @@ func (s *stockNode) printf(format string, a ...any) {
 }
 
 func (s *stockNode) OnMessage(m *node.Message) {
+	s.applied.Store(m.Seq)
 	if !s.live && !s.n.Rewinding() {
 		s.live = true
 		s.printf("hotnode: live seq=%d active=%v\n", m.Seq, s.n.Active())
@@ -252,6 +259,17 @@ func RunHotNode(ctx context.Context, cfg HotNodeConfig, client transport.Client)
 	}
 	if s != nil {
 		s.n = n
+	}
+	if cfg.Announce != nil {
+		state := func() (bool, uint64) { return false, 0 }
+		if s != nil {
+			state = func() (bool, uint64) { return n.Active(), s.applied.Load() }
+		}
+		closer, err := cfg.Announce(state)
+		if err != nil {
+			return err
+		}
+		defer closer.Close()
 	}
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
