@@ -162,6 +162,9 @@ type Member struct {
 	pageReplayers atomic.Pointer[func() []page.Replayer]
 
 	role atomic.Int32
+	// controls carries operator activation requests (activation.go) into
+	// the primary's loop.
+	controls sequencer.Controls
 	// handover is set while a planned transfer stops this primary: the
 	// sequencing loop ends and the leader does not start it again.
 	handover atomic.Bool
@@ -927,6 +930,7 @@ func (sh *primaryShell) DoWork(int64) (int, error) {
 		sh.ackBuf = core.TakeStandbyAcks(sh.ackBuf[:0])
 	}
 	t := sh.read()
+	sh.n.controls.Apply(core, t) // hot-hot activation asked by an operator
 	core.SetStable(sh.acks.Stable(core.Published()))
 	core.Flush(t)
 	sh.out.send(core)

@@ -116,6 +116,32 @@ type Config struct {
 	// stream packet came for this long (local clock), and again every 10
 	// timeouts while the silence lasts. 0: never.
 	SilenceTimeout time.Duration
+
+	// HotHot makes this node an instance of a hot-hot account: every
+	// instance of Account runs the same handler on the same stream, and
+	// each command is numbered by the stream position of the handler call
+	// that sent it (the seq being handled and the index of the send in
+	// that call), so the instances give it the same id. Only the active
+	// instance (decided in the stream) sends; a passive one keeps its
+	// sends as shadow entries until the active's copy appears, and sends
+	// those not yet seen when it is activated. A send that is not a
+	// reaction to a stream message fails with ErrNotFromStream.
+	// Centralized timers are refused (ErrHotHotTimer). docs/node.md.
+	HotHot bool
+	// HotHotHeartbeat: a hot-hot instance sends an empty frame when it
+	// sent nothing for this long, so that the sequencer knows it is alive
+	// (a passive one can take over, an idle active one is not replaced).
+	// Keep it well below the sequencer's active-timeout.
+	HotHotHeartbeat time.Duration
+	// HotHotBacklog bounds the sends of a hot-hot instance not yet in the
+	// stream beyond its window (a passive's shadow entries): past it the
+	// node stops with ErrHotHotBacklog, since dropping one could lose a
+	// command at the next switch.
+	HotHotBacklog int
+	// OOBInOrder: an out-of-band message handed to OOBHandler.OnOOB on
+	// arrival is handed to OnMessage again in its place in the stream.
+	// Off: OnMessage skips it (the send half still sees it).
+	OOBInOrder bool
 }
 
 // DefaultConfig returns the defaults: safe mode, starting live, window
@@ -140,6 +166,8 @@ func DefaultConfig() Config {
 		MaxReassemblyBytes:     rd.MaxReassemblyBytes,
 		StatusInterval:         rd.StatusInterval,
 		SilenceTimeout:         3 * time.Second,
+		HotHotHeartbeat:        50 * time.Millisecond,
+		HotHotBacklog:          1 << 16,
 	}
 }
 
@@ -238,6 +266,15 @@ func (c Config) Validate() error {
 	}
 	if len(c.Replayers) > maxReplayers {
 		return config.New(ErrConfig, "Replayers", len(c.Replayers), fmt.Sprintf("at most %d addresses", maxReplayers))
+	}
+	if c.HotHot && c.ReadOnly {
+		return config.New(ErrConfig, "HotHot", c.HotHot, "false with ReadOnly (a hot-hot instance sends)")
+	}
+	if c.HotHot && c.HotHotHeartbeat <= 0 {
+		return config.New(ErrConfig, "HotHotHeartbeat", c.HotHotHeartbeat, "> 0 with HotHot")
+	}
+	if c.HotHot && (c.HotHotBacklog < 1 || c.HotHotBacklog > maxWindow) {
+		return config.New(ErrConfig, "HotHotBacklog", c.HotHotBacklog, fmt.Sprintf("1..%d with HotHot", maxWindow))
 	}
 	p := c.PendingRecords
 	if p < minPendingRecords || p > maxPendingRecords || p&(p-1) != 0 {

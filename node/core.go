@@ -37,6 +37,8 @@ type Core struct {
 	timeKnown bool
 
 	send
+	hh  hotHot
+	oob oob
 
 	localTimers []localTimer
 	quiet       silence
@@ -85,6 +87,8 @@ func NewCore(cfg Config, h Handler, out Output) (*Core, error) {
 	if !cfg.ReadOnly {
 		c.initSend()
 	}
+	c.initHotHot()
+	c.initOOB(h)
 	return c, nil
 }
 
@@ -104,6 +108,12 @@ func (c *Core) StepFrom(now int64, frame []byte, src receiver.Source) error {
 		return c.err
 	}
 	c.clock = now
+	if c.oob.h != nil && src == receiver.Sequencer {
+		c.earlyOOB(frame)
+		if c.err != nil {
+			return c.err
+		}
+	}
 	err := c.r.Step(now, frame, src)
 	if err == nil && c.r.Stepped() {
 		c.heard(now)
@@ -129,6 +139,10 @@ func (c *Core) Tick(now int64) {
 	}
 	if !c.cfg.ReadOnly {
 		c.resend(now)
+	}
+	if c.hh.on {
+		c.drainBacklog(now)
+		c.heartbeatHot(now)
 	}
 	if len(c.localTimers) > 0 {
 		c.fireLocalTimers(now)

@@ -8,7 +8,9 @@
 //   - Handler: OnMessage(*Message) gets every message of the stream, in
 //     order, internal ones included; Message.Mine says this account sent
 //     it, Message.Time is sequencer time, and Message.Payload is valid only
-//     during the call. Optional interfaces: ActivationHandler (hot-hot),
+//     during the call. Optional interfaces: ActivationHandler (hot-hot:
+//     Config.HotHot numbers sends from the stream, see docs/node.md),
+//     OOBHandler (out-of-band commands on arrival),
 //     TimerHandler (centralized timers, SetTimer), LocalTimerHandler,
 //     RejectionHandler (a command the sequencer refused: a *RejectedError,
 //     errors.Is(err, ErrRejected)).

@@ -56,6 +56,23 @@ var (
 	// reached the live stream (refused, connection lost, corrupt store);
 	// the message names the replayer and why.
 	ErrRewind = errors.New("node: rewind failed")
+	// ErrNotFromStream: a send on a hot-hot account outside a handler
+	// call for a stream message (a local timer, another goroutine,
+	// outside input). Its partner instance would not send it, so a switch
+	// could lose or double it: route that input through the stream (a
+	// gateway node sends it as a command; the hot-hot handler reacts to
+	// that message). See docs/node.md.
+	ErrNotFromStream = errors.New("node: hot-hot send not in reaction to a stream message: route that input through the stream (a gateway node's command) so that every instance sends it alike")
+	// ErrHotHotTimer: centralized timers name an instance, so a hot-hot
+	// account cannot set them (its partner's would differ).
+	ErrHotHotTimer = errors.New("node: centralized timers are not available to a hot-hot account")
+	// ErrHotHotBacklog stops a hot-hot instance whose sends not yet in
+	// the stream exceed HotHotBacklog (its partner, or the sequencer,
+	// fell that far behind).
+	ErrHotHotBacklog = errors.New("node: hot-hot backlog full")
+	// ErrTooManySends: one handler call of a hot-hot instance sent more
+	// than 65535 commands (ids hold the index of a send in 16 bits).
+	ErrTooManySends = errors.New("node: more than 65535 sends in one handler call of a hot-hot instance")
 )
 
 // RejectedError is the error of one command the sequencer refused (an

@@ -35,6 +35,21 @@ func (m *Message) DecodeInternal(x *wire.Internal) error {
 	return wire.DecodeInternal(m.Payload, x)
 }
 
+// OOB reports whether the message was sent out of band (Core.SendOOB).
+func (m *Message) OOB() bool { return m.Flags&wire.FlagOOB != 0 }
+
+// OOBHandler is optionally implemented to get out-of-band messages
+// (sent with SendOOB) on arrival, ahead of any gap before them and before
+// they are stable: OnOOB(m) once per message, as its packet arrives live
+// (not while rewinding, never in a replay). Such a message then comes
+// again in order through OnMessage only with Config.OOBInOrder; a
+// message whose packet came only through repair, or in fragments, comes
+// in order through OnMessage alone. What OOB does and does not promise:
+// docs/node.md.
+type OOBHandler interface {
+	OnOOB(m *Message)
+}
+
 // Handler receives every message of the stream, in order, once.
 type Handler interface {
 	OnMessage(m *Message)
@@ -113,6 +128,16 @@ type Stats struct {
 	// Renumbered counts new incarnations started because the sequencer
 	// lost this sender's entry (forgotten by a full table, or refused).
 	Renumbered uint64
+	// Hot-hot (Config.HotHot): sends numbered from the stream, backlog
+	// (shadow) entries dropped because the account's copy was seen,
+	// commands fenced or deduped by the sequencer (RejectNotActive,
+	// RejectDuplicateID), switches to passive, heartbeat frames.
+	HotHotSends      uint64
+	ShadowDropped    uint64
+	HotHotFenced     uint64
+	Deactivations    uint64
+	HotHotHeartbeats uint64
+	OOBEarly         uint64 // out-of-band messages handed to OnOOB on arrival
 
 	// Gauges, not counters: the smoothed ack latency (0 before the first
 	// sample) and the resend timeout in use.

@@ -12,6 +12,7 @@ import (
 	"github.com/seqd/seqd/internal/agent"
 	"github.com/seqd/seqd/receiver"
 	"github.com/seqd/seqd/transport"
+	"github.com/seqd/seqd/wire"
 )
 
 // maxPollWait bounds how long Run waits in Poll, and so how late a due
@@ -26,6 +27,7 @@ const (
 	opTimer
 	opCancelTimer
 	opLocalTimer
+	opControl
 )
 
 // op is a request from any goroutine, applied to the Core by Run.
@@ -36,6 +38,14 @@ type op struct {
 	period int64
 	after  time.Duration
 	off, n int // payload in opBytes
+	// hotID is a hot-hot send's id, stamped when it was queued (inside
+	// the handler call it reacts to); flags its command flags (CmdOOB).
+	hotID uint64
+	flags uint8
+	// ctl is an opControl's request.
+	ctlOp   uint8
+	ctlInst uint8
+	ctlAcct uint64
 }
 
 // Node runs a Core over a transport.Client. Only the Run goroutine touches
@@ -102,7 +112,12 @@ type Node struct {
 	lastRewinding   bool
 	lastIncarnation uint64
 	lastTimeKnown   bool
-	_               [64]byte
+	active          atomic.Bool // Core.Active (hot-hot)
+	lastActive      bool
+	// cbOrigin is the seq whose delivery runs a callback now (hot-hot
+	// only; 0 outside one): a send queued meanwhile is numbered from it.
+	cbOrigin atomic.Uint64
+	_        [64]byte
 
 	// space is signalled (without blocking: it holds one token) when
 	// window space frees and a Send waits; done is closed when Run ends.
@@ -116,15 +131,19 @@ type Node struct {
 	spareOps   []op
 	spareBytes []byte
 	nextCmd    uint64 // cmdSeq of the next command admitted: the Core numbers them in the same order
-	queued     int    // commands in ops
-	queuedB    int    // their payload bytes
-	inflight   int    // Core.InFlight after Run last looked
-	inflightB  int    // Core.InFlightBytes after Run last looked
-	waiters    int    // Sends waiting for space
-	stats      Stats
-	ended      bool
-	doneErr    error
-	sendErr    error // first error from client.Send
+	// Hot-hot numbering: the origin of the last send queued and how many
+	// sends it made.
+	hotOrigin uint64
+	hotSends  uint64
+	queued    int // commands in ops
+	queuedB   int // their payload bytes
+	inflight  int // Core.InFlight after Run last looked
+	inflightB int // Core.InFlightBytes after Run last looked
+	waiters   int // Sends waiting for space
+	stats     Stats
+	ended     bool
+	doneErr   error
+	sendErr   error // first error from client.Send
 }
 
 // New builds a Node for client. With Config.Incarnation 0 it takes the
@@ -150,7 +169,11 @@ func New(cfg Config, h Handler, client transport.Client) (*Node, error) {
 			n.peers = append(n.peers, p)
 		}
 	}
-	core, err := NewCore(cfg, shellHandler{n: n}, shellOutput{n: n})
+	var sh Handler = shellHandler{n: n}
+	if _, ok := h.(OOBHandler); ok {
+		sh = shellOOBHandler{shellHandler{n: n}}
+	}
+	core, err := NewCore(cfg, sh, shellOutput{n: n})
 	if err != nil {
 		return nil, err
 	}
@@ -306,6 +329,9 @@ func (n *Node) NextDue() (int64, bool) {
 	if at, ok := c.silenceDue(); ok {
 		due = min(due, at)
 	}
+	if at, ok := c.hotDue(); ok {
+		due = min(due, at)
+	}
 	return due, true
 }
 
@@ -349,12 +375,21 @@ func (n *Node) applyOps(now int64) {
 		o := &ops[i]
 		switch o.kind {
 		case opSend:
+			if o.hotID != 0 {
+				// Not admitted against the window: the core's backlog
+				// takes it.
+				_, _ = n.core.sendHot(now, o.hotID, o.flags, b[o.off:o.off+o.n])
+				continue
+			}
 			// The shell admitted it against the same window the core
 			// keeps, so the core accepts it, with the number the
 			// shell gave it.
-			_, _ = n.core.Send(now, b[o.off:o.off+o.n])
+			_, _ = n.core.enqueue(now, b[o.off:o.off+o.n], o.flags, 0, 0)
 			applied++
 			appliedB += o.n
+		case opControl:
+			_, _ = n.core.Control(now, o.ctlOp, wire.Account(o.ctlAcct), o.ctlInst)
+			applied++
 		case opTimer:
 			_ = n.core.SendTimer(now, o.id, o.at, o.period)
 			applied++
@@ -426,6 +461,36 @@ func (n *Node) Send(p []byte) (uint64, error) {
 	}
 	return n.enqueue(nil, n.cfg.SendTimeout, op{kind: opSend}, p, true)
 }
+
+// TrySendOOB is TrySend for an out-of-band command (Core.SendOOB).
+func (n *Node) TrySendOOB(p []byte) (uint64, error) {
+	return n.enqueue(nil, 0, op{kind: opSend, flags: wire.CmdOOB}, p, true)
+}
+
+// Activate asks the sequencer, by a command, to make instance of account
+// the active instance of its hot-hot account (Core.Control); the switch
+// comes in the stream. Like TrySend it never waits.
+func (n *Node) Activate(account string, instance uint8) (uint64, error) {
+	return n.control(wire.ControlActivate, account, instance)
+}
+
+// ForcePassive asks the sequencer to make instance of account passive,
+// its live partner taking over (Core.Control).
+func (n *Node) ForcePassive(account string, instance uint8) (uint64, error) {
+	return n.control(wire.ControlForcePassive, account, instance)
+}
+
+func (n *Node) control(opc uint8, account string, instance uint8) (uint64, error) {
+	a, err := wire.ParseAccount(account)
+	if err != nil {
+		return 0, fmt.Errorf("%w: account %q", err, account)
+	}
+	return n.enqueue(nil, 0, op{kind: opControl, ctlOp: opc, ctlInst: instance, ctlAcct: uint64(a)}, nil, true)
+}
+
+// Active reports whether this node is the active instance of its hot-hot
+// account, as the stream delivered so far says (Core.Active).
+func (n *Node) Active() bool { return n.active.Load() }
 
 // SendString is Send for a string, without converting it to a slice.
 func (n *Node) SendString(s string) (uint64, error) {
@@ -501,6 +566,12 @@ func (n *Node) enqueue(ctx context.Context, timeout time.Duration, o op, p []byt
 		if len(p) > n.cfg.MaxMessageBytes {
 			return 0, ErrTooLarge
 		}
+		if n.cfg.HotHot && o.kind == opSend {
+			return n.enqueueHot(o, p)
+		}
+		if n.cfg.HotHot && (o.kind == opTimer || o.kind == opCancelTimer) {
+			return 0, ErrHotHotTimer
+		}
 	}
 	var deadline *time.Timer
 	var cancelled <-chan struct{}
@@ -572,6 +643,36 @@ func (n *Node) enqueue(ctx context.Context, timeout time.Duration, o op, p []byt
 	return seq, nil
 }
 
+// enqueueHot queues a hot-hot send, numbered from the delivery whose
+// callback runs now; outside one it fails with ErrNotFromStream. It never
+// waits: the core's backlog takes it (HotHotBacklog).
+func (n *Node) enqueueHot(o op, p []byte) (uint64, error) {
+	origin := n.cbOrigin.Load()
+	if origin == 0 {
+		return 0, ErrNotFromStream
+	}
+	n.mu.Lock()
+	if n.ended {
+		err := n.doneErr
+		n.mu.Unlock()
+		return 0, err
+	}
+	if origin != n.hotOrigin {
+		n.hotOrigin, n.hotSends = origin, 0
+	}
+	if n.hotSends >= maxSendsPerCall {
+		n.mu.Unlock()
+		return 0, ErrTooManySends
+	}
+	o.hotID = origin<<16 | n.hotSends
+	n.hotSends++
+	o.off, o.n = len(n.opBytes), len(p)
+	n.opBytes = append(n.opBytes, p...)
+	n.ops = append(n.ops, o)
+	n.mu.Unlock()
+	return o.hotID, nil
+}
+
 // fits reports whether a command of size payload bytes fits the window
 // (n.mu held). One command always fits when nothing is in flight.
 func (n *Node) fits(size int) bool {
@@ -619,7 +720,36 @@ type shellHandler struct{ n *Node }
 
 func (s shellHandler) OnMessage(m *Message) {
 	s.n.mirror()
+	if s.n.cfg.HotHot {
+		s.n.cbOrigin.Store(m.Seq)
+		s.n.user.OnMessage(m)
+		s.n.cbOrigin.Store(0)
+		return
+	}
 	s.n.user.OnMessage(m)
+}
+
+// shellOOBHandler is shellHandler for a user Handler that is an
+// OOBHandler (only then does the Core look for out-of-band records).
+type shellOOBHandler struct{ shellHandler }
+
+func (s shellOOBHandler) OnOOB(m *Message) {
+	s.n.mirror()
+	s.n.user.(OOBHandler).OnOOB(m)
+}
+
+// enterStream and leaveStream bracket a callback for a stream record
+// (hot-hot numbering: see cbOrigin).
+func (s shellHandler) enterStream() {
+	if s.n.cfg.HotHot {
+		s.n.cbOrigin.Store(s.n.core.hh.origin)
+	}
+}
+
+func (s shellHandler) leaveStream() {
+	if s.n.cfg.HotHot {
+		s.n.cbOrigin.Store(0)
+	}
 }
 
 // mirror refreshes the mirrors of Core state (Run goroutine only).
@@ -637,6 +767,10 @@ func (n *Node) mirror() {
 		n.lastIncarnation = inc
 		n.incarnation.Store(inc)
 	}
+	if a := n.core.Active(); a != n.lastActive {
+		n.lastActive = a
+		n.active.Store(a)
+	}
 }
 
 func (s shellHandler) OnStreamSilent(d time.Duration) {
@@ -652,14 +786,20 @@ func (s shellHandler) OnStreamResumed() {
 }
 
 func (s shellHandler) OnActivated() {
+	s.n.mirror()
 	if a, ok := s.n.user.(ActivationHandler); ok {
+		s.enterStream()
 		a.OnActivated()
+		s.leaveStream()
 	}
 }
 
 func (s shellHandler) OnDeactivated() {
+	s.n.mirror()
 	if a, ok := s.n.user.(ActivationHandler); ok {
+		s.enterStream()
 		a.OnDeactivated()
+		s.leaveStream()
 	}
 }
 
@@ -677,7 +817,9 @@ func (s shellHandler) OnLocalTimer(id uint64) {
 
 func (s shellHandler) OnRejected(cmdSeq uint64, err error) {
 	if r, ok := s.n.user.(RejectionHandler); ok {
+		s.enterStream()
 		r.OnRejected(cmdSeq, err)
+		s.leaveStream()
 	}
 }
 

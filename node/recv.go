@@ -39,6 +39,9 @@ func (c *Core) handleReady() {
 	if h := &c.head; c.r.HeldHead(h) && h.Account == c.account {
 		c.observe(h.Seq, h.Account, h.Instance, h.CmdSeq, h.Flags|wire.FlagFragment, nil, nil)
 	}
+	if c.hh.on {
+		c.drainBacklog(c.clock) // acks freed window space
+	}
 }
 
 // deliver hands one message to the application after the send half has
@@ -63,10 +66,27 @@ func (c *Core) deliver(d *receiver.Message) {
 		}
 	}
 	mine := c.account != 0 && d.Account == c.account
+	// A hot-hot instance's sends inside this delivery's callbacks are
+	// numbered from its seq; its activation callbacks follow the changes
+	// of its own state, not every record naming it.
+	wasActive := c.hh.active
+	if c.hh.on {
+		c.hh.origin, c.hh.sends = d.Seq, 0
+		if call == wire.InternalNodeActivated || call == wire.InternalNodeDeactivated {
+			call = 0
+		}
+	}
 	if x != nil || mine {
 		c.observe(d.Seq, d.Account, d.Instance, d.CmdSeq, d.Flags, d.Payload, x)
 		if c.err != nil {
+			c.hh.origin = 0
 			return
+		}
+	}
+	if c.hh.on && wasActive != c.hh.active {
+		call = wire.InternalNodeDeactivated
+		if c.hh.active {
+			call = wire.InternalNodeActivated
 		}
 	}
 	m := &c.msg
@@ -74,7 +94,9 @@ func (c *Core) deliver(d *receiver.Message) {
 	m.Account, m.Instance, m.CmdSeq, m.Flags = d.Account, d.Instance, d.CmdSeq, d.Flags
 	m.Payload = d.Payload
 	m.mine = mine && d.Flags&wire.FlagSeqGen == 0
-	c.h.OnMessage(m)
+	if d.Flags&wire.FlagOOB == 0 || c.cfg.OOBInOrder || !c.oobGiven(d.Seq) {
+		c.h.OnMessage(m)
+	}
 	m.Payload = nil
 	switch call {
 	case wire.InternalNodeActivated:
@@ -90,4 +112,5 @@ func (c *Core) deliver(d *receiver.Message) {
 			c.tim.OnTimer(id, int64(value))
 		}
 	}
+	c.hh.origin = 0
 }

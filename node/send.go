@@ -12,7 +12,8 @@ import (
 // in its own buffer, dropped at the ack.
 type cmdSlot struct {
 	flags  uint8
-	resent bool // sent more than once: its ack is no RTT sample (Karn)
+	id     uint64 // hot-hot command id (0: not hot-hot)
+	resent bool   // sent more than once: its ack is no RTT sample (Karn)
 	// rewound: sent while the node was replaying history (Rewinding).
 	// Its ack can be seen only once the replay reaches it, seconds later
 	// for a restarted node: that latency is the replay's, not the path's,
@@ -129,8 +130,47 @@ func (c *Core) initSend() {
 // Send queues payload as the next command and returns its cmdSeq. The
 // payload is copied. The command goes out when its frame fills, on Flush,
 // or on Tick; it is resent until seen in the stream.
+//
+// On a hot-hot account (Config.HotHot) it must be called from a handler
+// callback for a stream message (else ErrNotFromStream) and returns the
+// command's id instead.
 func (c *Core) Send(now int64, payload []byte) (uint64, error) {
-	return c.enqueue(now, payload, 0, 0)
+	return c.sendFlags(now, payload, 0)
+}
+
+// SendOOB is Send for an out-of-band command (wire.CmdOOB): a node that
+// asks for it gets it on arrival, ahead of a gap before it
+// (OOBHandler), as well as in order. docs/node.md says what it does and
+// does not promise.
+func (c *Core) SendOOB(now int64, payload []byte) (uint64, error) {
+	return c.sendFlags(now, payload, wire.CmdOOB)
+}
+
+func (c *Core) sendFlags(now int64, payload []byte, flags uint8) (uint64, error) {
+	if c.hh.on {
+		id, err := c.nextID()
+		if err != nil {
+			return 0, err
+		}
+		return c.sendHot(now, id, flags, payload)
+	}
+	return c.enqueue(now, payload, flags, 0, 0)
+}
+
+// Control asks the sequencer, by a command, to make instance of account
+// a active (wire.ControlActivate) or passive (wire.ControlForcePassive,
+// its live partner taking over). The request and the switch appear in
+// the stream; a request the sequencer cannot carry out (an instance it
+// has no record of, no live partner) comes back as a rejection
+// (RejectionHandler, wire.RejectControl).
+func (c *Core) Control(now int64, op uint8, a wire.Account, instance uint8) (uint64, error) {
+	b, err := wire.AppendControl(c.timerBuf[:], &wire.ControlRequest{Op: op, Instance: instance, Account: a})
+	if err != nil {
+		return 0, err
+	}
+	// A hot-hot instance sends it straight into its window (any id: the
+	// sequencer dedupes no control request by id), active or not.
+	return c.enqueue(now, b, wire.CmdControl, 0, 1)
 }
 
 // SendTimer asks the sequencer for centralized timer id at sequencer time
@@ -138,6 +178,9 @@ func (c *Core) Send(now int64, payload []byte) (uint64, error) {
 // stream (OnTimer), at the same point on every node and replay. It uses a
 // window slot like any command.
 func (c *Core) SendTimer(now int64, id uint64, at, period int64) error {
+	if c.hh.on {
+		return ErrHotHotTimer
+	}
 	if period < 0 {
 		return fmt.Errorf("%w: timer %d: period %dns, want >= 0 (0: once)", ErrTimer, id, period)
 	}
@@ -145,17 +188,20 @@ func (c *Core) SendTimer(now int64, id uint64, at, period int64) error {
 	if err != nil {
 		return err
 	}
-	_, err = c.enqueue(now, b, wire.CmdTimer, id)
+	_, err = c.enqueue(now, b, wire.CmdTimer, id, 0)
 	return err
 }
 
 // CancelTimer cancels centralized timer id.
 func (c *Core) CancelTimer(now int64, id uint64) error {
+	if c.hh.on {
+		return ErrHotHotTimer
+	}
 	b, err := wire.AppendTimerRequest(c.timerBuf[:], &wire.TimerRequest{ID: id, Cancel: true})
 	if err != nil {
 		return err
 	}
-	_, err = c.enqueue(now, b, wire.CmdTimer, id)
+	_, err = c.enqueue(now, b, wire.CmdTimer, id, 0)
 	return err
 }
 
@@ -168,7 +214,7 @@ func (c *Core) Incarnation() uint64 { return c.cfg.Incarnation }
 // resend timeout in use, in ns.
 func (c *Core) RTT() (srtt, rto int64) { return c.srtt, c.rto }
 
-func (c *Core) enqueue(now int64, payload []byte, flags uint8, timerID uint64) (uint64, error) {
+func (c *Core) enqueue(now int64, payload []byte, flags uint8, timerID, hotID uint64) (uint64, error) {
 	if c.cfg.ReadOnly {
 		return 0, ErrReadOnly
 	}
@@ -192,6 +238,7 @@ func (c *Core) enqueue(now int64, payload []byte, flags uint8, timerID uint64) (
 	c.nextCmd++
 	s := c.slot(seq)
 	s.flags = flags
+	s.id = hotID
 	s.resent = false
 	s.rewound = c.Rewinding()
 	s.sentAt, s.lastAt = now, now
@@ -245,6 +292,7 @@ func (c *Core) appendCommand(now int64, seq uint64, s *cmdSlot) {
 	n := len(s.payload)
 	cmd := &c.cmd
 	cmd.CmdSeq = seq - c.cmdBase
+	cmd.ID = s.id
 	if n <= c.maxWhole {
 		if c.frameOpen && c.cw.Room() < n {
 			c.flushFrame()
@@ -283,6 +331,9 @@ func (c *Core) openFrame(now int64) {
 		return
 	}
 	_ = c.cw.Reset(c.frameBuf, c.account, c.cfg.Instance, c.cfg.Incarnation, c.streamSession())
+	if c.hh.on {
+		c.cw.SetHotHot()
+	}
 	c.frameOpen = true
 	c.frameSince = now
 }
@@ -294,6 +345,7 @@ func (c *Core) flushFrame() {
 	}
 	c.out.Send(c.cw.Bytes())
 	c.stats.CommandFrames++
+	c.hh.sentAt, c.hh.sentAny = c.clock, true
 }
 
 // observe is the sending half's view of every delivered record (x is its
@@ -304,6 +356,9 @@ func (c *Core) flushFrame() {
 // fragment of the next message, held while the rest is repaired.
 func (c *Core) observe(seq uint64, acct wire.Account, inst uint8, cmdSeq uint64, flags uint8, payload []byte, x *wire.Internal) {
 	if c.cfg.ReadOnly || c.account == 0 {
+		return
+	}
+	if c.hh.on && c.observeHot(acct, inst, cmdSeq, flags, payload, x) {
 		return
 	}
 	if x != nil && x.Account == c.account && x.Instance == c.cfg.Instance {
@@ -378,6 +433,9 @@ func (s *cmdSlot) matches(flags uint8, payload []byte, x *wire.Internal) bool {
 	if s.flags&wire.CmdTimer != 0 {
 		return x != nil && (x.Type == wire.InternalTimerSet || x.Type == wire.InternalTimerCancel) && x.ID == s.sum
 	}
+	if s.flags&wire.CmdControl != 0 {
+		return x != nil && (x.Type == wire.InternalActivate || x.Type == wire.InternalForcePassive)
+	}
 	return flags&wire.FlagInternal == 0 && maphash.Bytes(sumSeed, payload) == s.sum
 }
 
@@ -391,7 +449,7 @@ func (c *Core) onIncarnation(seq, v uint64) {
 	c.lastInc = v
 	inc := c.cfg.Incarnation
 	switch {
-	case c.nextCmd == 1:
+	case c.nextCmd == 1 && !c.hh.sentAny: // (a hot-hot heartbeat uses the incarnation too)
 		if v >= inc {
 			c.cfg.Incarnation = v + 1
 			c.stats.IncarnationBumps++
@@ -419,7 +477,7 @@ func (c *Core) onIncarnation(seq, v uint64) {
 // stops on), it moves above v and sends its window again.
 func (c *Core) onStale(v uint64) {
 	switch {
-	case c.nextCmd == 1:
+	case c.nextCmd == 1 && !c.hh.sentAny:
 		c.cfg.Incarnation = v + 1
 		c.stats.IncarnationBumps++
 	case !c.announced && c.acked == c.cmdBase:

@@ -123,6 +123,7 @@ func (s *Surface) mountMember(mux *http.ServeMux) {
 		}
 		legacy(w, r, s, []string{"remove-member", id}, who)
 	}))
+	s.mountActivation(mux)
 }
 
 // legacy runs words and answers the result itself as JSON, or the error

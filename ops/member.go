@@ -22,8 +22,8 @@ const memberReadyTimeout = time.Second
 
 // MemberSurface is the admin surface of a sequencer cluster member: the
 // commands status, members, transfer-primary, add-member, remove-member
-// (and replayers, pairs, activate, force-passive, which a member cannot
-// answer yet), its readiness (a primary sequences; a standby knows the
+// (pairs, activate and force-passive when the member is an
+// ActivationMember; replayers, which a member cannot answer), its readiness (a primary sequences; a standby knows the
 // primary and holds within MemberReadyLagSeqs of what it published), its
 // metrics (MemberCollector) and the routes older clients use (Handler).
 func MemberSurface(m Member, auth Auth) *Surface {
@@ -40,10 +40,16 @@ func MemberSurface(m Member, auth Auth) *Surface {
 		Command{Name: "add-member", Args: "ID@RAFT@ADMIN@PEER", Mutates: true, Help: "add a voter, live (start it first with --join; on the primary)", Run: ms.add},
 		Command{Name: "remove-member", Args: "ID", Mutates: true, Help: "remove a member, live (not the primary; never below three voters; on the primary)", Run: ms.remove},
 		Command{Name: "replayers", Help: "replayers and their ranges (not known to a member: ask the admin node)", Run: notYet("a member does not follow gossip: ask seqd admin-node for the replayers")},
-		Command{Name: "pairs", Help: "hot-hot pairs (not supported yet)", Run: notYet("hot-hot pairs are not tracked yet")},
-		Command{Name: "activate", Args: "ACCOUNT INSTANCE", Mutates: true, Help: "make an instance of a hot-hot account active (not supported yet)", Run: notYet("activate needs hot-hot activation in the sequencer, which has not landed")},
-		Command{Name: "force-passive", Args: "ACCOUNT INSTANCE", Mutates: true, Help: "make an instance of a hot-hot account passive (not supported yet)", Run: notYet("force-passive needs hot-hot activation in the sequencer, which has not landed")},
 	)
+	if am, ok := m.(ActivationMember); ok {
+		s.Table.MustAdd(activationCommands(am)...)
+	} else {
+		s.Table.MustAdd(
+			Command{Name: "pairs", Help: "hot-hot pairs (this member cannot tell)", Run: notYet("this member keeps no hot-hot table")},
+			Command{Name: "activate", Args: "ACCOUNT INSTANCE", Mutates: true, Help: "make an instance of a hot-hot account active (this member cannot)", Run: notYet("this member cannot change hot-hot activation")},
+			Command{Name: "force-passive", Args: "ACCOUNT INSTANCE", Mutates: true, Help: "make an instance of a hot-hot account passive (this member cannot)", Run: notYet("this member cannot change hot-hot activation")},
+		)
+	}
 	s.Registry.MustRegister(NewMemberCollector(m))
 	if sq, ok := m.(interface{ SequencerStats() sequencer.Stats }); ok {
 		// The primary's counters (cluster.Member has them).

@@ -15,6 +15,9 @@ type accountState struct {
 	account   wire.Account
 	active    int32   // sender index of the active instance; -1: none
 	instances []int32 // sender indexes of its instances on record
+	// lastID is the highest hot-hot command id sequenced for the account:
+	// a command id at or below it is the partner's copy (RejectDuplicateID).
+	lastID uint64
 }
 
 func (t *accountTable) init(capacity int) {
@@ -79,26 +82,118 @@ func (c *Core) checkActivity() {
 		if a.active < 0 || c.mono-c.heard(a.active) < timeout {
 			continue
 		}
-		best := int32(-1)
-		var bestHeard int64
-		for _, idx := range a.instances {
-			h := c.heard(idx)
-			if idx == a.active || c.mono-h >= timeout {
-				continue
-			}
-			if best < 0 || h > bestHeard {
-				best, bestHeard = idx, h
-			}
-		}
+		best := c.livePartner(int32(ai), a.active)
 		if best < 0 {
 			continue
 		}
-		old := &st.senders.list[a.active]
-		c.in = wire.Internal{Type: wire.InternalNodeDeactivated, Account: old.account, Instance: old.instance}
-		c.emitInternal(wire.FlagInternal|wire.FlagSeqGen, 0, 0, 0)
-		nw := &st.senders.list[best]
-		c.in = wire.Internal{Type: wire.InternalNodeActivated, Account: nw.account, Instance: nw.instance}
-		c.emitInternal(wire.FlagInternal|wire.FlagSeqGen, 0, 0, 0)
+		c.switchActive(a.active, best)
 		c.stats.ActivationSwitch++
 	}
+}
+
+// livePartner is the instance of account ai other than not heard most
+// recently within ActiveTimeout (any heard one when ActiveTimeout is 0),
+// or -1.
+func (c *Core) livePartner(ai, not int32) int32 {
+	timeout := int64(c.cfg.ActiveTimeout)
+	best := int32(-1)
+	var bestHeard int64
+	for _, idx := range c.state.accounts.list[ai].instances {
+		h := c.heard(idx)
+		if idx == not || timeout > 0 && c.mono-h >= timeout {
+			continue
+		}
+		if best < 0 || h > bestHeard {
+			best, bestHeard = idx, h
+		}
+	}
+	return best
+}
+
+// switchActive emits the pair of records that moves activation from
+// sender old (-1: none) to sender nw.
+func (c *Core) switchActive(old, nw int32) {
+	st := &c.state
+	if old >= 0 {
+		o := &st.senders.list[old]
+		c.in = wire.Internal{Type: wire.InternalNodeDeactivated, Account: o.account, Instance: o.instance}
+		c.emitInternal(wire.FlagInternal|wire.FlagSeqGen, 0, 0, 0)
+	}
+	n := &st.senders.list[nw]
+	c.in = wire.Internal{Type: wire.InternalNodeActivated, Account: n.account, Instance: n.instance}
+	c.emitInternal(wire.FlagInternal|wire.FlagSeqGen, 0, 0, 0)
+}
+
+// Activate makes instance of account a its active instance, in the
+// stream: InternalActivate (the request, naming requester, or no sender
+// for an operator), then the NodeDeactivated/NodeActivated pair. The
+// instance must be on record (it sent or heartbeated); an instance
+// already active changes nothing. It returns the seq of the activation.
+func (c *Core) Activate(now Time, a wire.Account, instance uint8) (uint64, error) {
+	c.advance(now)
+	return c.control(wire.ControlActivate, a, instance, senderKey{}, 0)
+}
+
+// ForcePassive makes instance of account a passive, in the stream: its
+// live partner (heard within ActiveTimeout) becomes active. It fails
+// with ErrNoPartner when there is none (the account would have no active
+// instance), and ErrNotActive when the instance is not the active one.
+func (c *Core) ForcePassive(now Time, a wire.Account, instance uint8) (uint64, error) {
+	c.advance(now)
+	return c.control(wire.ControlForcePassive, a, instance, senderKey{}, 0)
+}
+
+// control carries out an activation change asked by an operator (from
+// zero) or by command cmdSeq of sender from.
+func (c *Core) control(op uint8, a wire.Account, instance uint8, from senderKey, cmdSeq uint64) (uint64, error) {
+	st := &c.state
+	idx, _ := st.senders.lookup(a, instance)
+	if idx < 0 {
+		return 0, ErrUnknownInstance
+	}
+	acct := &st.accounts.list[st.senders.list[idx].acct]
+	old := acct.active
+	var nw int32
+	typ := wire.InternalActivate
+	if op == wire.ControlActivate {
+		nw = idx
+	} else {
+		typ = wire.InternalForcePassive
+		if old != idx {
+			return 0, ErrNotActive
+		}
+		if nw = c.livePartner(st.senders.list[idx].acct, idx); nw < 0 {
+			return 0, ErrNoPartner
+		}
+	}
+	flags := wire.FlagInternal
+	if cmdSeq == 0 {
+		flags |= wire.FlagSeqGen
+	}
+	c.in = wire.Internal{Type: typ, Account: a, Instance: instance}
+	seq := c.emitInternal(flags, from.account, from.instance, cmdSeq)
+	if old == nw {
+		return seq, nil
+	}
+	c.switchActive(old, nw)
+	return c.nextSeq - 1, nil
+}
+
+// restarted handles a new incarnation of sender idx of a hot-hot account
+// (its InternalIncarnation just emitted): a restarted active instance lost
+// what it had in flight, so its live partner takes over; with none, the
+// activation is announced again so that the new process learns it is
+// active from the live stream.
+func (c *Core) restarted(idx int32) {
+	st := &c.state
+	ai := st.senders.list[idx].acct
+	if st.accounts.list[ai].active != idx {
+		return
+	}
+	if nw := c.livePartner(ai, idx); nw >= 0 {
+		c.switchActive(idx, nw)
+		c.stats.ActivationSwitch++
+		return
+	}
+	c.switchActive(-1, idx)
 }

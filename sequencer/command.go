@@ -64,6 +64,7 @@ func (c *Core) stepCommand(now Time, frame []byte) error {
 		return nil
 	}
 	c.advance(now)
+	hot := p.HotHot
 	expected := uint64(1)
 	if idx >= 0 {
 		c.hear(idx, k)
@@ -71,10 +72,25 @@ func (c *Core) stepCommand(now Time, frame []byte) error {
 			// A restarted node: the reset goes into the stream so that a
 			// new primary rebuilding the table from the stream agrees.
 			c.asm.drop(k)
-			c.in = wire.Internal{Type: wire.InternalIncarnation, Account: k.account, Instance: k.instance, Value: p.Incarnation}
+			c.in = wire.Internal{Type: wire.InternalIncarnation, Account: k.account, Instance: k.instance, Value: p.Incarnation, Extra: hotExtra(hot)}
 			c.emitInternal(wire.FlagInternal|wire.FlagSeqGen, 0, 0, 0)
+			if hot {
+				c.restarted(idx)
+			}
+		} else if hot != st.senders.list[idx].hotHot {
+			// One incarnation is hot-hot or not for its whole life.
+			c.stats.HotHotMismatch++
+			return nil
 		}
 		expected = st.senders.list[idx].lastCmdSeq + 1
+	}
+	if hot && p.Count == 0 {
+		// A hot-hot instance's heartbeat: heard (above), and put on
+		// record if it is new, so that it can take over.
+		if idx < 0 && p.Incarnation > 0 {
+			c.admit(k, p.Incarnation, true)
+		}
+		return nil
 	}
 	full := false // an unknown sender that the table has no room for
 	cmd := &c.c
@@ -103,7 +119,7 @@ func (c *Core) stepCommand(now Time, frame []byte) error {
 			}
 		}
 		if idx < 0 {
-			if idx = c.admit(k, p.Incarnation); idx < 0 {
+			if idx = c.admit(k, p.Incarnation, hot); idx < 0 {
 				c.asm.drop(k)
 				full = true
 				c.reject(k, p.Incarnation, cmd.CmdSeq, wire.RejectSenderTableFull)
@@ -113,13 +129,28 @@ func (c *Core) stepCommand(now Time, frame []byte) error {
 			// Its account's active instance was forgotten.
 			c.activate(k)
 		}
+		if reason == 0 && hot {
+			reason = c.checkHotHot(idx, cmd)
+		}
 		switch {
 		case reason != 0:
 			c.reject(k, p.Incarnation, cmd.CmdSeq, reason)
+		case cmd.Flags&wire.CmdControl != 0:
+			c.controlCommand(k, p.Incarnation, cmd.CmdSeq, payload)
 		case cmd.Flags&wire.CmdTimer != 0:
 			c.sequenceTimer(k, cmd.CmdSeq)
 		default:
-			c.appendMessage(0, k.account, k.instance, cmd.CmdSeq, payload)
+			var flags uint8
+			if cmd.Flags&wire.CmdOOB != 0 {
+				flags = wire.FlagOOB
+			}
+			// A hot-hot command's record carries its id: the partner
+			// instance matches its shadow copy by it.
+			id := cmd.CmdSeq
+			if hot {
+				id = cmd.ID
+			}
+			c.appendMessage(flags, k.account, k.instance, id, payload)
 			c.stats.Commands++
 			if cmd.Flags&wire.CmdFragment != 0 {
 				c.asm.drop(k)
@@ -177,7 +208,7 @@ func (c *Core) checkCommand(cmd *wire.Command, idx int32) wire.RejectReason {
 // applied like any record, so a standby forgets the same one). The
 // records it may emit next (its account's activation, its incarnation)
 // create the entry; when neither is due, the command's own record does.
-func (c *Core) admit(k senderKey, incarnation uint64) int32 {
+func (c *Core) admit(k senderKey, incarnation uint64, hot bool) int32 {
 	st := &c.state
 	if len(st.senders.list) == st.maxSenders {
 		v := st.victim()
@@ -198,11 +229,56 @@ func (c *Core) admit(k senderKey, incarnation uint64) int32 {
 		c.activate(k)
 	}
 	if incarnation > 0 {
-		c.in = wire.Internal{Type: wire.InternalIncarnation, Account: k.account, Instance: k.instance, Value: incarnation}
+		c.in = wire.Internal{Type: wire.InternalIncarnation, Account: k.account, Instance: k.instance, Value: incarnation, Extra: hotExtra(hot)}
 		c.emitInternal(wire.FlagInternal|wire.FlagSeqGen, 0, 0, 0)
 	}
 	c.live[idx] = liveSender{key: k, heard: c.mono}
 	return idx
+}
+
+// hotExtra is the Extra of an InternalIncarnation record: bit 0 says the
+// incarnation is a hot-hot instance's.
+func hotExtra(hot bool) int64 {
+	if hot {
+		return 1
+	}
+	return 0
+}
+
+// checkHotHot fences and dedupes command cmd of hot-hot sender idx: only
+// the account's active instance is sequenced, and an id already
+// sequenced for the account (the partner's copy) is not sequenced again.
+// Either way the command's seq is used up in the stream (a rejection
+// record), so a standby's table agrees and the sender's later commands
+// are not held.
+func (c *Core) checkHotHot(idx int32, cmd *wire.Command) wire.RejectReason {
+	st := &c.state
+	a := &st.accounts.list[st.senders.list[idx].acct]
+	switch {
+	case cmd.Flags&wire.CmdControl != 0:
+		return 0 // a request about activation: any instance may ask
+	case cmd.Flags&wire.CmdTimer != 0:
+		// Timer keys name the instance: the partner's would differ.
+		return wire.RejectTimerRequest
+	case a.active != idx:
+		return wire.RejectNotActive
+	case cmd.ID <= a.lastID:
+		return wire.RejectDuplicateID
+	}
+	return 0
+}
+
+// controlCommand carries out a node's control request (CmdControl) or
+// rejects it (RejectControl).
+func (c *Core) controlCommand(k senderKey, incarnation, cmdSeq uint64, payload []byte) {
+	var r wire.ControlRequest
+	if wire.DecodeControl(payload, &r) != nil {
+		c.reject(k, incarnation, cmdSeq, wire.RejectControl)
+		return
+	}
+	if _, err := c.control(r.Op, r.Account, r.Instance, k, cmdSeq); err != nil {
+		c.reject(k, incarnation, cmdSeq, wire.RejectControl)
+	}
 }
 
 // activate emits InternalNodeActivated for k: the first instance of an
@@ -238,6 +314,10 @@ func (c *Core) reject(k senderKey, incarnation, cmdSeq uint64, reason wire.Rejec
 		c.stats.RejectedFragmentedTimer++
 	case wire.RejectTimerRate:
 		c.stats.RejectedTimerRate++
+	case wire.RejectNotActive:
+		c.stats.RejectedNotActive++
+	case wire.RejectDuplicateID:
+		c.stats.RejectedDuplicateID++
 	}
 }
 

@@ -78,7 +78,10 @@ type Stats struct {
 	Messages                uint64 // sequence numbers assigned
 	TimersFired             uint64 // InternalTimer messages emitted
 	TimerSkipped            uint64 // periods of periodic timers skipped (sequencer time jumped past them)
-	ActivationSwitch        uint64 // hot-hot switches by ActiveTimeout
+	ActivationSwitch        uint64 // hot-hot switches by ActiveTimeout (or a restart of the active instance)
+	RejectedNotActive       uint64 // hot-hot commands of an instance that is not active (fenced)
+	RejectedDuplicateID     uint64 // hot-hot commands whose id the account already had sequenced
+	HotHotMismatch          uint64 // frames dropped: hot-hot flag differs from the incarnation's
 }
 
 // Core is the sequencing state machine. See the package comment.

@@ -435,7 +435,7 @@ func TestCore_EmitRefusesWhatStateCannotApply(t *testing.T) {
 	next := c.NextSeq()
 	for _, m := range []wire.Internal{
 		{Type: wire.InternalNodeActivated, Account: acctB, Instance: 1},
-		{Type: wire.InternalStaleIncarnation + 1},
+		{Type: wire.InternalActivate + 1},
 	} {
 		if seq := c.Emit(at(2), &m); seq != 0 || c.NextSeq() != next {
 			t.Fatalf("emitted %v as seq %d", m.Type, seq)

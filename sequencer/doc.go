@@ -37,7 +37,11 @@
 // its shell. Repairer answers NAKs from a RetransmitStore (the ring, or a
 // replayer's store). A command the sequencer cannot take is rejected in
 // the stream (InternalRejected), never dropped in silence, and every table
-// keyed by a remote identity is bounded.
+// keyed by a remote identity is bounded. Hot-hot accounts: only the
+// active instance's commands are sequenced, once per stream-derived id
+// (fencing and dedupe in the stream); Core.Activate and Core.ForcePassive
+// switch by operator, Controls carries such requests (and State reads)
+// into the goroutine that runs the Core.
 //
 // # Concurrency
 //

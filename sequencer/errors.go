@@ -23,4 +23,12 @@ var (
 	// ErrTakeover: NewPrimary got a State that is not at the new epoch's
 	// cut, or that was built for another MaxSenders.
 	ErrTakeover = errors.New("sequencer: cannot take over")
+	// ErrUnknownInstance: an activation change names an account instance
+	// the sequencer has no record of (it never sent nor heartbeated).
+	ErrUnknownInstance = errors.New("sequencer: no such account instance on record")
+	// ErrNotActive: force-passive of an instance that is not active.
+	ErrNotActive = errors.New("sequencer: the instance is not the active one")
+	// ErrNoPartner: force-passive with no other instance heard within
+	// ActiveTimeout to take over (the account would have no active one).
+	ErrNoPartner = errors.New("sequencer: no live partner instance to take over")
 )

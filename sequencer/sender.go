@@ -15,8 +15,11 @@ type sender struct {
 	timerRate   uint64 // how often its periodic timers fire together (timerRate)
 	incarnation uint64
 	lastCmdSeq  uint64
-	lastSeq     uint64 // seq of its latest record
-	lastTime    int64  // time of its latest record
+	// hotHot: an instance of a hot-hot account (its last InternalIncarnation
+	// said so): its commands are fenced by activation and deduped by id.
+	hotHot   bool
+	lastSeq  uint64 // seq of its latest record
+	lastTime int64  // time of its latest record
 }
 
 // senderTable is an open-addressing (linear probing) hash table from

@@ -6,17 +6,22 @@ import (
 	"github.com/seqd/seqd/wire"
 )
 
-// Snapshot layout, version 1 (little-endian; this is the sequencer's own
+// Snapshot layout, version 2 (little-endian; this is the sequencer's own
 // format, for the cluster's state transfer, not a network frame):
 //
-//	header (48 bytes): magic u32 "SQST", version u16 = 1, reserved u16,
+//	header (48 bytes): magic u32 "SQST", version u16 = 2, reserved u16,
 //	  maxSenders u32, senders u32, accounts u32, timers u32,
 //	  lastSeq u64, lastTime i64, epoch u32, reserved u32, epochStart u64
 //	senders, in index order (48 bytes each): account u64, instance u8,
-//	  reserved [7]u8, incarnation u64, lastCmdSeq u64, lastSeq u64,
-//	  lastTime i64
+//	  hot-hot u8 (0 or 1), reserved [6]u8, incarnation u64, lastCmdSeq
+//	  u64, lastSeq u64, lastTime i64
 //	accounts, in table order: account u64, active i32 (-1: none),
-//	  instances u32, then that many sender indexes u32
+//	  instances u32, lastID u64 (hot-hot), then that many sender
+//	  indexes u32
+//
+// Version 1 (before hot-hot pairs) had no hot-hot byte and no lastID; it
+// is still read (no sender hot-hot, every lastID 0).
+//
 //	timers, in heap order (40 bytes each): account u64, instance u8,
 //	  reserved [7]u8, id u64, at i64, period i64
 //
@@ -27,7 +32,7 @@ import (
 // would. Per-sender timer counts and account links are derived on Restore.
 const (
 	snapshotMagic   = 0x54535153 // "SQST"
-	snapshotVersion = 1
+	snapshotVersion = 2
 	snapHeaderBytes = 48
 	snapSenderBytes = 48
 	snapTimerBytes  = 40
@@ -52,7 +57,11 @@ func (s *State) AppendSnapshot(b []byte) []byte {
 	for i := range s.senders.list {
 		e := &s.senders.list[i]
 		b = le.AppendUint64(b, uint64(e.account))
-		b = le.AppendUint64(b, uint64(e.instance))
+		inst := uint64(e.instance)
+		if e.hotHot {
+			inst |= 1 << 8
+		}
+		b = le.AppendUint64(b, inst)
 		b = le.AppendUint64(b, e.incarnation)
 		b = le.AppendUint64(b, e.lastCmdSeq)
 		b = le.AppendUint64(b, e.lastSeq)
@@ -63,6 +72,7 @@ func (s *State) AppendSnapshot(b []byte) []byte {
 		b = le.AppendUint64(b, uint64(a.account))
 		b = le.AppendUint32(b, uint32(a.active))
 		b = le.AppendUint32(b, uint32(len(a.instances)))
+		b = le.AppendUint64(b, a.lastID)
 		for _, idx := range a.instances {
 			b = le.AppendUint32(b, uint32(idx))
 		}
@@ -132,8 +142,16 @@ func (s *State) Restore(b []byte) error {
 
 func (s *State) decode(b []byte) error {
 	r := &snapReader{b: b}
-	if r.u32() != snapshotMagic || r.u16() != snapshotVersion || r.u16() != 0 {
+	if r.u32() != snapshotMagic {
 		return ErrSnapshot
+	}
+	version := r.u16()
+	if version != 1 && version != snapshotVersion || r.u16() != 0 {
+		return ErrSnapshot
+	}
+	acctBytes := 12
+	if version >= 2 {
+		acctBytes = 20
 	}
 	maxS, nS, nA, nT := int(r.u32()), int(r.u32()), int(r.u32()), int(r.u32())
 	lastSeq, lastTime, epoch, res, epochStart := r.u64(), int64(r.u64()), r.u32(), r.u32(), r.u64()
@@ -141,13 +159,17 @@ func (s *State) decode(b []byte) error {
 	// allocated, so a corrupt header cannot reserve memory it has no
 	// bytes for.
 	if r.bad || res != 0 || maxS < 1 || maxS > maxSenders || nS > maxS || nA > nS ||
-		nS*snapSenderBytes+nA*12+nT*snapTimerBytes > len(r.b) {
+		nS*snapSenderBytes+nA*acctBytes+nT*snapTimerBytes > len(r.b) {
 		return ErrSnapshot
 	}
 	s.init(maxS, 1)
 	s.lastSeq, s.lastTime, s.epoch, s.epochStart = lastSeq, lastTime, epoch, epochStart
 	for i := 0; i < nS; i++ {
 		a, inst := wire.Account(r.u64()), r.u64()
+		hot := false
+		if version >= 2 && inst>>8 == 1 {
+			hot, inst = true, inst&0xFF
+		}
 		if inst > 0xFF {
 			return ErrSnapshot
 		}
@@ -159,9 +181,14 @@ func (s *State) decode(b []byte) error {
 		e := &s.senders.list[idx]
 		e.acct = -1
 		e.incarnation, e.lastCmdSeq, e.lastSeq, e.lastTime = r.u64(), r.u64(), r.u64(), int64(r.u64())
+		e.hotHot = hot
 	}
 	for ai := 0; ai < nA; ai++ {
 		a, active, k := wire.Account(r.u64()), int32(r.u32()), int(r.u32())
+		var lastID uint64
+		if version >= 2 {
+			lastID = r.u64()
+		}
 		if r.bad || k < 1 || k > nS || active < -1 || int(active) >= nS {
 			return ErrSnapshot
 		}
@@ -169,7 +196,7 @@ func (s *State) decode(b []byte) error {
 			return ErrSnapshot
 		}
 		s.accounts.index[a] = int32(ai)
-		st := accountState{account: a, active: active, instances: make([]int32, 0, k)}
+		st := accountState{account: a, active: active, instances: make([]int32, 0, k), lastID: lastID}
 		for j := 0; j < k; j++ {
 			idx := int32(r.u32())
 			if r.bad || idx < 0 || int(idx) >= nS {

@@ -90,6 +90,60 @@ func (s *State) Active(a wire.Account) (instance uint8, ok bool) {
 	return s.senders.list[s.accounts.list[ai].active].instance, true
 }
 
+// HotHot reports the last hot-hot command id sequenced for account a
+// and whether instance is on record as a hot-hot instance of it.
+func (s *State) HotHot(a wire.Account, instance uint8) (lastID uint64, hot bool) {
+	if ai, ok := s.accounts.index[a]; ok {
+		lastID = s.accounts.list[ai].lastID
+	}
+	if i, _ := s.senders.lookup(a, instance); i >= 0 {
+		hot = s.senders.list[i].hotHot
+	}
+	return lastID, hot
+}
+
+// HotHotPair is one hot-hot account as the State holds it: its active
+// instance (-1: none), the last command id sequenced for it, and its
+// instances on record.
+type HotHotPair struct {
+	Account   wire.Account
+	Active    int
+	LastID    uint64
+	Instances []HotHotInstance
+}
+
+// HotHotInstance is one instance of a hot-hot account: its incarnation
+// and the seq of its latest record.
+type HotHotInstance struct {
+	Instance    uint8
+	Incarnation uint64
+	LastSeq     uint64
+}
+
+// HotHotPairs lists the accounts with a hot-hot instance, in table order
+// (for operators; it allocates).
+func (s *State) HotHotPairs() []HotHotPair {
+	var out []HotHotPair
+	for ai := range s.accounts.list {
+		a := &s.accounts.list[ai]
+		p := HotHotPair{Account: a.account, Active: -1, LastID: a.lastID}
+		hot := false
+		for _, idx := range a.instances {
+			e := &s.senders.list[idx]
+			hot = hot || e.hotHot
+			p.Instances = append(p.Instances, HotHotInstance{Instance: e.instance, Incarnation: e.incarnation, LastSeq: e.lastSeq})
+		}
+		if !hot {
+			continue
+		}
+		if a.active >= 0 {
+			p.Active = int(s.senders.list[a.active].instance)
+		}
+		out = append(out, p)
+	}
+	return out
+}
+
 // Apply replays one sequenced record. r is a whole message: Seq, Time,
 // Flags, Account, Instance, CmdSeq and, for an internal record, Payload.
 // A fragmented message is applied once (any one of its fragments will
@@ -103,8 +157,13 @@ func (s *State) Active(a wire.Account) (instance uint8, ok bool) {
 // Effects, by record:
 //   - a command (no FlagInternal): its sender's last command seq becomes
 //     CmdSeq;
+//   - a command of a hot-hot instance (its incarnation's record said
+//     so): its last command seq moves up by one, and CmdSeq, the
+//     command's id, raises its account's last id;
 //   - InternalIncarnation: the sender's incarnation becomes Value, its
-//     last command seq 0;
+//     last command seq 0, and it is hot-hot when Extra's bit 0 is set;
+//   - InternalActivate / InternalForcePassive: the requester's command
+//     seq (a node's control command) is used up;
 //   - InternalTimerSet / InternalTimerCancel (the requester's CmdSeq in
 //     the record): the timer is set or cancelled (and the sender's timer
 //     rate follows), and the command seq used up;
@@ -132,7 +191,16 @@ func (s *State) Apply(r *wire.Record) error {
 		if i < 0 {
 			return ErrApplyFull
 		}
-		s.senders.list[i].lastCmdSeq = r.CmdSeq
+		e := &s.senders.list[i]
+		if e.hotHot {
+			// The record carries the command's id; its seq is the next
+			// one (the primary takes a sender's commands only in order).
+			e.lastCmdSeq++
+			a := &s.accounts.list[e.acct]
+			a.lastID = max(a.lastID, r.CmdSeq)
+		} else {
+			e.lastCmdSeq = r.CmdSeq
+		}
 		s.advance(r)
 		return nil
 	}
@@ -153,6 +221,12 @@ func (s *State) Apply(r *wire.Record) error {
 		if wire.RejectReason(in.Value) != wire.RejectSenderTableFull {
 			i = s.touch(in.Account, in.Instance, r.Seq, r.Time)
 		}
+	case wire.InternalActivate, wire.InternalForcePassive:
+		// The record names its requester (a node's control command), or
+		// no sender (an operator's).
+		if r.CmdSeq != 0 {
+			i = s.touch(r.Account, r.Instance, r.Seq, r.Time)
+		}
 	}
 	if i < 0 {
 		return ErrApplyFull
@@ -164,6 +238,11 @@ func (s *State) Apply(r *wire.Record) error {
 		e := &s.senders.list[i]
 		e.incarnation = in.Value
 		e.lastCmdSeq = 0
+		e.hotHot = in.Extra&1 != 0
+	case wire.InternalActivate, wire.InternalForcePassive:
+		if r.CmdSeq != 0 {
+			s.senders.list[i].lastCmdSeq = r.CmdSeq
+		}
 	case wire.InternalTimerSet, wire.InternalTimerCancel:
 		e := &s.senders.list[i]
 		e.lastCmdSeq = r.CmdSeq
@@ -238,7 +317,7 @@ func (s *State) touch(a wire.Account, instance uint8, seq uint64, t int64) int32
 // canApply reports whether an internal record with payload m would apply:
 // a known type, and room for the sender it names if it creates one.
 func (s *State) canApply(m *wire.Internal) bool {
-	if m.Type < wire.InternalSessionStart || m.Type > wire.InternalStaleIncarnation {
+	if m.Type < wire.InternalSessionStart || m.Type > wire.InternalActivate {
 		return false
 	}
 	switch m.Type {

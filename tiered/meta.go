@@ -59,18 +59,27 @@ type Meta struct {
 	// page), "" if none: how `seqd admin-node` finds a deployment's
 	// sequencer members. Encoding version 2.
 	AdminAddr string
+	// A node (version 3): its account and instance ("" and 0 when it has
+	// none), whether it is the active instance of its hot-hot account,
+	// and the last seq it applied.
+	Account  string
+	Instance uint8
+	Active   bool
+	Applied  uint64
 }
 
 // Encoding limits. A Meta rides in every memberlist alive message, whose
 // meta is at most 512 bytes (memberlist.MetaMaxSize).
 const (
 	// MetaVersion is the encoding this package writes.
-	MetaVersion = 2
+	MetaVersion = 3
 	// MaxMetaBytes bounds an encoded Meta (memberlist.MetaMaxSize).
 	MaxMetaBytes = 512
 	// MaxNameBytes and MaxAddrBytes bound the string fields.
 	MaxNameBytes = 128
 	MaxAddrBytes = 128
+	// maxAccountBytes is a seqd account's longest name.
+	maxAccountBytes = 8
 )
 
 // The encoding, version 1 (little-endian varints, as encoding/binary's
@@ -91,6 +100,13 @@ const (
 //
 //	admin    uvarint length (0..MaxAddrBytes), bytes
 //
+// Version 3 appends a node's fields:
+//
+//	account  uvarint length (0..8), bytes
+//	instance byte
+//	active   byte     0 or 1
+//	applied  uvarint
+//
 // Versioning: a later version only appends fields after these and bumps
 // the version byte, so a reader of version 1 reads the fields it knows
 // from any version >= 1 and ignores the rest (members of mixed versions
@@ -109,10 +125,16 @@ func AppendMeta(b []byte, m *Meta) ([]byte, error) {
 	b = binary.AppendUvarint(b, m.Lowest)
 	b = binary.AppendUvarint(b, m.Highest)
 	b = binary.AppendUvarint(b, uint64(m.Load))
-	for _, s := range [...]string{m.Name, m.NAKAddr, m.RewindAddr, m.AdminAddr} {
+	for _, s := range [...]string{m.Name, m.NAKAddr, m.RewindAddr, m.AdminAddr, m.Account} {
 		b = binary.AppendUvarint(b, uint64(len(s)))
 		b = append(b, s...)
 	}
+	active := byte(0)
+	if m.Active {
+		active = 1
+	}
+	b = append(b, m.Instance, active)
+	b = binary.AppendUvarint(b, m.Applied)
 	if len(b)-start > MaxMetaBytes {
 		return b[:start], fmt.Errorf("%w: %d bytes encoded, at most %d", ErrMetaTooLarge, len(b)-start, MaxMetaBytes)
 	}
@@ -126,6 +148,8 @@ func (m *Meta) check() error {
 		return fmt.Errorf("%w: role %d", ErrMeta, m.Role)
 	case len(m.Name) == 0 || len(m.Name) > MaxNameBytes || !utf8.ValidString(m.Name):
 		return fmt.Errorf("%w: name of %d bytes (want 1..%d of UTF-8)", ErrMetaTooLarge, len(m.Name), MaxNameBytes)
+	case len(m.Account) > maxAccountBytes:
+		return fmt.Errorf("%w: an account of %d bytes (at most %d)", ErrMetaTooLarge, len(m.Account), maxAccountBytes)
 	case len(m.NAKAddr) > MaxAddrBytes || len(m.RewindAddr) > MaxAddrBytes || len(m.AdminAddr) > MaxAddrBytes:
 		return fmt.Errorf("%w: an address longer than %d bytes", ErrMetaTooLarge, MaxAddrBytes)
 	case m.Lowest > m.Highest:
@@ -159,6 +183,20 @@ func DecodeMeta(b []byte, m *Meta) error {
 	if b[0] >= 2 {
 		m.AdminAddr = d.str(MaxAddrBytes)
 	}
+	if b[0] >= 3 {
+		m.Account = d.str(maxAccountBytes)
+		m.Instance = d.byte()
+		switch d.byte() {
+		case 0:
+		case 1:
+			m.Active = true
+		default:
+			if d.err == nil {
+				d.err = fmt.Errorf("%w: active flag not 0 or 1", ErrMeta)
+			}
+		}
+		m.Applied = d.uvarint()
+	}
 	if d.err != nil {
 		return d.err
 	}
@@ -187,6 +225,19 @@ func (d *metaDecoder) uvarint() uint64 {
 		return 0
 	}
 	d.b = d.b[n:]
+	return v
+}
+
+func (d *metaDecoder) byte() uint8 {
+	if d.err != nil {
+		return 0
+	}
+	if len(d.b) == 0 {
+		d.err = fmt.Errorf("%w: truncated", ErrMeta)
+		return 0
+	}
+	v := d.b[0]
+	d.b = d.b[1:]
 	return v
 }
 

@@ -86,17 +86,22 @@ func TestMeta_Refused(t *testing.T) {
 			t.Errorf("DecodeMeta(%s) = %v, want %v", c.name, err, c.want)
 		}
 	}
-	// A later version appends fields: a version 2 reader reads its own.
+	// A later version appends fields: this version's reader reads its own.
 	later := append(bytes.Clone(good), 0xAA, 0xBB)
-	later[0] = 3
+	later[0] = MetaVersion + 1
 	if err := DecodeMeta(later, &m); err != nil || m != replayerMeta() {
-		t.Fatalf("version 3 with appended fields: %+v %v", m, err)
+		t.Fatalf("a later version with appended fields: %+v %v", m, err)
 	}
-	// Version 1 (no admin address, as members of before it send) still
-	// decodes.
+	// Versions 1 (no admin address) and 2 (no node fields), as members
+	// of before them send, still decode. The node fields of a Meta with
+	// none set take 4 bytes (account length, instance, active, applied).
 	seq := Meta{Name: "seq-1", Role: RoleSequencer, Session: 9, AdminAddr: "10.0.0.1:7401"}
-	v2 := enc(seq)
-	v1 := append([]byte{1}, v2[1:len(v2)-1-len(seq.AdminAddr)]...)
+	v3 := enc(seq)
+	v2 := append([]byte{2}, v3[1:len(v3)-4]...)
+	if err := DecodeMeta(v2, &m); err != nil || m != seq {
+		t.Fatalf("version 2: %+v %v, want %+v", m, err, seq)
+	}
+	v1 := append([]byte{1}, v3[1:len(v3)-4-1-len(seq.AdminAddr)]...)
 	seq.AdminAddr = ""
 	if err := DecodeMeta(v1, &m); err != nil || m != seq {
 		t.Fatalf("version 1: %+v %v, want %+v", m, err, seq)
@@ -104,7 +109,7 @@ func TestMeta_Refused(t *testing.T) {
 }
 
 // FuzzDecodeMeta: any bytes decode or fail cleanly; what decodes encodes
-// back to a Meta that decodes the same (and, for version 1, to the same
+// back to a Meta that decodes the same (and, for this version, to the same
 // bytes).
 func FuzzDecodeMeta(f *testing.F) {
 	for _, m := range []Meta{replayerMeta(), {Name: "n", Role: RoleNode}} {

@@ -10,8 +10,28 @@ const (
 const (
 	CmdFragment uint8 = 1 << 1 // record holds part of a larger command
 	CmdTimer    uint8 = 1 << 3 // payload is a TimerRequest for the sequencer
-	cmdFlags          = CmdFragment | CmdTimer
+	// CmdOOB asks for out-of-band delivery: the sequencer numbers it as
+	// usual and its stream record carries FlagOOB.
+	CmdOOB uint8 = 1 << 4
+	// CmdControl: the payload is a ControlRequest (activate, force
+	// passive) for the sequencer.
+	CmdControl uint8 = 1 << 5
+	cmdFlags         = CmdFragment | CmdTimer | CmdOOB | CmdControl
 )
+
+// Command frame header flags.
+const (
+	// FrameHotHot: the sender is an instance of a hot-hot account. Every
+	// record carries an 8-byte command id (after its 12-byte header,
+	// before the fragment header): the stream position its handler sent it from, equal on every
+	// instance. A hot-hot frame with no records is the instance's
+	// heartbeat. A frame without the flag is laid out as before it existed.
+	FrameHotHot uint16 = 1 << 0
+	frameFlags         = FrameHotHot
+)
+
+// CommandIDBytes is the size of the id of a record in a hot-hot frame.
+const CommandIDBytes = 8
 
 // CommandPacket is the decoded header of a command frame plus a cursor over
 // its records. It holds a view of the frame.
@@ -21,16 +41,20 @@ type CommandPacket struct {
 	Incarnation uint64
 	Session     uint64
 	Count       int
+	// HotHot: the frame has FrameHotHot (each Command has its ID).
+	HotHot bool
 
 	body []byte
 }
 
 // Command is one command, or one fragment of a command. Payload is a view.
 type Command struct {
-	CmdSeq  uint64
-	Flags   uint8
-	Total   uint32
-	Offset  uint32
+	CmdSeq uint64
+	Flags  uint8
+	Total  uint32
+	Offset uint32
+	// ID is the hot-hot command id (0 outside hot-hot frames).
+	ID      uint64
 	Payload []byte
 }
 
@@ -43,8 +67,14 @@ func DecodeCommand(b []byte, p *CommandPacket) error {
 	if err != nil {
 		return err
 	}
-	if le.Uint16(b[6:]) != 0 || b[35] != 0 || le.Uint32(b[36:]) != 0 {
+	fl := le.Uint16(b[6:])
+	if fl&^frameFlags != 0 || b[35] != 0 || le.Uint32(b[36:]) != 0 {
 		return ErrFlags
+	}
+	p.HotHot = fl&FrameHotHot != 0
+	rh := CommandRecordBytes
+	if p.HotHot {
+		rh += CommandIDBytes
 	}
 	p.Account = Account(le.Uint64(b[8:]))
 	p.Incarnation = le.Uint64(b[16:])
@@ -65,7 +95,10 @@ func DecodeCommand(b []byte, p *CommandPacket) error {
 		if flags&^cmdFlags != 0 || body[11] != 0 {
 			return ErrRecord
 		}
-		if body, err = skipRecord(body, CommandRecordBytes, n, flags&CmdFragment != 0); err != nil {
+		if p.HotHot && len(body) >= rh && le.Uint64(body[CommandRecordBytes:]) == 0 {
+			return ErrZeroSeq
+		}
+		if body, err = skipRecord(body, rh, n, flags&CmdFragment != 0); err != nil {
 			return err
 		}
 	}
@@ -85,9 +118,15 @@ func (p *CommandPacket) Next(c *Command) bool {
 	n := int(le.Uint16(b[8:]))
 	c.Flags = b[10]
 	h := CommandRecordBytes
+	if p.HotHot {
+		c.ID = le.Uint64(b[h:])
+		h += CommandIDBytes
+	} else {
+		c.ID = 0
+	}
 	if c.Flags&CmdFragment != 0 {
-		c.Total = le.Uint32(b[12:])
-		c.Offset = le.Uint32(b[16:])
+		c.Total = le.Uint32(b[h:])
+		c.Offset = le.Uint32(b[h+4:])
 		h += FragmentHeaderBytes
 	} else {
 		c.Total = uint32(n)
@@ -103,6 +142,7 @@ type CommandWriter struct {
 	buf   []byte
 	n     int
 	count int
+	rh    int // record header bytes: CommandRecordBytes, + CommandIDBytes when hot-hot
 }
 
 // Reset starts a command frame in buf (whose length is the size limit).
@@ -121,7 +161,16 @@ func (w *CommandWriter) Reset(buf []byte, account Account, instance uint8, incar
 	w.buf = buf
 	w.n = CommandHeaderBytes
 	w.count = 0
+	w.rh = CommandRecordBytes
 	return nil
+}
+
+// SetHotHot marks the frame begun by Reset as a hot-hot instance's
+// (FrameHotHot): every command appended carries its ID. Call it before
+// the first Append.
+func (w *CommandWriter) SetHotHot() {
+	le.PutUint16(w.buf[6:], FrameHotHot)
+	w.rh = CommandRecordBytes + CommandIDBytes
 }
 
 // Count is the number of commands appended since Reset.
@@ -131,11 +180,11 @@ func (w *CommandWriter) Count() int { return w.count }
 func (w *CommandWriter) Len() int { return w.n }
 
 // Room is how many payload bytes one more whole command can carry.
-func (w *CommandWriter) Room() int { return len(w.buf) - w.n - CommandRecordBytes }
+func (w *CommandWriter) Room() int { return len(w.buf) - w.n - w.rh }
 
 // FragmentRoom is how many payload bytes one more fragment can carry.
 func (w *CommandWriter) FragmentRoom() int {
-	return len(w.buf) - w.n - CommandRecordBytes - FragmentHeaderBytes
+	return len(w.buf) - w.n - w.rh - FragmentHeaderBytes
 }
 
 // Append adds a command; c.Total and c.Offset are written only with
@@ -144,7 +193,10 @@ func (w *CommandWriter) Append(c *Command) error {
 	if c.CmdSeq == 0 {
 		return ErrZeroSeq
 	}
-	h := CommandRecordBytes
+	if w.rh > CommandRecordBytes && c.ID == 0 {
+		return ErrZeroSeq
+	}
+	h := w.rh
 	if c.Flags&CmdFragment != 0 {
 		h += FragmentHeaderBytes
 	}
@@ -160,9 +212,14 @@ func (w *CommandWriter) Append(c *Command) error {
 	le.PutUint16(b[8:], uint16(n))
 	b[10] = c.Flags & cmdFlags
 	b[11] = 0
-	if h > CommandRecordBytes {
-		le.PutUint32(b[12:], c.Total)
-		le.PutUint32(b[16:], c.Offset)
+	at := CommandRecordBytes
+	if w.rh > CommandRecordBytes {
+		le.PutUint64(b[at:], c.ID)
+		at += CommandIDBytes
+	}
+	if c.Flags&CmdFragment != 0 {
+		le.PutUint32(b[at:], c.Total)
+		le.PutUint32(b[at+4:], c.Offset)
 	}
 	copy(b[h:], c.Payload)
 	w.n += h + n

@@ -13,8 +13,8 @@
 //     CommandWriter builds one.
 //   - Nak, Gone, Status: repair requests, their refusal, and receivers'
 //     position reports (a standby's ack is a Status with StatusStandby).
-//   - Internal, TimerRequest, RejectReason: the payloads of internal
-//     records and of timer commands.
+//   - Internal, TimerRequest, ControlRequest, RejectReason: the payloads
+//     of internal records and of timer and control commands.
 //   - RewindRequest, RewindReply: the rewind connection's handshake.
 //   - PeerRequest and the peer answer frames: the peer protocol of
 //     sequencer members (fetch, seal, status) on a member's peer port.

@@ -18,6 +18,7 @@ var (
 	ErrTimerReq    = errors.New("wire: malformed timer request")
 	ErrNakRange    = errors.New("wire: NAK range is empty or reversed")
 	ErrZeroSeq     = errors.New("wire: sequence number 0 is not valid")
+	ErrControl     = errors.New("wire: malformed control request")
 	ErrCountLimit  = errors.New("wire: record count exceeds frame")
 	ErrPayloadSize = errors.New("wire: payload exceeds what one record can hold")
 	ErrHeader      = errors.New("wire: header length out of bounds")

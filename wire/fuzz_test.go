@@ -49,6 +49,13 @@ func reencode(name string, b []byte) ([]byte, bool) {
 		}
 		out, err := wire.AppendTimerRequest(make([]byte, wire.TimerRequestBytes), &tr)
 		return out, err == nil || panicf("AppendTimerRequest refused a decoded request: %v", err)
+	case "control":
+		var r wire.ControlRequest
+		if wire.DecodeControl(b, &r) != nil {
+			return nil, false
+		}
+		out, err := wire.AppendControl(make([]byte, wire.ControlBytes), &r)
+		return out, err == nil || panicf("AppendControl refused a decoded request: %v", err)
 	}
 	panic("reencode: unknown frame " + name)
 }
@@ -93,6 +100,9 @@ func reencodeCommand(b []byte) ([]byte, bool) {
 	var w wire.CommandWriter
 	if err := w.Reset(make([]byte, len(b)), p.Account, p.Instance, p.Incarnation, p.Session); err != nil {
 		panicf("CommandWriter.Reset", err)
+	}
+	if p.HotHot {
+		w.SetHotHot()
 	}
 	var c wire.Command
 	n := 0
@@ -154,7 +164,12 @@ func FuzzDecodeCommand(f *testing.F) {
 	var w wire.CommandWriter
 	w.Reset(make([]byte, 100), wire.MustAccount("A"), 0, 0, 0)
 	empty := append([]byte(nil), w.Bytes()...)
-	fuzzReencode(f, "command", validCommand(f), empty)
+	fuzzReencode(f, "command", validCommand(f), empty, validHotHotCommand(f))
+}
+
+func FuzzDecodeControl(f *testing.F) {
+	b, _ := wire.AppendControl(make([]byte, wire.ControlBytes), &wire.ControlRequest{Op: wire.ControlForcePassive, Instance: 2, Account: wire.MustAccount("SHOP")})
+	fuzzReencode(f, "control", b)
 }
 
 func FuzzDecodeNak(f *testing.F) { fuzzReencode(f, "nak", validNak(f), validGone(f)) }

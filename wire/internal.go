@@ -35,7 +35,13 @@ const (
 	// joining live so it never saw Value announced). That node must take
 	// an incarnation above Value and send again. It changes no state.
 	InternalStaleIncarnation InternalType = 12
-	internalLast                          = InternalStaleIncarnation
+	// InternalActivate: an operator (or a node, through a control
+	// command named by the record's account, instance and cmdSeq) asks
+	// Account/Instance to become the active instance of its hot-hot
+	// account. The switch itself is the NodeDeactivated/NodeActivated
+	// pair that follows.
+	InternalActivate InternalType = 13
+	internalLast                  = InternalActivate
 )
 
 func (t InternalType) String() string {
@@ -64,6 +70,8 @@ func (t InternalType) String() string {
 		return "sender-forgotten"
 	case InternalStaleIncarnation:
 		return "stale-incarnation"
+	case InternalActivate:
+		return "activate"
 	}
 	return "unknown"
 }
@@ -83,6 +91,16 @@ const (
 	// RejectTimerRate: the sender's periodic timers would fire more often
 	// than the sequencer allows one sender (max-timer-fires-per-second).
 	RejectTimerRate RejectReason = 7
+	// RejectNotActive: a command of a hot-hot account from an instance
+	// that is not its active one (fencing: a paused active resumed, or a
+	// passive that sent).
+	RejectNotActive RejectReason = 8
+	// RejectDuplicateID: a hot-hot command whose id was already sequenced
+	// for its account (the partner's copy is in the stream).
+	RejectDuplicateID RejectReason = 9
+	// RejectControl: a malformed control request, one naming an unknown
+	// instance, or a force-passive with no live partner to take over.
+	RejectControl RejectReason = 10
 )
 
 func (r RejectReason) String() string {
@@ -101,6 +119,12 @@ func (r RejectReason) String() string {
 		return "fragmented timer request"
 	case RejectTimerRate:
 		return "this sender's timers would fire more often than the sequencer's max-timer-fires-per-second"
+	case RejectNotActive:
+		return "this instance is not the active instance of its hot-hot account"
+	case RejectDuplicateID:
+		return "a command with this id was already sequenced for the hot-hot account"
+	case RejectControl:
+		return "control request refused (malformed, unknown instance, or no live partner to take over)"
 	}
 	return "unknown reason"
 }
@@ -207,6 +231,58 @@ func DecodeTimerRequest(b []byte, t *TimerRequest) error {
 	t.Cancel = b[24] == 1
 	if t.Period < 0 {
 		return ErrTimerReq
+	}
+	return nil
+}
+
+// ControlBytes is the fixed size of a ControlRequest payload.
+const ControlBytes = 16
+
+// Control operations.
+const (
+	ControlActivate     uint8 = 1 // make Account/Instance the active instance
+	ControlForcePassive uint8 = 2 // make Account/Instance passive (its live partner takes over)
+)
+
+// ControlRequest is the payload of a command with CmdControl: an
+// activation change of a hot-hot account, asked by a node.
+//
+//	0 op u8, 1 instance u8, 2 reserved [6]u8, 8 account u64
+type ControlRequest struct {
+	Op       uint8
+	Instance uint8
+	Account  Account
+}
+
+// AppendControl encodes r into buf[:ControlBytes].
+func AppendControl(buf []byte, r *ControlRequest) ([]byte, error) {
+	if len(buf) < ControlBytes {
+		return nil, ErrNoRoom
+	}
+	if r.Op != ControlActivate && r.Op != ControlForcePassive {
+		return nil, ErrControl
+	}
+	buf[0], buf[1] = r.Op, r.Instance
+	for i := 2; i < 8; i++ {
+		buf[i] = 0
+	}
+	le.PutUint64(buf[8:], uint64(r.Account))
+	return buf[:ControlBytes], nil
+}
+
+// DecodeControl validates b as a control request and fills r.
+func DecodeControl(b []byte, r *ControlRequest) error {
+	if len(b) != ControlBytes || (b[0] != ControlActivate && b[0] != ControlForcePassive) {
+		return ErrControl
+	}
+	for i := 2; i < 8; i++ {
+		if b[i] != 0 {
+			return ErrControl
+		}
+	}
+	r.Op, r.Instance, r.Account = b[0], b[1], Account(le.Uint64(b[8:]))
+	if r.Account == 0 {
+		return ErrControl
 	}
 	return nil
 }

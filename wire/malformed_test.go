@@ -59,6 +59,26 @@ func validCommand(t testing.TB) []byte {
 	return w.Bytes()
 }
 
+// validHotHotCommand is a hot-hot instance's frame: each record has its id.
+func validHotHotCommand(t testing.TB) []byte {
+	t.Helper()
+	var w wire.CommandWriter
+	if err := w.Reset(make([]byte, 1472), wire.MustAccount("SHOP"), 1, 5, 9); err != nil {
+		t.Fatal(err)
+	}
+	w.SetHotHot()
+	cmds := []wire.Command{
+		{CmdSeq: 1, ID: 7 << 16, Payload: []byte("sold 1")},
+		{CmdSeq: 2, ID: 7<<16 | 1, Flags: wire.CmdFragment | wire.CmdOOB, Total: 100, Offset: 50, Payload: []byte("part")},
+	}
+	for i := range cmds {
+		if err := w.Append(&cmds[i]); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return w.Bytes()
+}
+
 const (
 	cmd0   = wire.CommandHeaderBytes
 	cmd1   = cmd0 + wire.CommandRecordBytes + 6
@@ -258,7 +278,7 @@ func TestMalformed_Packet(t *testing.T) {
 		{"count above records", func(b []byte) []byte { le.PutUint16(b[20:], 4); return b }, wire.ErrRecord},
 		{"count below records", func(b []byte) []byte { le.PutUint16(b[20:], 2); return b }, wire.ErrTrailing},
 		{"heartbeat with records", func(b []byte) []byte { b[3] = byte(wire.KindHeartbeat); return b }, wire.ErrRecord},
-		{"unknown record flag", func(b []byte) []byte { b[rec0+2] |= 1 << 3; return b }, wire.ErrRecord},
+		{"unknown record flag", func(b []byte) []byte { b[rec0+2] |= 1 << 4; return b }, wire.ErrRecord},
 		{"record length past end", func(b []byte) []byte { le.PutUint16(b[rec2:], 1); return b }, wire.ErrRecord},
 		{"fragment past total", func(b []byte) []byte { le.PutUint32(b[rec1+28:], 991); return b }, wire.ErrFragment},
 		{"fragment offset overflows", func(b []byte) []byte { le.PutUint32(b[rec1+28:], ^uint32(0)); return b }, wire.ErrFragment},
@@ -336,7 +356,7 @@ func TestMalformed_NakInternalTimer(t *testing.T) {
 		var m wire.Internal
 		return wire.DecodeInternal(b, &m)
 	}
-	for _, typ := range []byte{0, byte(wire.InternalStaleIncarnation) + 1, 255} {
+	for _, typ := range []byte{0, byte(wire.InternalActivate) + 1, 255} {
 		if err := internal(func(b []byte) { b[0] = typ }); !errors.Is(err, wire.ErrInternal) {
 			t.Errorf("internal type %d: %v, want ErrInternal", typ, err)
 		}

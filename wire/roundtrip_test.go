@@ -448,3 +448,64 @@ func TestStatus_StandbyRoundTrip(t *testing.T) {
 		}
 	}
 }
+
+// A hot-hot frame carries each command's id; a frame without the flag is
+// byte for byte what it was before ids existed, and decodes with ID 0.
+func TestCommand_HotHotIDs(t *testing.T) {
+	b := validHotHotCommand(t)
+	var p wire.CommandPacket
+	if err := wire.DecodeCommand(b, &p); err != nil {
+		t.Fatal(err)
+	}
+	if !p.HotHot || p.Count != 2 {
+		t.Fatalf("HotHot=%v Count=%d", p.HotHot, p.Count)
+	}
+	var c wire.Command
+	want := []struct {
+		seq, id uint64
+		flags   uint8
+		payload string
+	}{{1, 7 << 16, 0, "sold 1"}, {2, 7<<16 | 1, wire.CmdFragment | wire.CmdOOB, "part"}}
+	for i := 0; p.Next(&c); i++ {
+		w := want[i]
+		if c.CmdSeq != w.seq || c.ID != w.id || c.Flags != w.flags || string(c.Payload) != w.payload {
+			t.Fatalf("command %d: %+v, want %+v", i, c, w)
+		}
+	}
+	if c.Total != 100 || c.Offset != 50 {
+		t.Fatalf("fragment header: total %d offset %d", c.Total, c.Offset)
+	}
+	// Zero id in a hot-hot frame is refused.
+	bad := append([]byte(nil), b...)
+	for i := 0; i < 8; i++ {
+		bad[wire.CommandHeaderBytes+wire.CommandRecordBytes+i] = 0
+	}
+	if err := wire.DecodeCommand(bad, &p); err != wire.ErrZeroSeq {
+		t.Fatalf("zero id: %v, want ErrZeroSeq", err)
+	}
+	// An old frame: no flag, ids 0.
+	if err := wire.DecodeCommand(validCommand(t), &p); err != nil || p.HotHot {
+		t.Fatalf("plain frame: %v HotHot=%v", err, p.HotHot)
+	}
+	for p.Next(&c) {
+		if c.ID != 0 {
+			t.Fatalf("plain frame command has ID %d", c.ID)
+		}
+	}
+}
+
+func TestControl_RoundTrip(t *testing.T) {
+	in := wire.ControlRequest{Op: wire.ControlActivate, Instance: 3, Account: wire.MustAccount("SHOP")}
+	b, err := wire.AppendControl(make([]byte, wire.ControlBytes), &in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out wire.ControlRequest
+	if err := wire.DecodeControl(b, &out); err != nil || out != in {
+		t.Fatalf("got %+v %v, want %+v", out, err, in)
+	}
+	b[0] = 9
+	if err := wire.DecodeControl(b, &out); err != wire.ErrControl {
+		t.Fatalf("bad op: %v", err)
+	}
+}

@@ -40,8 +40,8 @@ func adminCommand() *cli.Command {
 	flags := []cli.Flag{addr, timeout, token}
 	return &cli.Command{
 		Name:  "admin",
-		Usage: "administer seqd processes: status, wait-ready, exec, transfer-primary, add-member, remove-member",
-		Subcommands: []*cli.Command{
+		Usage: "administer seqd processes: status, wait-ready, exec, transfer-primary, add-member, remove-member, activate, force-passive",
+		Subcommands: append([]*cli.Command{
 			{
 				Name:  "status",
 				Usage: "members, roles, epoch, primary, stable, lag and readiness of a sequencer cluster (or the status of any other seqd process)",
@@ -54,7 +54,7 @@ sequencer: its --admin-addr), prints its status: 0 ready, 3 not ready.
 
 Example:
    seqd admin status --addr 127.0.0.1:7401`,
-				Flags:     flags,
+				Flags:     append(append([]cli.Flag{}, flags...), gossipFlags(false)...),
 				Action:    runAdminStatus,
 				ArgsUsage: " ",
 			},
@@ -115,7 +115,7 @@ Example:
 				ArgsUsage: "ID",
 				Action:    runAdminRemoveMember,
 			},
-		},
+		}, adminActivationCommands(flags)...),
 	}
 }
 
@@ -276,6 +276,9 @@ func runAdminStatus(c *cli.Context) error {
 	v := viewCluster(ctx, cl, *ps.Member)
 	code, words := v.verdict()
 	printView(os.Stdout, v, words)
+	if err := printPairs(ctx, c); err != nil {
+		return err
+	}
 	if code != 0 {
 		return &codedError{code: code, err: fmt.Errorf("admin status: %s", words)}
 	}

@@ -58,7 +58,7 @@ exiting 1 on any violation or when any child dies on its own.`,
 				&cli.DurationFlag{Name: "soak", Usage: "before the rounds, run the load this long with no fault and count the epochs it began (a false failover each); with --rounds 0 only this"},
 			},
 			Action: runDrillFailover,
-		}, drillNodeCommand(), drillBridgeCommand()},
+		}, drillNodeCommand(), drillBridgeCommand(), drillHotHotCommand(), drillHotNodeCommand()},
 	}
 }
 

@@ -90,8 +90,12 @@ seqd config print-defaults sequencer              # the keys of seqd sequencer o
 seqd drill bridge --rounds 6 --sequencers 3 --faults loss=0.05,seed=9`,
 	"bridge": `seqd bridge --role send --site A --tcp 10.0.0.9:31300 --udp 10.1.0.9:31301 --dir /var/lib/seqd/bridge-a
 seqd bridge --role receive --site B --tcp 10.0.0.9:31300 --udp 10.1.0.9:31301 --dir /var/lib/seqd/bridge-b --rewind-addr 10.1.0.9:9400`,
-	"admin wait-ready": `seqd admin wait-ready --addr 127.0.0.1:7401 --timeout 60s`,
-	"admin exec":       `seqd admin exec --addr 127.0.0.1:7401 members`,
+	"admin wait-ready":    `seqd admin wait-ready --addr 127.0.0.1:7401 --timeout 60s`,
+	"admin activate":      `seqd admin activate --addr 127.0.0.1:7401 SHOP 2      # instance 2 of account SHOP becomes active`,
+	"admin force-passive": `seqd admin force-passive --addr 127.0.0.1:7401 SHOP 1 # its live partner takes over`,
+	"drill hothot": `seqd drill hothot --rounds 20
+seqd drill hothot --rounds 5 --active-timeout 100ms --keep`,
+	"admin exec": `seqd admin exec --addr 127.0.0.1:7401 members`,
 	"logger": `seqd logger --dir /var/log/seqd --format json --daily --keep 30
 seqd logger --dir /var/log/seqd --from 1 --rewind 10.0.0.4:9400`,
 	"archiver":   `seqd archiver --from /var/lib/seqd/replayer --to /srv/archive --settle 5m`,

@@ -39,6 +39,7 @@ func sequencerCommand() *cli.Command {
 		options.Int("sequencer.flow-window-percent", d.FlowWindowPercent, "the stream runs at most this share of ring-bytes ahead of the slowest sending node, so none falls off the ring (read-only nodes never slow it; 0: no flow control)"),
 		options.Duration("sequencer.flow-receiver-timeout", d.FlowReceiverTimeout, "a node silent this long no longer holds the stream back"),
 		options.Int("sequencer.max-receivers", d.MaxReceivers, "receivers whose positions are tracked (the least recently heard is forgotten)"),
+		options.Duration("sequencer.active-timeout", defaultActiveTimeout, "hot-hot: when an account's active instance is silent this long (commands and heartbeats) and another instance was heard within it, the other becomes active (0: never switch)"),
 		options.Duration("sequencer.idle-spin", 0, "keep polling without blocking this long after each frame (lower latency, costs a core); in a cluster, the primary and the standbys"),
 		options.Duration("sequencer.listen-before-start", 200*time.Millisecond, "listen on the stream this long before starting, and refuse to start if another session is live there (0: do not listen)"),
 		&cli.BoolFlag{Name: "force", Usage: "start even if another session is live on these groups: EVERY NODE OF THAT SESSION STOPS (they see a new session); for replacing a sequencer known to be wrong"},
@@ -100,6 +101,7 @@ func runSequencer(c *cli.Context) error {
 	cfg.FlowWindowPercent = c.Int("sequencer.flow-window-percent")
 	cfg.FlowReceiverTimeout = c.Duration("sequencer.flow-receiver-timeout")
 	cfg.MaxReceivers = c.Int("sequencer.max-receivers")
+	cfg.ActiveTimeout = c.Duration("sequencer.active-timeout")
 	if auto, err := autoPacketBytes(c); err == nil && cfg.MaxPacketBytes > auto {
 		log.Warn("sequencer.max-packet-bytes is above the path MTU: datagrams will be IP-fragmented, and one lost fragment loses the datagram", "value", cfg.MaxPacketBytes, "path_mtu_payload", auto)
 	}
@@ -195,6 +197,7 @@ var (
 		"FlowWindowPercent":        "sequencer.flow-window-percent",
 		"FlowReceiverTimeout":      "sequencer.flow-receiver-timeout",
 		"MaxReceivers":             "sequencer.max-receivers",
+		"ActiveTimeout":            "sequencer.active-timeout",
 	}
 	nodeKeys = map[string]string{
 		"Account":           "account",

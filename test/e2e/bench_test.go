@@ -131,7 +131,7 @@ func TestCLI_BenchThreeSequencers(t *testing.T) {
 			out, err := exec.CommandContext(ctx, bin, "bench", "--transport", "udp", "--sequencers", "3", "--mode", c.mode, "--delivery", c.delivery, "--count", c.count).CombinedOutput()
 			s := string(out)
 			if err != nil || !strings.Contains(s, "sequencers=1 delivery="+c.delivery+"\n") || !strings.Contains(s, "sequencers=3 delivery="+c.delivery+"\n") ||
-				!regexp.MustCompile(` epochs=[1-9][0-9]* sequencers=3 delivery=`).MatchString(s) ||
+				!regexp.MustCompile(` epochs=[1-9][0-9]* .*sequencers=3 delivery=`).MatchString(s) ||
 				!strings.Contains(s, "sequencers=3 delivery="+c.delivery+" vs_1_sequencer "+c.ratio) {
 				t.Fatalf("bench --sequencers 3: %v\n%s", err, tailOf(s, 4000))
 			}

@@ -1,0 +1,436 @@
+package drill
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"math/rand/v2"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"sort"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/seqd/seqd/internal/config"
+	"github.com/seqd/seqd/internal/freeport"
+	"github.com/seqd/seqd/test/proc"
+)
+
+// HotHotConfig is one hot-hot drill (`seqd drill hothot`).
+type HotHotConfig struct {
+	// Rounds is how many faults of the active instance.
+	Rounds int
+	// RatePerSecond is the orders per second of the load node.
+	RatePerSecond int
+	// Stock is the items the pair starts with (orders beyond it are
+	// answered "out").
+	Stock int64
+	// ActiveTimeout is the sequencers' sequencer.active-timeout.
+	ActiveTimeout time.Duration
+	// Pause is the load before each fault.
+	Pause time.Duration
+	// Seed seeds the multicast groups (0: from the clock; printed).
+	Seed uint64
+	// Keep keeps the directories and logs (printed at the end).
+	Keep bool
+	// Exe is the seqd binary the children run; empty: this process's own.
+	Exe string
+	// Out receives the drill's lines; nil: os.Stdout.
+	Out io.Writer
+}
+
+// DefaultHotHotConfig is `seqd drill hothot` with no flags.
+func DefaultHotHotConfig() HotHotConfig {
+	return HotHotConfig{Rounds: 20, RatePerSecond: 200, Stock: 2000, ActiveTimeout: 250 * time.Millisecond, Pause: 700 * time.Millisecond}
+}
+
+// Validate checks the counts and durations.
+func (c HotHotConfig) Validate() error {
+	switch {
+	case c.Rounds < 1:
+		return config.New(ErrConfig, "Rounds", c.Rounds, ">= 1")
+	case c.RatePerSecond < 1:
+		return config.New(ErrConfig, "RatePerSecond", c.RatePerSecond, ">= 1")
+	case c.Stock < 0:
+		return config.New(ErrConfig, "Stock", c.Stock, ">= 0")
+	case c.ActiveTimeout < 20*time.Millisecond:
+		return config.New(ErrConfig, "ActiveTimeout", c.ActiveTimeout, ">= 20ms")
+	case c.Pause < 0:
+		return config.New(ErrConfig, "Pause", c.Pause, ">= 0")
+	}
+	return nil
+}
+
+const shopAccount, loadAccount = "SHOP", "LOAD"
+
+var (
+	hotLiveLine   = regexp.MustCompile(`^hotnode: live seq=(\d+) active=(true|false)`)
+	hotStateLine  = regexp.MustCompile(`^hotnode: (active|passive) ns=(\d+)`)
+	hotFirstLine  = regexp.MustCompile(`^hotnode: first seq=(\d+) ns=(\d+)`)
+	hotDigestLine = regexp.MustCompile(`^hotnode: digest seq=(\d+) d=([0-9a-f]+) left=(-?\d+)`)
+	hotReportLine = regexp.MustCompile(`^hotcheck: report last=(\d+) orders=(\d+) unanswered=(\d+) dup=(\d+) sold=(\d+) oversold=(\d+) outside=(\d+) fenced=(\d+)`)
+)
+
+// hotDrill is the hot-hot drill's state on top of a drill's children.
+type hotDrill struct {
+	*drill
+	pair  [2]*drillProc // instances 1 and 2
+	load  *drillProc
+	check *drillProc
+	// lines of earlier incarnations of each instance (digests), kept
+	// across restarts.
+	past [2][]string
+	// gossip is the checker's gossip address, the seed of the instances.
+	gossip string
+}
+
+// isActive reports whether instance p's running process last said it is
+// active (its live line, then its activation lines).
+func (h *hotDrill) isActive(p *drillProc) bool {
+	active := false
+	for _, l := range p.snapshot() {
+		if s := hotLiveLine.FindStringSubmatch(l); s != nil {
+			active = s[2] == "true"
+		} else if s := hotStateLine.FindStringSubmatch(l); s != nil {
+			active = s[1] == "active"
+		}
+	}
+	return active
+}
+
+// waitActive waits until exactly one instance's running process says it
+// is active and returns its index.
+func (h *hotDrill) waitActive(ctx context.Context, within time.Duration) (int, error) {
+	deadline := time.Now().Add(within)
+	for time.Now().Before(deadline) {
+		a, b := h.pair[0].alive() && h.isActive(h.pair[0]), h.pair[1].alive() && h.isActive(h.pair[1])
+		if a != b {
+			if a {
+				return 0, nil
+			}
+			return 1, nil
+		}
+		if err := h.sleep(ctx, 5*time.Millisecond); err != nil {
+			return 0, err
+		}
+	}
+	return 0, fmt.Errorf("no single active instance within %v", within)
+}
+
+// firstAfter waits until instance p printed its first command after an
+// activation at or after wall time t0 (ns) and returns that time.
+func (h *hotDrill) firstAfter(ctx context.Context, p *drillProc, t0 int64, within time.Duration) (int64, error) {
+	deadline := time.Now().Add(within)
+	for time.Now().Before(deadline) {
+		for _, l := range p.snapshot() {
+			if s := hotFirstLine.FindStringSubmatch(l); s != nil {
+				if ns, _ := strconv.ParseInt(s[2], 10, 64); ns >= t0 {
+					return ns, nil
+				}
+			}
+		}
+		if err := h.sleep(ctx, 2*time.Millisecond); err != nil {
+			return 0, err
+		}
+	}
+	return 0, fmt.Errorf("%s sent no command as the new active within %v", p.name, within)
+}
+
+// waitLive waits until p's running process caught up with the live stream.
+func (h *hotDrill) waitLive(ctx context.Context, p *drillProc, within time.Duration) error {
+	deadline := time.Now().Add(within)
+	for time.Now().Before(deadline) {
+		for _, l := range p.snapshot() {
+			if hotLiveLine.MatchString(l) {
+				return nil
+			}
+		}
+		if err := h.sleep(ctx, 5*time.Millisecond); err != nil {
+			return err
+		}
+	}
+	return fmt.Errorf("%s did not catch up with the live stream within %v", p.name, within)
+}
+
+// RunHotHot runs the hot-hot drill (the `seqd drill hothot` help says
+// what it does) and fails when a child dies on its own or the pair broke
+// the contract.
+func RunHotHot(ctx context.Context, cfg HotHotConfig) error {
+	if err := cfg.Validate(); err != nil {
+		return err
+	}
+	out := cfg.Out
+	if out == nil {
+		out = os.Stdout
+	}
+	seed := cfg.Seed
+	if seed == 0 {
+		seed = uint64(time.Now().UnixNano())
+	}
+	exe := cfg.Exe
+	if exe == "" {
+		var err error
+		if exe, err = os.Executable(); err != nil {
+			return err
+		}
+	}
+	dir, err := os.MkdirTemp("", "seqd-hothot")
+	if err != nil {
+		return err
+	}
+	if cfg.Keep {
+		defer fmt.Fprintf(out, "drill: directories and logs kept in %s\n", dir)
+	} else {
+		defer os.RemoveAll(dir)
+	}
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	r := rand.New(rand.NewPCG(seed, 0x407))
+	port := 20000 + r.IntN(30000)
+	a, b := 1+r.IntN(250), 1+r.IntN(250)
+	d := &drill{exe: exe, dir: dir, out: out, procs: proc.NewSet("drill hothot"),
+		net: []string{"--transport", "udp", "--udp.stream-group", fmt.Sprintf("239.85.%d.%d:%d", a, b, port), "--udp.command-group", fmt.Sprintf("239.86.%d.%d:%d", a, b, port+1)}}
+	defer func() {
+		cancel()
+		for _, p := range d.procs.Started() {
+			<-p.Exited()
+		}
+	}()
+	addrs, err := freeport.Addrs(14)
+	if err != nil {
+		return err
+	}
+	var peers []string
+	for i := range 3 {
+		peers = append(peers, fmt.Sprintf("%d@%s@%s@%s", i+1, addrs[4*i], addrs[4*i+1], addrs[4*i+2]))
+	}
+	for i := range 3 {
+		m := &drillProc{name: fmt.Sprintf("sequencer-%d", i+1), id: i + 1, admin: addrs[4*i+1]}
+		m.args = append([]string{"sequencer", "--cluster", "--id", fmt.Sprint(m.id), "--dir", filepath.Join(dir, fmt.Sprint(m.id)),
+			"--peers", strings.Join(peers, ","), "--timeouts", "lan", "--sequencer.active-timeout", cfg.ActiveTimeout.String()}, d.net...)
+		if err := d.start(ctx, m); err != nil {
+			return err
+		}
+		d.members = append(d.members, m)
+	}
+	fmt.Fprintf(out, "drill hothot: seed=%d, 3 sequencers (active-timeout %v), a replayer, a pair of %s instances (stock %d), load at %d orders/s, a checker; %d rounds; logs in %s\n",
+		seed, cfg.ActiveTimeout, shopAccount, cfg.Stock, cfg.RatePerSecond, cfg.Rounds, dir)
+	if _, _, _, err := d.primary(ctx, 1, 0); err != nil {
+		return err
+	}
+	nak := addrs[12]
+	rep := &drillProc{name: "replayer", args: append([]string{"replayer", "--dir", filepath.Join(dir, "replayer"), "--nak-addr", nak}, d.net...)}
+	if err := d.start(ctx, rep); err != nil {
+		return err
+	}
+	h := &hotDrill{drill: d}
+	hot := func(extra ...string) []string {
+		return append(append([]string{"drill", "hotnode", "--replayer", nak, "--load", loadAccount, "--stock", fmt.Sprint(cfg.Stock)}, extra...), d.net...)
+	}
+	for i := range 2 {
+		h.pair[i] = &drillProc{name: fmt.Sprintf("shop-%d", i+1), args: hot("--account", shopAccount, "--instance", fmt.Sprint(i+1))}
+	}
+	// Gossip: the checker (never faulted) is the seed the instances join.
+	gossip := addrs[13]
+	h.gossip = gossip
+	for _, p := range h.pair {
+		p.args = append(p.args, "--gossip", gossip)
+	}
+	h.check = &drillProc{name: "check", args: hot("--account", shopAccount, "--check", "--gossip.bind", gossip)}
+	h.load = &drillProc{name: "load", args: append([]string{"drill", "node", "--replayer", nak, "--account", loadAccount, "--rate", fmt.Sprint(cfg.RatePerSecond), "--size", "16"}, d.net...)}
+	// The first instance first, so that it is the first active one.
+	for _, p := range []*drillProc{h.pair[0], h.check, h.pair[1], h.load} {
+		if err := d.start(ctx, p); err != nil {
+			return err
+		}
+		if p == h.pair[0] {
+			if err := h.waitLive(ctx, p, 30*time.Second); err != nil {
+				return err
+			}
+		}
+	}
+	if err := h.waitLive(ctx, h.pair[1], 30*time.Second); err != nil {
+		return err
+	}
+	if _, err := h.waitActive(ctx, 30*time.Second); err != nil {
+		return err
+	}
+	var times []float64
+	for round := 1; round <= cfg.Rounds; round++ {
+		if err := h.sleep(ctx, cfg.Pause); err != nil {
+			return err
+		}
+		ai, err := h.waitActive(ctx, 10*time.Second)
+		if err != nil {
+			return fmt.Errorf("drill hothot: round %d: %w", round, err)
+		}
+		act, partner := h.pair[ai], h.pair[1-ai]
+		kind := "kill"
+		switch {
+		case round%5 == 0:
+			kind = "pause"
+		case round%3 == 0:
+			kind = "force-passive"
+		}
+		t0 := time.Now()
+		switch kind {
+		case "kill":
+			h.past[ai] = append(h.past[ai], act.snapshot()...)
+			d.kill(act)
+		case "pause":
+			_ = syscall.Kill(act.p.Pid(), syscall.SIGSTOP)
+		case "force-passive":
+			o, err := exec.CommandContext(ctx, d.exe, "admin", "force-passive", "--addr", d.members[0].admin, shopAccount, fmt.Sprint(ai+1)).CombinedOutput()
+			if err != nil {
+				return fmt.Errorf("drill hothot: round %d: seqd admin force-passive: %v: %s", round, err, o)
+			}
+		}
+		at, err := h.firstAfter(ctx, partner, t0.UnixNano(), 30*time.Second)
+		if err != nil {
+			return fmt.Errorf("drill hothot: round %d (%s): %w", round, kind, err)
+		}
+		ms := float64(at-t0.UnixNano()) / 1e6
+		times = append(times, ms)
+		switch kind {
+		case "kill":
+			// The killed instance comes back as the new passive,
+			// rewinding from seq 1.
+			if err := d.start(ctx, act); err != nil {
+				return err
+			}
+			if err := h.waitLive(ctx, act, time.Minute); err != nil {
+				return fmt.Errorf("drill hothot: round %d: %w", round, err)
+			}
+		case "pause":
+			if rest := 2*cfg.ActiveTimeout - time.Since(t0); rest > 0 {
+				if err := h.sleep(ctx, rest); err != nil {
+					return err
+				}
+			}
+			_ = syscall.Kill(act.p.Pid(), syscall.SIGCONT)
+		}
+		if _, err := h.waitActive(ctx, 10*time.Second); err != nil {
+			return fmt.Errorf("drill hothot: round %d (%s) after the switch: %w", round, kind, err)
+		}
+		fmt.Fprintf(out, "drill: round %d fault=%s old=%s new=%s switch_ms=%.1f\n", round, kind, act.name, partner.name, ms)
+	}
+	return h.finish(ctx, cfg, times)
+}
+
+// finish stops the load, waits until the checker saw every order
+// answered (or a deadline), compares the instances' digests and prints
+// the final line.
+func (h *hotDrill) finish(ctx context.Context, cfg HotHotConfig, times []float64) error {
+	h.load.send("stop")
+	if _, err := h.load.p.WaitLine("drillnode: stopped ", time.Minute); err != nil {
+		fmt.Fprintf(h.out, "drill: the load's orders were not all acked: %v\n", err)
+	}
+	var rep []string
+	for deadline := time.Now().Add(30 * time.Second); ; {
+		from := len(h.check.snapshot())
+		h.check.send("report")
+		got, err := h.check.p.Await(ctx, hotReportLine, from, "the checker's report")
+		if err != nil {
+			return err
+		}
+		rep = got
+		if rep[3] == "0" || time.Now().After(deadline) {
+			break
+		}
+		if err := h.sleep(ctx, 100*time.Millisecond); err != nil {
+			return err
+		}
+	}
+	n := func(i int) uint64 { v, _ := strconv.ParseUint(rep[i], 10, 64); return v }
+	lost, dup, oversold, outside := n(3), n(4), n(6), n(7)
+	// Both instances' digests, every incarnation, at each seq both applied.
+	digests := map[uint64]map[string]bool{}
+	applied := [2]map[uint64]bool{{}, {}}
+	for i, p := range h.pair {
+		for _, l := range append(append([]string(nil), h.past[i]...), p.snapshot()...) {
+			if s := hotDigestLine.FindStringSubmatch(l); s != nil {
+				seq, _ := strconv.ParseUint(s[1], 10, 64)
+				if digests[seq] == nil {
+					digests[seq] = map[string]bool{}
+				}
+				digests[seq][s[2]] = true
+				applied[i][seq] = true
+				if left, _ := strconv.ParseInt(s[3], 10, 64); left < 0 {
+					oversold++
+				}
+			}
+		}
+	}
+	var diverged, compared uint64
+	for seq, ds := range digests {
+		if applied[0][seq] && applied[1][seq] {
+			compared++
+		}
+		if len(ds) > 1 {
+			diverged++
+			fmt.Fprintf(h.out, "drill: instances diverged at seq %d: digests %v\n", seq, ds)
+		}
+	}
+	if outside > 0 {
+		fmt.Fprintf(h.out, "drill: %d commands of the pair entered the stream from an instance that was not active\n", outside)
+		dup += outside
+	}
+	// The operator's view: seqd admin status lists the pair and its
+	// active instance, as the primary holds them.
+	// and, through gossip, both instances with one of them active.
+	if o, err := exec.CommandContext(ctx, h.exe, "admin", "status", "--addr", h.members[0].admin, "--gossip", h.gossip, "--gossip.wait", "3s").CombinedOutput(); err != nil {
+		fmt.Fprintf(h.out, "drill: seqd admin status: %v\n%s", err, o)
+		diverged++
+	} else {
+		// A killed process stays listed until gossip's failure detector
+		// declares it dead: per instance, the most advanced entry is the
+		// live process.
+		type entry struct {
+			active  bool
+			applied uint64
+		}
+		latest := map[string]entry{}
+		listed := false
+		for _, l := range strings.Split(string(o), "\n") {
+			f := strings.Fields(l)
+			if strings.HasPrefix(l, shopAccount+" ") {
+				listed = true
+				fmt.Fprintf(h.out, "drill: admin status: %s\n", strings.Join(f, " "))
+			}
+			if len(f) == 5 && f[1] == shopAccount {
+				applied, _ := strconv.ParseUint(f[4], 10, 64)
+				if e, ok := latest[f[2]]; !ok || applied >= e.applied {
+					latest[f[2]] = entry{active: f[3] == "active", applied: applied}
+				}
+				fmt.Fprintf(h.out, "drill: admin status (gossip): %s\n", strings.Join(f, " "))
+			}
+		}
+		instances, active := len(latest), 0
+		for _, e := range latest {
+			if e.active {
+				active++
+			}
+		}
+		if !listed || instances != 2 || active != 1 {
+			fmt.Fprintf(h.out, "drill: seqd admin status does not list the pair (primary: %v; gossip: %d instances, %d active):\n%s", listed, instances, active, o)
+			diverged++
+		}
+	}
+	if compared == 0 {
+		fmt.Fprintf(h.out, "drill: no seq at which both instances printed a digest\n")
+	}
+	sort.Float64s(times)
+	pct := func(q float64) float64 { return times[min(len(times)-1, int(q*float64(len(times))))] }
+	fmt.Fprintf(h.out, "drill: orders=%d sold=%d last_seq=%s fenced=%s digests_compared=%d\n", n(2), n(5), rep[1], rep[8], compared)
+	fmt.Fprintf(h.out, "drill hothot rounds=%d p50_ms=%.1f max_ms=%.1f lost=%d dup=%d oversold=%d diverged=%d\n",
+		len(times), pct(0.5), times[len(times)-1], lost, dup, oversold, diverged)
+	if lost != 0 || dup != 0 || oversold != 0 || diverged != 0 || compared == 0 {
+		return errors.New("drill hothot: the pair broke the contract (see above)")
+	}
+	return nil
+}
