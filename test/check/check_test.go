@@ -130,3 +130,34 @@ func TestStream_ObserveAllocatesNothing(t *testing.T) {
 		t.Fatalf("Observe: %v allocs per message, want 0", n)
 	}
 }
+
+// A hot-hot account's commands carry stream-derived ids (S<<16|k), not
+// 1, 2, 3: with the account in HotHot they are neither gaps nor repeats,
+// while the seqs are still checked and digested; without, they are gaps.
+func TestStream_HotHotAccountsAreNotNumbered(t *testing.T) {
+	pair, a := wire.MustAccount("PAIR"), wire.MustAccount("A")
+	ms := []*node.Message{
+		{Seq: 1, Account: a, CmdSeq: 1},
+		{Seq: 2, Account: pair, Instance: 1, CmdSeq: 1 << 16},
+		{Seq: 3, Account: pair, Instance: 2, CmdSeq: 2<<16 | 1},
+	}
+	k := New(Config{Digest: true, HotHot: []wire.Account{pair}})
+	for _, m := range ms {
+		if v := k.Observe(m); v.Fault != OK {
+			t.Fatalf("seq %d: %v", m.Seq, v.Err())
+		}
+	}
+	if k.Lost != 0 || k.Dup != 0 || k.Last != 3 || k.Digest == 0 {
+		t.Fatalf("lost=%d dup=%d last=%d digest=%x", k.Lost, k.Dup, k.Last, k.Digest)
+	}
+	if v := k.Observe(&node.Message{Seq: 5, Account: pair, CmdSeq: 9}); v.Fault != SeqGap {
+		t.Fatalf("a seq gap at a hot-hot command: %+v", v)
+	}
+	plain := New(Config{})
+	for _, m := range ms {
+		plain.Observe(m)
+	}
+	if plain.Lost == 0 {
+		t.Fatal("without HotHot, stream-derived ids passed as 1, 2, 3")
+	}
+}
