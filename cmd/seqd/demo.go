@@ -21,8 +21,14 @@ once the ring evicted) and --nodes sending nodes, over real sockets on
 loopback; once a third of the commands are acknowledged the primary is
 killed; a standby takes over in the next epoch. At the end the replayer's
 directory is replayed as an archive and compared with the nodes' stream.
-Ends with
-  demo: ok sequenced=N delivered=N nodes=K failovers=1 lost=0 dup=0 diverged=0
+A bridge pair (one TCP and one UDP channel, in process) carries the
+stream to a second site's own groups, where a read-only node must deliver
+the same stream (same last seq and digest). A hot-hot pair (account PAIR,
+instances 1 and 2) answers every 100th command of DEMO0 from its
+OnMessage; at two thirds its active instance is stopped and the partner
+becomes active after the sequencers' active-timeout (250 ms): each
+trigger must be answered exactly once. Ends with
+  demo: ok sequenced=N delivered=N nodes=K failovers=1 lost=0 dup=0 diverged=0 failover_ms=F archived=N bridged=N pair_cmds=N pair_lost=0 pair_dup=0 takeover_ms=T
 With --sequencers 1: one sequencer over a lossy in-memory network (--loss).`,
 		Flags: []cli.Flag{
 			&cli.IntFlag{Name: "sequencers", Value: demo.DefaultConfig().Sequencers, Usage: "3: a Raft group with a failover; 1: one sequencer over a lossy in-memory network"},

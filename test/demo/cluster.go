@@ -55,8 +55,14 @@ func runCluster(ctx context.Context, out io.Writer, nodes, count, rate int, time
 	mc.StreamGroup = fmt.Sprintf("239.81.%d.%d:%d", a, b, port)
 	mc.CommandGroup = fmt.Sprintf("239.82.%d.%d:%d", a, b, port+1)
 	mc.ReadBufferBytes = 16 << 20
+	// Site B, across the bridge, has groups of its own.
+	mcB := mc
+	mcB.StreamGroup = fmt.Sprintf("239.83.%d.%d:%d", a, b, port+2)
+	mcB.CommandGroup = fmt.Sprintf("239.84.%d.%d:%d", a, b, port+3)
 	log := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
 	fmt.Fprintf(out, "demo: 3 sequencers (raft, %s timeouts), %d nodes, %d commands each at %d/s, udp multicast %s on lo\n", timeouts, nodes, count, rate, mc.StreamGroup)
+	fmt.Fprintf(out, "demo: a bridge (one tcp and one udp channel) carries the stream to site B (%s), where a read-only node delivers it\n", mcB.StreamGroup)
+	fmt.Fprintf(out, "demo: a hot-hot pair %s (instances 1 and 2) answers every 100th command of %s; its active instance is stopped two thirds in, after the failover\n", pairName, triggerName)
 
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
@@ -81,6 +87,7 @@ func runCluster(ctx context.Context, out io.Writer, nodes, count, rate int, time
 		cfg := cluster.DefaultMemberConfig()
 		cfg.ID, cfg.Dir, cfg.RaftAddr, cfg.AdminAddr, cfg.Members = mem.ID, filepath.Join(dir, fmt.Sprint(mem.ID)), mem.RaftAddr, mem.AdminAddr, members
 		cfg.Timeouts = prof()
+		cfg.Sequencer.ActiveTimeout = pairActiveTimeout
 		cfg.Logger = log
 		cfg.RaftLog = io.Discard // a dead member's peers complain every heartbeat
 		mcc := mc
@@ -129,6 +136,18 @@ func runCluster(ctx context.Context, out io.Writer, nodes, count, rate int, time
 	}
 	defer rp.stop()
 	fmt.Fprintf(out, "demo: replayer stores the stream in %s and answers NAKs on %s\n", rp.dir, rp.nakAddr)
+	br, err := startDemoBridge(ctx, filepath.Join(dir, "bridge"), mc, mcB, rp.nakAddr, &stream, log)
+	if err != nil {
+		return fmt.Errorf("demo: bridge: %w", err)
+	}
+	defer br.close()
+	var pair [2]*pairInstance
+	for i := range pair {
+		if pair[i], err = startPairInstance(ctx, uint8(i+1), mc, rp.nakAddr); err != nil {
+			return fmt.Errorf("demo: pair instance %d: %w", i+1, err)
+		}
+		defer pair[i].stop()
+	}
 
 	ds := make([]*demoNode, nodes)
 	var wg sync.WaitGroup
@@ -179,12 +198,16 @@ func runCluster(ctx context.Context, out io.Writer, nodes, count, rate int, time
 	start := time.Now()
 	failovers := 0
 	var failoverMS float64
+	var stopped, took *pairInstance
+	var takeoverMS float64
 	deadline := time.After(3 * time.Minute)
 	tick := time.NewTicker(5 * time.Millisecond)
 	defer tick.Stop()
 	for !demoDone(ds, count) {
 		select {
 		case err := <-nodeErr:
+			return err
+		case err := <-br.errs:
 			return err
 		case <-deadline:
 			return fmt.Errorf("demo: no convergence after 3m: %s", demoProgress(ds))
@@ -220,11 +243,36 @@ func runCluster(ctx context.Context, out io.Writer, nodes, count, rate int, time
 				p.id, e, q.id, e2, ch.Cut+1, failoverMS, float64(ch.SealUS)/1000, float64(ch.CommitUS)/1000)
 			p, e = q, e2
 		}
+		if failovers == 1 && stopped == nil && demoAcked(ds) >= 2*nodes*count/3 {
+			// Stop the pair's active instance (its node ends: no more
+			// commands or heartbeats); the sequencer makes the partner
+			// active after its active-timeout.
+			if stopped, took, takeoverMS, err = stopActive(pair); err != nil {
+				return err
+			}
+			fmt.Fprintf(out, "demo: hot-hot pair %s: instance %d stopped, instance %d active after %.1f ms\n", pairName, stopped.inst, took.inst, takeoverMS)
+		}
+		for _, in := range pair {
+			if e := in.sendErr.Load(); e != nil {
+				return fmt.Errorf("demo: pair instance %d send: %w", in.inst, *e)
+			}
+		}
 	}
 	elapsed := time.Since(start)
+	if stopped == nil {
+		return errors.New("demo: the pair's active instance was not stopped")
+	}
+	// The pair answers the last triggers after the nodes are done.
+	until := time.Now().Add(10 * time.Second)
+	for time.Now().Before(until) {
+		if t, _, lost, _, _, _ := ds[0].pair.result(); t > 0 && lost == 0 {
+			break
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
 	// The stream is complete once every node acked all; wait for all to
 	// deliver the same last seq.
-	until := time.Now().Add(10 * time.Second)
+	until = time.Now().Add(10 * time.Second)
 	for !demoSameLast(ds) && time.Now().Before(until) {
 		time.Sleep(5 * time.Millisecond)
 	}
@@ -253,14 +301,26 @@ func runCluster(ctx context.Context, out io.Writer, nodes, count, rate int, time
 		return err
 	}
 	fmt.Fprintf(out, "demo: the replayer's archive replays to the nodes' stream: %d messages, same digest\n", archived)
+	bridged, bridgeOK := br.delivered(want, wantDigest, 10*time.Second)
+	same := "same digest"
+	if !bridgeOK {
+		same = "DIFFERENT stream"
+	}
+	fmt.Fprintf(out, "demo: site B (through a bridge over tcp+udp) delivered %d messages, %s\n", bridged, same)
+	triggers, pairCmds, pairLost, pairDup, pairStray, runs := ds[0].pair.result()
+	// One instance's commands at a time: runs of one instance each, the
+	// stopped one's before the partner's last.
+	pairOK := triggers == uint64(count/100) && pairLost == 0 && pairDup == 0 && pairStray == 0 && len(runs) > 0 && runs[len(runs)-1] == took.inst
+	fmt.Fprintf(out, "demo: hot-hot pair %s: %d commands for %d triggers, lost=%d dup=%d, one instance at a time (runs of instances %v)\n",
+		pairName, pairCmds, triggers, pairLost, pairDup, runs)
 	status := "ok"
-	if lost != 0 || dup != 0 || diverged != 0 || failovers != 1 || want != sequenced || archived != want || wantDigest != ds[0].check.Digest {
+	if lost != 0 || dup != 0 || diverged != 0 || failovers != 1 || want != sequenced || archived != want || wantDigest != ds[0].check.Digest || !bridgeOK || !pairOK {
 		status = "FAILED"
 	}
-	fmt.Fprintf(out, "demo: %s sequenced=%d delivered=%d nodes=%d failovers=%d lost=%d dup=%d diverged=%d failover_ms=%.1f archived=%d\n",
-		status, sequenced, want, nodes, failovers, lost, dup, diverged, failoverMS, archived)
+	fmt.Fprintf(out, "demo: %s sequenced=%d delivered=%d nodes=%d failovers=%d lost=%d dup=%d diverged=%d failover_ms=%.1f archived=%d bridged=%d pair_cmds=%d pair_lost=%d pair_dup=%d takeover_ms=%.1f\n",
+		status, sequenced, want, nodes, failovers, lost, dup, diverged, failoverMS, archived, bridged, pairCmds, pairLost, pairDup, takeoverMS)
 	if status != "ok" {
-		return errors.New("demo: streams differ or the failover did not happen")
+		return errors.New("demo: streams differ, the failover did not happen, site B's stream differs or the pair lost or doubled a command")
 	}
 	return nil
 }

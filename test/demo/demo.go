@@ -15,6 +15,7 @@ import (
 	"github.com/seqd/seqd/test/check"
 	"github.com/seqd/seqd/transport/fault"
 	"github.com/seqd/seqd/transport/mem"
+	"github.com/seqd/seqd/wire"
 )
 
 // Config is one demo run.
@@ -67,10 +68,11 @@ type demoNode struct {
 	mu    sync.Mutex
 	check *check.Stream
 	acked int
+	pair  pairCheck // the hot-hot pair's commands (pair.go)
 }
 
 func newDemoNode(name string) *demoNode {
-	return &demoNode{name: name, check: check.New(check.Config{Digest: true})}
+	return &demoNode{name: name, check: check.New(check.Config{Digest: true, HotHot: []wire.Account{pairAccount}})}
 }
 
 // run runs the node until ctx ends; an error that is not ctx's goes to
@@ -88,6 +90,7 @@ func (d *demoNode) OnMessage(m *node.Message) {
 	if d.check.Observe(m).Fault == check.SeqRepeat {
 		return
 	}
+	d.pair.observe(m)
 	if !m.Internal() && m.Mine() {
 		d.acked++
 	}
