@@ -40,6 +40,7 @@ type Receiver struct {
 	warn           error        // non-fatal error of the running Step (a packet dropped for a reason the shell should log)
 	epochHeard     int64        // local time of the last valid packet of the current epoch
 	below          otherSession // a newer epoch starting at or below stable (id: the epoch)
+	jump           otherSession // an epoch beyond epoch+MaxEpochJump (id: the epoch)
 	ready          Ready
 	pkt            wire.Packet
 	rec            wire.Record
@@ -502,6 +503,7 @@ func (r *Receiver) start(now int64, p *wire.Packet) {
 	r.epochStart = p.EpochStart
 	r.epochHeard = now
 	r.below = otherSession{}
+	r.jump = otherSession{}
 	r.cuts.reset()
 	r.cuts.add(p.Epoch, p.EpochStart)
 	r.runs.reset()
@@ -582,6 +584,9 @@ func (r *Receiver) resetStream() {
 // epoch whose successor this receiver skipped, anything not stable (see
 // cutBound).
 func (r *Receiver) newEpoch(now int64, p *wire.Packet) bool {
+	if p.Epoch-r.epoch > r.cfg.MaxEpochJump && !r.farEpoch(now, p.Epoch) {
+		return false
+	}
 	start := p.EpochStart
 	if start >= r.epochStart && start <= r.stable {
 		r.stats.BadEpoch++
@@ -605,6 +610,7 @@ func (r *Receiver) newEpoch(now int64, p *wire.Packet) bool {
 	r.epochStart = start
 	r.epochHeard = now
 	r.below = otherSession{}
+	r.jump = otherSession{}
 	r.trimHold(start)
 	end := r.released + uint64(len(r.ring))
 	for q := r.next; q < end; q++ {
@@ -619,6 +625,40 @@ func (r *Receiver) newEpoch(now int64, p *wire.Packet) bool {
 	r.sealed = min(r.sealed, r.tail)
 	r.nakArmed, r.asked, r.askedWait, r.tried = false, false, false, 0
 	r.src = r.cfg.PreferredSource
+	return true
+}
+
+// farEpoch reports whether epoch e, more than MaxEpochJump beyond the
+// current one, may be followed; when not, the packet is counted
+// (EpochJumpHeld) and dropped with ErrEpochJump.
+//
+// Why the bound is sound: each epoch is one failover that Raft committed
+// (an election, then the epoch's commit and the seal), and a primary
+// stops publishing once it lost leadership or its lease. A receiver that
+// hears the current epoch live therefore cannot have missed many epochs:
+// only those elected in the last SessionTimeout, each at least an election
+// timeout apart (tens to hundreds of ms), far fewer than the default 16.
+// A header that claims more while the current epoch publishes is a
+// forgery or a bug; one heartbeat of epoch 2^32-1 used to capture every
+// receiver (the real primary's packets became an older epoch's, stable
+// froze, and no later epoch could follow it). A receiver that really
+// slept through many failovers finds its epoch silent: the jump is
+// followed once it has been heard for SessionTimeout while the current
+// epoch was silent as long, a delay of SessionTimeout in a rare case
+// only. A jump within the bound is followed at once, as a failover must
+// be; forging one is stopped only by authenticated frames.
+func (r *Receiver) farEpoch(now int64, e uint32) bool {
+	j := &r.jump
+	timeout := int64(r.cfg.SessionTimeout)
+	if j.id != uint64(e) || now-j.last > timeout {
+		*j = otherSession{id: uint64(e), first: now}
+	}
+	j.last = now
+	if now-j.first < timeout || now-r.epochHeard < timeout {
+		r.stats.EpochJumpHeld++
+		r.warn = ErrEpochJump
+		return false
+	}
 	return true
 }
 
