@@ -109,10 +109,11 @@ type Config struct {
 	// WildStable, its stable ignored).
 	StableLeadSeqs uint64
 
-	// SessionTimeout: another session is live once it has published for
-	// this long, or once the followed one has been silent this long; then
-	// a receiver that delivered nothing switches to it, one that did stops
-	// with ErrNewSession.
+	// SessionTimeout: the followed session is gone once it has been
+	// silent this long; then, when another session publishes, a receiver
+	// that delivered nothing switches to it, one that did stops with
+	// ErrNewSession. While the followed one publishes, another session's
+	// packets are dropped (ErrOtherSession), however long they come.
 	SessionTimeout time.Duration
 
 	// MaxEpochJump: a header of an epoch more than this beyond the current

@@ -21,8 +21,12 @@ var (
 	// could have made it, so it is dropped (Step returns it; Err stays
 	// nil).
 	ErrEpochJump = errors.New("receiver: an epoch far beyond the current one while the current one publishes")
-	ErrFrameKind = errors.New("receiver: frame kind not expected by a receiver")
-	ErrConfig    = errors.New("receiver: invalid config")
+	// ErrOtherSession: a packet of another session while the one followed
+	// publishes: dropped (Step returns it; Err stays nil). The shell logs
+	// it rate-limited.
+	ErrOtherSession = errors.New("receiver: packet of another session while the one followed publishes")
+	ErrFrameKind    = errors.New("receiver: frame kind not expected by a receiver")
+	ErrConfig       = errors.New("receiver: invalid config")
 	// ErrNotStarted: StepRewind before a live packet started the
 	// receiver; the caller keeps the packet and tries again later.
 	ErrNotStarted = errors.New("receiver: rewind packet before the live stream started the receiver")

@@ -49,7 +49,6 @@ type Receiver struct {
 	rng       uint64
 	stats     Stats
 	out       []byte // bytes of the frames in ready.Send
-	other     otherSession
 	cuts      cutTable
 	runs      runTable // where delivery entered each epoch (epoch.go)
 	firstLive uint64
@@ -524,27 +523,25 @@ func (r *Receiver) start(now int64, p *wire.Packet) {
 }
 
 // otherSession handles a packet of a session other than the one
-// followed, and reports whether the receiver now follows it. A live
-// sequencer is never ignored in silence, whatever the order of session ids
-// (the cluster may assign them): once the other session is live (heard for
-// SessionTimeout, or the followed one silent that long), a receiver that
-// delivered nothing switches to it and one that did stops with
-// ErrNewSession. Until then its packets are counted (OtherSession): a few
-// lingering packets of a stopped sequencer change nothing.
+// followed, and reports whether the receiver now follows it. A foreign
+// session is counted (OtherSession) and dropped with ErrOtherSession for
+// as long as the followed one publishes: packets alone never stop or
+// capture a receiver (forged session heartbeats for 2.5 s used to stop
+// every tail, node, replayer and standby). Once the followed session is
+// provably gone (silent for SessionTimeout) while the other one
+// publishes, a live sequencer is never ignored in silence, whatever the
+// order of session ids: a receiver that delivered nothing switches to it,
+// one that did stops with ErrNewSession (a restarted sequencer: restart to
+// follow it).
 func (r *Receiver) otherSession(now int64, p *wire.Packet) bool {
 	if p.Flags&wire.PacketRetransmit != 0 {
 		r.stats.Fenced++
 		return false
 	}
-	o := &r.other
-	timeout := int64(r.cfg.SessionTimeout)
-	if o.id != p.Session || now-o.last > timeout {
-		*o = otherSession{id: p.Session, first: now}
-	}
-	o.last = now
 	silent := now - r.heard
-	if silent < timeout && now-o.first < timeout {
+	if silent < int64(r.cfg.SessionTimeout) {
 		r.stats.OtherSession++
+		r.warn = ErrOtherSession
 		return false
 	}
 	if !r.deliveredAny {
@@ -553,13 +550,8 @@ func (r *Receiver) otherSession(now int64, p *wire.Packet) bool {
 		r.start(now, p)
 		return true
 	}
-	if silent >= timeout {
-		r.fail(fmt.Errorf("%w: session %d publishes while session %d, which this receiver followed, has been silent for %dms: the sequencer restarted; restart to follow the new session",
-			ErrNewSession, p.Session, r.session, silent/1e6))
-	} else {
-		r.fail(fmt.Errorf("%w: session %d publishes alongside session %d, which this receiver follows: two sequencers on one channel",
-			ErrNewSession, p.Session, r.session))
-	}
+	r.fail(fmt.Errorf("%w: session %d publishes while session %d, which this receiver followed, has been silent for %dms: the sequencer restarted; restart to follow the new session",
+		ErrNewSession, p.Session, r.session, silent/1e6))
 	return false
 }
 
@@ -567,7 +559,6 @@ func (r *Receiver) otherSession(now int64, p *wire.Packet) bool {
 func (r *Receiver) resetStream() {
 	r.resetRing()
 	r.resetHold()
-	r.other = otherSession{}
 	r.nakArmed, r.asked, r.askedWait, r.tried = false, false, false, 0
 	r.src = r.cfg.PreferredSource
 	r.maxStored = 0

@@ -107,7 +107,10 @@ func (c ServiceConfig) Validate() error {
 // Other goroutines read Stats, Contiguous and Durable, or run code on the
 // Run goroutine with Do (how a rewind server reads the Store).
 type Service struct {
-	cfg     ServiceConfig
+	cfg ServiceConfig
+	// dropped logs, rate-limited, packets the receiver dropped as
+	// another session's or of an epoch no failover could have made.
+	dropped transport.RateLog
 	log     *slog.Logger
 	store   *Store
 	rec     *Recovery
@@ -388,8 +391,12 @@ func (s *Service) stream(frame []byte, from transport.Peer) {
 			break
 		}
 	}
-	// A malformed frame is counted by the receiver and dropped.
-	_ = s.r.Step(s.mono(), frame, src)
+	// A malformed frame is counted by the receiver and dropped; another
+	// session's, or a far epoch's, is logged too (rate-limited).
+	if err := s.r.Step(s.mono(), frame, src); err != nil && (errors.Is(err, receiver.ErrOtherSession) || errors.Is(err, receiver.ErrEpochJump)) {
+		s.dropped.Logger, s.dropped.Msg = s.log, "replayer: stream packets dropped (another session, or an epoch far beyond the current one)"
+		s.dropped.Note(1, err)
+	}
 	if !s.checked && s.r.Started() {
 		s.checked = true
 		if err := s.store.CheckSession(s.r.Session()); err != nil {
