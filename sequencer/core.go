@@ -73,6 +73,7 @@ type Stats struct {
 	Retransmitted           uint64 // packets sent again in answer to NAKs
 	RepairsMulticast        uint64 // NAK answers published to everyone (several receivers asked)
 	Throttled               uint64 // NAK answers cut short by RetransmitBytesPerSecond
+	SourceThrottled         uint64 // NAK answers cut short by NakSourceBytesPerSecond (one source's budget)
 	Gones                   uint64 // Gone replies (range left the ring)
 	Heartbeats              uint64 // heartbeats published
 	Packets                 uint64 // data packets published (first sends)
@@ -390,5 +391,6 @@ func (c *Core) Stats() Stats {
 	st := c.stats
 	r := c.repairer.Stats()
 	st.Retransmitted, st.RepairsMulticast, st.Throttled, st.Gones = r.Retransmitted, r.RepairsMulticast, r.Throttled, r.Gones
+	st.SourceThrottled = r.SourceThrottled
 	return st
 }
