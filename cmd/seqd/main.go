@@ -79,6 +79,7 @@ func newApp() *cli.App {
 	}
 	for _, cmd := range app.Commands {
 		strict(cmd)
+		warnUnauthenticated(cmd)
 	}
 	return app
 }
