@@ -5,6 +5,8 @@ import (
 	"math"
 	"testing"
 	"time"
+
+	"github.com/seqd/seqd/wire"
 )
 
 // TestReceiver_OneHeartbeatOfAFarEpochCapturesNothing: one forged
@@ -67,5 +69,45 @@ func TestReceiver_FarEpochFollowedOnceTheCurrentIsGone(t *testing.T) {
 	d.step(last+ms, Sequencer, far.msgs(5, 1))
 	if d.r.Epoch() != far.epoch || len(d.delivered) != 5 || d.r.Err() != nil {
 		t.Fatalf("epoch %d, delivered %v, err %v", d.r.Epoch(), d.seqs(), d.r.Err())
+	}
+}
+
+// TestReceiver_ForgedNearEpochDoesNotFreezeTheStreamForGood: a forged
+// heartbeat of the next epoch (within MaxEpochJump, so followed at once,
+// as a failover must be) keeps the receiver off the real stream only
+// until that epoch has been silent for SessionTimeout while the real one
+// published: the receiver goes back and delivers the real stream, stable
+// included. Before, stable froze for good and nothing was delivered again.
+func TestReceiver_ForgedNearEpochDoesNotFreezeTheStreamForGood(t *testing.T) {
+	s := newStream(t)
+	cfg := testConfig()
+	cfg.Rewind = false
+	d := &drive{t: t, r: newTest(t, cfg)}
+	ms := int64(time.Millisecond)
+	d.step(0, Sequencer, s.msgs(1, 3))
+	forged := newStream(t)
+	forged.epoch, forged.epochStart = 2, 4
+	d.step(ms, Sequencer, forged.heartbeat(4, 3, ms))
+	if d.r.Epoch() != 2 {
+		t.Fatalf("epoch %d: a next-epoch header is followed at once (the test proves nothing)", d.r.Epoch())
+	}
+	q := uint64(4)
+	now := int64(0)
+	for now = 10 * ms; now <= 2000*ms; now += 10 * ms {
+		d.step(now, Sequencer, s.msgs(q, 1))
+		q++
+	}
+	// What was fenced while the forged epoch was followed is asked for
+	// again, and repaired.
+	d.tick(now + int64(cfg.NakMaxDelay))
+	if len(d.naks()) == 0 || d.naks()[0].nak.FromSeq != 4 {
+		t.Fatalf("NAKs %+v, want one from seq 4", d.naks())
+	}
+	s.flags = wire.PacketRetransmit
+	for r := uint64(4); r < q; r++ {
+		d.step(now+int64(cfg.NakMaxDelay), Sequencer, s.msgs(r, 1))
+	}
+	if d.r.Epoch() != 1 || d.r.Stable() != q-1 || len(d.delivered) != int(q-1) || d.r.Err() != nil {
+		t.Fatalf("epoch %d, stable %d, delivered %d of %d, err %v", d.r.Epoch(), d.r.Stable(), len(d.delivered), q-1, d.r.Err())
 	}
 }

@@ -64,7 +64,11 @@ type Stats struct {
 	EpochBelowStable uint64
 	// EpochJumpHeld: headers of an epoch beyond the current one +
 	// MaxEpochJump not (yet) followed (ErrEpochJump).
-	EpochJumpHeld  uint64
+	EpochJumpHeld uint64
+	// EpochReverted: times the receiver went back to an older epoch that
+	// kept publishing while the newer one, in which it delivered nothing,
+	// was silent for SessionTimeout (a forged or abandoned epoch).
+	EpochReverted  uint64
 	GoneIgnored    uint64 // Gone frames not from the source asked, another epoch, or a range not asked
 	SourceSwitches uint64 // NAKs moved to another repair source (a Gone, or a source timeout)
 	SourceTimeouts uint64 // repair sources left after RepairSourceTimeout without an answer

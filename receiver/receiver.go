@@ -41,6 +41,7 @@ type Receiver struct {
 	epochHeard     int64        // local time of the last valid packet of the current epoch
 	below          otherSession // a newer epoch starting at or below stable (id: the epoch)
 	jump           otherSession // an epoch beyond epoch+MaxEpochJump (id: the epoch)
+	back           otherSession // an older epoch live while the current one is silent (id: the epoch)
 	ready          Ready
 	pkt            wire.Packet
 	rec            wire.Record
@@ -318,6 +319,9 @@ func (r *Receiver) onPacket(now int64, frame []byte) {
 	}
 	r.heard = now
 
+	if p.Epoch < r.epoch && r.epochGone(now, p) {
+		r.revertEpoch(now, p)
+	}
 	current := true
 	var limit uint64 // older epoch: records at or above it were cut
 	switch {
@@ -651,6 +655,42 @@ func (r *Receiver) farEpoch(now int64, e uint32) bool {
 		return false
 	}
 	return true
+}
+
+// epochGone reports whether the receiver should go back from the current
+// epoch to p's older one: nothing was delivered in the current epoch, it
+// has been silent for SessionTimeout, and p's epoch has published for as
+// long. A real new epoch's primary heartbeats all the time, so that is an
+// epoch no primary publishes: a forged header within MaxEpochJump (or a
+// forged first packet) would otherwise keep the receiver off the real
+// stream for good, stable frozen. Going back to a deposed primary costs
+// nothing in safe mode (its stable cannot advance without the standbys,
+// which left its epoch); a fast receiver that delivers past its cut stops
+// with ErrDiverged when the next epoch comes, never in silence.
+func (r *Receiver) epochGone(now int64, p *wire.Packet) bool {
+	if r.deliveredAny && r.deliveredEpoch >= r.epoch {
+		return false
+	}
+	b := &r.back
+	timeout := int64(r.cfg.SessionTimeout)
+	if b.id != uint64(p.Epoch) || now-b.last > timeout {
+		*b = otherSession{id: uint64(p.Epoch), first: now}
+	}
+	b.last = now
+	return now-b.first >= timeout && now-r.epochHeard >= timeout
+}
+
+// revertEpoch goes back to p's older epoch (see epochGone): the newer
+// epochs' starts are forgotten.
+func (r *Receiver) revertEpoch(now int64, p *wire.Packet) {
+	r.cuts.dropAfter(p.Epoch)
+	if !r.cuts.add(p.Epoch, p.EpochStart) {
+		return
+	}
+	r.stats.EpochReverted++
+	r.epoch, r.epochStart, r.epochHeard = p.Epoch, p.EpochStart, now
+	r.back, r.jump, r.below = otherSession{}, otherSession{}, otherSession{}
+	r.nakArmed, r.asked, r.askedWait, r.tried = false, false, false, 0
 }
 
 // belowStable handles a header of epoch e starting at start, at or below
