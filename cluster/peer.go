@@ -57,18 +57,24 @@ type PeerMember interface {
 
 // PeerServerConfig tunes a PeerServer.
 type PeerServerConfig struct {
-	// MaxConns bounds the connections served at once; more wait in the
-	// kernel's backlog.
+	// MaxConns bounds the requests served at once; a connection takes a
+	// slot only once its request arrived, so connections that send
+	// nothing never hold one. At most 4*MaxConns connections may wait for
+	// their request; beyond, the oldest waiting one is closed (counted in
+	// Evicted). Idle connections made a new primary's catch-up time out.
 	MaxConns int
-	// IOTimeout bounds reading a request and each write of an answer.
+	// IOTimeout bounds each write of an answer.
 	IOTimeout time.Duration
+	// RequestTimeout bounds reading a request after the connection
+	// opened (a request is one small frame). 0: IOTimeout.
+	RequestTimeout time.Duration
 	// Logger gets one line per failed connection (nil: slog.Default()).
 	Logger *slog.Logger
 }
 
 // DefaultPeerServerConfig: 8 connections, 5 s per I/O.
 func DefaultPeerServerConfig() PeerServerConfig {
-	return PeerServerConfig{MaxConns: 8, IOTimeout: 5 * time.Second}
+	return PeerServerConfig{MaxConns: 8, IOTimeout: 5 * time.Second, RequestTimeout: time.Second}
 }
 
 // PeerServer answers the peer protocol on a listener: fetches from a
@@ -81,9 +87,23 @@ type PeerServer struct {
 	sem    chan struct{}
 	wg     sync.WaitGroup
 	mu     sync.Mutex
-	conn   map[net.Conn]struct{} // open connections, closed by Close
+	conn   map[net.Conn]*openConn // open connections, closed by Close
 	done   bool
+	// evicted counts connections closed before their request came
+	// because 4*MaxConns were waiting.
+	evicted atomic.Uint64
 }
+
+// openConn is one open connection: whether it still waits for its
+// request, and since when.
+type openConn struct {
+	opened  time.Time
+	waiting bool
+}
+
+// Evicted is the number of connections closed while they waited for their
+// request, to make room for new ones.
+func (s *PeerServer) Evicted() uint64 { return s.evicted.Load() }
 
 // NewPeerServer serves src on ln (Serve starts it; Close stops it and
 // closes ln). src may be nil: fetches are refused. Seals and status
@@ -95,10 +115,16 @@ func NewPeerServer(cfg PeerServerConfig, src FetchSource, ln net.Listener) (*Pee
 	if cfg.IOTimeout < time.Millisecond {
 		return nil, fmt.Errorf("%w: PeerServerConfig.IOTimeout = %v, want >= 1ms", ErrConfig, cfg.IOTimeout)
 	}
+	if cfg.RequestTimeout < 0 {
+		return nil, fmt.Errorf("%w: PeerServerConfig.RequestTimeout = %v, want >= 0 (0: IOTimeout)", ErrConfig, cfg.RequestTimeout)
+	}
+	if cfg.RequestTimeout == 0 {
+		cfg.RequestTimeout = cfg.IOTimeout
+	}
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
 	}
-	return &PeerServer{cfg: cfg, src: src, ln: ln, sem: make(chan struct{}, cfg.MaxConns), conn: map[net.Conn]struct{}{}}, nil
+	return &PeerServer{cfg: cfg, src: src, ln: ln, sem: make(chan struct{}, cfg.MaxConns), conn: map[net.Conn]*openConn{}}, nil
 }
 
 type peerMemberRef struct{ m PeerMember }
@@ -115,10 +141,8 @@ func (s *PeerServer) Addr() net.Addr { return s.ln.Addr() }
 // the listener's error.
 func (s *PeerServer) Serve() error {
 	for {
-		s.sem <- struct{}{}
 		c, err := s.ln.Accept()
 		if err != nil {
-			<-s.sem
 			s.mu.Lock()
 			done := s.done
 			s.mu.Unlock()
@@ -135,10 +159,10 @@ func (s *PeerServer) Serve() error {
 		if s.done {
 			s.mu.Unlock()
 			c.Close()
-			<-s.sem
 			return nil
 		}
-		s.conn[c] = struct{}{}
+		s.evictWaiting()
+		s.conn[c] = &openConn{opened: time.Now(), waiting: true}
 		s.wg.Add(1)
 		s.mu.Unlock()
 		go s.serve(c)
@@ -159,16 +183,50 @@ func (s *PeerServer) Close() error {
 	return err
 }
 
+// evictWaiting closes the oldest connection still waiting for its request
+// when 4*MaxConns wait (s.mu held).
+func (s *PeerServer) evictWaiting() {
+	var oldest net.Conn
+	var at time.Time
+	n := 0
+	for c, pc := range s.conn {
+		if !pc.waiting {
+			continue
+		}
+		n++
+		if oldest == nil || pc.opened.Before(at) {
+			oldest, at = c, pc.opened
+		}
+	}
+	if n >= 4*s.cfg.MaxConns {
+		oldest.Close() // its goroutine ends and forgets it
+		s.conn[oldest].waiting = false
+		s.evicted.Add(1)
+	}
+}
+
 func (s *PeerServer) serve(c net.Conn) {
 	defer func() {
 		s.mu.Lock()
 		delete(s.conn, c)
 		s.mu.Unlock()
 		c.Close()
-		<-s.sem
 		s.wg.Done()
 	}()
-	if err := s.answer(c); err != nil {
+	var req [wire.PeerRequestBytes]byte
+	_ = c.SetReadDeadline(time.Now().Add(s.cfg.RequestTimeout))
+	if _, err := io.ReadFull(c, req[:]); err != nil {
+		s.cfg.Logger.Warn("cluster: peer request", "peer", c.RemoteAddr().String(), "err", fmt.Errorf("read request: %w", err))
+		return
+	}
+	s.mu.Lock()
+	if pc := s.conn[c]; pc != nil {
+		pc.waiting = false
+	}
+	s.mu.Unlock()
+	s.sem <- struct{}{}
+	defer func() { <-s.sem }()
+	if err := s.answer(c, req[:]); err != nil {
 		s.cfg.Logger.Warn("cluster: peer request", "peer", c.RemoteAddr().String(), "err", err)
 	}
 }
@@ -180,17 +238,12 @@ var (
 	errNoStore  = errors.New("cluster: this peer port serves no store")
 )
 
-// answer reads one request and writes the answer. A refused seal is the
+// answer answers one request (read by serve). A refused seal is the
 // asker's to report; only a broken request or a failed write is this
 // server's.
-func (s *PeerServer) answer(c net.Conn) error {
-	var req [wire.PeerRequestBytes]byte
-	_ = c.SetReadDeadline(time.Now().Add(s.cfg.IOTimeout))
-	if _, err := io.ReadFull(c, req[:]); err != nil {
-		return fmt.Errorf("read request: %w", err)
-	}
+func (s *PeerServer) answer(c net.Conn, req []byte) error {
 	var q wire.PeerRequest
-	if err := wire.DecodePeerRequest(req[:], &q); err != nil {
+	if err := wire.DecodePeerRequest(req, &q); err != nil {
 		s.writeError(c, err)
 		return err
 	}

@@ -190,7 +190,7 @@ func OpenRaft(cfg MemberConfig) (RaftDeps, error) {
 		watch = newDeathWatch(cfg.ID, cfg.Timeouts, memberLog(cfg))
 	}
 	trans := raft.NewNetworkTransportWithConfig(&raft.NetworkTransportConfig{
-		Stream:          &watchLayer{StreamLayer: stream, w: watch},
+		Stream:          &watchLayer{StreamLayer: newLimitLayer(stream, raftMaxInbound, raftIdleTimeout), w: watch},
 		MaxPool:         10,
 		MaxRPCsInFlight: 1,
 		Timeout:         2 * time.Second,

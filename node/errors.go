@@ -40,6 +40,7 @@ var (
 	ErrTooLargeReceived = receiver.ErrTooLarge
 	ErrFrameKind        = receiver.ErrFrameKind
 	ErrEpochBelowStable = receiver.ErrEpochBelowStable
+	ErrOtherSession     = receiver.ErrOtherSession
 
 	// ErrRejected is wrapped by the *RejectedError a RejectionHandler gets
 	// for each command the sequencer refused.

@@ -53,17 +53,20 @@ type op struct {
 // to it through a small mutex-guarded queue, so nothing can deadlock on
 // re-entry and the client is used by one goroutine as transports require.
 type Node struct {
-	cfg    Config
-	client transport.Client
-	core   *Core
-	user   Handler
-	start  time.Time
-	onRecv transport.Handler // method value built once
-	spin   time.Duration     // SetIdleSpin
-	run    *agent.Runner     // Run's loop: idling, yielding, the clock
-	admin  adminActions      // AddAdminAction (admin.go)
-	turns  uint64            // loop turns that published (under mu; Stats.Turns)
-	waker  transport.Waker   // the client's, if it has one
+	cfg Config
+	// dropped logs, rate-limited, packets the receiver dropped as
+	// another session's or of an epoch no failover could have made.
+	dropped transport.RateLog
+	client  transport.Client
+	core    *Core
+	user    Handler
+	start   time.Time
+	onRecv  transport.Handler // method value built once
+	spin    time.Duration     // SetIdleSpin
+	run     *agent.Runner     // Run's loop: idling, yielding, the clock
+	admin   adminActions      // AddAdminAction (admin.go)
+	turns   uint64            // loop turns that published (under mu; Stats.Turns)
+	waker   transport.Waker   // the client's, if it has one
 	// rewindPending: the rewind opens once the first live packet fixed
 	// the session (Run goroutine only).
 	rewindPending bool
@@ -355,7 +358,10 @@ func (n *Node) receive(frame []byte, from transport.Peer) {
 			break
 		}
 	}
-	_ = n.core.StepFrom(now, frame, src)
+	if err := n.core.StepFrom(now, frame, src); err != nil && (errors.Is(err, receiver.ErrOtherSession) || errors.Is(err, receiver.ErrEpochJump)) {
+		n.dropped.Msg = "node: stream packets dropped (another session, or an epoch far beyond the current one)"
+		n.dropped.Note(1, err)
+	}
 	n.applyOps(now) // commands sent by callbacks go out with this batch
 	n.publish()
 }

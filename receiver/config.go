@@ -109,11 +109,19 @@ type Config struct {
 	// WildStable, its stable ignored).
 	StableLeadSeqs uint64
 
-	// SessionTimeout: another session is live once it has published for
-	// this long, or once the followed one has been silent this long; then
-	// a receiver that delivered nothing switches to it, one that did stops
-	// with ErrNewSession.
+	// SessionTimeout: the followed session is gone once it has been
+	// silent this long; then, when another session publishes, a receiver
+	// that delivered nothing switches to it, one that did stops with
+	// ErrNewSession. While the followed one publishes, another session's
+	// packets are dropped (ErrOtherSession), however long they come.
 	SessionTimeout time.Duration
+
+	// MaxEpochJump: a header of an epoch more than this beyond the current
+	// one is not followed while the current epoch publishes (counted as
+	// EpochJumpHeld, dropped, ErrEpochJump); it is followed once it has
+	// been heard for SessionTimeout while the current epoch was silent as
+	// long. See Receiver.farEpoch for why the bound is sound.
+	MaxEpochJump uint32
 }
 
 // DefaultConfig returns the defaults: safe mode, starting live, status every
@@ -137,6 +145,7 @@ func DefaultConfig() Config {
 		StatusInterval:         10 * time.Millisecond,
 		StableLeadSeqs:         1 << 20,
 		SessionTimeout:         time.Second,
+		MaxEpochJump:           16,
 	}
 }
 
@@ -180,6 +189,8 @@ func (c Config) Validate() error {
 		return bad("StableLeadSeqs", c.StableLeadSeqs, ">= 1")
 	case c.SessionTimeout <= 0:
 		return bad("SessionTimeout", c.SessionTimeout, "> 0")
+	case c.MaxEpochJump < 1:
+		return bad("MaxEpochJump", c.MaxEpochJump, ">= 1")
 	}
 	return nil
 }

@@ -63,6 +63,13 @@ func (t *cutTable) add(e uint32, start uint64) bool {
 	return true
 }
 
+// dropAfter forgets the epochs newer than e.
+func (t *cutTable) dropAfter(e uint32) {
+	for t.n > 0 && t.cuts[t.n-1].epoch > e {
+		t.n--
+	}
+}
+
 // startAfter is the start of the oldest known epoch newer than e (the
 // current epoch's start at most); 0 if none.
 func (t *cutTable) startAfter(e uint32) uint64 {

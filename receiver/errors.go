@@ -16,8 +16,17 @@ var (
 	// for SessionTimeout, it becomes the fatal error, wrapped with the
 	// epoch, its start and the stable.
 	ErrEpochBelowStable = errors.New("receiver: a new epoch starts at or below the stable seq this receiver believes")
-	ErrFrameKind        = errors.New("receiver: frame kind not expected by a receiver")
-	ErrConfig           = errors.New("receiver: invalid config")
+	// ErrEpochJump: a header of an epoch more than MaxEpochJump beyond
+	// the current one, while the current one publishes: no Raft group
+	// could have made it, so it is dropped (Step returns it; Err stays
+	// nil).
+	ErrEpochJump = errors.New("receiver: an epoch far beyond the current one while the current one publishes")
+	// ErrOtherSession: a packet of another session while the one followed
+	// publishes: dropped (Step returns it; Err stays nil). The shell logs
+	// it rate-limited.
+	ErrOtherSession = errors.New("receiver: packet of another session while the one followed publishes")
+	ErrFrameKind    = errors.New("receiver: frame kind not expected by a receiver")
+	ErrConfig       = errors.New("receiver: invalid config")
 	// ErrNotStarted: StepRewind before a live packet started the
 	// receiver; the caller keeps the packet and tries again later.
 	ErrNotStarted = errors.New("receiver: rewind packet before the live stream started the receiver")

@@ -52,10 +52,13 @@ func FuzzReceiverStep(f *testing.F) {
 		_ = r.Step(0, good.msgs(1, 2), Sequencer)
 		check()
 		for i := 0; i < 3; i++ {
-			before, below := r.Stats().Malformed, r.Stats().EpochBelowStable
+			st0 := r.Stats()
+			before, below, jump, other := st0.Malformed, st0.EpochBelowStable, st0.EpochJumpHeld, st0.OtherSession
 			err := r.Step(int64(i)*1e6, frame, Source(mode>>4)%3)
 			counted := r.Stats().Malformed != before ||
-				errors.Is(err, ErrEpochBelowStable) && r.Stats().EpochBelowStable != below
+				errors.Is(err, ErrEpochBelowStable) && r.Stats().EpochBelowStable != below ||
+				errors.Is(err, ErrEpochJump) && r.Stats().EpochJumpHeld != jump ||
+				errors.Is(err, ErrOtherSession) && r.Stats().OtherSession != other
 			if err != nil && r.Err() == nil && !counted {
 				t.Fatalf("error %v without a count", err)
 			}

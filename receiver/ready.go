@@ -62,14 +62,21 @@ type Stats struct {
 	// EpochBelowStable: headers of a newer epoch starting at or below the
 	// stable believed (dropped, ErrEpochBelowStable; also in BadEpoch).
 	EpochBelowStable uint64
-	GoneIgnored      uint64 // Gone frames not from the source asked, another epoch, or a range not asked
-	SourceSwitches   uint64 // NAKs moved to another repair source (a Gone, or a source timeout)
-	SourceTimeouts   uint64 // repair sources left after RepairSourceTimeout without an answer
-	OtherSession     uint64 // packets of another session not (yet) followed
-	SessionSwitch    uint64 // times a receiver that delivered nothing followed a live session
-	BudgetDrops      uint64 // records dropped because the reassembly budget was full
-	AheadDrops       uint64 // fragments dropped because far beyond the bytes held of their message
-	StatusSent       uint64
-	Rewound          uint64 // packets taken from a rewind (StepRewind)
-	HeldPackets      uint64 // packets held whole until stable covered them (safe mode, hold.go)
+	// EpochJumpHeld: headers of an epoch beyond the current one +
+	// MaxEpochJump not (yet) followed (ErrEpochJump).
+	EpochJumpHeld uint64
+	// EpochReverted: times the receiver went back to an older epoch that
+	// kept publishing while the newer one, in which it delivered nothing,
+	// was silent for SessionTimeout (a forged or abandoned epoch).
+	EpochReverted  uint64
+	GoneIgnored    uint64 // Gone frames not from the source asked, another epoch, or a range not asked
+	SourceSwitches uint64 // NAKs moved to another repair source (a Gone, or a source timeout)
+	SourceTimeouts uint64 // repair sources left after RepairSourceTimeout without an answer
+	OtherSession   uint64 // packets of another session not (yet) followed
+	SessionSwitch  uint64 // times a receiver that delivered nothing followed a live session
+	BudgetDrops    uint64 // records dropped because the reassembly budget was full
+	AheadDrops     uint64 // fragments dropped because far beyond the bytes held of their message
+	StatusSent     uint64
+	Rewound        uint64 // packets taken from a rewind (StepRewind)
+	HeldPackets    uint64 // packets held whole until stable covered them (safe mode, hold.go)
 }

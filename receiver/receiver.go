@@ -40,6 +40,8 @@ type Receiver struct {
 	warn           error        // non-fatal error of the running Step (a packet dropped for a reason the shell should log)
 	epochHeard     int64        // local time of the last valid packet of the current epoch
 	below          otherSession // a newer epoch starting at or below stable (id: the epoch)
+	jump           otherSession // an epoch beyond epoch+MaxEpochJump (id: the epoch)
+	back           otherSession // an older epoch live while the current one is silent (id: the epoch)
 	ready          Ready
 	pkt            wire.Packet
 	rec            wire.Record
@@ -48,7 +50,6 @@ type Receiver struct {
 	rng       uint64
 	stats     Stats
 	out       []byte // bytes of the frames in ready.Send
-	other     otherSession
 	cuts      cutTable
 	runs      runTable // where delivery entered each epoch (epoch.go)
 	firstLive uint64
@@ -318,6 +319,9 @@ func (r *Receiver) onPacket(now int64, frame []byte) {
 	}
 	r.heard = now
 
+	if p.Epoch < r.epoch && r.epochGone(now, p) {
+		r.revertEpoch(now, p)
+	}
 	current := true
 	var limit uint64 // older epoch: records at or above it were cut
 	switch {
@@ -502,6 +506,7 @@ func (r *Receiver) start(now int64, p *wire.Packet) {
 	r.epochStart = p.EpochStart
 	r.epochHeard = now
 	r.below = otherSession{}
+	r.jump = otherSession{}
 	r.cuts.reset()
 	r.cuts.add(p.Epoch, p.EpochStart)
 	r.runs.reset()
@@ -522,27 +527,25 @@ func (r *Receiver) start(now int64, p *wire.Packet) {
 }
 
 // otherSession handles a packet of a session other than the one
-// followed, and reports whether the receiver now follows it. A live
-// sequencer is never ignored in silence, whatever the order of session ids
-// (the cluster may assign them): once the other session is live (heard for
-// SessionTimeout, or the followed one silent that long), a receiver that
-// delivered nothing switches to it and one that did stops with
-// ErrNewSession. Until then its packets are counted (OtherSession): a few
-// lingering packets of a stopped sequencer change nothing.
+// followed, and reports whether the receiver now follows it. A foreign
+// session is counted (OtherSession) and dropped with ErrOtherSession for
+// as long as the followed one publishes: packets alone never stop or
+// capture a receiver (forged session heartbeats for 2.5 s used to stop
+// every tail, node, replayer and standby). Once the followed session is
+// provably gone (silent for SessionTimeout) while the other one
+// publishes, a live sequencer is never ignored in silence, whatever the
+// order of session ids: a receiver that delivered nothing switches to it,
+// one that did stops with ErrNewSession (a restarted sequencer: restart to
+// follow it).
 func (r *Receiver) otherSession(now int64, p *wire.Packet) bool {
 	if p.Flags&wire.PacketRetransmit != 0 {
 		r.stats.Fenced++
 		return false
 	}
-	o := &r.other
-	timeout := int64(r.cfg.SessionTimeout)
-	if o.id != p.Session || now-o.last > timeout {
-		*o = otherSession{id: p.Session, first: now}
-	}
-	o.last = now
 	silent := now - r.heard
-	if silent < timeout && now-o.first < timeout {
+	if silent < int64(r.cfg.SessionTimeout) {
 		r.stats.OtherSession++
+		r.warn = ErrOtherSession
 		return false
 	}
 	if !r.deliveredAny {
@@ -551,13 +554,8 @@ func (r *Receiver) otherSession(now int64, p *wire.Packet) bool {
 		r.start(now, p)
 		return true
 	}
-	if silent >= timeout {
-		r.fail(fmt.Errorf("%w: session %d publishes while session %d, which this receiver followed, has been silent for %dms: the sequencer restarted; restart to follow the new session",
-			ErrNewSession, p.Session, r.session, silent/1e6))
-	} else {
-		r.fail(fmt.Errorf("%w: session %d publishes alongside session %d, which this receiver follows: two sequencers on one channel",
-			ErrNewSession, p.Session, r.session))
-	}
+	r.fail(fmt.Errorf("%w: session %d publishes while session %d, which this receiver followed, has been silent for %dms: the sequencer restarted; restart to follow the new session",
+		ErrNewSession, p.Session, r.session, silent/1e6))
 	return false
 }
 
@@ -565,7 +563,6 @@ func (r *Receiver) otherSession(now int64, p *wire.Packet) bool {
 func (r *Receiver) resetStream() {
 	r.resetRing()
 	r.resetHold()
-	r.other = otherSession{}
 	r.nakArmed, r.asked, r.askedWait, r.tried = false, false, false, 0
 	r.src = r.cfg.PreferredSource
 	r.maxStored = 0
@@ -582,6 +579,9 @@ func (r *Receiver) resetStream() {
 // epoch whose successor this receiver skipped, anything not stable (see
 // cutBound).
 func (r *Receiver) newEpoch(now int64, p *wire.Packet) bool {
+	if p.Epoch-r.epoch > r.cfg.MaxEpochJump && !r.farEpoch(now, p.Epoch) {
+		return false
+	}
 	start := p.EpochStart
 	if start >= r.epochStart && start <= r.stable {
 		r.stats.BadEpoch++
@@ -605,6 +605,7 @@ func (r *Receiver) newEpoch(now int64, p *wire.Packet) bool {
 	r.epochStart = start
 	r.epochHeard = now
 	r.below = otherSession{}
+	r.jump = otherSession{}
 	r.trimHold(start)
 	end := r.released + uint64(len(r.ring))
 	for q := r.next; q < end; q++ {
@@ -620,6 +621,76 @@ func (r *Receiver) newEpoch(now int64, p *wire.Packet) bool {
 	r.nakArmed, r.asked, r.askedWait, r.tried = false, false, false, 0
 	r.src = r.cfg.PreferredSource
 	return true
+}
+
+// farEpoch reports whether epoch e, more than MaxEpochJump beyond the
+// current one, may be followed; when not, the packet is counted
+// (EpochJumpHeld) and dropped with ErrEpochJump.
+//
+// Why the bound is sound: each epoch is one failover that Raft committed
+// (an election, then the epoch's commit and the seal), and a primary
+// stops publishing once it lost leadership or its lease. A receiver that
+// hears the current epoch live therefore cannot have missed many epochs:
+// only those elected in the last SessionTimeout, each at least an election
+// timeout apart (tens to hundreds of ms), far fewer than the default 16.
+// A header that claims more while the current epoch publishes is a
+// forgery or a bug; one heartbeat of epoch 2^32-1 used to capture every
+// receiver (the real primary's packets became an older epoch's, stable
+// froze, and no later epoch could follow it). A receiver that really
+// slept through many failovers finds its epoch silent: the jump is
+// followed once it has been heard for SessionTimeout while the current
+// epoch was silent as long, a delay of SessionTimeout in a rare case
+// only. A jump within the bound is followed at once, as a failover must
+// be; forging one is stopped only by authenticated frames.
+func (r *Receiver) farEpoch(now int64, e uint32) bool {
+	j := &r.jump
+	timeout := int64(r.cfg.SessionTimeout)
+	if j.id != uint64(e) || now-j.last > timeout {
+		*j = otherSession{id: uint64(e), first: now}
+	}
+	j.last = now
+	if now-j.first < timeout || now-r.epochHeard < timeout {
+		r.stats.EpochJumpHeld++
+		r.warn = ErrEpochJump
+		return false
+	}
+	return true
+}
+
+// epochGone reports whether the receiver should go back from the current
+// epoch to p's older one: nothing was delivered in the current epoch, it
+// has been silent for SessionTimeout, and p's epoch has published for as
+// long. A real new epoch's primary heartbeats all the time, so that is an
+// epoch no primary publishes: a forged header within MaxEpochJump (or a
+// forged first packet) would otherwise keep the receiver off the real
+// stream for good, stable frozen. Going back to a deposed primary costs
+// nothing in safe mode (its stable cannot advance without the standbys,
+// which left its epoch); a fast receiver that delivers past its cut stops
+// with ErrDiverged when the next epoch comes, never in silence.
+func (r *Receiver) epochGone(now int64, p *wire.Packet) bool {
+	if r.deliveredAny && r.deliveredEpoch >= r.epoch {
+		return false
+	}
+	b := &r.back
+	timeout := int64(r.cfg.SessionTimeout)
+	if b.id != uint64(p.Epoch) || now-b.last > timeout {
+		*b = otherSession{id: uint64(p.Epoch), first: now}
+	}
+	b.last = now
+	return now-b.first >= timeout && now-r.epochHeard >= timeout
+}
+
+// revertEpoch goes back to p's older epoch (see epochGone): the newer
+// epochs' starts are forgotten.
+func (r *Receiver) revertEpoch(now int64, p *wire.Packet) {
+	r.cuts.dropAfter(p.Epoch)
+	if !r.cuts.add(p.Epoch, p.EpochStart) {
+		return
+	}
+	r.stats.EpochReverted++
+	r.epoch, r.epochStart, r.epochHeard = p.Epoch, p.EpochStart, now
+	r.back, r.jump, r.below = otherSession{}, otherSession{}, otherSession{}
+	r.nakArmed, r.asked, r.askedWait, r.tried = false, false, false, 0
 }
 
 // belowStable handles a header of epoch e starting at start, at or below

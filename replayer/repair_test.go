@@ -40,6 +40,7 @@ func TestStore_AnswersNaksAsTheCoreRing(t *testing.T) {
 	cfg.RingBytes = 4096 * cfg.MaxPacketBytes
 	cfg.NakAnswerBytes = 4096 * cfg.MaxPacketBytes
 	cfg.RetransmitBytesPerSecond = 1 << 40
+	cfg.NakSourceBytesPerSecond = 0 // every NAK answered whole
 	cfg.MulticastRepairWindow = 0
 	sink := &captureSink{}
 	c, err := sequencer.NewSinkShell(cfg, sink)

@@ -30,6 +30,14 @@ type RewindConfig struct {
 	// follow forever) cost little, and resets when frames come.
 	TipPoll    time.Duration
 	TipPollMax time.Duration
+	// PastTipTimeout: a follow rewind asked from beyond the store's next
+	// seq ends (RewindEndTip) when the store has not reached it within
+	// this long. A follower of this store asks at most its next seq (it
+	// got everything else from here), and a node that learned a seq from
+	// the live stream finds this store caught up within moments; a
+	// rewind from far past the tip would otherwise hold a rewind slot
+	// forever (64 of them held every slot).
+	PastTipTimeout time.Duration
 	// BufferBytes is each rewind's read buffer (one write per buffer).
 	BufferBytes int
 }
@@ -39,7 +47,7 @@ type RewindConfig struct {
 // reads.
 func DefaultRewindConfig() RewindConfig {
 	return RewindConfig{MaxRewinds: 64, RequestTimeout: 5 * time.Second, WriteTimeout: 30 * time.Second,
-		TipPoll: 200 * time.Microsecond, TipPollMax: 5 * time.Millisecond, BufferBytes: ReaderBufferBytes}
+		TipPoll: 200 * time.Microsecond, TipPollMax: 5 * time.Millisecond, PastTipTimeout: 10 * time.Second, BufferBytes: ReaderBufferBytes}
 }
 
 // Validate names the first field out of range.
@@ -55,6 +63,8 @@ func (c RewindConfig) Validate() error {
 		return fmt.Errorf("%w: TipPoll = %v, want (0, 1s]", ErrConfig, c.TipPoll)
 	case c.TipPollMax < c.TipPoll || c.TipPollMax > time.Second:
 		return fmt.Errorf("%w: TipPollMax = %v, want TipPoll (%v) .. 1s", ErrConfig, c.TipPollMax, c.TipPoll)
+	case c.PastTipTimeout <= 0:
+		return fmt.Errorf("%w: PastTipTimeout = %v, want > 0", ErrConfig, c.PastTipTimeout)
 	case c.BufferBytes < 64<<10 || c.BufferBytes > 1<<30:
 		return fmt.Errorf("%w: BufferBytes = %d, want 64 KiB..1 GiB", ErrConfig, c.BufferBytes)
 	}
@@ -228,7 +238,8 @@ func (s *RewindServer) serve(c net.Conn) {
 		c.Read(b[:])
 		close(gone)
 	}()
-	src := &rewindSource{r: r, tip: s.tip, follow: q.Flags&wire.RewindFollow != 0, run: run, err: err, primed: true}
+	src := &rewindSource{r: r, tip: s.tip, follow: q.Flags&wire.RewindFollow != 0, run: run, err: err, primed: true,
+		pastTipUntil: time.Now().Add(s.cfg.PastTipTimeout)}
 	_ = SendRange(c, src, RangeSendConfig{
 		WriteTimeout: s.cfg.WriteTimeout, TipPoll: s.cfg.TipPoll, TipPollMax: s.cfg.TipPollMax,
 		Gone: gone, Quit: s.quit, Sent: func(n int) { s.bytes.Add(uint64(n)) },
@@ -246,7 +257,10 @@ type rewindSource struct {
 	run    []byte // the first run, read before the reply
 	err    error
 	primed bool // run and err are still to be served
-	end    [wire.RewindFrameHeaderBytes]byte
+	// pastTipUntil: while the next seq is beyond the store's, a follow
+	// ends at this time (RewindConfig.PastTipTimeout).
+	pastTipUntil time.Time
+	end          [wire.RewindFrameHeaderBytes]byte
 }
 
 func (s *rewindSource) Next() ([]byte, bool, error) {
@@ -269,6 +283,8 @@ func (s *rewindSource) Next() ([]byte, bool, error) {
 		reason = wire.RewindEndTip
 	case s.tip.Closed():
 		reason = wire.RewindEndClosed
+	case s.r.NextSeq() > s.tip.Seq()+1 && time.Now().After(s.pastTipUntil):
+		reason = wire.RewindEndTip // asked from past the tip, which never came
 	default:
 		return nil, false, nil // at the tip: SendRange waits
 	}

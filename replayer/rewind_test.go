@@ -213,3 +213,41 @@ func TestRewindServer_BoundsConnections(t *testing.T) {
 		t.Fatalf("connection beyond the bound: read %v, want EOF (closed at once)", err)
 	}
 }
+
+// TestRewindServer_FollowPastTheTipTimesOut: a follow rewind from far
+// beyond what the store holds ends with RewindEndTip after
+// PastTipTimeout instead of holding its slot forever (64 such rewinds held
+// every slot, issue 16); a follow from the next seq of an idle store goes
+// on waiting.
+func TestRewindServer_FollowPastTheTipTimesOut(t *testing.T) {
+	st := mixed(200)
+	s, _ := mustOpen(t, t.TempDir(), testConfig())
+	defer s.Close()
+	appendAll(t, s, st.pkts)
+	s.Tick(1)
+	cfg := DefaultRewindConfig()
+	cfg.PastTipTimeout = 200 * time.Millisecond
+	_, addr := startRewindServer(t, s.Tip(), cfg)
+	next := s.Contiguous() + 1
+
+	at, brAt, rep := rewindClient(t, addr, testSession, next, wire.RewindFollow)
+	defer at.Close()
+	if rep.Status != wire.RewindOK {
+		t.Fatalf("follow from the next seq: reply %+v", rep)
+	}
+	c, br, rep := rewindClient(t, addr, testSession, next+1_000_000, wire.RewindFollow)
+	defer c.Close()
+	if rep.Status != wire.RewindOK {
+		t.Fatalf("reply %+v", rep)
+	}
+	start := time.Now()
+	c.SetReadDeadline(start.Add(3 * time.Second))
+	if p, reason := readFrame(t, br); p != nil || reason != wire.RewindEndTip {
+		t.Fatalf("got a packet or end reason %d, want RewindEndTip", reason)
+	}
+	t.Logf("ended after %v", time.Since(start))
+	at.SetReadDeadline(time.Now().Add(100 * time.Millisecond))
+	if _, err := brAt.Peek(1); err == nil {
+		t.Fatal("the follow from the next seq of an idle store got a frame")
+	}
+}

@@ -107,7 +107,10 @@ func (c ServiceConfig) Validate() error {
 // Other goroutines read Stats, Contiguous and Durable, or run code on the
 // Run goroutine with Do (how a rewind server reads the Store).
 type Service struct {
-	cfg     ServiceConfig
+	cfg ServiceConfig
+	// dropped logs, rate-limited, packets the receiver dropped as
+	// another session's or of an epoch no failover could have made.
+	dropped transport.RateLog
 	log     *slog.Logger
 	store   *Store
 	rec     *Recovery
@@ -121,6 +124,12 @@ type Service struct {
 	start   time.Time
 	err     error // fatal, sticky
 	checked bool  // the stream's session was checked against the store's
+	// rc is the receiver's config, kept to start it again; foreignAt is
+	// the mono time a receiver first started on another session than the
+	// store's (foreign: since the last check).
+	rc        receiver.Config
+	foreignAt int64
+	foreign   bool
 
 	lastSnap int64         // mono time of the last stats snapshot
 	run      *agent.Runner // Run's
@@ -233,6 +242,7 @@ func NewService(cfg ServiceConfig, follow transport.Client, srv transport.Server
 		store.Close()
 		return nil, err
 	}
+	s.rc = rc
 	s.pend.Init(PersistConfig{MaxHeldBytes: cfg.MaxPendingBytes, MaxPacketBytes: cfg.Store.MaxPacketBytes})
 	s.naks.init(cfg.Repair, sequencer.ServerSink{Server: srv})
 	s.onStream, s.onNak = s.stream, s.nak
@@ -399,15 +409,50 @@ func (s *Service) stream(frame []byte, from transport.Peer) {
 			break
 		}
 	}
-	// A malformed frame is counted by the receiver and dropped.
-	_ = s.r.Step(s.mono(), frame, src)
-	if !s.checked && s.r.Started() {
-		s.checked = true
-		if err := s.store.CheckSession(s.r.Session()); err != nil {
-			s.fail(err)
-		}
+	// A malformed frame is counted by the receiver and dropped; another
+	// session's, or a far epoch's, is logged too (rate-limited).
+	if err := s.r.Step(s.mono(), frame, src); err != nil && (errors.Is(err, receiver.ErrOtherSession) || errors.Is(err, receiver.ErrEpochJump)) {
+		s.dropped.Logger, s.dropped.Msg = s.log, "replayer: stream packets dropped (another session, or an epoch far beyond the current one)"
+		s.dropped.Note(1, err)
+	}
+	if !s.checked && s.r.Started() && !s.checkSession() {
+		return
 	}
 	s.handleReady()
+}
+
+// checkSession checks the session the receiver started on against the
+// store's, and reports whether the receiver's output may be used. A
+// packet of another session is not reason enough to stop (forged
+// session heartbeats stopped the replayer): the receiver starts again on
+// the next packet, its output dropped, until one of the store's session
+// comes. Only when no packet of it came for the receiver's
+// SessionTimeout while another session publishes is the store's session
+// gone (the sequencer restarted, or this directory is another
+// session's): then it stops, loudly, as before.
+func (s *Service) checkSession() bool {
+	err := s.store.CheckSession(s.r.Session())
+	if err == nil {
+		s.checked, s.foreign = true, false
+		return true
+	}
+	now := s.mono()
+	if !s.foreign {
+		s.foreign, s.foreignAt = true, now
+	}
+	if now-s.foreignAt >= int64(s.rc.SessionTimeout) {
+		s.checked = true
+		s.fail(err)
+		return false
+	}
+	s.dropped.Logger, s.dropped.Msg = s.log, "replayer: stream packets dropped (another session, or an epoch far beyond the current one)"
+	s.dropped.Note(1, err)
+	r, nerr := receiver.New(s.rc)
+	if nerr != nil {
+		panic("replayer: receiver config validated once, refused now: " + nerr.Error())
+	}
+	s.r = r
+	return false
 }
 
 // nak is the NAK endpoint's handler.

@@ -55,6 +55,12 @@ type Config struct {
 	// the live stream; a throttled NAK is answered in part and the
 	// receiver asks again after its backoff. 0: no cap.
 	RetransmitBytesPerSecond int64
+	// NakSourceBytesPerSecond and NakSourceBurstBytes cap the repairs
+	// answered to one NAK sender (RepairConfig.SourceBytesPerSecond):
+	// a fresh source gets at most the burst at once, then the rate. 0:
+	// no per-source cap.
+	NakSourceBytesPerSecond int64
+	NakSourceBurstBytes     int
 	// MulticastRepairWindow: when a second receiver asks for the same seq
 	// within this window, the answer is published to everyone instead of
 	// sent to one (PGM/Aeron-style), and receivers that were about to ask
@@ -133,27 +139,32 @@ type Config struct {
 // DefaultConfig returns the defaults; Session is left 0 and must be set.
 func DefaultConfig() Config {
 	return Config{
-		Epoch:                  1,
-		FirstSeq:               1,
-		MaxPacketBytes:         wire.DefaultMaxPacketBytes,
-		HeartbeatInterval:      10 * time.Millisecond,
-		MaxHeartbeatInterval:   50 * time.Millisecond,
-		FlushDelay:             time.Millisecond,
-		RingBytes:              256 << 20,
-		NakAnswerBytes:         1 << 20,
-		MulticastRepairWindow:  2 * time.Millisecond,
-		MaxMessageBytes:        16 << 20,
-		MaxSenders:             4096,
-		MaxReassemblyBytes:     256 << 20,
-		FlowWindowPercent:      10,
-		FlowReceiverTimeout:    2 * time.Second,
-		MaxReceivers:           1024,
-		ReassemblyTimeout:      30 * time.Second,
-		SenderIdleTimeout:      10 * time.Minute,
-		MaxTimersPerSender:     1024,
-		MinTimerPeriod:         time.Millisecond,
-		MaxTimerFiresPerSecond: 1024,
-		Standalone:             true,
+		Epoch:                1,
+		FirstSeq:             1,
+		MaxPacketBytes:       wire.DefaultMaxPacketBytes,
+		HeartbeatInterval:    10 * time.Millisecond,
+		MaxHeartbeatInterval: 50 * time.Millisecond,
+		FlushDelay:           time.Millisecond,
+		RingBytes:            256 << 20,
+		NakAnswerBytes:       1 << 20,
+		// 128 KiB at once and 64 MiB/s per source: a receiver repairs a
+		// loss burst of a hundred packets in one answer and a long gap at
+		// a LAN's pace, while a 48-byte NAK buys at most 128 KiB.
+		NakSourceBytesPerSecond: 64 << 20,
+		NakSourceBurstBytes:     128 << 10,
+		MulticastRepairWindow:   2 * time.Millisecond,
+		MaxMessageBytes:         16 << 20,
+		MaxSenders:              4096,
+		MaxReassemblyBytes:      256 << 20,
+		FlowWindowPercent:       10,
+		FlowReceiverTimeout:     2 * time.Second,
+		MaxReceivers:            1024,
+		ReassemblyTimeout:       30 * time.Second,
+		SenderIdleTimeout:       10 * time.Minute,
+		MaxTimersPerSender:      1024,
+		MinTimerPeriod:          time.Millisecond,
+		MaxTimerFiresPerSecond:  1024,
+		Standalone:              true,
 	}
 }
 
@@ -196,6 +207,10 @@ func (c Config) Validate() error {
 		return bad("RingBytes", c.RingBytes, fmt.Sprintf("2*MaxPacketBytes (%d)..%d", 2*c.MaxPacketBytes, maxRingBytes))
 	case c.NakAnswerBytes < 1:
 		return bad("NakAnswerBytes", c.NakAnswerBytes, ">= 1 (one packet is always sent)")
+	case c.NakSourceBytesPerSecond < 0:
+		return bad("NakSourceBytesPerSecond", c.NakSourceBytesPerSecond, ">= 0 (0: no cap)")
+	case c.NakSourceBurstBytes < 0:
+		return bad("NakSourceBurstBytes", c.NakSourceBurstBytes, ">= 0 (at least one packet is allowed)")
 	case c.RetransmitBytesPerSecond < 0:
 		return bad("RetransmitBytesPerSecond", c.RetransmitBytesPerSecond, ">= 0 (0: no cap)")
 	case c.MulticastRepairWindow < 0 || c.MulticastRepairWindow > time.Second:
@@ -235,5 +250,7 @@ func (c Config) RepairConfig() RepairConfig {
 		RetransmitBytesPerSecond: c.RetransmitBytesPerSecond,
 		MulticastRepairWindow:    c.MulticastRepairWindow,
 		MaxPacketBytes:           c.MaxPacketBytes,
+		SourceBytesPerSecond:     c.NakSourceBytesPerSecond,
+		SourceBurstBytes:         c.NakSourceBurstBytes,
 	}
 }

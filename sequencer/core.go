@@ -63,7 +63,8 @@ type Stats struct {
 	SendersForgotten        uint64 // senders forgotten by a full table for a new one (InternalSenderForgotten)
 	ReassembliesExpired     uint64 // reassemblies dropped after ReassemblyTimeout of silence
 	Statuses                uint64 // receiver position reports taken
-	StatusBeyondTail        uint64 // position reports beyond the last published seq (ignored)
+	StatusBeyondTail        uint64 // position reports beyond the last seq published whole (ignored)
+	StatusNeverSent         uint64 // position reports of a sender with no command in the stream (kept, never slow the stream)
 	StandbyAcks             uint64 // position reports of standby sequencers (wire.StatusStandby), queued for TakeStandbyAcks
 	StandbyAcksDropped      uint64 // standby acks dropped: more distinct members than the queue holds between two drains
 	FlowPaused              uint64 // command frames not taken: the slowest receiver that matters is a flow window behind
@@ -72,6 +73,7 @@ type Stats struct {
 	Retransmitted           uint64 // packets sent again in answer to NAKs
 	RepairsMulticast        uint64 // NAK answers published to everyone (several receivers asked)
 	Throttled               uint64 // NAK answers cut short by RetransmitBytesPerSecond
+	SourceThrottled         uint64 // NAK answers cut short by NakSourceBytesPerSecond (one source's budget)
 	Gones                   uint64 // Gone replies (range left the ring)
 	Heartbeats              uint64 // heartbeats published
 	Packets                 uint64 // data packets published (first sends)
@@ -392,5 +394,6 @@ func (c *Core) Stats() Stats {
 	st := c.stats
 	r := c.repairer.Stats()
 	st.Retransmitted, st.RepairsMulticast, st.Throttled, st.Gones = r.Retransmitted, r.RepairsMulticast, r.Throttled, r.Gones
+	st.SourceThrottled = r.SourceThrottled
 	return st
 }

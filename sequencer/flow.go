@@ -15,7 +15,8 @@ import (
 // matters falls off the retransmit ring.
 //
 // Receivers that matter are those that send commands (a Status without
-// wire.StatusReadOnly) and reported within FlowReceiverTimeout; standby
+// wire.StatusReadOnly, of an account and instance with a command in the
+// stream) and reported within FlowReceiverTimeout; standby
 // sequencers (wire.StatusStandby) matter as a quorum, through stable, not
 // one by one (updateFlowLimit). A tail or
 // other read-only receiver never slows the stream: when it falls off the
@@ -70,9 +71,10 @@ func (c *Core) stepStatus(now Time, frame []byte, from transport.Peer) error {
 		c.stats.WrongSession++
 		return nil
 	}
-	if s.Contiguous > c.tail {
-		// A receiver cannot hold what was never published: a stale
-		// report from another epoch's primary, or a forgery.
+	if s.Contiguous > c.published {
+		// A receiver cannot hold whole what was never published whole
+		// (wire.DecodeStatus already refuses Delivered > Contiguous): a
+		// stale report from another epoch's primary, or a forgery.
 		c.stats.StatusBeyondTail++
 		return nil
 	}
@@ -85,12 +87,31 @@ func (c *Core) stepStatus(now Time, frame []byte, from transport.Peer) error {
 	if e == nil {
 		e = t.add()
 	}
-	e.account, e.instance, e.flags, e.incarnation, e.member, e.peer = s.Account, s.Instance, s.Flags, s.Incarnation, s.Member, from
+	flags := s.Flags
+	if flags&(wire.StatusReadOnly|wire.StatusStandby) == 0 && !c.sent(s.Account, s.Instance) {
+		// Only a receiver that sends commands may hold the stream back
+		// (its resends would fall off the ring); a report naming an
+		// account that never sent one is a read-only receiver's at
+		// most, or a forgery that would pause every sender.
+		flags |= wire.StatusReadOnly
+		c.stats.StatusNeverSent++
+	}
+	e.account, e.instance, e.flags, e.incarnation, e.member, e.peer = s.Account, s.Instance, flags, s.Incarnation, s.Member, from
 	e.contiguous = max(e.contiguous, s.Contiguous)
 	e.delivered = max(e.delivered, s.Delivered)
 	e.heard = c.mono
 	c.updateFlowLimit()
 	return nil
+}
+
+// sent reports whether (a, instance) has a command in the stream (it is in
+// the dedupe table).
+func (c *Core) sent(a wire.Account, instance uint8) bool {
+	if a == 0 {
+		return false
+	}
+	i, _ := c.state.senders.lookup(a, instance)
+	return i >= 0
 }
 
 // find returns the entry of the receiver that sent s from peer, or nil.

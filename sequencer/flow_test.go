@@ -48,6 +48,17 @@ func (f *flowFeed) send(t testing.TB) {
 	}
 }
 
+// sendB puts one command of account B (instance 1) into the stream: B is
+// then a sender, whose reports may hold the stream back.
+func (f *flowFeed) sendB(t testing.TB) {
+	t.Helper()
+	f.now += int64(time.Microsecond)
+	if err := f.c.Step(at(f.now), frame(t, acctB, 1, 0, cmd(1, "b")), 2); err != nil {
+		t.Fatal(err)
+	}
+	f.c.Flush(at(f.now))
+}
+
 func (f *flowFeed) status(t testing.TB, acct wire.Account, flags uint16, contiguous uint64, from transport.Peer) {
 	t.Helper()
 	if err := f.c.Step(at(f.now), statusFrame(t, acct, flags, contiguous), from); err != nil {
@@ -63,7 +74,8 @@ func (f *flowFeed) status(t testing.TB, acct wire.Account, flags uint16, contigu
 func TestCore_FlowControlHoldsTheStreamForASlowSender(t *testing.T) {
 	c, _ := newCore(t, flowConfig())
 	f := &flowFeed{c: c}
-	f.send(t) // seqs 1..3: session start, epoch start, the first command
+	f.send(t)  // seqs 1..3: session start, epoch start, the first command
+	f.sendB(t) // seq 4: B is a sender
 	f.status(t, acctB, 0, 2, 2)
 	for i := 0; i < 400 && c.Stats().FlowPaused == 0; i++ {
 		f.send(t)
@@ -124,7 +136,8 @@ func TestCore_FlowControlForgetsSilentReceivers(t *testing.T) {
 	cfg.FlowReceiverTimeout = 100 * time.Millisecond
 	c, _ := newCore(t, cfg)
 	f := &flowFeed{c: c}
-	f.send(t) // seqs 1..3: session start, epoch start, the first command
+	f.send(t)  // seqs 1..3: session start, epoch start, the first command
+	f.sendB(t) // seq 4: B is a sender
 	f.status(t, acctB, 0, 2, 2)
 	for i := 0; i < 400 && c.Stats().FlowPaused == 0; i++ {
 		f.send(t)

@@ -57,6 +57,9 @@ func (b *tokenBucket) refill(now int64) {
 }
 
 // take spends n bytes if the bucket holds them (always, with no cap).
+// has reports whether n bytes could be taken now.
+func (b *tokenBucket) has(n int) bool { return b.rate == 0 || b.tokens >= uint64(n) }
+
 func (b *tokenBucket) take(n int) bool {
 	if b.rate == 0 {
 		return true

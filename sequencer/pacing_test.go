@@ -17,6 +17,7 @@ func TestCore_RepairAfterLongIdle(t *testing.T) {
 				cfg := testConfig()
 				cfg.MaxPacketBytes = 256
 				cfg.RetransmitBytesPerSecond = rate
+				cfg.NakSourceBytesPerSecond = 0 // the shared bucket alone
 				c, sink := newCore(t, cfg)
 				for i := 1; i <= 40; i++ {
 					mustStep(t, c, int64(i), frame(t, acctA, 1, 0, cmd(uint64(i), strings.Repeat("y", 150))))

@@ -23,6 +23,26 @@ type RepairConfig struct {
 	MulticastRepairWindow time.Duration
 	// MaxPacketBytes is the largest packet the store holds.
 	MaxPacketBytes int
+	// SourceBytesPerSecond caps the repairs answered to one source (a
+	// token bucket per NAK sender, SourceBurstBytes deep, at least
+	// MaxPacketBytes); 0: no cap. A NAK costs 48 bytes and could ask for
+	// NakAnswerBytes: without a per-source budget one host turns a
+	// trickle of NAKs into the whole repair bandwidth (a 48-byte NAK for
+	// 1..tail was answered with 1 MiB). The table holds
+	// maxRepairSources sources, the least recently answered forgotten
+	// first (a forgotten source starts with a full bucket again).
+	SourceBytesPerSecond int64
+	SourceBurstBytes     int
+}
+
+// maxRepairSources bounds the per-source budget table.
+const maxRepairSources = 64
+
+// repairSource is one NAK sender's repair budget.
+type repairSource struct {
+	peer   transport.Peer
+	used   int64 // mono time of its last NAK
+	bucket tokenBucket
 }
 
 // RepairStats are a Repairer's counters.
@@ -31,6 +51,7 @@ type RepairStats struct {
 	RepairsMulticast uint64 // answers published to everyone (several receivers asked)
 	Throttled        uint64 // answers cut short by RetransmitBytesPerSecond
 	Gones            uint64 // Gone replies (the range left the store)
+	SourceThrottled  uint64 // answers cut short by SourceBytesPerSecond (one source asked for more than its budget)
 }
 
 // Repairer is the repair policy, pure and shared: the Core answers NAKs
@@ -47,7 +68,8 @@ type Repairer struct {
 	cfg      RepairConfig
 	sink     Sink
 	bucket   tokenBucket
-	onRepair PacketFunc // r.repairPacket, built once
+	sources  []repairSource // per-source budgets, at most maxRepairSources
+	onRepair PacketFunc     // r.repairPacket, built once
 	// arena, if set (the Core's), is where each packet is copied before
 	// its headers are patched, and each Gone built, leaving the store's
 	// bytes alone (the Core's ring packets may still be queued in a Ready
@@ -71,6 +93,7 @@ type Repairer struct {
 // repairState is the progress of the answer being sent.
 type repairState struct {
 	to        transport.Peer
+	src       *tokenBucket // the source's budget, nil: none
 	multicast bool
 	sent      int // packets
 	bytes     int
@@ -113,7 +136,44 @@ func NewRepairer(cfg RepairConfig, sink Sink) *Repairer {
 	r := &Repairer{cfg: cfg, sink: sink}
 	r.bucket.init(uint64(cfg.RetransmitBytesPerSecond), max(uint64(cfg.RetransmitBytesPerSecond)/20, uint64(cfg.MaxPacketBytes)))
 	r.onRepair = r.repairPacket
+	if cfg.SourceBytesPerSecond > 0 {
+		r.sources = make([]repairSource, 0, maxRepairSources)
+	}
 	return r
+}
+
+// sourceBucket returns from's budget, refilled to mono (a new one, full,
+// replacing the least recently used when the table is full), or nil when
+// there is no per-source cap.
+func (r *Repairer) sourceBucket(mono int64, from transport.Peer) *tokenBucket {
+	if r.cfg.SourceBytesPerSecond <= 0 {
+		return nil
+	}
+	var e *repairSource
+	for i := range r.sources {
+		if r.sources[i].peer == from {
+			e = &r.sources[i]
+			break
+		}
+	}
+	if e == nil {
+		if len(r.sources) < cap(r.sources) {
+			r.sources = r.sources[:len(r.sources)+1]
+			e = &r.sources[len(r.sources)-1]
+		} else {
+			e = &r.sources[0]
+			for i := range r.sources {
+				if r.sources[i].used < e.used {
+					e = &r.sources[i]
+				}
+			}
+		}
+		e.peer = from
+		e.bucket.init(uint64(r.cfg.SourceBytesPerSecond), uint64(max(r.cfg.SourceBurstBytes, r.cfg.MaxPacketBytes)))
+	}
+	e.used = mono
+	e.bucket.refill(mono)
+	return &e.bucket
 }
 
 // Stats returns the counters.
@@ -143,7 +203,7 @@ func (r *Repairer) Answer(mono int64, n *wire.Nak, from transport.Peer, a *Answe
 	r.lastNakSeq, r.lastNakPeer, r.lastNakAt = n.FromSeq, from, mono
 	r.bucket.refill(mono)
 	r.nak, r.answer = n, *a
-	r.st = repairState{to: from, multicast: multicast}
+	r.st = repairState{to: from, multicast: multicast, src: r.sourceBucket(mono, from)}
 	a.Store.Range(n.FromSeq, a.ToSeq, r.onRepair)
 	if multicast && r.st.sent > 0 {
 		r.stats.RepairsMulticast++
@@ -166,9 +226,16 @@ func (r *Repairer) repairPacket(pkt []byte, m PacketInfo) bool {
 	if r.st.sent > 0 && r.st.bytes+len(pkt) > r.cfg.NakAnswerBytes {
 		return false // the receiver asks again for the rest, which paces it
 	}
+	if r.st.src != nil && !r.st.src.has(len(pkt)) {
+		r.stats.SourceThrottled++
+		return false
+	}
 	if !r.bucket.take(len(pkt)) {
 		r.stats.Throttled++
 		return false
+	}
+	if r.st.src != nil {
+		r.st.src.take(len(pkt))
 	}
 	if r.arena != nil {
 		pkt = r.arena.copyOf(pkt)

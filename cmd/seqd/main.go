@@ -95,6 +95,7 @@ func newApp() *cli.App {
 	addExamples(app.Commands, "")
 	for _, cmd := range app.Commands {
 		strict(cmd)
+		warnUnauthenticated(cmd)
 	}
 	return app
 }

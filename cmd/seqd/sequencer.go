@@ -42,7 +42,7 @@ func sequencerCommand() *cli.Command {
 		options.Duration("sequencer.active-timeout", defaultActiveTimeout, "hot-hot: when an account's active instance is silent this long (commands and heartbeats) and another instance was heard within it, the other becomes active (0: never switch)"),
 		options.Duration("sequencer.idle-spin", 0, "keep polling without blocking this long after each frame (lower latency, costs a core); in a cluster, the primary and the standbys"),
 		options.Duration("sequencer.listen-before-start", 200*time.Millisecond, "listen on the stream this long before starting, and refuse to start if another session is live there (0: do not listen)"),
-		&cli.BoolFlag{Name: "force", Usage: "start even if another session is live on these groups: EVERY NODE OF THAT SESSION STOPS (they see a new session); for replacing a sequencer known to be wrong"},
+		&cli.BoolFlag{Name: "force", Usage: "start even if another session is live on these groups: its nodes ignore the new session while it publishes and STOP ONCE IT FALLS SILENT (they see a new session); for replacing a sequencer known to be wrong"},
 		&cli.StringFlag{Name: "publish-times", Usage: "note when each stream packet went to the kernel and write it (first_seq count unix_ns) to this file on stop; for seqd bench's latency breakdown"},
 		&cli.BoolFlag{Name: "dry-run", Usage: "validate the configuration, print it and exit"},
 	), clusterFlags()...))
@@ -51,7 +51,8 @@ func sequencerCommand() *cli.Command {
 		Usage: "run a sequencer: alone, or with --cluster as a member of a Raft group of three (or five)",
 		Description: `Before it starts, listens on the stream for sequencer.listen-before-start
 and refuses to start if another session is live there: a second sequencer
-on the same groups would stop every node of the first (--force overrides).
+on the same groups would share them (the first's nodes ignore it while the
+first publishes, and stop once it falls silent; --force overrides).
 
 Prints "sequencer: ready ..." once serving and "sequencer: stopped ..." when
 it stops. Exit status: 0 when SIGTERM or SIGINT stopped it (during start-up

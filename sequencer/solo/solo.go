@@ -98,10 +98,10 @@ func Run(ctx context.Context, cfg Config) error {
 	}
 	if live != nil {
 		if !cfg.Force {
-			return fmt.Errorf("session %d is live on %s (last seq %d): a second sequencer there would stop every node of it; stop that sequencer, choose other groups, or pass --force to take the stream over",
+			return fmt.Errorf("session %d is live on %s (last seq %d): a second sequencer there would share its channel (its nodes ignore the new session while it publishes, and stop once it falls silent); stop that sequencer, choose other groups, or pass --force to take the stream over",
 				live.session, live.where, live.lastSeq)
 		}
-		log.Warn("--force: STARTING OVER A LIVE SESSION: every node of that session will stop (new session on the stream)",
+		log.Warn("--force: STARTING OVER A LIVE SESSION: its nodes ignore this one while it publishes, and stop once it falls silent (new session on the stream)",
 			"live_session", live.session, "listening", live.where, "new_session", cfg.Sequencer.Session)
 	}
 	if ctx.Err() != nil {
