@@ -93,6 +93,7 @@ func receiverFields[S any](get func(*S) *receiver.Stats) []Field[S] {
 		Counter("seqd_delivered_messages_total", "messages delivered (to the handler, or to the store)", r(func(s *receiver.Stats) uint64 { return s.Delivered })),
 		Counter("seqd_duplicate_records_total", "records dropped because already held or delivered", r(func(s *receiver.Stats) uint64 { return s.Duplicates })),
 		Counter("seqd_gaps_total", "gaps detected (each NAKed until repaired)", r(func(s *receiver.Stats) uint64 { return s.Gaps })),
+		Counter("seqd_gap_seqs_total", "seqs missing in the gaps detected, when each was found (over seqd_gaps_total: the mean gap size)", r(func(s *receiver.Stats) uint64 { return s.GapSeqs })),
 		Counter("seqd_naks_sent_total", "NAKs sent", r(func(s *receiver.Stats) uint64 { return s.NaksSent })),
 		Counter("seqd_malformed_frames_total", "frames or records rejected by a decoder or a sanity check", r(func(s *receiver.Stats) uint64 { return s.Malformed })),
 		Counter("seqd_fenced_packets_total", "packets or records of another session or an epoch they do not belong to", r(func(s *receiver.Stats) uint64 { return s.Fenced })),

@@ -6,6 +6,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/testutil"
 
+	"github.com/seqd/seqd/bridge"
 	"github.com/seqd/seqd/cluster/standby"
 	"github.com/seqd/seqd/sequencer"
 	"github.com/seqd/seqd/transport"
@@ -22,6 +23,10 @@ func TestMetrics_Lint(t *testing.T) {
 		"node":      NewNodeCollector(func() NodeSnap { return NodeSnap{} }),
 		"replayer":  NewReplayerCollector(func() ReplayerSnap { return ReplayerSnap{} }),
 		"standby":   NewStandbyCollector(func() (standby.Stats, bool) { return standby.Stats{}, false }),
+		"bridge receive": newBridgeCollector([]string{"tcp 127.0.0.1:1", "udp 127.0.0.1:2"}, func() BridgeSnap {
+			return BridgeSnap{Receive: &bridge.ReceiveStats{Channels: make([]bridge.ChannelStats, 2), Delivered: 4}}
+		}),
+		"bridge send": newBridgeCollector(nil, func() BridgeSnap { return BridgeSnap{Send: &bridge.SendStats{UDPPackets: 3}} }),
 	} {
 		problems, err := testutil.CollectAndLint(c)
 		if err != nil {

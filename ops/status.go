@@ -32,6 +32,7 @@ type ProcessStatus struct {
 	Sequencer *SequencerStatus `json:"sequencer,omitempty"`
 	Replayer  *ReplayerStatus  `json:"replayer,omitempty"`
 	Node      *NodeStatus      `json:"node,omitempty"`
+	Bridge    *BridgeStatus    `json:"bridge,omitempty"`
 }
 
 // StatusProvider is a process's status, read by the admin surface, a

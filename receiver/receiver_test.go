@@ -436,3 +436,21 @@ func TestReceiver_SkippedEpochDropsHeldRecordsOfUnknownCut(t *testing.T) {
 		t.Fatalf("seq 5: epoch %d %q, want epoch 2 \"5\"", m.Epoch, m.Payload)
 	}
 }
+
+// TestReceiver_GapSizesAreCounted: Stats.GapSeqs adds up the seqs each
+// gap was missing when found (seqd_gap_seqs_total: with Gaps, the mean
+// gap size), not the held seqs around it.
+func TestReceiver_GapSizesAreCounted(t *testing.T) {
+	s := newStream(t)
+	d := &drive{t: t, r: newTest(t, testConfig())}
+	d.step(0, Sequencer, s.msgs(1, 2), s.msgs(10, 1)) // 3..9 missing
+	d.tick(20 * ms)
+	if st := d.r.Stats(); st.Gaps != 1 || st.GapSeqs != 7 {
+		t.Fatalf("after a gap of 3..9: gaps=%d gap_seqs=%d, want 1 and 7", st.Gaps, st.GapSeqs)
+	}
+	d.step(21*ms, Sequencer, s.msgs(3, 7), s.msgs(11, 1), s.msgs(14, 1)) // 12..13 missing
+	d.tick(40 * ms)
+	if st := d.r.Stats(); st.Gaps != 2 || st.GapSeqs != 9 {
+		t.Fatalf("after a second gap of 12..13: gaps=%d gap_seqs=%d, want 2 and 9", st.Gaps, st.GapSeqs)
+	}
+}

@@ -14,6 +14,7 @@ import (
 
 	"github.com/seqd/seqd/bridge"
 	"github.com/seqd/seqd/cmd/seqd/internal/stopsignal"
+	"github.com/seqd/seqd/ops"
 	"github.com/seqd/seqd/ops/options"
 	"github.com/seqd/seqd/test/drill"
 	"github.com/seqd/seqd/transport/fault"
@@ -23,7 +24,7 @@ import (
 
 func bridgeCommand() *cli.Command {
 	d := bridge.DefaultConfig()
-	flags, before := options.WithConfig(append(transportFlags(false),
+	flags, before := options.WithConfig(append(append(transportFlags(false), adminServeFlags(true)...),
 		options.String("role", "", "send (follow this site's stream and send it over the channels) | receive (merge the channels and republish on this site)"),
 		options.String("site", "", "this end's site name (1..32 bytes)"),
 		options.String("origin", "", "send: the site whose sequencer published the followed stream (default: --site; set it when the stream came by bridge)"),
@@ -135,6 +136,14 @@ func runBridge(c *cli.Context) error {
 		fmt.Printf("bridge: ready role=send site=%s origin=%s tcp=%s udp=%s udp_local=%s\n", cfg.Site, orDefault(cfg.Origin, cfg.Site),
 			strings.Join(s.TCPAddrs(), ","), strings.Join(cfg.UDP, ","), s.UDPAddr())
 		go printEvery(ctx, every, func() { fmt.Println(bridge.FormatSendStats(s.Stats())) })
+		asv, err := serveAdmin(c, ops.BridgeSurface(adminAuth(c, log), "send", cfg.Site, orDefault(cfg.Origin, cfg.Site), nil,
+			func() ops.BridgeSnap { st := s.Stats(); return ops.BridgeSnap{Send: &st} }), log)
+		if err != nil {
+			return err
+		}
+		if asv != nil {
+			defer asv.Close()
+		}
 		err = s.Run(ctx)
 		fmt.Println(bridge.FormatSendStats(s.Stats()))
 		return stopped(err)
@@ -153,6 +162,14 @@ func runBridge(c *cli.Context) error {
 	}
 	fmt.Printf("bridge: ready role=receive site=%s tcp=%s udp=%s rewind=%s\n", cfg.Site, strings.Join(cfg.TCP, ","), strings.Join(r.UDPAddrs(), ","), cfg.RewindAddr)
 	go printEvery(ctx, every, func() { fmt.Println(bridge.FormatReceiveStats(r.Stats())) })
+	asv, err := serveAdmin(c, ops.BridgeSurface(adminAuth(c, log), "receive", cfg.Site, "", r.Stats().Names,
+		func() ops.BridgeSnap { st := r.Stats(); return ops.BridgeSnap{Receive: &st} }), log)
+	if err != nil {
+		return err
+	}
+	if asv != nil {
+		defer asv.Close()
+	}
 	err = r.Run(ctx)
 	fmt.Println(bridge.FormatReceiveStats(r.Stats()))
 	return stopped(err)
