@@ -4,29 +4,39 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"slices"
 	"time"
 
 	"github.com/hashicorp/raft"
 
+	"github.com/seqd/seqd/cluster/failover"
 	"github.com/seqd/seqd/fsm"
 	"github.com/seqd/seqd/ops"
 	"github.com/seqd/seqd/wire"
 )
 
-// Seal seals this member's standby for epoch (it stops acking epoch and
-// every earlier one) and says what it holds: the answer to a new
-// primary's seal, on the peer port (PeerServer). Safe from any goroutine.
+// Seal seals this member for epoch (it stops acking epoch and every
+// earlier one) and says what it holds: the answer to a new primary's
+// seal, on the peer port (PeerServer). A seal of an epoch the failover
+// state has not reached is refused (failover.CheckSeal: believed, it
+// would make every later seal fail and the standby never ack again). A
+// member that runs no standby because it sequences (deposed from Raft,
+// not yet stopped) answers for what its store wrote and counts no more
+// toward stable. Safe from any goroutine.
 func (n *Member) Seal(epoch uint32) (wire.PeerSealReply, error) {
+	if err := failover.CheckSeal(n.fsm.State(), uint64(epoch)); err != nil {
+		return wire.PeerSealReply{}, err
+	}
 	c, held, err := n.fr.seal(epoch)
+	if errors.Is(err, errNotFollowing) {
+		if p := n.self.Load(); p != nil {
+			c, err = p.seal(epoch, n.published.Load())
+			held = p.epoch
+		}
+	}
 	if err != nil {
 		return wire.PeerSealReply{}, err
 	}
-	r := wire.PeerSealReply{Member: n.cfg.ID, Contiguous: c, HeldEpoch: held}
-	if n.holdsOwn(uint64(epoch), c) {
-		r.Flags |= wire.PeerHoldsOwn
-	}
-	return r, nil
+	return wire.PeerSealReply{Member: n.cfg.ID, Contiguous: c, HeldEpoch: held}, nil
 }
 
 // PeerStatus is this member's role, the epoch of its failover state and
@@ -69,161 +79,6 @@ func (n *Member) Status() ops.MemberStatus {
 		s.Contiguous = s.Published
 	}
 	return s
-}
-
-// sealQuorum seals the current epoch of st on every voter (this member
-// directly, the others through their peer ports: RequestSeal) and returns, once
-// a quorum answered, the highest contiguous seq among the answers (the
-// cut) and the peer addresses of the members that answered, best first.
-// Every quorum intersects the one that made any seq stable, and a sealed
-// member acks nothing more of the epoch, so the cut keeps every stable
-// seq and no later one can become stable.
-func (n *Member) sealQuorum(ctx context.Context, st *fsm.State) (uint64, []string, error) {
-	epoch := st.Epoch()
-	var voters []fsm.Member
-	for _, m := range st.Members() {
-		if m.Role == fsm.Voter {
-			voters = append(voters, m)
-		}
-	}
-	if len(voters) == 0 {
-		return 0, nil, fmt.Errorf("%w: no voters in the failover state", ErrNoQuorum)
-	}
-	quorum := len(voters)/2 + 1
-	if _, isVoter := st.Member(st.Primary()); isVoter && len(voters)-1 < quorum {
-		// A group of one (or two): no quorum without the primary.
-		quorum = len(voters) - 1
-	}
-	type answer struct {
-		m    fsm.Member
-		c    uint64
-		own  bool   // holds its own epoch (as that epoch's primary)
-		held uint32 // epoch of its newest held record (0: unknown)
-		err  error
-	}
-	ctx, cancel := context.WithTimeout(ctx, n.cfg.Timeouts.Seal)
-	defer cancel()
-	answers := make(chan answer, len(voters))
-	for _, m := range voters {
-		go func() {
-			if m.ID == n.cfg.ID {
-				c, held, err := n.fr.seal(uint32(epoch))
-				answers <- answer{m, c, err == nil && n.holdsOwn(epoch, c), held, err}
-				return
-			}
-			r, err := n.sealRemote(ctx, m, epoch)
-			answers <- answer{m, r.Contiguous, r.Flags&wire.PeerHoldsOwn != 0, r.HeldEpoch, err}
-		}()
-	}
-	type got struct {
-		c    uint64
-		addr string
-	}
-	var ok []got
-	var errs []error
-	// counted are the answers that count toward the quorum: not the
-	// sealed epoch's own primary's, unless it says it holds everything it
-	// published (HoldsOwn: its primacy ended with the process alive, and
-	// its store took every packet). Its stable counted what it published;
-	// after a restart its store may lack the tail it had not written, and
-	// its answer would understate what it counted, so a quorum with it
-	// need not intersect the quorum that made a seq stable. Its answer
-	// still raises the cut.
-	counted := 0
-	// Once a quorum answered, the others get a short grace (the commit
-	// timeout): a higher cut drops fewer messages, and a live member
-	// left out of the quorum could hold records above the cut, which it
-	// would have to drop (its standby diverges). A dead member's
-	// connection is refused at once on a LAN, so the grace is rarely
-	// waited out.
-	// noQuorum says how many answered and how many of those counted: an
-	// answer from the sealed epoch's own primary that does not hold all
-	// it published raises the cut but is not part of the quorum, so "2
-	// of 3 answered" can still be too few.
-	noQuorum := func() error {
-		return fmt.Errorf("%w: epoch %d: %d of %d answered, %d counted toward the quorum (member %d, the sealed epoch's primary, counts only when it holds all it published), need %d: %v",
-			ErrNoQuorum, epoch, len(ok), len(voters), counted, st.Primary(), max(quorum, 1), errors.Join(errs...))
-	}
-	var grace <-chan time.Time
-collect:
-	for range voters {
-		var a answer
-		select {
-		case a = <-answers:
-		case <-grace:
-			break collect
-		case <-ctx.Done():
-			if counted >= quorum && len(ok) > 0 {
-				break collect
-			}
-			return 0, nil, noQuorum()
-		}
-		if a.err != nil {
-			errs = append(errs, fmt.Errorf("member %d: %w", a.m.ID, a.err))
-			continue
-		}
-		c, stale := capStale(st, a.c, a.held)
-		addr := a.m.StreamAddr
-		if stale {
-			// Its store holds cut records past c: no fetch source.
-			addr = ""
-		}
-		ok = append(ok, got{c, addr})
-		if a.m.ID != st.Primary() || a.own {
-			counted++
-			if counted == quorum {
-				grace = time.After(n.cfg.Timeouts.Commit)
-			}
-		}
-	}
-	if counted < quorum || len(ok) == 0 {
-		// A quorum of 0 (the only voter is the sealed epoch's primary)
-		// still needs one answer: without any, no cut is known.
-		return 0, nil, noQuorum()
-	}
-	slices.SortFunc(ok, func(a, b got) int {
-		switch {
-		case a.c > b.c:
-			return -1
-		case a.c < b.c:
-			return 1
-		}
-		return 0
-	})
-	peers := make([]string, 0, len(ok))
-	for _, g := range ok {
-		if g.addr != "" {
-			peers = append(peers, g.addr)
-		}
-	}
-	return ok[0].c, peers, nil
-}
-
-// capStale caps a seal answer c whose newest held record is of epoch held,
-// older than st's (sealed) epoch, at the cut of held, and says whether it
-// did. A member that missed the epoch changes after held (down or cut off
-// meanwhile) cannot tell from the stream where held was cut and reports
-// the cut records of its tail: counted, they would raise the cut past
-// seqs the next epochs gave to other messages. Such a member is no fetch
-// source either. An answer without held (0) or whose cut is no longer
-// recorded is taken as it is.
-func capStale(st *fsm.State, c uint64, held uint32) (uint64, bool) {
-	if held == 0 || uint64(held) >= st.Epoch() {
-		return c, false
-	}
-	cut, ok := st.Cut(uint64(held))
-	if !ok || cut.Session != st.Session() || c <= cut.Last {
-		return c, false
-	}
-	return cut.Last, true
-}
-
-// sealRemote seals epoch on member m through its peer port.
-func (n *Member) sealRemote(ctx context.Context, m fsm.Member, epoch uint64) (wire.PeerSealReply, error) {
-	if m.StreamAddr == "" {
-		return wire.PeerSealReply{}, fmt.Errorf("%w: member %d has no peer address", ErrSealRefused, m.ID)
-	}
-	return RequestSeal(ctx, m.StreamAddr, uint32(epoch))
 }
 
 // TransferPrimary hands the primary role to member to (0: the standby

@@ -33,6 +33,25 @@ type followers struct {
 	// checked is the session cur's store was checked against (0: none
 	// yet: the failover state had no session).
 	checked uint64
+	// sealed is the recorded seal cur was sealed for (sealRecorded).
+	sealed uint64
+}
+
+// sealRecorded seals f for the epoch a new leader recorded as sealed
+// (fsm.SealEpoch), when that is the current epoch of st (its epoch
+// change is under way): a member (re)started between its seal answer and
+// the next epoch's commit then acks nothing more of the sealed epoch, so
+// stable cannot pass the cut (issue 14 item 7). A seal the standby
+// refuses because it sealed a later epoch already is no error.
+func sealRecorded(f Follower, st *fsm.State) error {
+	e := st.Sealed()
+	if e == 0 || e != st.Epoch() || e > uint64(^uint32(0)) {
+		return nil
+	}
+	if _, err := f.Seal(uint32(e)); err != nil && !errors.Is(err, standby.ErrSealed) {
+		return fmt.Errorf("cluster: seal the standby for the recorded epoch %d: %w", e, err)
+	}
+	return nil
 }
 
 // sessionChecker is a Follower whose store belongs to one session (the
@@ -89,6 +108,11 @@ func (fr *followers) start(ctx context.Context) error {
 	fr.checked = checked
 	knowEpochs(f, st, 0)
 	fr.told = st.Epoch()
+	if err := sealRecorded(f, st); err != nil {
+		// A standby that cannot seal has failed; its Run says so.
+		fr.n.log.Warn("recorded seal", "err", err)
+	}
+	fr.sealed = st.Sealed()
 	fctx, cancel := context.WithCancel(ctx)
 	done := make(chan struct{})
 	fr.cur, fr.cancel, fr.done = f, cancel, done
@@ -163,6 +187,12 @@ func (fr *followers) tell() {
 			return
 		}
 		fr.checked = checked
+	}
+	if st.Sealed() > fr.sealed {
+		if err := sealRecorded(fr.cur, st); err != nil {
+			fr.n.log.Warn("recorded seal", "err", err)
+		}
+		fr.sealed = st.Sealed()
 	}
 	if st.Epoch() <= fr.told {
 		return
