@@ -57,6 +57,8 @@ type fakeFollower struct {
 	// stream).
 	known []epochStart
 	atRun []epochStart
+	// sealedAtRun is the epoch it was sealed for when its last Run began.
+	sealedAtRun uint32
 	// stable is what the test cluster's primaries made stable (nil:
 	// none): the twin's acks (trackedAcks) say every standby holds it,
 	// so every follower's seal answer does too. Without it a leadership
@@ -82,6 +84,7 @@ func (f *fakeFollower) Run(ctx context.Context) error {
 	f.mu.Lock()
 	f.runs++
 	f.atRun = slices.Clone(f.known)
+	f.sealedAtRun = f.sealed
 	f.mu.Unlock()
 	<-ctx.Done()
 	return ctx.Err()
