@@ -169,11 +169,18 @@ func (n *Member) notPrimary() error {
 	return fmt.Errorf("%w: member %d; the leader is %s at %s (admin %s)", ErrNotPrimary, n.cfg.ID, id, addr, m.AdminAddr)
 }
 
-// AddMember adds m as a voter, live: raft's configuration first (AddVoter
-// waits until the change commits), then the failover state's member table.
-// The new member must be started with the same members list and an empty
-// Dir; it does not bootstrap (a member not in its own list fails
-// Validate), so give it every member, itself included.
+// AddMember adds m, live. A voter joins as a nonvoter first (raft's
+// AddNonvoter, then the failover state's member table), and is promoted
+// (AddVoter, SetRole) only once it caught up: its failover state reached
+// the current epoch and its standby acked what is stable. A voter added at
+// once, while another was dead, made stable and every seal wait for the
+// newcomer to repair the whole session, and one not yet running cost
+// the group its Raft quorum (issue 14 item 3). A member that does not
+// catch up within catchUpTimeoutFactor seal timeouts stays a nonvoter
+// (ErrNotCaughtUp); add it again to promote it. The new member must be
+// started with the same members list and an empty Dir; it does not
+// bootstrap (a member not in its own list fails Validate), so give it
+// every member, itself included.
 func (n *Member) AddMember(m fsm.Member) error {
 	if !n.IsLeader() {
 		return n.notPrimary()
@@ -186,17 +193,85 @@ func (n *Member) AddMember(m fsm.Member) error {
 		// without a quorum to seal.
 		return fmt.Errorf("%w: member %d has no peer address (ID@RAFT@ADMIN@PEER)", ErrConfig, m.ID)
 	}
-	var f raft.IndexFuture
-	if m.Role == fsm.Voter {
-		f = n.raft.AddVoter(serverID(m.ID), raft.ServerAddress(m.RaftAddr), 0, n.cfg.Timeouts.Seal)
-	} else {
-		f = n.raft.AddNonvoter(serverID(m.ID), raft.ServerAddress(m.RaftAddr), 0, n.cfg.Timeouts.Seal)
+	if cur, ok := n.fsm.State().Member(m.ID); ok {
+		same := cur.RaftAddr == m.RaftAddr && cur.StreamAddr == m.StreamAddr
+		switch {
+		case same && cur.Role == m.Role:
+			return nil
+		case same && cur.Role == fsm.Nonvoter && m.Role == fsm.Voter:
+			// Added before: promote it once it has caught up.
+			return n.promote(cur)
+		}
+		return fmt.Errorf("%w: %d (remove it first to change its addresses or demote it)", fsm.ErrMemberExists, m.ID)
 	}
+	f := n.raft.AddNonvoter(serverID(m.ID), raft.ServerAddress(m.RaftAddr), 0, n.cfg.Timeouts.Seal)
 	if err := f.Error(); err != nil {
 		return n.raftErr("add server", err)
 	}
-	_, err := n.apply(fsm.AddMember{Member: m})
+	nv := m
+	nv.Role = fsm.Nonvoter
+	if _, err := n.apply(fsm.AddMember{Member: nv}); err != nil {
+		return err
+	}
+	if m.Role != fsm.Voter {
+		return nil
+	}
+	return n.promote(nv)
+}
+
+// ackedBy is the optional Acks ability AddMember reads: the highest seq a
+// member acked in the epoch, voter or not (QuorumAcks).
+type ackedBy interface {
+	AckedBy(member uint64) (uint64, bool)
+}
+
+// promote makes nonvoter m a voter once it caught up.
+func (n *Member) promote(m fsm.Member) error {
+	bound := catchUpTimeoutFactor * n.cfg.Timeouts.Seal
+	deadline := time.Now().Add(bound)
+	for {
+		ok, why := n.caughtUp(m)
+		if ok {
+			break
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("%w: member %d is a nonvoter and has not caught up within %v (%s): add it again to promote it", ErrNotCaughtUp, m.ID, bound, why)
+		}
+		if !n.IsLeader() {
+			return n.notPrimary()
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	if err := n.raft.AddVoter(serverID(m.ID), raft.ServerAddress(m.RaftAddr), 0, n.cfg.Timeouts.Seal).Error(); err != nil {
+		return n.raftErr("promote server", err)
+	}
+	_, err := n.apply(fsm.SetRole{ID: m.ID, Role: fsm.Voter})
 	return err
+}
+
+// caughtUp says whether nonvoter m may be promoted: its failover state
+// reached this member's epoch (asked on its peer port) and, while this
+// member sequences with an ack tracker that can tell, its standby acked
+// what is stable. Otherwise it says what it lacks.
+func (n *Member) caughtUp(m fsm.Member) (bool, string) {
+	ctx, cancel := context.WithTimeout(context.Background(), n.cfg.Timeouts.Seal)
+	s, err := RequestPeerStatus(ctx, m.StreamAddr)
+	cancel()
+	if err != nil {
+		return false, err.Error()
+	}
+	if e := n.fsm.State().Epoch(); s.Epoch < e {
+		return false, fmt.Sprintf("its failover state is at epoch %d of %d", s.Epoch, e)
+	}
+	if r := n.acks.Load(); r != nil {
+		if a, ok := r.a.(ackedBy); ok {
+			stable := n.stable.Load()
+			if got, ok := a.AckedBy(m.ID); !ok || got < stable {
+				return false, fmt.Sprintf("its standby acked %d, stable is %d", got, stable)
+			}
+		}
+	}
+	return true, ""
 }
 
 // RemoveMember removes member id, live: the failover state first (which

@@ -188,6 +188,9 @@ type Member struct {
 	// self is the running primary's own copy (nil while it does not
 	// sequence): what it counts toward stable and answers a seal with.
 	self atomic.Pointer[primarySelf]
+	// acks is the running primary's ack tracker (nil while it does not
+	// sequence).
+	acks atomic.Pointer[acksRef]
 
 	closeOnce sync.Once
 }
@@ -279,6 +282,9 @@ func (n *Member) signalChanged() {
 	default:
 	}
 }
+
+// acksRef holds the running primary's ack tracker.
+type acksRef struct{ a Acks }
 
 // wakeRef holds the primary's stream server, to wake its loop.
 type wakeRef struct{ w transport.Waker }
@@ -440,6 +446,8 @@ func (n *Member) sequence(ctx context.Context, core *sequencer.Core, out teeSink
 	sh.self = newPrimarySelf(uint32(ch.Epoch), hist)
 	n.self.Store(sh.self)
 	defer n.self.Store(nil)
+	n.acks.Store(&acksRef{a: acks})
+	defer n.acks.Store(nil)
 	if w, ok := srv.(transport.Waker); ok {
 		sh.wakeable = true
 		n.primaryWake.Store(&wakeRef{w: w})
