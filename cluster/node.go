@@ -57,7 +57,7 @@ type Follower interface {
 	KnowEpoch(epoch uint32, start uint64)
 	// HeldEpoch is the epoch of the newest record its seal answer counts
 	// (0: none or unknown). The sealing leader caps an answer whose epoch
-	// is older than the sealed one at that epoch's cut (capStale).
+	// is older than the sealed one at that epoch's cut (cluster/failover).
 	HeldEpoch() uint32
 	// Contiguous is the highest contiguous seq it holds, for `seqd admin
 	// status` (the lag). Safe while Run runs.

@@ -477,7 +477,7 @@ type lockedStore struct{ s *Agent }
 
 func (l lockedStore) Put(pkt []byte, info sequencer.PacketInfo) {
 	l.s.mu.Lock()
-	l.s.core.Store().Put(pkt, info)
+	l.s.core.PutOwn(pkt, info)
 	l.s.mu.Unlock()
 }
 
