@@ -268,7 +268,8 @@ func (s *leadShell) act(rd failover.Ready) (*failover.Start, error) {
 
 // requestSeals sends each seal (this member's own in process, the
 // others' over their peer ports) on a goroutine of its own, each answer
-// to replies; every request ends within the seal timeout.
+// to replies (dropped when it is full: replies holds fsm.MaxMembers, more
+// than one attempt's voters); every request ends within the seal timeout.
 func (n *Member) requestSeals(ctx context.Context, seals []failover.Seal, replies chan<- failover.SealReply) {
 	for _, sl := range seals {
 		go func() {
@@ -286,7 +287,10 @@ func (n *Member) requestSeals(ctx context.Context, seals []failover.Seal, replie
 			a := failover.SealReply{From: sl.To.ID, Epoch: sl.Epoch, Contiguous: r.Contiguous, HeldEpoch: uint64(r.HeldEpoch), Err: err}
 			select {
 			case replies <- a:
-			case <-ctx.Done():
+			default:
+				// The core no longer reads (it started, or the attempt's
+				// answers filled the buffer: a late answer of an ended
+				// attempt never counts).
 			}
 		}()
 	}
