@@ -526,11 +526,16 @@ func (n *Member) stillPrimary(ctx context.Context) error {
 	}
 	if p := n.self.Load(); p != nil && n.fsm.State().Sealed() >= uint64(p.epoch) {
 		// A new leader recorded the seal of this epoch: this member is
-		// deposed though raft has not said so yet.
-		return errNotLeader
+		// deposed though raft has not said so yet (or, leader again, it
+		// must change the epoch: lead retries while it leads).
+		return errEpochSealed
 	}
 	return nil
 }
+
+// errEpochSealed stops a primary whose epoch the failover state records
+// as sealed by another leader.
+var errEpochSealed = errors.New("cluster: this primary's epoch was sealed by a new leader")
 
 // primaryShell is the primary's loop, an agent.Agent run by an
 // agent.Runner, apart so that a test can drive it turn by turn: poll the

@@ -3,6 +3,8 @@ package cluster
 import (
 	"testing"
 	"time"
+
+	"github.com/seqd/seqd/fsm"
 )
 
 // TestMember_RestartedBetweenSealAndCommitAcksNoMore: a member restarted
@@ -55,6 +57,32 @@ func TestMember_RestartedBetweenSealAndCommitAcksNoMore(t *testing.T) {
 		}
 		if time.Now().After(deadline) {
 			t.Fatalf("restarted member's standby never ran: %+v", back.node.Status())
+		}
+	}
+}
+
+// TestMember_PrimaryWhoseEpochIsSealedStops: a primary that applies the
+// seal of its own epoch (recorded by a new leader) stops sequencing at
+// once, before raft tells it it lost the leadership; when it is still the
+// leader (a late entry of another's term), it changes the epoch itself
+// rather than hold the group without a primary.
+func TestMember_PrimaryWhoseEpochIsSealedStops(t *testing.T) {
+	c := newTestCluster(t, 3)
+	p := c.primary()
+	e := p.node.State().Epoch()
+	for _, m := range c.members {
+		m.fol.set(p.node.Status().Published)
+	}
+	if _, err := p.node.apply(fsm.SealEpoch{Epoch: e}); err != nil {
+		t.Fatal(err)
+	}
+	for deadline := time.Now().Add(wait); ; time.Sleep(5 * time.Millisecond) {
+		q := c.primary()
+		if q.node.State().Epoch() > e {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("still epoch %d after its seal was recorded: %+v", e, q.node.Status())
 		}
 	}
 }
