@@ -386,9 +386,7 @@ func (s *leadShell) takeOver(t *failover.TakeOver) error {
 	}
 	cfg := n.cfg.Sequencer
 	cfg.Session, cfg.Epoch, cfg.FirstSeq, cfg.Standalone = st.Session(), uint32(t.Epoch), cut+1, false
-	if cp, ok := st.LastCheckpoint(); ok {
-		cfg.StartTime = max(cfg.StartTime, cp.UnixNano)
-	}
+	cfg.StartTime = max(cfg.StartTime, clockFloor(st, f))
 	var core *sequencer.Core
 	if cut == 0 {
 		core, err = sequencer.New(cfg)
@@ -403,6 +401,27 @@ func (s *leadShell) takeOver(t *failover.TakeOver) error {
 	s.st = st
 	s.chg.OpenUS = time.Since(s.t0).Microseconds()
 	return nil
+}
+
+// stamper is a Follower that knows the newest sequencer time it saw
+// (standby.Agent.LastStamp: heartbeats included).
+type stamper interface{ LastStamp() int64 }
+
+// clockFloor is the earliest clock a new primary may start at: the last
+// checkpoint's time and the newest time its standby saw, the old
+// primary's last heartbeat included (a live node's Now() follows
+// heartbeats: a new epoch stamped below the last one would take it back;
+// issue 14 item 13). The records up to the cut count too, through the
+// taken-over State (sequencer.NewPrimary).
+func clockFloor(st *fsm.State, f Follower) int64 {
+	var t int64
+	if cp, ok := st.LastCheckpoint(); ok {
+		t = cp.UnixNano
+	}
+	if s, ok := f.(stamper); ok {
+		t = max(t, s.LastStamp())
+	}
+	return t
 }
 
 // sequence starts the primary the core committed and runs it until the

@@ -581,6 +581,12 @@ func (c *Core) Seal(epoch uint32) (uint64, error) {
 	return c.held(), nil
 }
 
+// LastStamp is the newest sequencer time the standby's receiver saw: of
+// the last record delivered, or of a heartbeat once it held all the
+// heartbeat announced. A new primary's clock starts no earlier (a live
+// node's Now() must not go back across a failover).
+func (c *Core) LastStamp() int64 { return c.r.Now() }
+
 // HeldEpoch is the epoch of the newest record held (Seal's seq), 0 for
 // none. A leader that seals epoch e must not count records of an older
 // epoch e' past the cut of e' (the start of e'+1, known from the

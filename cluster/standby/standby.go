@@ -377,6 +377,13 @@ func (s *Agent) HeldEpoch() uint32 {
 	return s.core.HeldEpoch()
 }
 
+// LastStamp is the newest sequencer time seen (Core.LastStamp).
+func (s *Agent) LastStamp() int64 {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.core.LastStamp()
+}
+
 // Contiguous is the highest seq the store holds with no gap.
 func (s *Agent) Contiguous() uint64 { return s.contiguous.Load() }
 
