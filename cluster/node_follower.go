@@ -171,10 +171,27 @@ func (fr *followers) seal(epoch uint32) (uint64, uint32, error) {
 // state caught up, learns the epochs it missed. Checkpoints change no
 // epoch and cost a lock and a load.
 func (fr *followers) tell() {
+	if f, st := fr.tellLocked(); f != nil {
+		// On a goroutine of its own: a seal waits on the standby's lock,
+		// and neither get (a new primary's fetch, a seal answer) nor Run's
+		// loop (which starts the lead) may wait on it. The new leader
+		// seals this standby too; this only comes sooner for a standby
+		// opened before its failover state caught up.
+		go func() {
+			if err := sealRecorded(f, st); err != nil && !errors.Is(err, standby.ErrTakenOver) {
+				fr.n.log.Warn("recorded seal", "err", err)
+			}
+		}()
+	}
+}
+
+// tellLocked tells the running follower the epoch starts it lacks and
+// returns it with the state when it is to seal a newly recorded seal.
+func (fr *followers) tellLocked() (Follower, *fsm.State) {
 	fr.mu.Lock()
 	defer fr.mu.Unlock()
 	if fr.cur == nil {
-		return // none runs (primary)
+		return nil, nil // none runs (primary)
 	}
 	st := fr.n.fsm.State()
 	if st.Session() != fr.checked {
@@ -184,21 +201,19 @@ func (fr *followers) tell() {
 			case fr.errc <- err:
 			default:
 			}
-			return
+			return nil, nil
 		}
 		fr.checked = checked
 	}
+	var seal Follower
 	if st.Sealed() > fr.sealed {
-		if err := sealRecorded(fr.cur, st); err != nil {
-			fr.n.log.Warn("recorded seal", "err", err)
-		}
-		fr.sealed = st.Sealed()
+		seal, fr.sealed = fr.cur, st.Sealed()
 	}
-	if st.Epoch() <= fr.told {
-		return
+	if st.Epoch() > fr.told {
+		knowEpochs(fr.cur, st, fr.told)
+		fr.told = st.Epoch()
 	}
-	knowEpochs(fr.cur, st, fr.told)
-	fr.told = st.Epoch()
+	return seal, st
 }
 
 // knowEpochs tells k where every epoch of st's session after epoch after
