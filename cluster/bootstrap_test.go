@@ -3,6 +3,7 @@ package cluster
 import (
 	"testing"
 
+	"github.com/seqd/seqd/cluster/failover"
 	"github.com/seqd/seqd/fsm"
 )
 
@@ -32,27 +33,60 @@ func TestMember_BootstrapRecordsEveryMemberBeforeEpochOne(t *testing.T) {
 	first.Role = fsm.Voter
 	apply(fsm.AddMember{Member: first}) // the first leader's only record
 
-	got := n.bootstrapMissing(st)
-	if len(got) != 2 || got[0].ID != 2 || got[1].ID != 3 || got[0].Role != fsm.Voter || got[1].Role != fsm.Voter {
-		t.Fatalf("missing bootstrap members %+v, want voters 2 and 3", got)
+	// The member's epoch-change core proposes, one at a time, what the
+	// state lacks before epoch 1.
+	proposals := func(n *Member, st *fsm.State, commit bool) []fsm.Command {
+		t.Helper()
+		cfg := n.failoverConfig()
+		cfg.SealTimeoutNS, cfg.GraceNS, cfg.RetryNS = 1, 0, 1
+		ch, err := failover.New(cfg, st, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var out []fsm.Command
+		for range 10 {
+			rd := ch.Ready()
+			if rd.Propose == nil {
+				break
+			}
+			out = append(out, rd.Propose)
+			if _, ok := rd.Propose.(fsm.AddMember); !ok || !commit {
+				break
+			}
+			next, err := st.Apply(st.AppliedIndex()+1, rd.Propose)
+			if err != nil {
+				t.Fatal(err)
+			}
+			st = next
+			ch.Step(0, failover.Committed{State: st})
+		}
+		return out
 	}
-	for _, m := range got {
-		apply(fsm.AddMember{Member: m})
+	got := proposals(n, st, true)
+	if len(got) != 3 {
+		t.Fatalf("proposals %+v, want voters 2 and 3 added, then a session", got)
 	}
-	if got := n.bootstrapMissing(st); len(got) != 0 {
-		t.Fatalf("all recorded, still missing %+v", got)
+	for i, id := range []uint64{2, 3} {
+		a, ok := got[i].(fsm.AddMember)
+		if !ok || a.Member.ID != id || a.Member.Role != fsm.Voter {
+			t.Fatalf("proposal %d: %+v, want voter %d added", i, got[i], id)
+		}
+		apply(a)
+	}
+	if _, ok := got[2].(fsm.NewSession); !ok {
+		t.Fatalf("all recorded, then %+v, want the session", got[2])
 	}
 
 	// Once an epoch began, a member removed live is not added back.
 	apply(fsm.NewSession{Prev: 0})
 	apply(fsm.BeginEpoch{Epoch: 1, Primary: 1, PrevCut: 0})
 	apply(fsm.RemoveMember{ID: 3})
-	if got := n.bootstrapMissing(st); len(got) != 0 {
-		t.Fatalf("after epoch 1: %+v re-added", got)
+	if got := proposals(n, st, false); len(got) != 0 {
+		t.Fatalf("after epoch 1: %+v proposed (member 3 re-added?)", got)
 	}
-	// A member that joined bootstraps nothing.
+	// A member that joined bootstraps nothing: the session first.
 	j := &Member{cfg: MemberConfig{ID: 4, Members: ms, Join: true}}
-	if got := j.bootstrapMissing(fsm.Initial()); len(got) != 0 {
-		t.Fatalf("joining member bootstraps %+v", got)
+	if got := proposals(j, fsm.Initial(), false); len(got) != 1 || got[0].Kind() != fsm.KindNewSession {
+		t.Fatalf("joining member proposes %+v, want only a session", got)
 	}
 }

@@ -4,29 +4,39 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"slices"
 	"time"
 
 	"github.com/hashicorp/raft"
 
+	"github.com/seqd/seqd/cluster/failover"
 	"github.com/seqd/seqd/fsm"
 	"github.com/seqd/seqd/ops"
 	"github.com/seqd/seqd/wire"
 )
 
-// Seal seals this member's standby for epoch (it stops acking epoch and
-// every earlier one) and says what it holds: the answer to a new
-// primary's seal, on the peer port (PeerServer). Safe from any goroutine.
+// Seal seals this member for epoch (it stops acking epoch and every
+// earlier one) and says what it holds: the answer to a new primary's
+// seal, on the peer port (PeerServer). A seal of an epoch the failover
+// state has not reached is refused (failover.CheckSeal: believed, it
+// would make every later seal fail and the standby never ack again). A
+// member that runs no standby because it sequences (deposed from Raft,
+// not yet stopped) answers for what its store wrote and counts no more
+// toward stable. Safe from any goroutine.
 func (n *Member) Seal(epoch uint32) (wire.PeerSealReply, error) {
+	if err := failover.CheckSeal(n.fsm.State(), uint64(epoch)); err != nil {
+		return wire.PeerSealReply{}, err
+	}
 	c, held, err := n.fr.seal(epoch)
+	if errors.Is(err, errNotFollowing) {
+		if p := n.self.Load(); p != nil {
+			c, err = p.seal(epoch, n.published.Load())
+			held = p.epoch
+		}
+	}
 	if err != nil {
 		return wire.PeerSealReply{}, err
 	}
-	r := wire.PeerSealReply{Member: n.cfg.ID, Contiguous: c, HeldEpoch: held}
-	if n.holdsOwn(uint64(epoch), c) {
-		r.Flags |= wire.PeerHoldsOwn
-	}
-	return r, nil
+	return wire.PeerSealReply{Member: n.cfg.ID, Contiguous: c, HeldEpoch: held}, nil
 }
 
 // PeerStatus is this member's role, the epoch of its failover state and
@@ -72,161 +82,6 @@ func (n *Member) Status() ops.MemberStatus {
 		s.Contiguous = s.Published
 	}
 	return s
-}
-
-// sealQuorum seals the current epoch of st on every voter (this member
-// directly, the others through their peer ports: RequestSeal) and returns, once
-// a quorum answered, the highest contiguous seq among the answers (the
-// cut) and the peer addresses of the members that answered, best first.
-// Every quorum intersects the one that made any seq stable, and a sealed
-// member acks nothing more of the epoch, so the cut keeps every stable
-// seq and no later one can become stable.
-func (n *Member) sealQuorum(ctx context.Context, st *fsm.State) (uint64, []string, error) {
-	epoch := st.Epoch()
-	var voters []fsm.Member
-	for _, m := range st.Members() {
-		if m.Role == fsm.Voter {
-			voters = append(voters, m)
-		}
-	}
-	if len(voters) == 0 {
-		return 0, nil, fmt.Errorf("%w: no voters in the failover state", ErrNoQuorum)
-	}
-	quorum := len(voters)/2 + 1
-	if _, isVoter := st.Member(st.Primary()); isVoter && len(voters)-1 < quorum {
-		// A group of one (or two): no quorum without the primary.
-		quorum = len(voters) - 1
-	}
-	type answer struct {
-		m    fsm.Member
-		c    uint64
-		own  bool   // holds its own epoch (as that epoch's primary)
-		held uint32 // epoch of its newest held record (0: unknown)
-		err  error
-	}
-	ctx, cancel := context.WithTimeout(ctx, n.cfg.Timeouts.Seal)
-	defer cancel()
-	answers := make(chan answer, len(voters))
-	for _, m := range voters {
-		go func() {
-			if m.ID == n.cfg.ID {
-				c, held, err := n.fr.seal(uint32(epoch))
-				answers <- answer{m, c, err == nil && n.holdsOwn(epoch, c), held, err}
-				return
-			}
-			r, err := n.sealRemote(ctx, m, epoch)
-			answers <- answer{m, r.Contiguous, r.Flags&wire.PeerHoldsOwn != 0, r.HeldEpoch, err}
-		}()
-	}
-	type got struct {
-		c    uint64
-		addr string
-	}
-	var ok []got
-	var errs []error
-	// counted are the answers that count toward the quorum: not the
-	// sealed epoch's own primary's, unless it says it holds everything it
-	// published (HoldsOwn: its primacy ended with the process alive, and
-	// its store took every packet). Its stable counted what it published;
-	// after a restart its store may lack the tail it had not written, and
-	// its answer would understate what it counted, so a quorum with it
-	// need not intersect the quorum that made a seq stable. Its answer
-	// still raises the cut.
-	counted := 0
-	// Once a quorum answered, the others get a short grace (the commit
-	// timeout): a higher cut drops fewer messages, and a live member
-	// left out of the quorum could hold records above the cut, which it
-	// would have to drop (its standby diverges). A dead member's
-	// connection is refused at once on a LAN, so the grace is rarely
-	// waited out.
-	// noQuorum says how many answered and how many of those counted: an
-	// answer from the sealed epoch's own primary that does not hold all
-	// it published raises the cut but is not part of the quorum, so "2
-	// of 3 answered" can still be too few.
-	noQuorum := func() error {
-		return fmt.Errorf("%w: epoch %d: %d of %d answered, %d counted toward the quorum (member %d, the sealed epoch's primary, counts only when it holds all it published), need %d: %v",
-			ErrNoQuorum, epoch, len(ok), len(voters), counted, st.Primary(), max(quorum, 1), errors.Join(errs...))
-	}
-	var grace <-chan time.Time
-collect:
-	for range voters {
-		var a answer
-		select {
-		case a = <-answers:
-		case <-grace:
-			break collect
-		case <-ctx.Done():
-			if counted >= quorum && len(ok) > 0 {
-				break collect
-			}
-			return 0, nil, noQuorum()
-		}
-		if a.err != nil {
-			errs = append(errs, fmt.Errorf("member %d: %w", a.m.ID, a.err))
-			continue
-		}
-		c, stale := capStale(st, a.c, a.held)
-		addr := a.m.StreamAddr
-		if stale {
-			// Its store holds cut records past c: no fetch source.
-			addr = ""
-		}
-		ok = append(ok, got{c, addr})
-		if a.m.ID != st.Primary() || a.own {
-			counted++
-			if counted == quorum {
-				grace = time.After(n.cfg.Timeouts.Commit)
-			}
-		}
-	}
-	if counted < quorum || len(ok) == 0 {
-		// A quorum of 0 (the only voter is the sealed epoch's primary)
-		// still needs one answer: without any, no cut is known.
-		return 0, nil, noQuorum()
-	}
-	slices.SortFunc(ok, func(a, b got) int {
-		switch {
-		case a.c > b.c:
-			return -1
-		case a.c < b.c:
-			return 1
-		}
-		return 0
-	})
-	peers := make([]string, 0, len(ok))
-	for _, g := range ok {
-		if g.addr != "" {
-			peers = append(peers, g.addr)
-		}
-	}
-	return ok[0].c, peers, nil
-}
-
-// capStale caps a seal answer c whose newest held record is of epoch held,
-// older than st's (sealed) epoch, at the cut of held, and says whether it
-// did. A member that missed the epoch changes after held (down or cut off
-// meanwhile) cannot tell from the stream where held was cut and reports
-// the cut records of its tail: counted, they would raise the cut past
-// seqs the next epochs gave to other messages. Such a member is no fetch
-// source either. An answer without held (0) or whose cut is no longer
-// recorded is taken as it is.
-func capStale(st *fsm.State, c uint64, held uint32) (uint64, bool) {
-	if held == 0 || uint64(held) >= st.Epoch() {
-		return c, false
-	}
-	cut, ok := st.Cut(uint64(held))
-	if !ok || cut.Session != st.Session() || c <= cut.Last {
-		return c, false
-	}
-	return cut.Last, true
-}
-
-// sealRemote seals epoch on member m through its peer port.
-func (n *Member) sealRemote(ctx context.Context, m fsm.Member, epoch uint64) (wire.PeerSealReply, error) {
-	if m.StreamAddr == "" {
-		return wire.PeerSealReply{}, fmt.Errorf("%w: member %d has no peer address", ErrSealRefused, m.ID)
-	}
-	return RequestSeal(ctx, m.StreamAddr, uint32(epoch))
 }
 
 // TransferPrimary hands the primary role to member to (0: the standby
@@ -317,11 +172,18 @@ func (n *Member) notPrimary() error {
 	return fmt.Errorf("%w: member %d; the leader is %s at %s (admin %s)", ErrNotPrimary, n.cfg.ID, id, addr, m.AdminAddr)
 }
 
-// AddMember adds m as a voter, live: raft's configuration first (AddVoter
-// waits until the change commits), then the failover state's member table.
-// The new member must be started with the same members list and an empty
-// Dir; it does not bootstrap (a member not in its own list fails
-// Validate), so give it every member, itself included.
+// AddMember adds m, live. A voter joins as a nonvoter first (raft's
+// AddNonvoter, then the failover state's member table), and is promoted
+// (AddVoter, SetRole) only once it caught up: its failover state reached
+// the current epoch and its standby acked what is stable. A voter added at
+// once, while another was dead, made stable and every seal wait for the
+// newcomer to repair the whole session, and one not yet running cost
+// the group its Raft quorum (issue 14 item 3). A member that does not
+// catch up within catchUpTimeoutFactor seal timeouts stays a nonvoter
+// (ErrNotCaughtUp); add it again to promote it. The new member must be
+// started with the same members list and an empty Dir; it does not
+// bootstrap (a member not in its own list fails Validate), so give it
+// every member, itself included.
 func (n *Member) AddMember(m fsm.Member) error {
 	if !n.IsLeader() {
 		return n.notPrimary()
@@ -334,17 +196,85 @@ func (n *Member) AddMember(m fsm.Member) error {
 		// without a quorum to seal.
 		return fmt.Errorf("%w: member %d has no peer address (ID@RAFT@ADMIN@PEER)", ErrConfig, m.ID)
 	}
-	var f raft.IndexFuture
-	if m.Role == fsm.Voter {
-		f = n.raft.AddVoter(serverID(m.ID), raft.ServerAddress(m.RaftAddr), 0, n.cfg.Timeouts.Seal)
-	} else {
-		f = n.raft.AddNonvoter(serverID(m.ID), raft.ServerAddress(m.RaftAddr), 0, n.cfg.Timeouts.Seal)
+	if cur, ok := n.fsm.State().Member(m.ID); ok {
+		same := cur.RaftAddr == m.RaftAddr && cur.StreamAddr == m.StreamAddr
+		switch {
+		case same && cur.Role == m.Role:
+			return nil
+		case same && cur.Role == fsm.Nonvoter && m.Role == fsm.Voter:
+			// Added before: promote it once it has caught up.
+			return n.promote(cur)
+		}
+		return fmt.Errorf("%w: %d (remove it first to change its addresses or demote it)", fsm.ErrMemberExists, m.ID)
 	}
+	f := n.raft.AddNonvoter(serverID(m.ID), raft.ServerAddress(m.RaftAddr), 0, n.cfg.Timeouts.Seal)
 	if err := f.Error(); err != nil {
 		return n.raftErr("add server", err)
 	}
-	_, err := n.apply(fsm.AddMember{Member: m})
+	nv := m
+	nv.Role = fsm.Nonvoter
+	if _, err := n.apply(fsm.AddMember{Member: nv}); err != nil {
+		return err
+	}
+	if m.Role != fsm.Voter {
+		return nil
+	}
+	return n.promote(nv)
+}
+
+// ackedBy is the optional Acks ability AddMember reads: the highest seq a
+// member acked in the epoch, voter or not (QuorumAcks).
+type ackedBy interface {
+	AckedBy(member uint64) (uint64, bool)
+}
+
+// promote makes nonvoter m a voter once it caught up.
+func (n *Member) promote(m fsm.Member) error {
+	bound := catchUpTimeoutFactor * n.cfg.Timeouts.Seal
+	deadline := time.Now().Add(bound)
+	for {
+		ok, why := n.caughtUp(m)
+		if ok {
+			break
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("%w: member %d is a nonvoter and has not caught up within %v (%s): add it again to promote it", ErrNotCaughtUp, m.ID, bound, why)
+		}
+		if !n.IsLeader() {
+			return n.notPrimary()
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	if err := n.raft.AddVoter(serverID(m.ID), raft.ServerAddress(m.RaftAddr), 0, n.cfg.Timeouts.Seal).Error(); err != nil {
+		return n.raftErr("promote server", err)
+	}
+	_, err := n.apply(fsm.SetRole{ID: m.ID, Role: fsm.Voter})
 	return err
+}
+
+// caughtUp says whether nonvoter m may be promoted: its failover state
+// reached this member's epoch (asked on its peer port) and, while this
+// member sequences with an ack tracker that can tell, its standby acked
+// what is stable. Otherwise it says what it lacks.
+func (n *Member) caughtUp(m fsm.Member) (bool, string) {
+	ctx, cancel := context.WithTimeout(context.Background(), n.cfg.Timeouts.Seal)
+	s, err := RequestPeerStatus(ctx, m.StreamAddr)
+	cancel()
+	if err != nil {
+		return false, err.Error()
+	}
+	if e := n.fsm.State().Epoch(); s.Epoch < e {
+		return false, fmt.Sprintf("its failover state is at epoch %d of %d", s.Epoch, e)
+	}
+	if r := n.acks.Load(); r != nil {
+		if a, ok := r.a.(ackedBy); ok {
+			stable := n.stable.Load()
+			if got, ok := a.AckedBy(m.ID); !ok || got < stable {
+				return false, fmt.Sprintf("its standby acked %d, stable is %d", got, stable)
+			}
+		}
+	}
+	return true, ""
 }
 
 // RemoveMember removes member id, live: the failover state first (which

@@ -27,6 +27,9 @@ var (
 	// ErrTooFewVoters: a removal would leave fewer than three voters
 	// (add the replacement first; the admin API's).
 	ErrTooFewVoters = ops.ErrTooFewVoters
+	// ErrNotCaughtUp: a member added as a nonvoter has not caught up in
+	// time to be promoted (add it again once it has).
+	ErrNotCaughtUp = errors.New("cluster: the new member has not caught up")
 	// ErrStopped: the node was shut down.
 	ErrStopped = errors.New("cluster: node stopped")
 	// ErrTransfer: a planned handover did not complete (no new epoch

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"testing"
 
+	"github.com/seqd/seqd/cluster/failover"
 	"github.com/seqd/seqd/fsm"
 	"github.com/seqd/seqd/ops"
 )
@@ -78,8 +79,8 @@ func TestSeal_OneVoterThatDoesNotAnswer(t *testing.T) {
 	// Member 9 is down: nothing listens on its peer address.
 	gone := fsm.Member{ID: 9, Role: fsm.Voter, RaftAddr: freeAddr(t), AdminAddr: freeAddr(t), StreamAddr: freeAddr(t)}
 	st := sessionState(t, []fsm.Member{gone}, fsm.BeginEpoch{Epoch: 1, Primary: gone.ID, PrevCut: 0})
-	cut, peers, err := p.node.sealQuorum(context.Background(), st)
-	if !errors.Is(err, ErrNoQuorum) {
+	cut, peers, err := sealWith(t, p.node, st)
+	if !errors.Is(err, failover.ErrNoQuorum) {
 		t.Fatalf("seal of a one-voter epoch whose voter is down: cut %d peers %v err %v, want ErrNoQuorum", cut, peers, err)
 	}
 	t.Log(err)

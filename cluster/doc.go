@@ -43,22 +43,24 @@
 // request, not failed by it (freshconn.go). The timeouts can then be long
 // enough to ride out a starved leader (docs/failover-timing.md).
 //
-// The Raft leader is the primary. On becoming leader a Member records the
-// bootstrap members still missing before epoch 1 (a bootstrap leader
-// deposed midway leaves the rest to the next) and a session if there is
-// none, seals the current epoch on every voter through their peer ports
-// (RequestSeal, answered by Member.Seal: Standby.Seal), takes the highest
-// contiguous seq reported as the cut once a quorum answered (plus a commit timeout of grace for the
-// rest), catches its standby up to it, stops its standby and builds the
-// primary's Core with sequencer.NewPrimary on the standby's State and
-// store (Takeover), and only then commits BeginEpoch{e+1, itself, cut}
-// and sequences from cut+1. The sealed epoch's own primary does not count
-// toward the seal's quorum: its stable counted what it published, which
-// its store does not hold (a primary does not persist its own stream), so
-// only the others' answers make a quorum that intersects every quorum
-// that made a seq stable. The first attempt reads the state without a
-// Barrier (every proposal is a compare-and-set the FSM checks, and a
-// rejected one is retried through a Barrier); a leader that fails three
+// The Raft leader is the primary. On becoming leader a Member runs the
+// epoch-change core (cluster/failover, the simulator's too; lead.go is its
+// shell): it records the bootstrap members still missing before epoch 1
+// and a session if there is none, records the seal of the current epoch
+// in Raft (fsm.SealEpoch: a standby opened later seals it before it
+// follows the stream), seals it on every voter through their peer ports
+// (RequestSeal, answered by Member.Seal after failover.CheckSeal), takes
+// the highest contiguous seq reported as the cut once n - n/2 voters
+// answered (plus a commit timeout of grace for the rest), catches its
+// standby up to it, stops its standby and builds the primary's Core with
+// sequencer.NewPrimary on the standby's State and store (Takeover), and
+// only then commits BeginEpoch{e+1, itself, cut} and sequences from
+// cut+1. Every voter's answer counts, the sealed epoch's primary's too: a
+// primary counts toward stable only what its store wrote (primarySelf),
+// and, deposed but still running, answers a seal for what it wrote and
+// counts no more. The first attempt reads the state without a Barrier
+// (every proposal is a compare-and-set the FSM checks, and a rejected one
+// is retried through a Barrier); a leader that fails three
 // epoch changes hands the leadership to another member. A primary stops
 // sequencing at once when raft reports it is no longer leader (raft steps
 // down by itself when a quorum is silent for the leader lease), and runs

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"log/slog"
 	"net"
 	"net/http"
@@ -59,7 +58,7 @@ type Follower interface {
 	KnowEpoch(epoch uint32, start uint64)
 	// HeldEpoch is the epoch of the newest record its seal answer counts
 	// (0: none or unknown). The sealing leader caps an answer whose epoch
-	// is older than the sealed one at that epoch's cut (capStale).
+	// is older than the sealed one at that epoch's cut (cluster/failover).
 	HeldEpoch() uint32
 	// Contiguous is the highest contiguous seq it holds, for `seqd admin
 	// status` (the lag). Safe while Run runs.
@@ -198,10 +197,12 @@ type Member struct {
 	// last epoch as primary (SequencerStats), copied by its loop.
 	seqMu    sync.Mutex
 	seqStats sequencer.Stats
-	// own is the last epoch this process sequenced and what it published
-	// (nil after a restart: a crash may have lost what the store had not
-	// written yet).
-	own atomic.Pointer[ownEpoch]
+	// self is the running primary's own copy (nil while it does not
+	// sequence): what it counts toward stable and answers a seal with.
+	self atomic.Pointer[primarySelf]
+	// acks is the running primary's ack tracker (nil while it does not
+	// sequence).
+	acks atomic.Pointer[acksRef]
 
 	closeOnce sync.Once
 }
@@ -309,6 +310,9 @@ func (n *Member) signalChanged() {
 	default:
 	}
 }
+
+// acksRef holds the running primary's ack tracker.
+type acksRef struct{ a Acks }
 
 // wakeRef holds the primary's stream server, to wake its loop.
 type wakeRef struct{ w transport.Waker }
@@ -441,259 +445,6 @@ var errNotLeader = errors.New("cluster: lost raft leadership")
 // errRejected wraps the fsm's reason for rejecting a proposal.
 var errRejected = errors.New("cluster: proposal rejected")
 
-// lead runs while this member is the Raft leader: it changes the epoch and
-// sequences; an attempt that fails (no quorum to seal, a commit that
-// timed out) is retried after a heartbeat while still leader.
-func (n *Member) lead(ctx context.Context) {
-	defer n.setRole(RoleStandby)
-	barrier, failures := false, 0
-	for ctx.Err() == nil && n.IsLeader() && !n.handover.Load() {
-		err := n.leadOnce(ctx, barrier)
-		if ctx.Err() != nil || errors.Is(err, errNotLeader) || n.handover.Load() {
-			return
-		}
-		if errors.Is(err, errRejected) && !barrier {
-			// The state read without a barrier was stale: read every
-			// committed entry first, and try again at once.
-			barrier = true
-			continue
-		}
-		barrier = true
-		failures++
-		n.log.Warn("epoch change failed; retrying while leader", "err", err, "failures", failures)
-		if failures >= maxLeadFailures {
-			// A leader that cannot become primary (its standby cannot
-			// take over, the stream will not open) would hold the group
-			// without a primary: let another member try.
-			n.log.Warn("handing the raft leadership over after failed epoch changes", "failures", failures)
-			terr := n.raft.LeadershipTransfer().Error()
-			if terr == nil && !n.IsLeader() {
-				return
-			}
-			n.log.Warn("leadership transfer did not happen; still leader", "err", terr)
-			failures = 0
-		}
-		select {
-		case <-ctx.Done():
-		case <-time.After(n.cfg.Timeouts.Heartbeat):
-		}
-	}
-}
-
-// catchUpTimeoutFactor bounds a new primary's catch-up, in seal timeouts
-// (10 s with the LAN profile): room for fetching a lagging standby's
-// backlog, not for waiting forever on peers that do not have it.
-const catchUpTimeoutFactor = 20
-
-// maxLeadFailures is how many failed epoch changes in a row make a leader
-// hand the leadership to another member.
-const maxLeadFailures = 3
-
-// leadOnce is one epoch change and the sequencing that follows it
-// (DESIGN.md "Stability and failover", fsm/doc.go "How the cluster uses
-// it"): read every committed entry (Barrier); start a session if there is
-// none; seal the current epoch on a quorum and take the highest contiguous
-// seq as the cut (no seal when the epoch has no primary: nothing was
-// sequenced); catch up to the cut; commit BeginEpoch{e+1, self, cut};
-// sequence from cut+1 on the standby's State until leadership is lost.
-//
-// The first attempt skips the Barrier: a new leader has almost always
-// applied every committed entry already, and every command it proposes is
-// a compare-and-set the FSM checks at apply time (the epoch must be the
-// next, the session the current, a member new), so a proposal built on a
-// stale state is rejected (errRejected), never applied wrong; the retry
-// then reads through a Barrier. A seal of a stale (older) epoch changes
-// nothing on the standbys of the current one. This saves one commit (a
-// replicated fsync) of the epoch change.
-func (n *Member) leadOnce(ctx context.Context, barrier bool) error {
-	n.setRole(RoleSealing)
-	t0 := time.Now()
-	// A previous attempt may have stopped the standby to take it over.
-	if err := n.fr.start(ctx); err != nil {
-		return err
-	}
-	ch := &ops.Change{LeaderAtNS: t0.UnixNano()}
-	timeout := n.cfg.Timeouts.Seal
-	if barrier {
-		if err := n.raft.Barrier(timeout).Error(); err != nil {
-			return n.raftErr("barrier", err)
-		}
-		ch.BarrierUS = time.Since(t0).Microseconds()
-	}
-	st := n.fsm.State()
-	for _, m := range n.bootstrapMissing(st) {
-		// A new cluster: record the bootstrap members (raft's
-		// configuration has them already).
-		s, err := n.apply(fsm.AddMember{Member: m})
-		if err != nil {
-			return err
-		}
-		st = s
-	}
-	if st.Session() == 0 {
-		s, err := n.apply(fsm.NewSession{Prev: 0, ID: NewSessionID(0, n.deps.Clock().Wall)})
-		if err != nil {
-			return err
-		}
-		st = s
-	}
-	cut := st.EpochStart() - 1
-	if st.Primary() != 0 {
-		c, peers, err := n.sealQuorum(ctx, st)
-		if err != nil {
-			return err
-		}
-		cut = c
-		ch.SealUS = time.Since(t0).Microseconds()
-		if cut > 0 {
-			f := n.fr.get()
-			if f == nil {
-				return errNotFollowing
-			}
-			// Bounded: a leader that cannot fetch the cut retries, and
-			// after a few failures lets another member try.
-			cctx, cancel := context.WithTimeout(ctx, catchUpTimeoutFactor*n.cfg.Timeouts.Seal)
-			err := f.CatchUp(cctx, cut, peers)
-			cancel()
-			if err != nil {
-				return fmt.Errorf("cluster: catch up to %d: %w", cut, err)
-			}
-		}
-		ch.CatchUpUS = time.Since(t0).Microseconds()
-	}
-	next := st.Epoch() + 1
-	if next > uint64(^uint32(0)) {
-		return fmt.Errorf("%w: epoch %d does not fit the stream's 32 bits", fsm.ErrSeqOverflow, next)
-	}
-	cfg := n.cfg.Sequencer
-	cfg.Session, cfg.Epoch, cfg.FirstSeq, cfg.Standalone = st.Session(), uint32(next), cut+1, false
-	if cp, ok := st.LastCheckpoint(); ok {
-		cfg.StartTime = max(cfg.StartTime, cp.UnixNano)
-	}
-	// The epoch's first records (session start, epoch start) are stamped
-	// now, as a standalone sequencer's are (sequencer.NewAgent), not at
-	// the clock's epoch: a cluster's session started in 1970.
-	cfg.StartTime = max(cfg.StartTime, n.deps.Clock().Wall)
-	// The standby stops: its State and store become the primary's
-	// (before the commit: BeginEpoch is proposed only by a member ready
-	// to sequence).
-	f := n.fr.stop()
-	if f == nil {
-		return errNotFollowing
-	}
-	// A store of another session must not become this session's
-	// history. The standby checks it as it follows; a member that leads
-	// before its standby saw the session (the bootstrap leader) checks it
-	// here, and stops as the standby would.
-	if _, err := checkSession(f, st); err != nil {
-		if c, ok := f.(io.Closer); ok {
-			c.Close()
-		}
-		select {
-		case n.fr.errc <- err:
-		default:
-		}
-		return err
-	}
-	if c, ok := f.(io.Closer); ok {
-		// Its store is the primary's history until the primacy ends.
-		defer c.Close()
-	}
-	// The standby's store becomes the primary's history, and the primary
-	// writes what it publishes into it too (teeSink): when its primacy
-	// ends with the process alive, the store it reopens holds its own
-	// epoch, and its seal answer can count (see ownEpoch). At cut 0 the
-	// State is not needed (a fresh session), the store is.
-	t, err := f.Takeover(cut)
-	switch {
-	case err != nil && cut > 0:
-		return fmt.Errorf("cluster: take over at %d: %w", cut, err)
-	case err != nil:
-		// A fresh session needs nothing from the standby; without its
-		// store the primary's seal answer will not count, that is all.
-		n.log.Warn("no store to write the new session to", "err", err)
-		t = sequencer.Takeover{}
-	}
-	// The earlier epochs' cuts: a history packet is stamped no higher
-	// than its own epoch's (the store may not know them all).
-	for _, c := range st.Cuts() {
-		if c.Session == st.Session() && c.Epoch <= uint64(^uint32(0)) {
-			t.Cuts = append(t.Cuts, sequencer.EpochCut{Epoch: uint32(c.Epoch), Last: c.Last})
-		}
-	}
-	ch.TakeoverUS = time.Since(t0).Microseconds()
-	srv, err := n.deps.Stream()
-	if err != nil {
-		return fmt.Errorf("cluster: open the stream: %w", err)
-	}
-	defer srv.Close()
-	var core *sequencer.Core
-	if cut == 0 {
-		core, err = sequencer.New(cfg)
-	} else {
-		core, err = sequencer.NewPrimary(cfg, t)
-	}
-	if err != nil {
-		return fmt.Errorf("cluster: primary of epoch %d at %d: %w", next, cut+1, err)
-	}
-	out := newTeeSink(core, srv, t.History)
-	ch.OpenUS = time.Since(t0).Microseconds()
-	// Only now, with the Core ready, the epoch is committed: a member
-	// that cannot take over burns no epoch. The Core's first records
-	// (epoch start) wait in its open packet until the first Flush.
-	//
-	// This member holds its epoch (the cut, nothing of the new epoch yet)
-	// from the proposal on: if the commit's answer is lost (a timeout, a
-	// leadership change) the entry may still commit, naming this member
-	// primary of an epoch it never sequenced. The next leader's seal must
-	// then count its answer (holdsOwn), or with one member down the
-	// group could never seal again ("2 of 3 answered, need 2": a stall
-	// seen under load in TestCluster_HybridKillPrimaryUnderLoad).
-	// sequence's end overwrites it with what was published.
-	n.own.Store(&ownEpoch{epoch: next, published: cut})
-	st, err = n.apply(fsm.BeginEpoch{Epoch: next, Primary: n.cfg.ID, PrevCut: cut})
-	if err != nil {
-		return err
-	}
-	ch.Epoch, ch.Cut = next, cut
-	ch.CommitUS = time.Since(t0).Microseconds()
-
-	var voters []fsm.Member
-	for _, m := range st.Members() {
-		if m.Role == fsm.Voter {
-			voters = append(voters, m)
-		}
-	}
-	acks := n.deps.Acks(Epoch{Session: st.Session(), Epoch: uint32(next), FirstSeq: cut + 1, Members: voters, Self: n.cfg.ID})
-	return n.sequence(ctx, core, out, acks, ch, t0)
-}
-
-// bootstrapMissing are the bootstrap members (MemberConfig.Members, voters
-// unless said otherwise) the failover state does not record yet, before
-// its first epoch; none once an epoch began (members then change only by
-// AddMember and RemoveMember) or for a member that joined. A leader that
-// lost the leadership in the middle of recording them left the rest to
-// the next one: checking for an empty list instead began epoch 1 with
-// only the members recorded so far, and the group could not seal without
-// them (a new primary is not a voter: "primary is not a voting member";
-// a state whose one voter died has no quorum).
-func (n *Member) bootstrapMissing(st *fsm.State) []fsm.Member {
-	if n.cfg.Join || st.Epoch() != 0 {
-		return nil
-	}
-	var out []fsm.Member
-	for _, m := range n.cfg.Members {
-		if _, ok := st.Member(m.ID); ok {
-			continue
-		}
-		if m.Role == 0 {
-			m.Role = fsm.Voter
-		}
-		out = append(out, m)
-	}
-	return out
-}
-
 // apply proposes cmd and waits for it to commit, returning the state
 // right after it or the reason it was rejected.
 func (n *Member) apply(cmd fsm.Command) (*fsm.State, error) {
@@ -733,10 +484,15 @@ func (n *Member) raftErr(op string, err error) error {
 // it when raft reports the leadership lost), a handover, a membership
 // change. A stream server that cannot be woken is polled every
 // maxPrimaryWait, as before.
-func (n *Member) sequence(ctx context.Context, core *sequencer.Core, out teeSink, acks Acks, ch *ops.Change, t0 time.Time) error {
+func (n *Member) sequence(ctx context.Context, core *sequencer.Core, out teeSink, hist sequencer.RetransmitStore, acks Acks, ch *ops.Change, t0 time.Time) error {
 	srv := out.srv
 	sh := newPrimaryShell(n, core, srv, acks)
 	sh.out = out
+	sh.self = newPrimarySelf(uint32(ch.Epoch), hist)
+	n.self.Store(sh.self)
+	defer n.self.Store(nil)
+	n.acks.Store(&acksRef{a: acks})
+	defer n.acks.Store(nil)
 	if w, ok := srv.(transport.Waker); ok {
 		sh.wakeable = true
 		n.primaryWake.Store(&wakeRef{w: w})
@@ -759,7 +515,6 @@ func (n *Member) sequence(ctx context.Context, core *sequencer.Core, out teeSink
 	defer func() {
 		n.setSequencerStats(core.Stats())
 		n.stoppedAt.Store(time.Now().UnixNano())
-		n.own.Store(&ownEpoch{epoch: ch.Epoch, published: core.Published()})
 		n.log.Info("primary stopped", "epoch", ch.Epoch, "published", core.Published(), "stable", core.Stable())
 	}()
 
@@ -815,8 +570,18 @@ func (n *Member) stillPrimary(ctx context.Context) error {
 	if n.raft.State() != raft.Leader {
 		return errNotLeader
 	}
+	if p := n.self.Load(); p != nil && n.fsm.State().Sealed() >= uint64(p.epoch) {
+		// A new leader recorded the seal of this epoch: this member is
+		// deposed though raft has not said so yet (or, leader again, it
+		// must change the epoch: lead retries while it leads).
+		return errEpochSealed
+	}
 	return nil
 }
+
+// errEpochSealed stops a primary whose epoch the failover state records
+// as sealed by another leader.
+var errEpochSealed = errors.New("cluster: this primary's epoch was sealed by a new leader")
 
 // primaryShell is the primary's loop, an agent.Agent run by an
 // agent.Runner, apart so that a test can drive it turn by turn: poll the
@@ -853,6 +618,8 @@ type primaryShell struct {
 	// snapAt is the mono ns of the last copy of the Core's counters for
 	// SequencerStats (every statsEvery, as sequencer.Agent does).
 	snapAt int64
+	// self is the primary's own copy as stable counts it.
+	self *primarySelf
 }
 
 // statsEvery is how often the primary's loop copies its Core's counters
@@ -931,7 +698,7 @@ func (sh *primaryShell) DoWork(int64) (int, error) {
 	}
 	t := sh.read()
 	sh.n.controls.Apply(core, t) // hot-hot activation asked by an operator
-	core.SetStable(sh.acks.Stable(core.Published()))
+	core.SetStable(sh.acks.Stable(sh.self.position(core.Published())))
 	core.Flush(t)
 	sh.out.send(core)
 	core.Tick(t)
@@ -1024,20 +791,6 @@ func (c *checkpointer) due() int64 {
 func (c *checkpointer) stop() {
 	c.stopped.Store(true)
 	c.wg.Wait()
-}
-
-// ownEpoch is an epoch this process sequenced, as it ended.
-type ownEpoch struct {
-	epoch     uint64
-	published uint64
-}
-
-// holdsOwn says whether this member, sealed for epoch with contiguous
-// held, holds everything it published as that epoch's primary: only then
-// does its answer count toward the seal's quorum (sealQuorum).
-func (n *Member) holdsOwn(epoch, contiguous uint64) bool {
-	o := n.own.Load()
-	return o != nil && o.epoch == epoch && contiguous >= o.published
 }
 
 // teeSink hands the primary's Ready to the stream server and its data

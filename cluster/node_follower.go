@@ -33,6 +33,25 @@ type followers struct {
 	// checked is the session cur's store was checked against (0: none
 	// yet: the failover state had no session).
 	checked uint64
+	// sealed is the recorded seal cur was sealed for (sealRecorded).
+	sealed uint64
+}
+
+// sealRecorded seals f for the epoch a new leader recorded as sealed
+// (fsm.SealEpoch), when that is the current epoch of st (its epoch
+// change is under way): a member (re)started between its seal answer and
+// the next epoch's commit then acks nothing more of the sealed epoch, so
+// stable cannot pass the cut (issue 14 item 7). A seal the standby
+// refuses because it sealed a later epoch already is no error.
+func sealRecorded(f Follower, st *fsm.State) error {
+	e := st.Sealed()
+	if e == 0 || e != st.Epoch() || e > uint64(^uint32(0)) {
+		return nil
+	}
+	if _, err := f.Seal(uint32(e)); err != nil && !errors.Is(err, standby.ErrSealed) {
+		return fmt.Errorf("cluster: seal the standby for the recorded epoch %d: %w", e, err)
+	}
+	return nil
 }
 
 // sessionChecker is a Follower whose store belongs to one session (the
@@ -89,6 +108,11 @@ func (fr *followers) start(ctx context.Context) error {
 	fr.checked = checked
 	knowEpochs(f, st, 0)
 	fr.told = st.Epoch()
+	if err := sealRecorded(f, st); err != nil {
+		// A standby that cannot seal has failed; its Run says so.
+		fr.n.log.Warn("recorded seal", "err", err)
+	}
+	fr.sealed = st.Sealed()
 	fctx, cancel := context.WithCancel(ctx)
 	done := make(chan struct{})
 	fr.cur, fr.cancel, fr.done = f, cancel, done
@@ -147,10 +171,27 @@ func (fr *followers) seal(epoch uint32) (uint64, uint32, error) {
 // state caught up, learns the epochs it missed. Checkpoints change no
 // epoch and cost a lock and a load.
 func (fr *followers) tell() {
+	if f, st := fr.tellLocked(); f != nil {
+		// On a goroutine of its own: a seal waits on the standby's lock,
+		// and neither get (a new primary's fetch, a seal answer) nor Run's
+		// loop (which starts the lead) may wait on it. The new leader
+		// seals this standby too; this only comes sooner for a standby
+		// opened before its failover state caught up.
+		go func() {
+			if err := sealRecorded(f, st); err != nil && !errors.Is(err, standby.ErrTakenOver) {
+				fr.n.log.Warn("recorded seal", "err", err)
+			}
+		}()
+	}
+}
+
+// tellLocked tells the running follower the epoch starts it lacks and
+// returns it with the state when it is to seal a newly recorded seal.
+func (fr *followers) tellLocked() (Follower, *fsm.State) {
 	fr.mu.Lock()
 	defer fr.mu.Unlock()
 	if fr.cur == nil {
-		return // none runs (primary)
+		return nil, nil // none runs (primary)
 	}
 	st := fr.n.fsm.State()
 	if st.Session() != fr.checked {
@@ -160,15 +201,19 @@ func (fr *followers) tell() {
 			case fr.errc <- err:
 			default:
 			}
-			return
+			return nil, nil
 		}
 		fr.checked = checked
 	}
-	if st.Epoch() <= fr.told {
-		return
+	var seal Follower
+	if st.Sealed() > fr.sealed {
+		seal, fr.sealed = fr.cur, st.Sealed()
 	}
-	knowEpochs(fr.cur, st, fr.told)
-	fr.told = st.Epoch()
+	if st.Epoch() > fr.told {
+		knowEpochs(fr.cur, st, fr.told)
+		fr.told = st.Epoch()
+	}
+	return seal, st
 }
 
 // knowEpochs tells k where every epoch of st's session after epoch after

@@ -26,6 +26,16 @@ type QuorumAcks struct {
 	// voters is a membership change not yet applied (SetVoters): the
 	// sequencing goroutine takes it at its next Observe or Stable.
 	voters atomic.Pointer[[]uint64]
+	// seen is the last ack of this epoch of every member that acked,
+	// voter or not (the first MaxVoters ids): a member added as a
+	// nonvoter is promoted once it caught up (Member.AddMember). Written
+	// on the sequencing goroutine, read from any.
+	seen [MaxVoters]seenAck
+}
+
+type seenAck struct {
+	id  atomic.Uint64
+	seq atomic.Uint64
 }
 
 // NewQuorumAcks returns the ack tracker of epoch e: acks count from e's
@@ -98,7 +108,42 @@ func (a *QuorumAcks) Observe(frame []byte, _ transport.Peer) {
 	if a.voters.Load() != nil {
 		a.takeVoters()
 	}
+	if s.Epoch == a.q.Epoch() {
+		a.see(s.Member, s.Contiguous)
+	}
 	a.q.Ack(s.Member, s.Epoch, s.Contiguous)
+}
+
+// see records member's ack of seq (the first MaxVoters members only).
+func (a *QuorumAcks) see(member, seq uint64) {
+	if member == 0 {
+		return
+	}
+	for i := range a.seen {
+		e := &a.seen[i]
+		switch e.id.Load() {
+		case member:
+			if seq > e.seq.Load() {
+				e.seq.Store(seq)
+			}
+			return
+		case 0:
+			e.seq.Store(seq)
+			e.id.Store(member)
+			return
+		}
+	}
+}
+
+// AckedBy is the highest seq member acked in this epoch, voter or not
+// (false: no ack seen). Safe from any goroutine.
+func (a *QuorumAcks) AckedBy(member uint64) (uint64, bool) {
+	for i := range a.seen {
+		if e := &a.seen[i]; e.id.Load() == member {
+			return e.seq.Load(), true
+		}
+	}
+	return 0, false
 }
 
 // Stable records the primary's own position (what it holds: published, or

@@ -23,6 +23,7 @@ var sampleCommands = []Command{
 	AddMember{Member{ID: 9, Role: Nonvoter, RaftAddr: strings.Repeat("r", MaxAddrBytes)}},
 	RemoveMember{ID: math.MaxUint64},
 	SetRole{ID: 4, Role: Voter},
+	SealEpoch{Epoch: math.MaxUint64},
 }
 
 func TestCommand_RoundTrip(t *testing.T) {
@@ -67,7 +68,7 @@ func TestCommand_DecodeErrors(t *testing.T) {
 		{"version only", []byte{1}, ErrMalformed},
 		{"version 2", []byte{2, 1, 0, 0, 0, 0, 0, 0, 0, 0}, ErrUnknownVersion},
 		{"kind 0", []byte{1, 0}, ErrUnknownCommand},
-		{"kind 8", []byte{1, 8, 0, 0, 0, 0, 0, 0, 0, 0}, ErrUnknownCommand},
+		{"kind 9", []byte{1, 9, 0, 0, 0, 0, 0, 0, 0, 0}, ErrUnknownCommand},
 		{"string past end", []byte{1, 4, 0, 0, 0, 0, 0, 0, 0, 1, 1, 200, 'x'}, ErrMalformed},
 	}
 	for _, tt := range tests {
@@ -120,6 +121,9 @@ func randomCommand(rng *rand.Rand, s *State) Command {
 		id := uint64(1 + rng.IntN(6))
 		return AddMember{Member{ID: id, Role: Role(1 + rng.IntN(4)/3), RaftAddr: "127.0.0.1:" + string(rune('0'+rng.IntN(8))), AdminAddr: "a"}}
 	case 9:
+		if rng.IntN(3) == 0 {
+			return SealEpoch{Epoch: s.Epoch() - uint64(rng.IntN(6)/5)}
+		}
 		if rng.IntN(2) == 0 {
 			return SetRole{ID: uint64(1 + rng.IntN(6)), Role: Role(rng.IntN(4))}
 		}
@@ -176,7 +180,7 @@ func TestSnapshot_RoundTripRandom(t *testing.T) {
 		}
 	}
 	t.Logf("accepted by kind: %v", acceptedKinds)
-	for k := KindNewSession; k <= KindDrawnSession; k++ {
+	for k := KindNewSession; k <= KindSealEpoch; k++ {
 		if acceptedKinds[k] < 20 {
 			t.Errorf("kind %v accepted %d times: the generator is too weak", k, acceptedKinds[k])
 		}
@@ -188,8 +192,8 @@ func TestSnapshot_DecodeErrors(t *testing.T) {
 	good := AppendSnapshot(nil, s)
 	flip := bytes.Clone(good)
 	flip[20] ^= 1
-	v2 := bytes.Clone(good)
-	v2[5] = 2
+	v3 := bytes.Clone(good)
+	v3[5] = 3
 	tests := []struct {
 		name string
 		b    []byte
@@ -198,7 +202,7 @@ func TestSnapshot_DecodeErrors(t *testing.T) {
 		{"empty", nil, ErrMalformed},
 		{"not a snapshot", []byte("hello world, this is not it"), ErrMalformed},
 		{"bit flip", flip, ErrChecksum},
-		{"version 2", v2, ErrUnknownVersion},
+		{"version 3", v3, ErrUnknownVersion},
 		{"truncated", good[:len(good)-1], ErrChecksum},
 		{"too large", make([]byte, MaxSnapshotBytes+1), ErrSnapshotTooLarge},
 		{"huge count", withSum(append(bytes.Clone(good[:6+40]), 0xff, 0xff, 0xff, 0xff)), ErrMalformed},
@@ -219,6 +223,30 @@ func TestSnapshot_DecodeErrors(t *testing.T) {
 	}
 	if f.State() != s {
 		t.Fatal("a failed restore changed the state")
+	}
+}
+
+// TestSnapshot_ReadsVersion1 restores a version 1 snapshot (written before
+// the sealed epoch was kept) as the same state with nothing sealed, and a
+// version 2 one keeps the sealed epoch.
+func TestSnapshot_ReadsVersion1(t *testing.T) {
+	s := build(t, running...)
+	v2 := AppendSnapshot(nil, s)
+	// Version 1: the same bytes without the sealed u64, version 1.
+	v1 := bytes.Clone(v2[:len(v2)-4-8])
+	v1[5] = 1
+	v1 = withSum(v1)
+	got, err := DecodeSnapshot(v1)
+	if err != nil || !got.Equal(s) || got.Sealed() != 0 {
+		t.Fatalf("version 1: %v, %v; want %v", got, err, s)
+	}
+	sealed, err := s.Apply(99, SealEpoch{Epoch: s.Epoch()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err = DecodeSnapshot(AppendSnapshot(nil, sealed))
+	if err != nil || got.Sealed() != s.Epoch() || !got.Equal(sealed) {
+		t.Fatalf("version 2: %v, %v; want sealed %d", got, err, s.Epoch())
 	}
 }
 

@@ -25,6 +25,9 @@ const (
 	// KindDrawnSession is a NewSession with its ID: kind 1 stays the one
 	// without, as logs written before ids were drawn hold it.
 	KindDrawnSession Kind = 7
+	// KindSealEpoch records that a new leader sealed the current epoch
+	// (SealEpoch).
+	KindSealEpoch Kind = 8
 )
 
 func (k Kind) String() string {
@@ -43,13 +46,15 @@ func (k Kind) String() string {
 		return "set-role"
 	case KindDrawnSession:
 		return "drawn-session"
+	case KindSealEpoch:
+		return "seal-epoch"
 	}
 	return fmt.Sprintf("kind(%d)", uint8(k))
 }
 
 // Command is one change to the failover state, proposed through Raft. The
 // concrete types are NewSession, BeginEpoch, AddCheckpoint, AddMember,
-// RemoveMember and SetRole; each one's doc comment states its rules.
+// RemoveMember, SetRole and SealEpoch; each one's doc comment states its rules.
 type Command interface {
 	Kind() Kind
 	appendBody(dst []byte) []byte
@@ -135,6 +140,18 @@ type SetRole struct {
 	Role Role
 }
 
+// SealEpoch records that a new Raft leader sealed Epoch, before it asks
+// any member to: a member that (re)opens its standby seals every epoch up
+// to State.Sealed before it follows the stream, so one restarted between
+// its seal answer and the next epoch's commit acks nothing more of the
+// sealed epoch (issue 14 item 7). Rules: Epoch is the current epoch
+// (ErrSealNotCurrent) and has a primary (ErrNoEpoch: an epoch without one
+// sequenced nothing and is never sealed). Sealing the sealed epoch again
+// (a retried attempt) is accepted and changes nothing.
+type SealEpoch struct {
+	Epoch uint64
+}
+
 // Kind is KindDrawnSession when c carries its ID, else KindNewSession.
 func (c NewSession) Kind() Kind {
 	if c.ID != 0 {
@@ -148,6 +165,7 @@ func (AddCheckpoint) Kind() Kind { return KindCheckpoint }
 func (AddMember) Kind() Kind     { return KindAddMember }
 func (RemoveMember) Kind() Kind  { return KindRemoveMember }
 func (SetRole) Kind() Kind       { return KindSetRole }
+func (SealEpoch) Kind() Kind     { return KindSealEpoch }
 
 // appendBody writes Prev, then ID when it is set (KindDrawnSession).
 func (c NewSession) appendBody(b []byte) []byte {
@@ -177,6 +195,8 @@ func (c RemoveMember) appendBody(b []byte) []byte { return binary.BigEndian.Appe
 func (c SetRole) appendBody(b []byte) []byte {
 	return append(binary.BigEndian.AppendUint64(b, c.ID), byte(c.Role))
 }
+
+func (c SealEpoch) appendBody(b []byte) []byte { return binary.BigEndian.AppendUint64(b, c.Epoch) }
 
 // AppendCommand appends the encoding of c to dst:
 //
@@ -236,6 +256,8 @@ func Decode(b []byte) (Command, error) {
 		c = RemoveMember{ID: r.u64()}
 	case KindSetRole:
 		c = SetRole{ID: r.u64(), Role: Role(r.u8())}
+	case KindSealEpoch:
+		c = SealEpoch{Epoch: r.u64()}
 	default:
 		return nil, fmt.Errorf("%w: %d", ErrUnknownCommand, k)
 	}

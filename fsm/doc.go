@@ -12,7 +12,7 @@
 //     order): it returns a new State and an error when the command breaks a
 //     rule. The rules sit on each command type's doc comment.
 //   - Command: NewSession, BeginEpoch, AddCheckpoint, AddMember,
-//     RemoveMember, SetRole, encoded by Encode/AppendCommand and parsed by
+//     RemoveMember, SetRole, SealEpoch, encoded by Encode/AppendCommand and parsed by
 //     Decode in a small versioned binary format (version byte, kind byte,
 //     fixed-width big-endian fields; exact length).
 //   - FSM: the raft.FSM. Apply decodes a log entry and applies it; its

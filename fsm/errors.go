@@ -42,4 +42,5 @@ var (
 	ErrUnknownMember       = errors.New("fsm: unknown member")
 	ErrRemovePrimary       = errors.New("fsm: remove member: member is the current primary")
 	ErrDemotePrimary       = errors.New("fsm: set role: the current primary must stay a voter")
+	ErrSealNotCurrent      = errors.New("fsm: seal epoch: epoch is not the current one")
 )

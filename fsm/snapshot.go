@@ -6,8 +6,11 @@ import (
 	"hash/crc32"
 )
 
-// SnapshotVersion is the version of the snapshot encoding.
-const SnapshotVersion = 1
+// SnapshotVersion is the version of the snapshot encoding AppendSnapshot
+// writes. Version 2 added the sealed epoch; DecodeSnapshot still reads
+// version 1 (sealed 0), so a member upgraded in place restores the
+// snapshot it took before.
+const SnapshotVersion = 2
 
 // snapshotMagic starts every snapshot, so a file of something else is
 // refused before its bytes are read as counts.
@@ -16,17 +19,18 @@ var snapshotMagic = [4]byte{'S', 'Q', 'F', 'S'}
 // MaxSnapshotBytes bounds what Restore reads: the largest valid state
 // (MaxCuts cuts, MaxCheckpoints checkpoints, MaxMembers members with
 // MaxAddrBytes addresses) is below it.
-const MaxSnapshotBytes = 4 + 2 + 5*8 + 3*4 + MaxCuts*32 + MaxCheckpoints*16 + MaxMembers*(9+4*(1+MaxAddrBytes)) + 4
+const MaxSnapshotBytes = 4 + 2 + 6*8 + 3*4 + MaxCuts*32 + MaxCheckpoints*16 + MaxMembers*(9+4*(1+MaxAddrBytes)) + 4
 
 var castagnoli = crc32.MakeTable(crc32.Castagnoli)
 
 // AppendSnapshot appends the snapshot encoding of s to dst:
 //
-//	magic "SQFS" | version u16 (=1) |
+//	magic "SQFS" | version u16 (=2) |
 //	index u64 | session u64 | epoch u64 | primary u64 | epochStart u64 |
 //	ncuts u32 | ncuts × (session u64 | epoch u64 | primary u64 | last u64) |
 //	ncheckpoints u32 | ncheckpoints × (seq u64 | unixNano u64) |
 //	nmembers u32 | nmembers × member (as in commands) |
+//	sealed u64 (version 2 only) |
 //	crc32c u32 of everything before it
 //
 // Big-endian throughout.
@@ -52,6 +56,7 @@ func AppendSnapshot(dst []byte, s *State) []byte {
 	for _, m := range s.members {
 		dst = appendMember(dst, m)
 	}
+	dst = binary.BigEndian.AppendUint64(dst, s.sealed)
 	return binary.BigEndian.AppendUint32(dst, crc32.Checksum(dst[start:], castagnoli))
 }
 
@@ -67,7 +72,8 @@ func DecodeSnapshot(b []byte) (*State, error) {
 	if len(b) < len(snapshotMagic)+2+4 || [4]byte(b[:4]) != snapshotMagic {
 		return nil, fmt.Errorf("%w: not a snapshot", ErrMalformed)
 	}
-	if v := binary.BigEndian.Uint16(b[4:]); v != SnapshotVersion {
+	v := binary.BigEndian.Uint16(b[4:])
+	if v != 1 && v != SnapshotVersion {
 		return nil, fmt.Errorf("%w: snapshot version %d", ErrUnknownVersion, v)
 	}
 	body, sum := b[:len(b)-4], binary.BigEndian.Uint32(b[len(b)-4:])
@@ -87,6 +93,9 @@ func DecodeSnapshot(b []byte) (*State, error) {
 	n = r.count(MaxMembers, 13)
 	for range n {
 		s.members = append(s.members, r.member())
+	}
+	if v >= 2 {
+		s.sealed = r.u64()
 	}
 	if r.err == nil && len(r.b) != 0 {
 		r.err = fmt.Errorf("%w: %d trailing bytes", ErrMalformed, len(r.b))

@@ -102,6 +102,7 @@ type State struct {
 	cuts        []Cut  // ascending by epoch, at most MaxCuts
 	checkpoints []Checkpoint
 	members     []Member // ascending by ID
+	sealed      uint64   // the newest epoch a leader sealed (SealEpoch), 0: none
 }
 
 // Initial returns the state of a new cluster: no session, epoch 0 with no
@@ -123,6 +124,12 @@ func (s *State) Primary() uint64 { return s.primary }
 
 // EpochStart is the first seq of the current epoch in the current session.
 func (s *State) EpochStart() uint64 { return s.epochStart }
+
+// Sealed is the newest epoch a new leader recorded as sealed (SealEpoch;
+// 0: none): a standby acks no record of it or an earlier epoch. It is the
+// current epoch while an epoch change is under way, older once the next
+// epoch began.
+func (s *State) Sealed() uint64 { return s.sealed }
 
 // Cuts returns a copy of the recorded cuts, oldest first.
 func (s *State) Cuts() []Cut { return slices.Clone(s.cuts) }
@@ -163,14 +170,14 @@ func (s *State) Member(id uint64) (Member, bool) {
 // Equal reports whether two states are identical (the applied index too).
 func (s *State) Equal(o *State) bool {
 	return s.index == o.index && s.session == o.session && s.epoch == o.epoch &&
-		s.primary == o.primary && s.epochStart == o.epochStart &&
+		s.primary == o.primary && s.epochStart == o.epochStart && s.sealed == o.sealed &&
 		slices.Equal(s.cuts, o.cuts) && slices.Equal(s.checkpoints, o.checkpoints) &&
 		slices.Equal(s.members, o.members)
 }
 
 func (s *State) String() string {
-	return fmt.Sprintf("index=%d session=%d epoch=%d primary=%d start=%d cuts=%d checkpoints=%d members=%d",
-		s.index, s.session, s.epoch, s.primary, s.epochStart, len(s.cuts), len(s.checkpoints), len(s.members))
+	return fmt.Sprintf("index=%d session=%d epoch=%d primary=%d start=%d sealed=%d cuts=%d checkpoints=%d members=%d",
+		s.index, s.session, s.epoch, s.primary, s.epochStart, s.sealed, len(s.cuts), len(s.checkpoints), len(s.members))
 }
 
 func (s *State) findMember(id uint64) (int, bool) {
@@ -290,6 +297,13 @@ func (s *State) check(cmd Command) error {
 		if c.ID == s.primary && c.Role != Voter {
 			return fmt.Errorf("%w: %d (epoch %d)", ErrDemotePrimary, c.ID, s.epoch)
 		}
+	case SealEpoch:
+		if c.Epoch != s.epoch {
+			return fmt.Errorf("%w: seal of epoch %d, current %d", ErrSealNotCurrent, c.Epoch, s.epoch)
+		}
+		if s.primary == 0 {
+			return fmt.Errorf("seal: %w: epoch %d", ErrNoEpoch, s.epoch)
+		}
 	default:
 		return fmt.Errorf("%w: %T", ErrUnknownCommand, cmd)
 	}
@@ -327,6 +341,8 @@ func (s *State) apply(cmd Command) {
 	case SetRole:
 		i, _ := s.findMember(c.ID)
 		s.members[i].Role = c.Role
+	case SealEpoch:
+		s.sealed = c.Epoch
 	}
 }
 
@@ -344,6 +360,9 @@ func (s *State) validate() error {
 	}
 	if s.primary == 0 && len(s.checkpoints) > 0 {
 		return bad("checkpoints without a primary")
+	}
+	if s.sealed > s.epoch {
+		return bad("sealed epoch %d after the current %d", s.sealed, s.epoch)
 	}
 	if len(s.cuts) > MaxCuts || len(s.checkpoints) > MaxCheckpoints || len(s.members) > MaxMembers {
 		return bad("table over its bound")

@@ -100,6 +100,11 @@ func TestState_Validation(t *testing.T) {
 		{"demote primary", running, SetRole{ID: 1, Role: Nonvoter}, ErrDemotePrimary},
 		{"set role unknown member", running, SetRole{ID: 9, Role: Voter}, ErrUnknownMember},
 		{"set role bad role", running, SetRole{ID: 3, Role: 0}, ErrBadMember},
+		{"seal", running, SealEpoch{Epoch: 1}, nil},
+		{"seal again", append(append([]Command{}, running...), SealEpoch{Epoch: 1}), SealEpoch{Epoch: 1}, nil},
+		{"seal a future epoch", running, SealEpoch{Epoch: 2}, ErrSealNotCurrent},
+		{"seal an old epoch", epoch2, SealEpoch{Epoch: 1}, ErrSealNotCurrent},
+		{"seal without a primary", running[:5], SealEpoch{Epoch: 0}, ErrNoEpoch},
 		{"begin epoch demoted primary", append(append([]Command{}, running...), SetRole{ID: 2, Role: Nonvoter}), BeginEpoch{Epoch: 2, Primary: 2, PrevCut: 250}, ErrPrimaryNotVoter},
 	}
 	for _, tt := range tests {

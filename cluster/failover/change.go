@@ -108,7 +108,7 @@ type Msg interface{ msg() }
 // right after it.
 type Committed struct{ State *fsm.State }
 
-// Rejected answers Ready.Propose or Ready.Barrier that failed: Refused,
+// Rejected answers Ready.Propose, Ready.Barrier or Ready.RecordSeal that failed: Refused,
 // the FSM applied and refused the command (the state it was built on was
 // stale); otherwise Raft failed (a timeout: the entry may still commit).
 type Rejected struct {
@@ -581,7 +581,7 @@ func (c *Change) committed(st *fsm.State) {
 
 func (c *Change) rejected(m Rejected) {
 	switch c.phase {
-	case PhaseBarrier, PhaseProposing, PhaseCommitting:
+	case PhaseBarrier, PhaseProposing, PhaseRecordSeal, PhaseCommitting:
 	default:
 		return
 	}

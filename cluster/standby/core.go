@@ -36,7 +36,10 @@ type Core struct {
 	sealed   uint32 // every epoch up to it is sealed: no acks, no intake
 	taken    bool
 	takenCut uint64 // the cut of the Takeover: nothing above it is served
-	err      error  // sticky: why the standby stopped for good
+	// ownPut: the new primary put a packet of its own epoch (PutOwn):
+	// what the store holds above the cut is the primary's, served too.
+	ownPut   bool
+	err      error // sticky: why the standby stopped for good
 	snaps    []stateSnap
 	p        replayer.Persister // the stream into the store, in order
 	stats    Stats
@@ -580,6 +583,12 @@ func (c *Core) Seal(epoch uint32) (uint64, error) {
 	return c.held(), nil
 }
 
+// LastStamp is the newest sequencer time the standby's receiver saw: of
+// the last record delivered, or of a heartbeat once it held all the
+// heartbeat announced. A new primary's clock starts no earlier (a live
+// node's Now() must not go back across a failover).
+func (c *Core) LastStamp() int64 { return c.r.Now() }
+
 // HeldEpoch is the epoch of the newest record held (Seal's seq), 0 for
 // none. A leader that seals epoch e must not count records of an older
 // epoch e' past the cut of e' (the start of e'+1, known from the
@@ -684,6 +693,17 @@ func (c *Core) Takeover(cut uint64) (*sequencer.State, error) {
 	return st, nil
 }
 
+// PutOwn stores a packet the primary that took the store over published
+// (its History's Put): once one is stored, the store's tail above the
+// cut is the primary's own epoch and FetchRange serves it.
+func (c *Core) PutOwn(pkt []byte, info sequencer.PacketInfo) {
+	before, _ := c.store.Newest()
+	c.store.Put(pkt, info)
+	if after, ok := c.store.Newest(); ok && c.taken && after != before && after.FirstSeq > c.takenCut {
+		c.ownPut = true
+	}
+}
+
 // applyStore applies the store's records after st's position up to
 // to (a fragmented message once, at its first fragment).
 func (c *Core) applyStore(st *sequencer.State, to uint64) error {
@@ -712,9 +732,12 @@ func (c *Core) Close() error {
 // what the store holds of the stream (nor above a Takeover's cut).
 func (c *Core) FetchRange(dst []byte, from, to uint64, maxBytes int) ([]byte, uint64, bool, uint64, error) {
 	held := c.held()
-	if c.taken {
+	if c.taken && !c.ownPut {
 		// Records above the cut, if the store holds any, belong to no
-		// stream: the new epoch replaced them.
+		// stream: the new epoch replaced them. Once the primary wrote
+		// its first packet (at the cut + 1) the tail is its own epoch,
+		// which it serves as any member does (a deposed primary still
+		// running is the best fetch source of its epoch).
 		held = min(held, c.takenCut)
 	}
 	if from > held || from > to {

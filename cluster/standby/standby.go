@@ -391,6 +391,13 @@ func (s *Agent) HeldEpoch() uint32 {
 	return s.core.HeldEpoch()
 }
 
+// LastStamp is the newest sequencer time seen (Core.LastStamp).
+func (s *Agent) LastStamp() int64 {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.core.LastStamp()
+}
+
 // Contiguous is the highest seq the store holds with no gap.
 func (s *Agent) Contiguous() uint64 { return s.contiguous.Load() }
 
@@ -549,7 +556,7 @@ type lockedStore struct{ s *Agent }
 
 func (l lockedStore) Put(pkt []byte, info sequencer.PacketInfo) {
 	l.s.mu.Lock()
-	l.s.core.Store().Put(pkt, info)
+	l.s.core.PutOwn(pkt, info)
 	l.s.historyTurnLocked()
 	l.s.mu.Unlock()
 }
@@ -570,6 +577,30 @@ func (l lockedStore) Range(from, to uint64, fn sequencer.PacketFunc) {
 	l.s.mu.Lock()
 	defer l.s.mu.Unlock()
 	l.s.core.Store().Range(from, to, fn)
+}
+
+// Written hands the frames the primary put to the operating system and
+// returns the highest contiguous seq written: what this member's own copy
+// counts toward stable while it is primary, as a standby's ack counts
+// (under Config.AckWritten; what was fsynced otherwise, fsyncing when the
+// store's policy is due). A primary that counted what it only published
+// could not count its seal answer after a restart (issue 14 item 2).
+func (l lockedStore) Written() uint64 {
+	l.s.mu.Lock()
+	defer l.s.mu.Unlock()
+	st := l.s.core.Store()
+	if err := st.Tick(l.s.clock()); err != nil {
+		return st.Durable()
+	}
+	if l.s.cfg.AckWritten {
+		return st.Contiguous()
+	}
+	if st.SyncDue() {
+		if err := st.Sync(); err != nil {
+			return st.Durable()
+		}
+	}
+	return st.Durable()
 }
 
 // Source is another member's store as CatchUpFrom reads it: an Agent's

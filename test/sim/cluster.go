@@ -98,6 +98,10 @@ type simCluster struct {
 	// Config.PrimaryStore the primary appends what it publishes to it
 	// before it counts itself in the quorum.
 	own sequencer.RetransmitStore
+	// selfSealed: the primary, deposed from Raft only, answered a seal
+	// with frozen and counts no more toward stable.
+	selfSealed bool
+	frozen     uint64
 	// downAt: the primary died or was cut off then; the election runs
 	// at electAt.
 	electAt  int64
@@ -356,10 +360,21 @@ func (c *simCluster) persist(pkt []byte, info sequencer.PacketInfo) {
 // (each packet is appended as it is published); without, nothing of its
 // own epoch.
 func (c *simCluster) stable() uint64 {
-	if c.w.cfg.PrimaryStore {
-		return c.acks.Stable(c.w.seq.Published())
+	self := c.selfPosition()
+	if c.selfSealed {
+		// Sealed while it runs: it counts no more than it answered.
+		self = min(self, c.frozen)
 	}
-	return c.acks.Stable(c.w.epochStart - 1)
+	return c.acks.Stable(self)
+}
+
+// selfPosition is what the primary counts toward stable: with
+// PrimaryStore, all it published; without, nothing of its own epoch.
+func (c *simCluster) selfPosition() uint64 {
+	if c.w.cfg.PrimaryStore {
+		return c.w.seq.Published()
+	}
+	return c.w.epochStart - 1
 }
 
 // work runs every live standby one turn: its frames, then Work.
