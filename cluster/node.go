@@ -252,7 +252,7 @@ func NewMember(cfg MemberConfig, deps Deps) (*Member, error) {
 	n.fsm.Notify(n.applied)
 	n.fr = newFollowers(n)
 	// The status page (ops/page), served beside the REST endpoint.
-	pg, err := page.New(page.DefaultConfig(), &page.Cluster{Name: fmt.Sprintf("member %d", cfg.ID), Local: n.Status, Replayers: n.replayersOnPage})
+	pg, err := page.New(page.DefaultConfig(), &page.Cluster{Name: fmt.Sprintf("member %d", cfg.ID), Local: n.Status, Replayers: n.replayersOnPage, Pairs: n.pairsOnPage})
 	if err != nil {
 		return fail(err)
 	}

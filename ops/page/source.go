@@ -36,7 +36,7 @@ type Cluster struct {
 	Seeds func() []string
 	// Replayers are the replayers gossip shows.
 	Replayers func() []Replayer
-	// Pairs are the hot-hot accounts (none until they exist).
+	// Pairs are the hot-hot accounts the primary holds.
 	Pairs func() []Pair
 	// Extra are more tables to show.
 	Extra func() []KeyValues

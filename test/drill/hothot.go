@@ -2,14 +2,17 @@ package drill
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"math/rand/v2"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -421,6 +424,11 @@ func (h *hotDrill) finish(ctx context.Context, cfg HotHotConfig, times []float64
 			diverged++
 		}
 	}
+	// The status page (each member's /ui/) shows the pair too.
+	if err := pageShowsPair(ctx, h.members[0].admin, shopAccount); err != nil {
+		fmt.Fprintf(h.out, "drill: the status page: %v\n", err)
+		diverged++
+	}
 	if compared == 0 {
 		fmt.Fprintf(h.out, "drill: no seq at which both instances printed a digest\n")
 	}
@@ -433,4 +441,38 @@ func (h *hotDrill) finish(ctx context.Context, cfg HotHotConfig, times []float64
 		return errors.New("drill hothot: the pair broke the contract (see above)")
 	}
 	return nil
+}
+
+// pageShowsPair asks the status page at admin for its data and checks
+// that it lists the hot-hot account with an active instance among its
+// two instances.
+func pageShowsPair(ctx context.Context, admin, account string) error {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+admin+"/ui/status.json", nil)
+	if err != nil {
+		return err
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	var st struct {
+		Pairs []struct {
+			Account   string   `json:"account"`
+			Active    uint64   `json:"active"`
+			Instances []uint64 `json:"instances"`
+		} `json:"pairs"`
+	}
+	if err := json.NewDecoder(resp.Body).Decode(&st); err != nil {
+		return fmt.Errorf("status.json: %w", err)
+	}
+	for _, p := range st.Pairs {
+		if p.Account == account {
+			if len(p.Instances) != 2 || !slices.Contains(p.Instances, p.Active) {
+				return fmt.Errorf("pair %s shown with instances %v, active %d", account, p.Instances, p.Active)
+			}
+			return nil
+		}
+	}
+	return fmt.Errorf("no pair %s among %+v", account, st.Pairs)
 }
