@@ -4,7 +4,13 @@ import (
 	"log/slog"
 
 	"github.com/urfave/cli/v2"
+
+	"github.com/seqd/seqd/ops/options"
 )
+
+// warnLogger is the logger the warning goes to: the process's own, in
+// its --log-format and --log-level (a JSON log stays all JSON).
+var warnLogger func(*cli.Context) *slog.Logger = options.NewLogger
 
 // unauthenticated names the subcommands that run a long-lived process on
 // the network: each logs one WARN line at start while seqd has no
@@ -28,7 +34,7 @@ func warnUnauthenticated(cmd *cli.Command) {
 			}
 		}
 		if !c.Bool("dry-run") {
-			slog.Warn(noAuthWarning, "process", cmd.Name)
+			warnLogger(c).Warn(noAuthWarning, "process", cmd.Name)
 		}
 		return nil
 	}

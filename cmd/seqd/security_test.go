@@ -14,9 +14,9 @@ import (
 // command logs none.
 func TestWarnUnauthenticated(t *testing.T) {
 	var buf bytes.Buffer
-	old := slog.Default()
-	slog.SetDefault(slog.New(slog.NewTextHandler(&buf, nil)))
-	defer slog.SetDefault(old)
+	old := warnLogger
+	warnLogger = func(*cli.Context) *slog.Logger { return slog.New(slog.NewTextHandler(&buf, nil)) }
+	defer func() { warnLogger = old }()
 	for _, tt := range []struct {
 		name string
 		args []string
