@@ -61,26 +61,6 @@ func (r *Receiver) updateGap(now int64) {
 	r.nakBackoff = d
 	r.nakAt = now + d/2 + int64(r.random()%uint64(d))
 	r.stats.Gaps++
-	r.stats.GapSeqs += r.gapSize(from)
-}
-
-// gapSize is how many seqs from from on are missing (not held whole)
-// before the next one held, within the known window: the size of a gap
-// when it is found (Stats.GapSeqs). Gaps are rare; the walk is bounded
-// by the receive window.
-func (r *Receiver) gapSize(from uint64) uint64 {
-	end := r.gapEnd()
-	n := uint64(0)
-	for seq := from; seq <= end; seq++ {
-		if r.inHold(seq) {
-			break
-		}
-		if s := &r.ring[seq&r.mask]; s.state == slotFull && s.seq == seq {
-			break
-		}
-		n++
-	}
-	return max(n, 1)
 }
 
 // sendNak asks the current source for the whole region from the first

@@ -52,7 +52,7 @@ type Stats struct {
 	Delivered      uint64 // messages put into Ready.Deliver
 	Duplicates     uint64 // records dropped because already held or delivered
 	Gaps           uint64 // gaps detected (each NAKed until repaired)
-	GapSeqs        uint64 // seqs missing in those gaps when each was found (GapSeqs/Gaps: the mean gap size)
+	GapSeqs        uint64 // seqs found missing: how far a packet or stable jumped past the tail (GapSeqs/Gaps: the mean gap size)
 	NaksSent       uint64
 	Malformed      uint64 // frames or records rejected
 	Fenced         uint64 // packets or records dropped: another session, an epoch they do not belong to

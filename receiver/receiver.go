@@ -374,6 +374,14 @@ func (r *Receiver) onPacket(now int64, frame []byte) {
 			}
 		}
 		if last > r.tail {
+			if r.tail > 0 && p.FirstSeq > r.tail+1 {
+				// A gap is born: the seqs between the tail and this
+				// packet (Stats.GapSeqs). Counted here, once, where it
+				// costs nothing: measuring it where the NAK is armed
+				// walked the window each time a rewind's progress moved
+				// the gap's head, and a late joiner fell behind the ring.
+				r.stats.GapSeqs += p.FirstSeq - r.tail - 1
+			}
 			r.tail = last
 		}
 		sealed := last
@@ -387,6 +395,9 @@ func (r *Receiver) onPacket(now int64, frame []byte) {
 			r.sealed = sealed
 		}
 		if r.stable > r.tail {
+			if r.tail > 0 {
+				r.stats.GapSeqs += r.stable - r.tail // stable says these exist
+			}
 			r.tail = r.stable
 		}
 	} else if last := min(last, limit-1); last > r.tail {
