@@ -63,11 +63,23 @@ func (r *Receiver) updateGap(now int64) {
 	r.stats.Gaps++
 }
 
+// sourceTimeoutNaks is how many NAKs a repair source must have left
+// unanswered, besides RepairSourceTimeout passing, before it is left for
+// the next one. One NAK (or its answer) lost proves nothing; a receiver
+// ticked seldom (a process that slept, the simulator's idle seconds)
+// sends only one in the whole deadline, and leaving a live source after
+// it sent the NAKs back to a source that already said Gone, whose second
+// Gone was fatal (sim seed 712 at -commands 2000). Ticked at NextDue, a
+// receiver sends many more in RepairSourceTimeout (the backoff is capped
+// at NakMaxDelay), so a dead source is still left at its deadline.
+const sourceTimeoutNaks = 2
+
 // sendNak asks the current source for the whole region from the first
 // missing seq to the last missing one in the window: one outstanding
 // request per gap region.
 func (r *Receiver) sendNak(now int64) {
-	if r.asked && r.askedWait && r.cfg.RepairSources > 0 && now-r.askedAt >= int64(r.cfg.RepairSourceTimeout) {
+	if r.asked && r.askedWait && r.cfg.RepairSources > 0 && now-r.askedAt >= int64(r.cfg.RepairSourceTimeout) &&
+		r.askedNaks >= sourceTimeoutNaks {
 		// The source asked sent neither repair nor Gone: it is dead,
 		// cut off or lost the requests. Ask the next one (cyclically,
 		// so a source that recovers is asked again in its turn).
@@ -109,8 +121,9 @@ func (r *Receiver) sendNak(now int64) {
 	if _, err := wire.AppendNak(r.queue(r.src, wire.NakBytes), &n); err == nil {
 		r.stats.NaksSent++
 		if !r.askedWait {
-			r.askedWait, r.askedAt = true, now
+			r.askedWait, r.askedAt, r.askedNaks = true, now, 0
 		}
+		r.askedNaks++
 		if !r.asked {
 			r.asked, r.askedFrom, r.askedTo = true, from, to
 		} else {

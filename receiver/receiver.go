@@ -71,6 +71,8 @@ type Receiver struct {
 	// source that answered is not timed out before it is asked again,
 	// however late the next NAK goes (a process that slept).
 	askedWait bool
+	// askedNaks: NAKs sent to src while askedWait (see sourceTimeoutNaks).
+	askedNaks int
 
 	// Status.
 	statusAt     int64
@@ -454,6 +456,15 @@ func (r *Receiver) onPacket(now int64, frame []byte) {
 	if fresh && r.cfg.Persist {
 		r.ready.Persist = append(r.ready.Persist, frame)
 		r.slowAdvance = true
+	}
+	if fresh && r.askedWait && p.FirstSeq <= r.askedTo && last >= r.askedFrom {
+		// New records of the range asked: an answer (the source asked,
+		// or a multicast repair), even if the gap's first seq is still
+		// missing (lost on the way). The source deadline runs from the
+		// next NAK, so a source that answers is not left for one that
+		// said Gone (whose second Gone would then be fatal) just because
+		// the receiver's next tick came after RepairSourceTimeout.
+		r.askedWait = false
 	}
 	if r.contig < r.tail || r.nakArmed || r.asked || r.tried > 0 {
 		r.updateGap(now)

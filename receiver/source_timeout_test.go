@@ -78,3 +78,109 @@ func TestReceiver_SourceThatAnsweredIsNotTimedOutBeforeItIsAskedAgain(t *testing
 		t.Fatalf("stats %+v, want no source timeout", st)
 	}
 }
+
+// TestReceiver_SourceThatRepairedPartOfTheGapIsAskedAgain: the sequencer
+// says Gone, the replayer (source 1) answers the one NAK it got with the
+// gap but its first seq (lost on the way), and the receiver's next tick
+// comes later than RepairSourceTimeout (the simulator's idle seconds, a
+// process that slept). The replayer brought repair, so it is asked again
+// for what is still missing. Before, the deadline ran from that NAK as if
+// it went unanswered: the receiver went back to the sequencer, whose
+// second Gone counted as the last source's and stopped it with
+// ErrUnrecoverable though the replayer held the range (sim seeds 640 and
+// 712 at -commands 2000, issue 14).
+func TestReceiver_SourceThatRepairedPartOfTheGapIsAskedAgain(t *testing.T) {
+	s := newStream(t)
+	cfg := testConfig()
+	cfg.RepairSources = 1
+	d := &drive{t: t, r: newTest(t, cfg)}
+	d.step(0, Sequencer, s.msgs(1, 2), s.msgs(10, 1))
+	d.tick(10 * ms)
+	if naks := d.naks(); len(naks) != 1 || naks[0].to != Sequencer || naks[0].nak.FromSeq != 3 {
+		t.Fatalf("NAKs %+v, want 3.. to the sequencer", naks)
+	}
+	d.step(11*ms, Sequencer, s.gone(3, 9, 10))
+	d.tick(11 * ms)
+	if naks := d.naks(); len(naks) != 2 || naks[1].to != 1 || naks[1].nak.FromSeq != 3 {
+		t.Fatalf("after Gone: NAKs %+v, want 3.. to source 1", naks)
+	}
+	d.step(12*ms, 1, s.msgs(4, 6)) // 3 lost on the way
+	later := 12*ms + 2*int64(DefaultConfig().RepairSourceTimeout)
+	d.tick(later)
+	naks := d.naks()
+	if last := naks[len(naks)-1]; last.to != 1 || last.nak.FromSeq != 3 || last.nak.ToSeq != 3 {
+		t.Fatalf("NAKs %+v, want the last one 3..3 to source 1", naks)
+	}
+	if st := d.r.Stats(); st.SourceTimeouts != 0 || st.SourceSwitches != 1 {
+		t.Fatalf("stats %+v, want no source timeout", st)
+	}
+	if err := d.step(later+ms, 1, s.msgs(3, 1)); err != nil {
+		t.Fatal(err)
+	}
+	if got := d.seqs(); len(got) != 10 || d.r.Err() != nil {
+		t.Fatalf("delivered %v, err %v", got, d.r.Err())
+	}
+}
+
+// TestReceiver_SourceIsNotLeftAfterOneLostNak: the sequencer says Gone,
+// the one NAK to the replayer (source 1) is lost, and the receiver's next
+// tick comes after RepairSourceTimeout. One lost NAK proves nothing: the
+// replayer is asked again, and left only once a second NAK went
+// unanswered past the deadline. Before, the receiver went back to the
+// sequencer at that tick, whose second Gone stopped it with
+// ErrUnrecoverable though the replayer held the range (sim seed 712 at
+// -commands 2000, issue 14).
+func TestReceiver_SourceIsNotLeftAfterOneLostNak(t *testing.T) {
+	s := newStream(t)
+	cfg := testConfig()
+	cfg.RepairSources = 1
+	d := &drive{t: t, r: newTest(t, cfg)}
+	d.step(0, Sequencer, s.msgs(1, 2), s.msgs(10, 1))
+	d.tick(10 * ms)
+	d.step(11*ms, Sequencer, s.gone(3, 9, 10))
+	d.tick(11 * ms)
+	if naks := d.naks(); len(naks) != 2 || naks[1].to != 1 {
+		t.Fatalf("after Gone: NAKs %+v, want one to source 1", naks)
+	}
+	timeout := int64(DefaultConfig().RepairSourceTimeout)
+	at := 11*ms + timeout + timeout/2
+	d.tick(at) // the NAK to source 1 was lost
+	naks := d.naks()
+	if len(naks) != 3 || naks[2].to != 1 || naks[2].nak.FromSeq != 3 {
+		t.Fatalf("NAKs %+v, want the third one 3.. to source 1", naks)
+	}
+	if st := d.r.Stats(); st.SourceTimeouts != 0 {
+		t.Fatalf("stats %+v, want no source timeout after one NAK", st)
+	}
+	if err := d.step(at+ms, 1, s.msgs(3, 7)); err != nil {
+		t.Fatal(err)
+	}
+	if got := d.seqs(); len(got) != 10 || d.r.Err() != nil {
+		t.Fatalf("delivered %v, err %v", got, d.r.Err())
+	}
+}
+
+// TestReceiver_SilentSourceIsLeftAfterTwoNaksPastItsDeadline: ticked
+// seldom, a source that leaves two NAKs unanswered past
+// RepairSourceTimeout is left (the other half of
+// TestReceiver_SourceIsNotLeftAfterOneLostNak: a dead source is not
+// asked forever).
+func TestReceiver_SilentSourceIsLeftAfterTwoNaksPastItsDeadline(t *testing.T) {
+	s := newStream(t)
+	cfg := testConfig()
+	cfg.RepairSources = 1
+	cfg.PreferredSource = 1
+	d := &drive{t: t, r: newTest(t, cfg)}
+	d.step(0, Sequencer, s.msgs(1, 2), s.msgs(10, 1))
+	timeout := int64(DefaultConfig().RepairSourceTimeout)
+	d.tick(10 * ms)
+	d.tick(10*ms + 2*timeout)
+	d.tick(10*ms + 4*timeout)
+	naks := d.naks()
+	if len(naks) != 3 || naks[0].to != 1 || naks[1].to != 1 || naks[2].to != Sequencer {
+		t.Fatalf("NAKs %+v, want two to source 1 then one to the sequencer", naks)
+	}
+	if st := d.r.Stats(); st.SourceTimeouts != 1 {
+		t.Fatalf("stats %+v, want one source timeout", st)
+	}
+}
