@@ -16,9 +16,11 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"time"
 
+	"github.com/seqd/seqd/examples/inventory"
 	"github.com/seqd/seqd/internal/config"
 	"github.com/seqd/seqd/internal/freeport"
 	"github.com/seqd/seqd/test/proc"
@@ -28,10 +30,11 @@ import (
 type HotHotConfig struct {
 	// Rounds is how many faults of the active instance.
 	Rounds int
-	// RatePerSecond is the orders per second of the load node.
+	// RatePerSecond is the buyers per second (a crowd every 100 ms, each
+	// buyer one reservation through the inventory front).
 	RatePerSecond int
-	// Stock is the items the pair starts with (orders beyond it are
-	// answered "out").
+	// Stock is the items restocked first (buyers beyond it are refused,
+	// 409 sold out).
 	Stock int64
 	// ActiveTimeout is the sequencers' sequencer.active-timeout.
 	ActiveTimeout time.Duration
@@ -90,6 +93,10 @@ type hotDrill struct {
 	past [2][]string
 	// gossip is the checker's gossip address, the seed of the instances.
 	gossip string
+	// front is the load's base URL; buyers sums up the buyers' answers.
+	front  string
+	bmu    sync.Mutex
+	buyers inventory.BuyersReport
 }
 
 // isActive reports whether instance p's running process last said it is
@@ -205,7 +212,7 @@ func RunHotHot(ctx context.Context, cfg HotHotConfig) error {
 			<-p.Exited()
 		}
 	}()
-	addrs, err := freeport.Addrs(14)
+	addrs, err := freeport.Addrs(15)
 	if err != nil {
 		return err
 	}
@@ -222,7 +229,7 @@ func RunHotHot(ctx context.Context, cfg HotHotConfig) error {
 		}
 		d.members = append(d.members, m)
 	}
-	fmt.Fprintf(out, "drill hothot: seed=%d, 3 sequencers (active-timeout %v), a replayer, a pair of %s inventory instances (SQLite; stock %d), load at %d orders/s, a checker; %d rounds; logs in %s\n",
+	fmt.Fprintf(out, "drill hothot: seed=%d, 3 sequencers (active-timeout %v), a replayer, a pair of %s inventory instances (SQLite; stock %d), an inventory front and %d buyers/s, a checker; %d rounds; logs in %s\n",
 		seed, cfg.ActiveTimeout, shopAccount, cfg.Stock, cfg.RatePerSecond, cfg.Rounds, dir)
 	if _, _, _, err := d.primary(ctx, 1, 0); err != nil {
 		return err
@@ -247,7 +254,8 @@ func RunHotHot(ctx context.Context, cfg HotHotConfig) error {
 		p.args = append(p.args, "--gossip", gossip)
 	}
 	h.check = &drillProc{name: "check", args: hot("--account", shopAccount, "--check", "--gossip.bind", gossip)}
-	h.load = &drillProc{name: "load", args: hot("--account", loadAccount, "--orders", fmt.Sprint(cfg.RatePerSecond))}
+	h.front = "http://" + addrs[14]
+	h.load = &drillProc{name: "front", args: hot("--account", loadAccount, "--front", addrs[14])}
 	// The first instance first, so that it is the first active one.
 	for _, p := range []*drillProc{h.pair[0], h.check, h.pair[1], h.load} {
 		if err := d.start(ctx, p); err != nil {
@@ -262,9 +270,23 @@ func RunHotHot(ctx context.Context, cfg HotHotConfig) error {
 	if err := h.waitLive(ctx, h.pair[1], 30*time.Second); err != nil {
 		return err
 	}
+	if err := h.restock(ctx, cfg.Stock); err != nil {
+		return err
+	}
 	if _, err := h.waitActive(ctx, 30*time.Second); err != nil {
 		return err
 	}
+	stopBuyers := make(chan struct{})
+	buyersDone := make(chan struct{})
+	go h.runBuyers(ctx, cfg.RatePerSecond, stopBuyers, buyersDone)
+	defer func() {
+		select {
+		case <-stopBuyers:
+		default:
+			close(stopBuyers)
+		}
+		<-buyersDone
+	}()
 	var times []float64
 	for round := 1; round <= cfg.Rounds; round++ {
 		if err := h.sleep(ctx, cfg.Pause); err != nil {
@@ -329,16 +351,77 @@ func RunHotHot(ctx context.Context, cfg HotHotConfig) error {
 		}
 		fmt.Fprintf(out, "drill: round %d fault=%s old=%s new=%s switch_ms=%.1f\n", round, kind, act.name, partner.name, ms)
 	}
+	close(stopBuyers)
+	<-buyersDone
 	return h.finish(ctx, cfg, times)
+}
+
+// restock puts stock items of hotKey on sale through the front (retried
+// until the front is up and answers).
+func (h *hotDrill) restock(ctx context.Context, stock int64) error {
+	var last error
+	for deadline := time.Now().Add(30 * time.Second); time.Now().Before(deadline); {
+		req, err := http.NewRequestWithContext(ctx, http.MethodPost, fmt.Sprintf("%s/restock?key=%s&qty=%d", h.front, hotKey, stock), nil)
+		if err != nil {
+			return err
+		}
+		resp, err := http.DefaultClient.Do(req)
+		if err == nil {
+			resp.Body.Close()
+			if resp.StatusCode == http.StatusOK {
+				return nil
+			}
+			err = fmt.Errorf("status %s", resp.Status)
+		}
+		last = err
+		if err := h.sleep(ctx, 50*time.Millisecond); err != nil {
+			return err
+		}
+	}
+	return fmt.Errorf("drill hothot: restock through the front: %w", last)
+}
+
+// runBuyers storms the front with a crowd of buyers every 100 ms (rate
+// per second in all), each one reservation of one item, until stop, and
+// sums up their answers.
+func (h *hotDrill) runBuyers(ctx context.Context, rate int, stop, done chan struct{}) {
+	defer close(done)
+	crowd := max(1, rate/10)
+	tick := time.NewTicker(100 * time.Millisecond)
+	defer tick.Stop()
+	for {
+		select {
+		case <-stop:
+			return
+		case <-ctx.Done():
+			return
+		case <-tick.C:
+		}
+		r := inventory.RunBuyers(ctx, inventory.BuyersConfig{URLs: []string{h.front}, Buyers: crowd, Keys: []string{hotKey}, Qty: 1, Timeout: 30 * time.Second})
+		h.bmu.Lock()
+		h.buyers.Won += r.Won
+		h.buyers.Refused += r.Refused
+		h.buyers.Timeouts += r.Timeouts
+		h.buyers.Errors += r.Errors
+		h.buyers.Results = append(h.buyers.Results, r.Results...)
+		h.bmu.Unlock()
+	}
 }
 
 // finish stops the load, waits until the checker saw every order
 // answered (or a deadline), compares the instances' digests and prints
 // the final line.
 func (h *hotDrill) finish(ctx context.Context, cfg HotHotConfig, times []float64) error {
-	h.load.send("stop")
-	if _, err := h.load.p.WaitLine("hotnode: stopped ", time.Minute); err != nil {
-		fmt.Fprintf(h.out, "drill: the load's orders were not all acked: %v\n", err)
+	// Every buyer got one answer, a sale (200) or sold out (409): a
+	// timeout or an error is a lost order.
+	h.bmu.Lock()
+	b := h.buyers
+	h.bmu.Unlock()
+	unanswered := uint64(b.Timeouts + b.Errors)
+	fmt.Fprintf(h.out, "drill: buyers=%d won=%d refused=%d timeouts=%d errors=%d\n", len(b.Results), b.Won, b.Refused, b.Timeouts, b.Errors)
+	if len(b.Results) == 0 || b.Won+b.Refused+int(unanswered) != len(b.Results) {
+		fmt.Fprintf(h.out, "drill: no buyers, or answers that are neither a sale nor sold out\n")
+		unanswered++
 	}
 	var rep []string
 	for deadline := time.Now().Add(30 * time.Second); ; {
@@ -357,7 +440,11 @@ func (h *hotDrill) finish(ctx context.Context, cfg HotHotConfig, times []float64
 		}
 	}
 	n := func(i int) uint64 { v, _ := strconv.ParseUint(rep[i], 10, 64); return v }
-	lost, dup, oversold, outside := n(3), n(4), n(6), n(7)
+	lost, dup, oversold, outside := n(3)+unanswered, n(4), n(6), n(7)
+	if n(5) != uint64(b.Won) {
+		fmt.Fprintf(h.out, "drill: the stream sold %d items, the buyers won %d\n", n(5), b.Won)
+		dup++
+	}
 	// Both instances' digests, every incarnation, at each seq both applied.
 	digests := map[uint64]map[string]bool{}
 	applied := [2]map[uint64]bool{{}, {}}

@@ -6,6 +6,8 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net"
+	"net/http"
 	"os"
 	"strings"
 	"sync"
@@ -19,8 +21,8 @@ import (
 
 // HotNodeConfig is one process of the hot-hot drill: an instance of the
 // stock account (a hot-hot pair member: an examples/inventory instance),
-// the checker (Check: a read-only node), or the load (Orders: the
-// account sending the inventory transactions).
+// the checker (Check: a read-only node), or the load (Front: the
+// inventory front the drill's buyers call).
 type HotNodeConfig struct {
 	// Node configures the node; RunHotNode sets Rewind (from seq 1) and
 	// ReadOnly for the checker; an instance takes its Replayers and
@@ -30,13 +32,13 @@ type HotNodeConfig struct {
 	// DB is an instance's SQLite database file (created when missing; a
 	// restarted instance loads it).
 	DB string
-	// Orders, when > 0, makes this the load: it restocks Stock items of
-	// the drill's key, then reserves one item per command at Orders per
-	// second until told to stop.
-	Orders int
+	// Front, when set, makes this the load: an inventory front (a
+	// gateway node of the account) serving its HTTP API on this address
+	// (the drill's buyers POST /restock and /reserve to it).
+	Front string
 	// Load is the account whose commands are orders.
 	Load string
-	// Stock is the items the load restocks first (the checker's bound).
+	// Stock is the items the drill restocks first (the checker's bound).
 	Stock int64
 	// Check makes this the checker instead of an instance.
 	Check bool
@@ -170,17 +172,17 @@ func (l *lockedWriter) printf(format string, a ...any) {
 // (hidden: the drill starts it from its own binary): an instance of the
 // stock account (an examples/inventory instance on its SQLite database,
 // hot-hot, sending its replies also while rewinding), the checker
-// (Check, reading the stream from seq 1), or the load (Orders). It talks
+// (Check, reading the stream from seq 1), or the load (Front: the
+// buyers' inventory front). It talks
 // with the drill on stdin and stdout, one line each:
 //
 //	stdout: hotnode: ready account=A instance=I [resume=S]  (an instance: its database's flushed seq)
 //	        hotnode: live seq=S active=B      caught up with the live stream
 //	        hotnode: active ns=T | passive ns=T  its activation changed (live only)
 //	        hotnode: digest seq=S d=D         the service's checkpoints (every 100 seqs)
-//	        hotnode: stopped sent=N           (the load, after "stop": every order sent is sequenced)
 //	        hotcheck: first instance=I seq=S ns=T  the first command of a newly activated instance
 //	        hotcheck: report last=L orders=N unanswered=N dup=N sold=N oversold=N outside=N fenced=N
-//	stdin:  report (the checker) | stop (the load)
+//	stdin:  report (the checker)
 //
 // It exits when stdin ends (the drill is gone) or when its node stops.
 func RunHotNode(ctx context.Context, cfg HotNodeConfig, client transport.Client) error {
@@ -217,11 +219,23 @@ func RunHotNode(ctx context.Context, cfg HotNodeConfig, client transport.Client)
 			return err
 		}
 		run = n.Run
-	case cfg.Orders > 0:
-		ncfg.BlockWhenFull = true
-		if n, err = node.New(ncfg, nopHandler{}, client); err != nil {
+	case cfg.Front != "":
+		f, err := inventory.NewFront(ncfg.Account, 20*time.Second)
+		if err != nil {
 			return err
 		}
+		ncfg.BlockWhenFull = true
+		if n, err = node.New(ncfg, f, client); err != nil {
+			return err
+		}
+		f.Attach(n)
+		l, err := net.Listen("tcp", cfg.Front)
+		if err != nil {
+			return err
+		}
+		hs := &http.Server{Handler: f, ReadHeaderTimeout: 5 * time.Second}
+		go func() { _ = hs.Serve(l) }()
+		defer hs.Close()
 		run = n.Run
 	default:
 		if cfg.DB == "" {
@@ -258,10 +272,6 @@ func RunHotNode(ctx context.Context, cfg HotNodeConfig, client transport.Client)
 	} else {
 		out.printf("hotnode: ready account=%s instance=%d\n", orDash(cfg.Node.Account), ncfg.Instance)
 	}
-	stop := make(chan struct{})
-	if cfg.Orders > 0 {
-		go sendOrders(ctx, n, cfg.Stock, cfg.Orders, stop, out)
-	}
 	cmds := make(chan string)
 	go func() {
 		defer close(cmds)
@@ -285,23 +295,12 @@ func RunHotNode(ctx context.Context, cfg HotNodeConfig, client transport.Client)
 				}
 				return nil
 			}
-			switch {
-			case c == "report" && k != nil:
+			if c == "report" && k != nil {
 				k.report()
-			case c == "stop" && cfg.Orders > 0:
-				select {
-				case <-stop:
-				default:
-					close(stop)
-				}
 			}
 		}
 	}
 }
-
-type nopHandler struct{}
-
-func (nopHandler) OnMessage(*node.Message) {}
 
 // watchInstance prints an instance's lines: live once it caught up, its
 // activation changes afterwards, and every checkpoint of its service.
@@ -339,56 +338,4 @@ func watchInstance(ctx context.Context, in *inventory.Instance, out *lockedWrite
 			out.printf("hotnode: %s ns=%d\n", word, time.Now().UnixNano())
 		}
 	}
-}
-
-// sendOrders is the load: a restock of stock items of hotKey, then a
-// reservation of one item every 1/rate s (paced in bursts every 10 ms)
-// until stop; then it waits until every order is sequenced and prints
-// the stopped line.
-func sendOrders(ctx context.Context, n *node.Node, stock int64, rate int, stop chan struct{}, out *lockedWriter) {
-	var p []byte
-	send := func(ref uint64, delta int64) bool {
-		var err error
-		if p, err = inventory.AppendTxn(p[:0], 0, ref, inventory.Update{Key: hotKey, Delta: delta}); err != nil {
-			out.printf("hotnode: order error err=%q\n", err.Error())
-			return false
-		}
-		if _, err := n.SendContext(ctx, p); err != nil {
-			if ctx.Err() == nil {
-				out.printf("hotnode: send error err=%q\n", err.Error())
-			}
-			return false
-		}
-		return true
-	}
-	if !send(0, stock) {
-		return
-	}
-	sent := uint64(1)
-	t0 := time.Now()
-	tick := time.NewTicker(10 * time.Millisecond)
-	defer tick.Stop()
-loop:
-	for {
-		select {
-		case <-stop:
-			break loop
-		case <-ctx.Done():
-			return
-		case <-tick.C:
-		}
-		for due := uint64(time.Since(t0).Seconds()*float64(rate)) + 1; sent < due; sent++ {
-			if !send(sent, -1) {
-				return
-			}
-		}
-	}
-	for n.InFlight() > 0 {
-		select {
-		case <-ctx.Done():
-			return
-		case <-time.After(10 * time.Millisecond):
-		}
-	}
-	out.printf("hotnode: stopped sent=%d\n", sent)
 }
