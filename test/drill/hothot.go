@@ -16,9 +16,11 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"time"
 
+	"github.com/seqd/seqd/examples/inventory"
 	"github.com/seqd/seqd/internal/config"
 	"github.com/seqd/seqd/internal/freeport"
 	"github.com/seqd/seqd/test/proc"
@@ -28,10 +30,11 @@ import (
 type HotHotConfig struct {
 	// Rounds is how many faults of the active instance.
 	Rounds int
-	// RatePerSecond is the orders per second of the load node.
+	// RatePerSecond is the buyers per second (a crowd every 100 ms, each
+	// buyer one reservation through the inventory front).
 	RatePerSecond int
-	// Stock is the items the pair starts with (orders beyond it are
-	// answered "out").
+	// Stock is the items restocked first (buyers beyond it are refused,
+	// 409 sold out).
 	Stock int64
 	// ActiveTimeout is the sequencers' sequencer.active-timeout.
 	ActiveTimeout time.Duration
@@ -74,8 +77,8 @@ const shopAccount, loadAccount = "SHOP", "LOAD"
 var (
 	hotLiveLine   = regexp.MustCompile(`^hotnode: live seq=(\d+) active=(true|false)`)
 	hotStateLine  = regexp.MustCompile(`^hotnode: (active|passive) ns=(\d+)`)
-	hotFirstLine  = regexp.MustCompile(`^hotnode: first seq=(\d+) ns=(\d+)`)
-	hotDigestLine = regexp.MustCompile(`^hotnode: digest seq=(\d+) d=([0-9a-f]+) left=(-?\d+)`)
+	hotFirstLine  = regexp.MustCompile(`^hotcheck: first instance=(\d+) seq=(\d+) ns=(\d+)`)
+	hotDigestLine = regexp.MustCompile(`^hotnode: digest seq=(\d+) d=([0-9a-f]+)`)
 	hotReportLine = regexp.MustCompile(`^hotcheck: report last=(\d+) orders=(\d+) unanswered=(\d+) dup=(\d+) sold=(\d+) oversold=(\d+) outside=(\d+) fenced=(\d+)`)
 )
 
@@ -90,6 +93,10 @@ type hotDrill struct {
 	past [2][]string
 	// gossip is the checker's gossip address, the seed of the instances.
 	gossip string
+	// front is the load's base URL; buyers sums up the buyers' answers.
+	front  string
+	bmu    sync.Mutex
+	buyers inventory.BuyersReport
 }
 
 // isActive reports whether instance p's running process last said it is
@@ -125,14 +132,15 @@ func (h *hotDrill) waitActive(ctx context.Context, within time.Duration) (int, e
 	return 0, fmt.Errorf("no single active instance within %v", within)
 }
 
-// firstAfter waits until instance p printed its first command after an
-// activation at or after wall time t0 (ns) and returns that time.
-func (h *hotDrill) firstAfter(ctx context.Context, p *drillProc, t0 int64, within time.Duration) (int64, error) {
+// firstAfter waits until the checker saw the first command of instance
+// i (1 or 2) after its activation, at or after wall time t0 (ns), and
+// returns that time.
+func (h *hotDrill) firstAfter(ctx context.Context, p *drillProc, i int, t0 int64, within time.Duration) (int64, error) {
 	deadline := time.Now().Add(within)
 	for time.Now().Before(deadline) {
-		for _, l := range p.snapshot() {
-			if s := hotFirstLine.FindStringSubmatch(l); s != nil {
-				if ns, _ := strconv.ParseInt(s[2], 10, 64); ns >= t0 {
+		for _, l := range h.check.snapshot() {
+			if s := hotFirstLine.FindStringSubmatch(l); s != nil && s[1] == strconv.Itoa(i) {
+				if ns, _ := strconv.ParseInt(s[3], 10, 64); ns >= t0 {
 					return ns, nil
 				}
 			}
@@ -204,7 +212,7 @@ func RunHotHot(ctx context.Context, cfg HotHotConfig) error {
 			<-p.Exited()
 		}
 	}()
-	addrs, err := freeport.Addrs(14)
+	addrs, err := freeport.Addrs(15)
 	if err != nil {
 		return err
 	}
@@ -221,7 +229,7 @@ func RunHotHot(ctx context.Context, cfg HotHotConfig) error {
 		}
 		d.members = append(d.members, m)
 	}
-	fmt.Fprintf(out, "drill hothot: seed=%d, 3 sequencers (active-timeout %v), a replayer, a pair of %s instances (stock %d), load at %d orders/s, a checker; %d rounds; logs in %s\n",
+	fmt.Fprintf(out, "drill hothot: seed=%d, 3 sequencers (active-timeout %v), a replayer, a pair of %s inventory instances (SQLite; stock %d), an inventory front and %d buyers/s, a checker; %d rounds; logs in %s\n",
 		seed, cfg.ActiveTimeout, shopAccount, cfg.Stock, cfg.RatePerSecond, cfg.Rounds, dir)
 	if _, _, _, err := d.primary(ctx, 1, 0); err != nil {
 		return err
@@ -236,7 +244,8 @@ func RunHotHot(ctx context.Context, cfg HotHotConfig) error {
 		return append(append([]string{"drill", "hotnode", "--replayer", nak, "--load", loadAccount, "--stock", fmt.Sprint(cfg.Stock)}, extra...), d.net...)
 	}
 	for i := range 2 {
-		h.pair[i] = &drillProc{name: fmt.Sprintf("shop-%d", i+1), args: hot("--account", shopAccount, "--instance", fmt.Sprint(i+1))}
+		h.pair[i] = &drillProc{name: fmt.Sprintf("shop-%d", i+1), args: hot("--account", shopAccount, "--instance", fmt.Sprint(i+1),
+			"--db", filepath.Join(dir, fmt.Sprintf("shop-%d.db", i+1)))}
 	}
 	// Gossip: the checker (never faulted) is the seed the instances join.
 	gossip := addrs[13]
@@ -245,7 +254,8 @@ func RunHotHot(ctx context.Context, cfg HotHotConfig) error {
 		p.args = append(p.args, "--gossip", gossip)
 	}
 	h.check = &drillProc{name: "check", args: hot("--account", shopAccount, "--check", "--gossip.bind", gossip)}
-	h.load = &drillProc{name: "load", args: append([]string{"drill", "node", "--replayer", nak, "--account", loadAccount, "--rate", fmt.Sprint(cfg.RatePerSecond), "--size", "16"}, d.net...)}
+	h.front = "http://" + addrs[14]
+	h.load = &drillProc{name: "front", args: hot("--account", loadAccount, "--front", addrs[14])}
 	// The first instance first, so that it is the first active one.
 	for _, p := range []*drillProc{h.pair[0], h.check, h.pair[1], h.load} {
 		if err := d.start(ctx, p); err != nil {
@@ -260,9 +270,23 @@ func RunHotHot(ctx context.Context, cfg HotHotConfig) error {
 	if err := h.waitLive(ctx, h.pair[1], 30*time.Second); err != nil {
 		return err
 	}
+	if err := h.restock(ctx, cfg.Stock); err != nil {
+		return err
+	}
 	if _, err := h.waitActive(ctx, 30*time.Second); err != nil {
 		return err
 	}
+	stopBuyers := make(chan struct{})
+	buyersDone := make(chan struct{})
+	go h.runBuyers(ctx, cfg.RatePerSecond, stopBuyers, buyersDone)
+	defer func() {
+		select {
+		case <-stopBuyers:
+		default:
+			close(stopBuyers)
+		}
+		<-buyersDone
+	}()
 	var times []float64
 	for round := 1; round <= cfg.Rounds; round++ {
 		if err := h.sleep(ctx, cfg.Pause); err != nil {
@@ -293,7 +317,7 @@ func RunHotHot(ctx context.Context, cfg HotHotConfig) error {
 				return fmt.Errorf("drill hothot: round %d: seqd admin force-passive: %v: %s", round, err, o)
 			}
 		}
-		at, err := h.firstAfter(ctx, partner, t0.UnixNano(), 30*time.Second)
+		at, err := h.firstAfter(ctx, partner, 2-ai, t0.UnixNano(), 30*time.Second)
 		if err != nil {
 			return fmt.Errorf("drill hothot: round %d (%s): %w", round, kind, err)
 		}
@@ -301,13 +325,18 @@ func RunHotHot(ctx context.Context, cfg HotHotConfig) error {
 		times = append(times, ms)
 		switch kind {
 		case "kill":
-			// The killed instance comes back as the new passive,
-			// rewinding from seq 1.
+			// The killed instance comes back as the new passive: it
+			// loads its database and rewinds from the flushed seq + 1.
 			if err := d.start(ctx, act); err != nil {
 				return err
 			}
 			if err := h.waitLive(ctx, act, time.Minute); err != nil {
 				return fmt.Errorf("drill hothot: round %d: %w", round, err)
+			}
+			for _, l := range act.snapshot() {
+				if rest, ok := strings.CutPrefix(l, "hotnode: ready "); ok {
+					fmt.Fprintf(out, "drill: round %d restarted %s from its database: %s\n", round, act.name, rest)
+				}
 			}
 		case "pause":
 			if rest := 2*cfg.ActiveTimeout - time.Since(t0); rest > 0 {
@@ -322,16 +351,77 @@ func RunHotHot(ctx context.Context, cfg HotHotConfig) error {
 		}
 		fmt.Fprintf(out, "drill: round %d fault=%s old=%s new=%s switch_ms=%.1f\n", round, kind, act.name, partner.name, ms)
 	}
+	close(stopBuyers)
+	<-buyersDone
 	return h.finish(ctx, cfg, times)
+}
+
+// restock puts stock items of hotKey on sale through the front (retried
+// until the front is up and answers).
+func (h *hotDrill) restock(ctx context.Context, stock int64) error {
+	var last error
+	for deadline := time.Now().Add(30 * time.Second); time.Now().Before(deadline); {
+		req, err := http.NewRequestWithContext(ctx, http.MethodPost, fmt.Sprintf("%s/restock?key=%s&qty=%d", h.front, hotKey, stock), nil)
+		if err != nil {
+			return err
+		}
+		resp, err := http.DefaultClient.Do(req)
+		if err == nil {
+			resp.Body.Close()
+			if resp.StatusCode == http.StatusOK {
+				return nil
+			}
+			err = fmt.Errorf("status %s", resp.Status)
+		}
+		last = err
+		if err := h.sleep(ctx, 50*time.Millisecond); err != nil {
+			return err
+		}
+	}
+	return fmt.Errorf("drill hothot: restock through the front: %w", last)
+}
+
+// runBuyers storms the front with a crowd of buyers every 100 ms (rate
+// per second in all), each one reservation of one item, until stop, and
+// sums up their answers.
+func (h *hotDrill) runBuyers(ctx context.Context, rate int, stop, done chan struct{}) {
+	defer close(done)
+	crowd := max(1, rate/10)
+	tick := time.NewTicker(100 * time.Millisecond)
+	defer tick.Stop()
+	for {
+		select {
+		case <-stop:
+			return
+		case <-ctx.Done():
+			return
+		case <-tick.C:
+		}
+		r := inventory.RunBuyers(ctx, inventory.BuyersConfig{URLs: []string{h.front}, Buyers: crowd, Keys: []string{hotKey}, Qty: 1, Timeout: 30 * time.Second})
+		h.bmu.Lock()
+		h.buyers.Won += r.Won
+		h.buyers.Refused += r.Refused
+		h.buyers.Timeouts += r.Timeouts
+		h.buyers.Errors += r.Errors
+		h.buyers.Results = append(h.buyers.Results, r.Results...)
+		h.bmu.Unlock()
+	}
 }
 
 // finish stops the load, waits until the checker saw every order
 // answered (or a deadline), compares the instances' digests and prints
 // the final line.
 func (h *hotDrill) finish(ctx context.Context, cfg HotHotConfig, times []float64) error {
-	h.load.send("stop")
-	if _, err := h.load.p.WaitLine("drillnode: stopped ", time.Minute); err != nil {
-		fmt.Fprintf(h.out, "drill: the load's orders were not all acked: %v\n", err)
+	// Every buyer got one answer, a sale (200) or sold out (409): a
+	// timeout or an error is a lost order.
+	h.bmu.Lock()
+	b := h.buyers
+	h.bmu.Unlock()
+	unanswered := uint64(b.Timeouts + b.Errors)
+	fmt.Fprintf(h.out, "drill: buyers=%d won=%d refused=%d timeouts=%d errors=%d\n", len(b.Results), b.Won, b.Refused, b.Timeouts, b.Errors)
+	if len(b.Results) == 0 || b.Won+b.Refused+int(unanswered) != len(b.Results) {
+		fmt.Fprintf(h.out, "drill: no buyers, or answers that are neither a sale nor sold out\n")
+		unanswered++
 	}
 	var rep []string
 	for deadline := time.Now().Add(30 * time.Second); ; {
@@ -350,7 +440,11 @@ func (h *hotDrill) finish(ctx context.Context, cfg HotHotConfig, times []float64
 		}
 	}
 	n := func(i int) uint64 { v, _ := strconv.ParseUint(rep[i], 10, 64); return v }
-	lost, dup, oversold, outside := n(3), n(4), n(6), n(7)
+	lost, dup, oversold, outside := n(3)+unanswered, n(4), n(6), n(7)
+	if n(5) != uint64(b.Won) {
+		fmt.Fprintf(h.out, "drill: the stream sold %d items, the buyers won %d\n", n(5), b.Won)
+		dup++
+	}
 	// Both instances' digests, every incarnation, at each seq both applied.
 	digests := map[uint64]map[string]bool{}
 	applied := [2]map[uint64]bool{{}, {}}
@@ -363,9 +457,6 @@ func (h *hotDrill) finish(ctx context.Context, cfg HotHotConfig, times []float64
 				}
 				digests[seq][s[2]] = true
 				applied[i][seq] = true
-				if left, _ := strconv.ParseInt(s[3], 10, 64); left < 0 {
-					oversold++
-				}
 			}
 		}
 	}
@@ -384,44 +475,23 @@ func (h *hotDrill) finish(ctx context.Context, cfg HotHotConfig, times []float64
 		dup += outside
 	}
 	// The operator's view: seqd admin status lists the pair and its
-	// active instance, as the primary holds them.
-	// and, through gossip, both instances with one of them active.
-	if o, err := exec.CommandContext(ctx, h.exe, "admin", "status", "--addr", h.members[0].admin, "--gossip", h.gossip, "--gossip.wait", "3s").CombinedOutput(); err != nil {
-		fmt.Fprintf(h.out, "drill: seqd admin status: %v\n%s", err, o)
-		diverged++
-	} else {
-		// A killed process stays listed until gossip's failure detector
-		// declares it dead: per instance, the most advanced entry is the
-		// live process.
-		type entry struct {
-			active  bool
-			applied uint64
+	// active instance, as the primary holds them, and, through gossip,
+	// both instances with one of them active. Gossip refreshes each
+	// instance's announcement about once a second, and an idle pair's
+	// activation may still move (the sequencer's silence switch): a few
+	// tries, each reported.
+	for try := 1; ; try++ {
+		msg, err := h.adminStatus(ctx)
+		if err == nil {
+			break
 		}
-		latest := map[string]entry{}
-		listed := false
-		for _, l := range strings.Split(string(o), "\n") {
-			f := strings.Fields(l)
-			if strings.HasPrefix(l, shopAccount+" ") {
-				listed = true
-				fmt.Fprintf(h.out, "drill: admin status: %s\n", strings.Join(f, " "))
-			}
-			if len(f) == 5 && f[1] == shopAccount {
-				applied, _ := strconv.ParseUint(f[4], 10, 64)
-				if e, ok := latest[f[2]]; !ok || applied >= e.applied {
-					latest[f[2]] = entry{active: f[3] == "active", applied: applied}
-				}
-				fmt.Fprintf(h.out, "drill: admin status (gossip): %s\n", strings.Join(f, " "))
-			}
-		}
-		instances, active := len(latest), 0
-		for _, e := range latest {
-			if e.active {
-				active++
-			}
-		}
-		if !listed || instances != 2 || active != 1 {
-			fmt.Fprintf(h.out, "drill: seqd admin status does not list the pair (primary: %v; gossip: %d instances, %d active):\n%s", listed, instances, active, o)
+		fmt.Fprintf(h.out, "drill: admin status, try %d: %v\n%s", try, err, msg)
+		if try == 3 {
 			diverged++
+			break
+		}
+		if err := h.sleep(ctx, time.Second); err != nil {
+			return err
 		}
 	}
 	// The status page (each member's /ui/) shows the pair too.
@@ -441,6 +511,50 @@ func (h *hotDrill) finish(ctx context.Context, cfg HotHotConfig, times []float64
 		return errors.New("drill hothot: the pair broke the contract (see above)")
 	}
 	return nil
+}
+
+// adminStatus runs seqd admin status (the primary's pairs and the
+// gossip's instances), prints the pair's lines, and fails unless the
+// primary lists the pair and gossip both instances, one of them active;
+// it returns the output with the error.
+func (h *hotDrill) adminStatus(ctx context.Context) (string, error) {
+	o, err := exec.CommandContext(ctx, h.exe, "admin", "status", "--addr", h.members[0].admin, "--gossip", h.gossip, "--gossip.wait", "3s").CombinedOutput()
+	if err != nil {
+		return string(o), fmt.Errorf("seqd admin status: %w", err)
+	}
+	// A killed process stays listed until gossip's failure detector
+	// declares it dead: per instance, the most advanced entry is the
+	// live process.
+	type entry struct {
+		active  bool
+		applied uint64
+	}
+	latest := map[string]entry{}
+	listed := false
+	for _, l := range strings.Split(string(o), "\n") {
+		f := strings.Fields(l)
+		if strings.HasPrefix(l, shopAccount+" ") {
+			listed = true
+			fmt.Fprintf(h.out, "drill: admin status: %s\n", strings.Join(f, " "))
+		}
+		if len(f) == 5 && f[1] == shopAccount {
+			applied, _ := strconv.ParseUint(f[4], 10, 64)
+			if e, ok := latest[f[2]]; !ok || applied >= e.applied {
+				latest[f[2]] = entry{active: f[3] == "active", applied: applied}
+			}
+			fmt.Fprintf(h.out, "drill: admin status (gossip): %s\n", strings.Join(f, " "))
+		}
+	}
+	instances, active := len(latest), 0
+	for _, e := range latest {
+		if e.active {
+			active++
+		}
+	}
+	if !listed || instances != 2 || active != 1 {
+		return string(o), fmt.Errorf("it does not list the pair (primary: %v; gossip: %d instances, %d active)", listed, instances, active)
+	}
+	return "", nil
 }
 
 // pageShowsPair asks the status page at admin for its data and checks

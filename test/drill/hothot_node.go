@@ -6,28 +6,39 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net"
+	"net/http"
 	"os"
-	"strconv"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"time"
 
+	"github.com/seqd/seqd/examples/inventory"
 	"github.com/seqd/seqd/node"
 	"github.com/seqd/seqd/transport"
 	"github.com/seqd/seqd/wire"
 )
 
 // HotNodeConfig is one process of the hot-hot drill: an instance of the
-// stock account (a hot-hot pair member), or the checker (Check: a
-// read-only node).
+// stock account (a hot-hot pair member: an examples/inventory instance),
+// the checker (Check: a read-only node), or the load (Front: the
+// inventory front the drill's buyers call).
 type HotNodeConfig struct {
-	// Node configures the node; RunHotNode sets Rewind (from seq 1),
-	// HotHot for an instance and ReadOnly for the checker.
+	// Node configures the node; RunHotNode sets Rewind (from seq 1) and
+	// ReadOnly for the checker; an instance takes its Replayers and
+	// SilenceTimeout (inventory.StartInstance builds its node, HotHot,
+	// rewinding from the flushed seq + 1).
 	Node node.Config
+	// DB is an instance's SQLite database file (created when missing; a
+	// restarted instance loads it).
+	DB string
+	// Front, when set, makes this the load: an inventory front (a
+	// gateway node of the account) serving its HTTP API on this address
+	// (the drill's buyers POST /restock and /reserve to it).
+	Front string
 	// Load is the account whose commands are orders.
 	Load string
-	// Stock is the items the stock handler starts with.
+	// Stock is the items the drill restocks first (the checker's bound).
 	Stock int64
 	// Check makes this the checker instead of an instance.
 	Check bool
@@ -41,110 +52,31 @@ type HotNodeConfig struct {
 	Announce func(state func() (active bool, applied uint64)) (io.Closer, error)
 }
 
-// stockNode is the drill's hot-hot handler: every order (a command of
-// the load account) takes one item while any is left and is answered
-// "sold SEQ" or "out SEQ", SEQ the order's seq. Its digest covers every
-// order applied, in order; it prints it every digestEvery seqs so that
-// the drill compares the instances at the seqs both applied.
-type stockNode struct {
-	n      *node.Node
-	load   wire.Account
-	self   wire.Account
-	inst   uint8
-	left   int64
-	digest uint64
-	buf    []byte
-	live   bool
-	// waitFirst: activated, its first own command not yet delivered.
-	waitFirst bool
-	sendErrs  uint64
-	applied   atomic.Uint64 // last seq applied, for the gossip announcement
-	mu        sync.Mutex    // guards out
-	out       io.Writer
-}
-
-const digestEvery = 100
-
-func (s *stockNode) printf(format string, a ...any) {
-	s.mu.Lock()
-	fmt.Fprintf(s.out, format, a...)
-	s.mu.Unlock()
-}
-
-func (s *stockNode) OnMessage(m *node.Message) {
-	s.applied.Store(m.Seq)
-	if !s.live && !s.n.Rewinding() {
-		s.live = true
-		s.printf("hotnode: live seq=%d active=%v\n", m.Seq, s.n.Active())
-	}
-	if !m.Internal() && m.Account == s.load {
-		sold := s.left > 0
-		word := "out "
-		if sold {
-			s.left--
-			word = "sold "
-		}
-		s.digest = mixDigest(s.digest, m.Seq, sold)
-		s.buf = strconv.AppendUint(append(s.buf[:0], word...), m.Seq, 10)
-		if _, err := s.n.TrySend(s.buf); err != nil {
-			s.sendErrs++
-			s.printf("hotnode: send error seq=%d err=%q\n", m.Seq, err.Error())
-		}
-	}
-	if s.waitFirst && !m.Internal() && m.Account == s.self && m.Instance == s.inst {
-		s.waitFirst = false
-		s.printf("hotnode: first seq=%d ns=%d\n", m.Seq, time.Now().UnixNano())
-	}
-	if m.Seq%digestEvery == 0 {
-		s.printf("hotnode: digest seq=%d d=%016x left=%d\n", m.Seq, s.digest, s.left)
-	}
-}
-
-// mixDigest folds one applied order into d (FNV-1a over its seq and
-// outcome): equal on two instances that applied the same orders alike.
-func mixDigest(d, seq uint64, sold bool) uint64 {
-	if d == 0 {
-		d = 14695981039346656037
-	}
-	for i := 0; i < 8; i++ {
-		d = (d ^ (seq >> (8 * i) & 0xff)) * 1099511628211
-	}
-	if sold {
-		d = (d ^ 1) * 1099511628211
-	}
-	return d
-}
-
-func (s *stockNode) OnActivated() {
-	if s.n.Rewinding() {
-		return // history: this instance was active once
-	}
-	s.waitFirst = true
-	s.printf("hotnode: active ns=%d\n", time.Now().UnixNano())
-}
-
-func (s *stockNode) OnDeactivated() {
-	if s.n.Rewinding() {
-		return
-	}
-	s.waitFirst = false
-	s.printf("hotnode: passive ns=%d\n", time.Now().UnixNano())
-}
+// hotKey is the item the drill's load restocks and reserves.
+const hotKey = "item"
 
 // stockCheck is the drill's checker: it reads the stream from seq 1 and
-// counts, for the pair's account, orders left unanswered or answered
-// twice, items sold beyond the stock, and commands of an instance that
-// was not the active one when they entered the stream.
+// counts, for the pair's account, transactions of the load left without
+// a reply or replied to twice, items sold beyond the stock or a reply
+// showing a stock below zero, and commands of an instance that was not
+// the active one when they entered the stream. It prints the first
+// command of each newly activated instance (the switch's end).
 type stockCheck struct {
 	load, shop wire.Account
 	stock      int64
-	mu         sync.Mutex
+	out        io.Writer
+	mu         sync.Mutex // guards the rest and out
 	last       uint64
-	orders     map[uint64]bool // order seq -> answered
+	orders     map[uint64]bool // transaction seq -> replied
+	resv       map[uint64]bool // the reservations among them
 	dup, sold  uint64
-	outside    uint64 // answers of an instance not active at that point
+	oversold   uint64 // replies with a stock below zero
+	outside    uint64 // commands of an instance not active at that point
 	active     int
+	waitFirst  bool
 	x          wire.Internal
+	txn        inventory.TxnView
+	reply      inventory.Reply
 	fenced     uint64 // RejectNotActive records of the pair
 }
 
@@ -159,10 +91,10 @@ func (k *stockCheck) OnMessage(m *node.Message) {
 		}
 		switch k.x.Type {
 		case wire.InternalNodeActivated:
-			k.active = int(k.x.Instance)
+			k.active, k.waitFirst = int(k.x.Instance), true
 		case wire.InternalNodeDeactivated:
 			if k.active == int(k.x.Instance) {
-				k.active = -1
+				k.active, k.waitFirst = -1, false
 			}
 		case wire.InternalRejected:
 			if wire.RejectReason(k.x.Value) == wire.RejectNotActive {
@@ -170,30 +102,44 @@ func (k *stockCheck) OnMessage(m *node.Message) {
 			}
 		}
 	case m.Account == k.load:
+		if inventory.DecodeTxn(m.Payload, &k.txn) != nil {
+			return
+		}
 		k.orders[m.Seq] = false
+		if k.txn.Len() > 0 && k.txn.Delta(0) < 0 {
+			k.resv[m.Seq] = true
+		}
 	case m.Account == k.shop:
 		if int(m.Instance) != k.active {
 			k.outside++
+		} else if k.waitFirst {
+			k.waitFirst = false
+			fmt.Fprintf(k.out, "hotcheck: first instance=%d seq=%d ns=%d\n", m.Instance, m.Seq, time.Now().UnixNano())
 		}
-		word, seqText, _ := strings.Cut(string(m.Payload), " ")
-		seq, err := strconv.ParseUint(seqText, 10, 64)
-		answered, known := k.orders[seq]
-		if err != nil || !known {
-			k.outside++ // an answer to no order
+		if inventory.DecodeReply(m.Payload, &k.reply) != nil {
+			k.outside++ // not a reply
+			return
+		}
+		answered, known := k.orders[k.reply.Seq]
+		if !known {
+			k.outside++ // a reply to no transaction
 			return
 		}
 		if answered {
 			k.dup++
 			return
 		}
-		k.orders[seq] = true
-		if word == "sold" {
+		k.orders[k.reply.Seq] = true
+		if k.reply.Stock < 0 {
+			k.oversold++
+		}
+		if k.resv[k.reply.Seq] && k.reply.Outcome == inventory.OK {
 			k.sold++
 		}
 	}
 }
 
-func (k *stockCheck) report(out io.Writer) {
+func (k *stockCheck) report() {
 	k.mu.Lock()
 	defer k.mu.Unlock()
 	var unanswered uint64
@@ -202,24 +148,39 @@ func (k *stockCheck) report(out io.Writer) {
 			unanswered++
 		}
 	}
-	oversold := uint64(0)
+	oversold := k.oversold
 	if int64(k.sold) > k.stock {
-		oversold = k.sold - uint64(k.stock)
+		oversold += k.sold - uint64(k.stock)
 	}
-	fmt.Fprintf(out, "hotcheck: report last=%d orders=%d unanswered=%d dup=%d sold=%d oversold=%d outside=%d fenced=%d\n",
+	fmt.Fprintf(k.out, "hotcheck: report last=%d orders=%d unanswered=%d dup=%d sold=%d oversold=%d outside=%d fenced=%d\n",
 		k.last, len(k.orders), unanswered, k.dup, k.sold, oversold, k.outside, k.fenced)
+}
+
+// lockedWriter serialises the lines of several goroutines.
+type lockedWriter struct {
+	mu sync.Mutex
+	w  io.Writer
+}
+
+func (l *lockedWriter) printf(format string, a ...any) {
+	l.mu.Lock()
+	fmt.Fprintf(l.w, format, a...)
+	l.mu.Unlock()
 }
 
 // RunHotNode is `seqd drill hotnode`, a process of the hot-hot drill
 // (hidden: the drill starts it from its own binary): an instance of the
-// stock account, or with Check the checker. It reads the stream from
-// seq 1 and talks with the drill on stdin and stdout, one line each:
+// stock account (an examples/inventory instance on its SQLite database,
+// hot-hot, sending its replies also while rewinding), the checker
+// (Check, reading the stream from seq 1), or the load (Front: the
+// buyers' inventory front). It talks
+// with the drill on stdin and stdout, one line each:
 //
-//	stdout: hotnode: ready account=A instance=I
+//	stdout: hotnode: ready account=A instance=I [resume=S]  (an instance: its database's flushed seq)
 //	        hotnode: live seq=S active=B      caught up with the live stream
 //	        hotnode: active ns=T | passive ns=T  its activation changed (live only)
-//	        hotnode: first seq=S ns=T        its first command in the stream since it was activated
-//	        hotnode: digest seq=S d=D left=N   every 100 seqs
+//	        hotnode: digest seq=S d=D         the service's checkpoints (every 100 seqs)
+//	        hotcheck: first instance=I seq=S ns=T  the first command of a newly activated instance
 //	        hotcheck: report last=L orders=N unanswered=N dup=N sold=N oversold=N outside=N fenced=N
 //	stdin:  report (the checker)
 //
@@ -231,51 +192,86 @@ func RunHotNode(ctx context.Context, cfg HotNodeConfig, client transport.Client)
 	if cfg.Stdin == nil {
 		cfg.Stdin = os.Stdin
 	}
+	out := &lockedWriter{w: cfg.Out}
 	load, err := wire.ParseAccount(cfg.Load)
 	if err != nil {
 		return fmt.Errorf("drill hotnode: load account %q: %w", cfg.Load, err)
 	}
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
 	ncfg := cfg.Node
-	ncfg.Rewind = true
-	var h node.Handler
-	var k *stockCheck
-	var s *stockNode
-	if cfg.Check {
+	var (
+		run   func(context.Context) error
+		k     *stockCheck
+		n     *node.Node
+		state = func() (bool, uint64) { return false, 0 }
+		inst  *inventory.Instance
+	)
+	switch {
+	case cfg.Check:
 		shop, err := wire.ParseAccount(ncfg.Account)
 		if err != nil {
 			return fmt.Errorf("drill hotnode: account %q: %w", ncfg.Account, err)
 		}
-		ncfg.Account, ncfg.ReadOnly = "", true
-		k = &stockCheck{load: load, shop: shop, stock: cfg.Stock, orders: map[uint64]bool{}, active: -1}
-		h = k
-	} else {
-		ncfg.HotHot = true
-		s = &stockNode{load: load, self: wire.MustAccount(ncfg.Account), inst: ncfg.Instance, left: cfg.Stock, out: cfg.Out}
-		h = s
-	}
-	n, err := node.New(ncfg, h, client)
-	if err != nil {
-		return err
-	}
-	if s != nil {
-		s.n = n
+		ncfg.Account, ncfg.ReadOnly, ncfg.Rewind = "", true, true
+		k = &stockCheck{load: load, shop: shop, stock: cfg.Stock, orders: map[uint64]bool{}, resv: map[uint64]bool{}, active: -1, out: out.w}
+		if n, err = node.New(ncfg, k, client); err != nil {
+			return err
+		}
+		run = n.Run
+	case cfg.Front != "":
+		f, err := inventory.NewFront(ncfg.Account, 20*time.Second)
+		if err != nil {
+			return err
+		}
+		ncfg.BlockWhenFull = true
+		if n, err = node.New(ncfg, f, client); err != nil {
+			return err
+		}
+		f.Attach(n)
+		l, err := net.Listen("tcp", cfg.Front)
+		if err != nil {
+			return err
+		}
+		hs := &http.Server{Handler: f, ReadHeaderTimeout: 5 * time.Second}
+		go func() { _ = hs.Serve(l) }()
+		defer hs.Close()
+		run = n.Run
+	default:
+		if cfg.DB == "" {
+			return errors.New("drill hotnode: an instance needs its database (--db)")
+		}
+		scfg := inventory.DefaultConfig()
+		scfg.RepliesWhileRewinding, scfg.CheckpointEvery = true, 100
+		inst, err = inventory.StartInstance(ctx, inventory.InstanceConfig{
+			Account: ncfg.Account, Instance: ncfg.Instance, DB: "sqlite:" + cfg.DB, Service: scfg,
+			Node: func(c *node.Config) {
+				c.HotHot = true
+				c.Replayers, c.SilenceTimeout = ncfg.Replayers, ncfg.SilenceTimeout
+			},
+		}, client)
+		if err != nil {
+			return err
+		}
+		n = inst.Node
+		run = inst.Run
+		state = func() (bool, uint64) { return inst.Node.Active(), inst.Service.Status().Applied }
 	}
 	if cfg.Announce != nil {
-		state := func() (bool, uint64) { return false, 0 }
-		if s != nil {
-			state = func() (bool, uint64) { return n.Active(), s.applied.Load() }
-		}
 		closer, err := cfg.Announce(state)
 		if err != nil {
 			return err
 		}
 		defer closer.Close()
 	}
-	ctx, cancel := context.WithCancel(ctx)
-	defer cancel()
 	runErr := make(chan error, 1)
-	go func() { runErr <- n.Run(ctx) }()
-	fmt.Fprintf(cfg.Out, "hotnode: ready account=%s instance=%d\n", orDash(cfg.Node.Account), ncfg.Instance)
+	go func() { runErr <- run(ctx) }()
+	if inst != nil {
+		out.printf("hotnode: ready account=%s instance=%d resume=%d\n", ncfg.Account, ncfg.Instance, inst.Service.Resume())
+		go watchInstance(ctx, inst, out)
+	} else {
+		out.printf("hotnode: ready account=%s instance=%d\n", orDash(cfg.Node.Account), ncfg.Instance)
+	}
 	cmds := make(chan string)
 	go func() {
 		defer close(cmds)
@@ -287,17 +283,59 @@ func RunHotNode(ctx context.Context, cfg HotNodeConfig, client transport.Client)
 	for {
 		select {
 		case err := <-runErr:
-			if err == nil {
+			if err == nil && ctx.Err() == nil {
 				err = errors.New("node stopped")
 			}
 			return err
 		case c, ok := <-cmds:
 			if !ok {
+				cancel() // the drill is gone; an instance flushes and stops
+				if err := <-runErr; !errors.Is(err, context.Canceled) {
+					return err
+				}
 				return nil
 			}
 			if c == "report" && k != nil {
-				k.report(cfg.Out)
+				k.report()
 			}
+		}
+	}
+}
+
+// watchInstance prints an instance's lines: live once it caught up, its
+// activation changes afterwards, and every checkpoint of its service.
+func watchInstance(ctx context.Context, in *inventory.Instance, out *lockedWriter) {
+	t := time.NewTicker(2 * time.Millisecond)
+	defer t.Stop()
+	live, active := false, false
+	var printed uint64
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		for _, c := range in.Service.Checkpoints() {
+			if c.Seq > printed {
+				printed = c.Seq
+				out.printf("hotnode: digest seq=%d d=%016x\n", c.Seq, c.Digest)
+			}
+		}
+		if !live {
+			if in.Node.Rewinding() {
+				continue
+			}
+			live, active = true, in.Node.Active()
+			out.printf("hotnode: live seq=%d active=%v\n", in.Service.Status().Applied, active)
+			continue
+		}
+		if a := in.Node.Active(); a != active {
+			active = a
+			word := "passive"
+			if a {
+				word = "active"
+			}
+			out.printf("hotnode: %s ns=%d\n", word, time.Now().UnixNano())
 		}
 	}
 }

@@ -15,8 +15,10 @@ import (
 
 // TestHotHotDrill_ThreeRounds runs `seqd drill hothot --rounds 3` (a kill,
 // a kill and a force-passive of the active instance) on real processes
-// and real sockets: every order is answered once, by the active
-// instance, never oversold, and both instances agree at every digest.
+// and real sockets: the pair are examples/inventory instances on SQLite;
+// every buyer is answered once, every transaction replied to once, by the
+// active instance, never oversold (the stock runs out midway), and both
+// instances agree at every digest.
 func TestHotHotDrill_ThreeRounds(t *testing.T) {
 	bin := filepath.Join(t.TempDir(), "seqd")
 	if out, err := exec.Command("go", "build", "-o", bin, "github.com/seqd/seqd/cmd/seqd").CombinedOutput(); err != nil {
@@ -25,6 +27,7 @@ func TestHotHotDrill_ThreeRounds(t *testing.T) {
 	cfg := DefaultHotHotConfig()
 	cfg.Rounds, cfg.Pause, cfg.ActiveTimeout = 3, 300*time.Millisecond, 100*time.Millisecond
 	cfg.Exe = bin
+	cfg.Stock = 100 // sold out midway: buyers are refused too
 	var out bytes.Buffer
 	cfg.Out = &out
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
