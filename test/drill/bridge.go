@@ -5,8 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"math/rand/v2"
-	"os"
 	"path/filepath"
 	"sort"
 	"strings"
@@ -14,7 +12,6 @@ import (
 
 	"github.com/seqd/seqd/internal/config"
 	"github.com/seqd/seqd/internal/freeport"
-	"github.com/seqd/seqd/test/proc"
 	"github.com/seqd/seqd/transport/fault"
 )
 
@@ -102,44 +99,13 @@ func RunBridge(ctx context.Context, cfg BridgeConfig) error {
 	if err := cfg.Validate(); err != nil {
 		return err
 	}
-	out := cfg.Out
-	if out == nil {
-		out = os.Stdout
-	}
-	seed := cfg.Seed
-	if seed == 0 {
-		seed = uint64(time.Now().UnixNano())
-	}
-	exe := cfg.Exe
-	if exe == "" {
-		var err error
-		if exe, err = os.Executable(); err != nil {
-			return err
-		}
-	}
-	dir, err := os.MkdirTemp("", "seqd-drill-bridge")
+	st, err := begin(ctx, cfg.Out, cfg.Seed, cfg.Exe, cfg.Keep, "drill bridge", "seqd-drill-bridge", 0xb1d9e, 85, 2)
 	if err != nil {
 		return err
 	}
-	if cfg.Keep {
-		defer fmt.Fprintf(out, "drill: directories and logs kept in %s\n", dir)
-	} else {
-		defer os.RemoveAll(dir)
-	}
-	ctx, cancel := context.WithCancel(ctx)
-	defer cancel()
-	r := rand.New(rand.NewPCG(seed, 0xb1d9e))
-	port := 20000 + r.IntN(30000)
-	a, b := 1+r.IntN(250), 1+r.IntN(250)
-	netA := []string{"--transport", "udp", "--udp.stream-group", fmt.Sprintf("239.85.%d.%d:%d", a, b, port), "--udp.command-group", fmt.Sprintf("239.86.%d.%d:%d", a, b, port+1)}
-	netB := []string{"--transport", "udp", "--udp.stream-group", fmt.Sprintf("239.87.%d.%d:%d", a, b, port+2), "--udp.command-group", fmt.Sprintf("239.88.%d.%d:%d", a, b, port+3)}
-	d := &drill{exe: exe, dir: dir, out: out, procs: proc.NewSet("drill bridge"), net: netA}
-	defer func() {
-		cancel()
-		for _, p := range d.procs.Started() {
-			<-p.Exited()
-		}
-	}()
+	defer st.end()
+	d, ctx, seed, dir, out := st.d, st.ctx, st.seed, st.d.dir, st.d.out
+	netA, netB := st.sites[0], st.sites[1]
 	addrs, err := freeport.Addrs(21)
 	if err != nil {
 		return err

@@ -45,37 +45,8 @@ func TestBridge_AdminSurface(t *testing.T) {
 		t.Fatal(err)
 	}
 	tcpAddr, udpAddr, sendAdmin, recvAdmin := addrs[0], addrs[1], addrs[2], addrs[3]
-	var cmds []*exec.Cmd
-	defer func() {
-		for _, c := range cmds {
-			if c.Process != nil {
-				c.Process.Kill()
-				c.Wait()
-			}
-		}
-	}()
-	start := func(name string, args ...string) (*exec.Cmd, *lockedBuffer) {
-		var out lockedBuffer
-		c := exec.CommandContext(ctx, exe, args...)
-		c.Stdout, c.Stderr = &out, &out
-		if err := c.Start(); err != nil {
-			t.Fatal(err)
-		}
-		cmds = append(cmds, c)
-		t.Cleanup(func() {
-			if t.Failed() {
-				t.Logf("%s:\n%s", name, lastLines(out.String(), 15))
-			}
-		})
-		return c, &out
-	}
-	waitFor := func(name string, out *lockedBuffer, s string) {
-		for deadline := time.Now().Add(20 * time.Second); !strings.Contains(out.String(), s); time.Sleep(10 * time.Millisecond) {
-			if time.Now().After(deadline) {
-				t.Fatalf("%s did not print %q", name, s)
-			}
-		}
-	}
+	c := newChildren(t, ctx, exe)
+	start, waitFor := c.start, c.waitFor
 	_, seqOut := start("sequencer", append([]string{"sequencer"}, site(0)...)...)
 	waitFor("sequencer", seqOut, "sequencer: ready")
 	_, so := start("send", append([]string{"bridge", "--role", "send", "--site", "A", "--tcp", tcpAddr, "--udp", udpAddr,

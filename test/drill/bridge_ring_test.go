@@ -37,37 +37,8 @@ func TestBridge_RingOfThreeSitesOncePerSite(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var cmds []*exec.Cmd
-	defer func() {
-		for _, c := range cmds {
-			if c.Process != nil {
-				c.Process.Kill()
-				c.Wait()
-			}
-		}
-	}()
-	start := func(name string, args ...string) (*exec.Cmd, *lockedBuffer) {
-		var out lockedBuffer
-		c := exec.CommandContext(ctx, exe, args...)
-		c.Stdout, c.Stderr = &out, &out
-		if err := c.Start(); err != nil {
-			t.Fatal(err)
-		}
-		cmds = append(cmds, c)
-		t.Cleanup(func() {
-			if t.Failed() {
-				t.Logf("%s:\n%s", name, lastLines(out.String(), 15))
-			}
-		})
-		return c, &out
-	}
-	waitFor := func(name string, out *lockedBuffer, s string) {
-		for deadline := time.Now().Add(20 * time.Second); !strings.Contains(out.String(), s); time.Sleep(10 * time.Millisecond) {
-			if time.Now().After(deadline) {
-				t.Fatalf("%s did not print %q", name, s)
-			}
-		}
-	}
+	c := newChildren(t, ctx, exe)
+	start, waitFor := c.start, c.waitFor
 	_, seqOut := start("sequencer", append([]string{"sequencer"}, site["A"]...)...)
 	waitFor("sequencer", seqOut, "sequencer: ready")
 	link := func(from, to string, i int, origin string) (*exec.Cmd, *lockedBuffer) {

@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"math/rand/v2"
 	"net/http"
 	"os"
 	"os/exec"
@@ -409,43 +408,12 @@ func Run(ctx context.Context, cfg Config) error {
 		return err
 	}
 	rounds, rate, pause, soak := cfg.Rounds, cfg.RatePerSecond, cfg.Pause, cfg.Soak
-	out := cfg.Out
-	if out == nil {
-		out = os.Stdout
-	}
-	seed := cfg.Seed
-	if seed == 0 {
-		seed = uint64(time.Now().UnixNano())
-	}
-	exe := cfg.Exe
-	if exe == "" {
-		var err error
-		if exe, err = os.Executable(); err != nil {
-			return err
-		}
-	}
-	dir, err := os.MkdirTemp("", "seqd-drill")
+	st, err := begin(ctx, cfg.Out, cfg.Seed, cfg.Exe, cfg.Keep, "drill", "seqd-drill", 0x5eed, 83, 1)
 	if err != nil {
 		return err
 	}
-	if cfg.Keep {
-		defer fmt.Fprintf(out, "drill: directories and logs kept in %s\n", dir)
-	} else {
-		defer os.RemoveAll(dir)
-	}
-	ctx, cancel := context.WithCancel(ctx)
-	defer cancel()
-	r := rand.New(rand.NewPCG(seed, 0x5eed))
-	port := 20000 + r.IntN(30000)
-	a, b := 1+r.IntN(250), 1+r.IntN(250)
-	d := &drill{exe: exe, dir: dir, out: out, procs: proc.NewSet("drill"),
-		net: []string{"--transport", "udp", "--udp.stream-group", fmt.Sprintf("239.83.%d.%d:%d", a, b, port), "--udp.command-group", fmt.Sprintf("239.84.%d.%d:%d", a, b, port+1)}}
-	defer func() {
-		cancel()
-		for _, p := range d.procs.Started() {
-			<-p.Exited()
-		}
-	}()
+	defer st.end()
+	d, ctx, seed, r, dir := st.d, st.ctx, st.seed, st.r, st.d.dir
 	addrs, err := freeport.Addrs(13)
 	if err != nil {
 		return err

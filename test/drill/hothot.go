@@ -6,9 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"math/rand/v2"
 	"net/http"
-	"os"
 	"os/exec"
 	"path/filepath"
 	"regexp"
@@ -23,7 +21,6 @@ import (
 	"github.com/seqd/seqd/examples/inventory"
 	"github.com/seqd/seqd/internal/config"
 	"github.com/seqd/seqd/internal/freeport"
-	"github.com/seqd/seqd/test/proc"
 )
 
 // HotHotConfig is one hot-hot drill (`seqd drill hothot`).
@@ -175,43 +172,12 @@ func RunHotHot(ctx context.Context, cfg HotHotConfig) error {
 	if err := cfg.Validate(); err != nil {
 		return err
 	}
-	out := cfg.Out
-	if out == nil {
-		out = os.Stdout
-	}
-	seed := cfg.Seed
-	if seed == 0 {
-		seed = uint64(time.Now().UnixNano())
-	}
-	exe := cfg.Exe
-	if exe == "" {
-		var err error
-		if exe, err = os.Executable(); err != nil {
-			return err
-		}
-	}
-	dir, err := os.MkdirTemp("", "seqd-hothot")
+	st, err := begin(ctx, cfg.Out, cfg.Seed, cfg.Exe, cfg.Keep, "drill hothot", "seqd-hothot", 0x407, 85, 1)
 	if err != nil {
 		return err
 	}
-	if cfg.Keep {
-		defer fmt.Fprintf(out, "drill: directories and logs kept in %s\n", dir)
-	} else {
-		defer os.RemoveAll(dir)
-	}
-	ctx, cancel := context.WithCancel(ctx)
-	defer cancel()
-	r := rand.New(rand.NewPCG(seed, 0x407))
-	port := 20000 + r.IntN(30000)
-	a, b := 1+r.IntN(250), 1+r.IntN(250)
-	d := &drill{exe: exe, dir: dir, out: out, procs: proc.NewSet("drill hothot"),
-		net: []string{"--transport", "udp", "--udp.stream-group", fmt.Sprintf("239.85.%d.%d:%d", a, b, port), "--udp.command-group", fmt.Sprintf("239.86.%d.%d:%d", a, b, port+1)}}
-	defer func() {
-		cancel()
-		for _, p := range d.procs.Started() {
-			<-p.Exited()
-		}
-	}()
+	defer st.end()
+	d, ctx, seed, dir, out := st.d, st.ctx, st.seed, st.d.dir, st.d.out
 	addrs, err := freeport.Addrs(15)
 	if err != nil {
 		return err
