@@ -129,6 +129,11 @@ func Open(dir string, cfg Config) (*Store, *Recovery, error) {
 	}
 	if rec.Corrupt == nil && !cfg.ReadOnly && len(s.segs) > 0 {
 		s.active = true
+		// Appends go on in the newest segment: reserve its blocks as a
+		// roll does (blocks a crash left reserved past its end are
+		// given back by the next roll or Close).
+		seg := &s.segs[len(s.segs)-1]
+		seg.prealloc = vfs.Preallocate(seg.f, s.cfg.SegmentBytes) == nil
 	}
 	rec.Segments = len(s.segs)
 	for i := range s.segs {

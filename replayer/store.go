@@ -94,6 +94,11 @@ type segment struct {
 	firstSeq uint64
 	size     int64 // logical end: bytes written plus bytes waiting in wbuf
 	written  int64 // bytes in the file
+	// prealloc: the file's blocks are reserved up to SegmentBytes
+	// (vfs.Preallocate), so that appends skip the file system's block
+	// reservation; the roll that seals it, or Close, gives the ones past
+	// its end back (release).
+	prealloc bool
 	idx      []indexEntry
 	lastIdx  int64                // offset of the newest index entry
 	last     sequencer.PacketInfo // newest frame's packet
@@ -333,6 +338,7 @@ func (s *Store) roll(firstSeq uint64, epoch uint32) error {
 			if err := s.flush(); err != nil {
 				return err
 			}
+			s.release(&s.segs[k-1])
 			switch {
 			case s.deferSyncs() && s.sealedF == nil:
 				// The shell's next request fsyncs it (StartSync): an
@@ -370,11 +376,23 @@ func (s *Store) roll(firstSeq uint64, epoch uint32) error {
 	s.unsynced += SegmentHeaderBytes
 	s.segs = append(s.segs, segment{
 		f: f, path: path, ordinal: ordinal, firstSeq: firstSeq, size: SegmentHeaderBytes, reach: s.reach(),
-		idx: make([]indexEntry, 0, s.cfg.SegmentBytes/int64(s.cfg.IndexIntervalBytes)+2),
+		idx:      make([]indexEntry, 0, s.cfg.SegmentBytes/int64(s.cfg.IndexIntervalBytes)+2),
+		prealloc: vfs.Preallocate(f, s.cfg.SegmentBytes) == nil,
 	})
 	s.active = true
 	s.stats.Rolls++
 	return nil
+}
+
+// release gives back the blocks reserved past seg's end (a Truncate to
+// its size frees them); seg's frames are all written (flush). A failure
+// leaves them reserved: disk space until the segment is removed, not
+// the store's failure (its bytes are untouched).
+func (s *Store) release(seg *segment) {
+	if seg.prealloc {
+		seg.prealloc = false
+		_ = seg.f.Truncate(seg.written)
+	}
 }
 
 // flush writes the waiting frames to the active segment.
@@ -568,6 +586,9 @@ func (s *Store) Close() error {
 	var err error
 	if !s.cfg.ReadOnly && s.failed == nil {
 		err = s.sync()
+		if err == nil && s.active {
+			s.release(&s.segs[len(s.segs)-1])
+		}
 	}
 	for i := range s.segs {
 		if cerr := s.segs[i].f.Close(); cerr != nil && err == nil {

@@ -1,0 +1,5 @@
+//go:build !linux
+
+package vfs
+
+func preallocateOS(File, int64) error { return ErrNoPreallocate }
