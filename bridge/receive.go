@@ -32,7 +32,10 @@ type ReceiveStats struct {
 	Published  uint64         // packets republished on the site
 	Heartbeats uint64
 	Commands   uint64 // site commands sent back over the UDP channels
-	Rewinds    replayer.RewindStats
+	// Unheld counts the site's NAKs left unanswered because the end held
+	// nothing yet (origin unknown or store empty): never a Gone for them.
+	Unheld  uint64
+	Rewinds replayer.RewindStats
 }
 
 // ReceiveEnd is a link's receiving end (see the package comment).
@@ -69,6 +72,7 @@ type ReceiveEnd struct {
 	stable   uint64
 
 	published, heartbeats, commands atomic.Uint64
+	unheld                          atomic.Uint64 // site NAKs not answered: nothing held yet
 	repairs                         []atomic.Uint64
 
 	rewind atomic.Pointer[replayer.RewindServer]
@@ -215,7 +219,7 @@ func (r *ReceiveEnd) mono() int64 { return int64(time.Since(r.start)) }
 // goroutine.
 func (r *ReceiveEnd) Stats() ReceiveStats {
 	st := ReceiveStats{Service: r.svc.Stats(), Names: r.names, Published: r.published.Load(),
-		Heartbeats: r.heartbeats.Load(), Commands: r.commands.Load()}
+		Heartbeats: r.heartbeats.Load(), Commands: r.commands.Load(), Unheld: r.unheld.Load()}
 	r.mu.Lock()
 	st.Channels = append([]ChannelStats(nil), r.snap...)
 	st.Delivered, st.NextSeq, st.MaxSeq = r.snapD[0], r.snapD[1], r.snapD[2]
@@ -281,7 +285,23 @@ func (r *ReceiveEnd) serveRewinds(ctx context.Context) (*replayer.RewindServer, 
 		return nil, err
 	}
 	r.rewind.Store(rs)
-	go func() { _ = rs.Serve(l) }()
+	go func() {
+		// Rewinds are served once the end holds part of the stream (as
+		// its NAKs are, see holds): a rewind to an empty store would be
+		// refused Gone. Until then a node's connection waits in the
+		// listen backlog, its request unread.
+		t := time.NewTicker(5 * time.Millisecond)
+		defer t.Stop()
+		for !r.identified.Load() || r.svc.Contiguous() == 0 {
+			select {
+			case <-ctx.Done():
+				l.Close()
+				return
+			case <-t.C:
+			}
+		}
+		_ = rs.Serve(l)
+	}()
 	return rs, nil
 }
 
@@ -579,8 +599,28 @@ func (r *ReceiveEnd) siteFrame(frame []byte, from transport.Peer) {
 	case k == wire.KindCommand:
 		r.forward(frame)
 	case k == wire.KindNak:
+		if !r.holds() {
+			// Nothing to answer from yet: a Gone from the empty store
+			// would stop the node ("no longer retained") for seqs that
+			// are on their way, or that belong to its own site's stream
+			// come round (refused once a hello names the origin). No
+			// answer: the node asks again, as past a sequencer's tail.
+			r.unheld.Add(1)
+			return
+		}
 		r.nakH(frame, from)
 	}
+}
+
+// holds reports whether the end answers its site from its store: the
+// origin is known (not this site) and the store holds part of the
+// stream. The Service's goroutine.
+func (r *ReceiveEnd) holds() bool {
+	if !r.identified.Load() {
+		return false
+	}
+	_, ok := r.svc.Store().Oldest()
+	return ok
 }
 
 // forward sends a site command over every UDP channel whose far end is
