@@ -2,6 +2,7 @@ package bridge
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"net"
@@ -70,12 +71,12 @@ func tcpSequencer(t *testing.T, ctx context.Context, session uint64) string {
 func runEnd(t *testing.T, ctx context.Context, run func(context.Context) error) <-chan error {
 	t.Helper()
 	ctx, cancel := context.WithCancel(ctx)
-	done := make(chan error, 1)
-	go func() { done <- run(ctx) }()
+	done, fin := make(chan error, 1), make(chan struct{})
+	go func() { done <- run(ctx); close(fin) }()
 	t.Cleanup(func() {
 		cancel()
 		select {
-		case <-done:
+		case <-fin:
 		case <-time.After(10 * time.Second):
 			t.Error("a bridge end did not stop")
 		}
@@ -282,4 +283,115 @@ func rewindReply(t *testing.T, addr string, session uint64, out chan<- wire.Rewi
 		return
 	}
 	out <- rep
+}
+
+// A link with TCP channels only checks the origin too: the hellos come
+// on the channel's control connection, and a receiving end of the
+// origin's own site refuses the stream.
+func TestLink_TCPOnlyRefusesItsOwnOrigin(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	seqAddr := tcpSequencer(t, ctx, 82)
+	tcpAddr := freeAddr(t)
+	startSend(t, ctx, seqAddr, func(c *Config) { c.TCP = []string{tcpAddr} })
+	sendNode(t, ctx, seqAddr, "LOOP", 3)
+	rc := receiveConfig(t, "A")
+	rc.TCP, rc.UDP = []string{tcpAddr}, nil
+	siteA2 := tcpSite(t)
+	r, err := NewReceiveEnd(rc, siteA2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	done := runEnd(t, ctx, r.Run)
+	select {
+	case err := <-done:
+		if !errors.Is(err, ErrLoop) {
+			t.Fatalf("Run returned %v, want ErrLoop", err)
+		}
+	case <-ctx.Done():
+		t.Fatalf("the receiving end carried a stream of its own site over TCP (stats %+v)", r.Stats())
+	}
+	if st := r.Stats(); st.Published != 0 {
+		t.Fatalf("published %d packets of its own site's stream", st.Published)
+	}
+}
+
+// recorder keeps a node's own messages in delivery order.
+type recorder struct {
+	mu  sync.Mutex
+	got []string
+}
+
+func (r *recorder) OnMessage(m *node.Message) {
+	if m.Mine() && !m.Internal() {
+		r.mu.Lock()
+		r.got = append(r.got, string(m.Payload))
+		r.mu.Unlock()
+	}
+}
+
+func (r *recorder) messages() []string {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return append([]string(nil), r.got...)
+}
+
+// A link with TCP channels only carries the far site's commands back to
+// the origin over the control connections: a node at B sends, the
+// origin's sequencer sequences each command once, and B's node sees its
+// own messages in the stream, once each, in order.
+func TestLink_TCPOnlyCarriesCommandsBack(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	seqAddr := tcpSequencer(t, ctx, 83)
+	tcpAddr := freeAddr(t)
+	startSend(t, ctx, seqAddr, func(c *Config) { c.TCP = []string{tcpAddr} })
+	sendNode(t, ctx, seqAddr, "ORIGIN", 3) // the stream exists before B's node
+	rc := receiveConfig(t, "B")
+	rc.TCP, rc.UDP = []string{tcpAddr}, nil
+	siteB := tcpSite(t)
+	r, err := NewReceiveEnd(rc, siteB)
+	if err != nil {
+		t.Fatal(err)
+	}
+	done := runEnd(t, ctx, r.Run)
+	ncfg := node.DefaultConfig()
+	ncfg.Account = "FARB"
+	rec := &recorder{}
+	nd, err := node.New(ncfg, rec, tcpClient(t, siteB.(*tcp.Server).Addr().String()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	runEnd(t, ctx, nd.Run)
+	const n = 50
+	for i := 0; i < n; i++ {
+		if _, err := nd.SendContext(ctx, []byte(fmt.Sprintf("b-%03d", i))); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for {
+		if len(rec.messages()) >= n {
+			break
+		}
+		select {
+		case err := <-done:
+			t.Fatalf("the receiving end stopped: %v", err)
+		case <-ctx.Done():
+			t.Fatalf("B's node saw %d of its %d messages come back (stats %+v)", len(rec.messages()), n, r.Stats())
+		case <-time.After(10 * time.Millisecond):
+		}
+	}
+	time.Sleep(200 * time.Millisecond) // a doubled command would come by now
+	got := rec.messages()
+	if len(got) != n {
+		t.Fatalf("%d messages, want %d: %v", len(got), n, got)
+	}
+	for i, p := range got {
+		if w := fmt.Sprintf("b-%03d", i); p != w {
+			t.Fatalf("message %d: %q, want %q", i, p, w)
+		}
+	}
+	if st := r.Stats(); st.CommandsTCP == 0 {
+		t.Fatalf("no command went over TCP: %+v", st)
+	}
 }

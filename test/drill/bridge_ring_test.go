@@ -15,8 +15,9 @@ import (
 
 // A ring of three sites, A -> B -> C -> A: site A's stream reaches B and
 // C once each, and the bridge that would carry it from C back to A
-// refuses it (the hellos name A as its origin) instead of republishing
-// it on A's own groups.
+// refuses it (the hellos name A as its origin; that link has a TCP
+// channel only, so they come on its control connection) instead of
+// republishing it on A's own groups.
 func TestBridge_RingOfThreeSitesOncePerSite(t *testing.T) {
 	exe, err := seqdBinary()
 	if err != nil {
@@ -41,17 +42,23 @@ func TestBridge_RingOfThreeSitesOncePerSite(t *testing.T) {
 	start, waitFor := c.start, c.waitFor
 	_, seqOut := start("sequencer", append([]string{"sequencer"}, site["A"]...)...)
 	waitFor("sequencer", seqOut, "sequencer: ready")
-	link := func(from, to string, i int, origin string) (*exec.Cmd, *lockedBuffer) {
+	// link joins two sites; a link with udp false has a TCP channel only
+	// (its hellos come on the channel's control connection).
+	link := func(from, to string, i int, origin string, udp bool) (*exec.Cmd, *lockedBuffer) {
 		tcpAddr, udpAddr := addrs[2*i], addrs[2*i+1]
-		_, so := start("send "+from, append([]string{"bridge", "--role", "send", "--site", from, "--origin", origin, "--tcp", tcpAddr, "--udp", udpAddr,
-			"--dir", filepath.Join(dir, "send-"+from), "--nak-addr", "127.0.0.1:0"}, site[from]...)...)
+		var chans []string
+		if udp {
+			chans = []string{"--udp", udpAddr}
+		}
+		_, so := start("send "+from, append(append([]string{"bridge", "--role", "send", "--site", from, "--origin", origin, "--tcp", tcpAddr,
+			"--dir", filepath.Join(dir, "send-"+from), "--nak-addr", "127.0.0.1:0"}, chans...), site[from]...)...)
 		waitFor("send "+from, so, "bridge: ready")
-		return start("receive "+to, append([]string{"bridge", "--role", "receive", "--site", to, "--tcp", tcpAddr, "--udp", udpAddr,
-			"--dir", filepath.Join(dir, "receive-"+to)}, site[to]...)...)
+		return start("receive "+to, append(append([]string{"bridge", "--role", "receive", "--site", to, "--tcp", tcpAddr,
+			"--dir", filepath.Join(dir, "receive-"+to)}, chans...), site[to]...)...)
 	}
-	link("A", "B", 0, "A")
-	link("B", "C", 1, "A")
-	back, backOut := link("C", "A", 2, "A")
+	link("A", "B", 0, "A", true)
+	link("B", "C", 1, "A", true)
+	back, backOut := link("C", "A", 2, "A", false)
 	const n = 2000
 	readC, readCOut := start("reader C", append([]string{"node", "--read-only", "--expect", fmt.Sprint(n), "--timeout", "90s"}, site["C"]...)...)
 	readA, readAOut := start("reader A", append([]string{"node", "--read-only", "--expect", fmt.Sprint(n), "--timeout", "90s"}, site["A"]...)...)
