@@ -339,16 +339,35 @@ func (r *recorder) messages() []string {
 // A link with TCP channels only carries the far site's commands back to
 // the origin over the control connections: a node at B sends, the
 // origin's sequencer sequences each command once, and B's node sees its
-// own messages in the stream, once each, in order.
-func TestLink_TCPOnlyCarriesCommandsBack(t *testing.T) {
+// own messages in the stream, once each, in order. So does a link whose
+// UDP channel hears nothing (cut: its flow goes elsewhere).
+func TestLink_CommandsBackOverTCP(t *testing.T) {
+	t.Run("tcp only", func(t *testing.T) { commandsBack(t, false) })
+	t.Run("udp silent", func(t *testing.T) { commandsBack(t, true) })
+}
+
+func commandsBack(t *testing.T, silentUDP bool) {
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
 	seqAddr := tcpSequencer(t, ctx, 83)
 	tcpAddr := freeAddr(t)
-	startSend(t, ctx, seqAddr, func(c *Config) { c.TCP = []string{tcpAddr} })
+	nowhere, err := net.ListenUDP("udp", &net.UDPAddr{IP: net.IPv4(127, 0, 0, 1)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer nowhere.Close()
+	startSend(t, ctx, seqAddr, func(c *Config) {
+		c.TCP = []string{tcpAddr}
+		if silentUDP {
+			c.UDP = []string{nowhere.LocalAddr().String()}
+		}
+	})
 	sendNode(t, ctx, seqAddr, "ORIGIN", 3) // the stream exists before B's node
 	rc := receiveConfig(t, "B")
-	rc.TCP, rc.UDP = []string{tcpAddr}, nil
+	rc.TCP = []string{tcpAddr}
+	if !silentUDP {
+		rc.UDP = nil
+	}
 	siteB := tcpSite(t)
 	r, err := NewReceiveEnd(rc, siteB)
 	if err != nil {
