@@ -24,7 +24,9 @@
 //     persisted, is republished byte for byte on the site's stream group
 //     (or TCP fan-out), with a heartbeat carrying the origin's stable.
 //     The site's commands (heard on its command group) go back over
-//     every UDP channel; a rewind server serves the store.
+//     every UDP channel, or, with none heard lately, over each TCP
+//     channel's control connection (which also carries the hellos); a
+//     rewind server serves the store.
 //   - Merge: the pure A/B arbitration core. Offer(channel, packet, now)
 //     says whether the packet is the first arrival of its stream place
 //     (deliver it, or hold it until the hole before it fills), a
@@ -45,7 +47,8 @@
 // # Identity and loops
 //
 // The stream keeps the origin's session, epochs, seqs, timestamps and
-// stable. Each hello names the origin site (Config.Origin, by default the
+// stable. Each hello (on the UDP flows and the TCP channels' control
+// connections) names the origin site (Config.Origin, by default the
 // sending end's Site) and the session; a receiving end whose Site is the
 // origin refuses the stream (ErrLoop), so a ring of sites delivers each
 // message once per site.

@@ -17,8 +17,8 @@ func FormatSendStats(s SendStats) string {
 // repairs.
 func FormatReceiveStats(s ReceiveStats) string {
 	var b strings.Builder
-	fmt.Fprintf(&b, "bridge: stats role=receive stored=%d delivered=%d next=%d published=%d heartbeats=%d commands=%d naks=%d",
-		s.Service.Contiguous, s.Delivered, s.NextSeq, s.Published, s.Heartbeats, s.Commands, s.Service.Naks.Naks)
+	fmt.Fprintf(&b, "bridge: stats role=receive stored=%d delivered=%d next=%d published=%d heartbeats=%d commands=%d naks=%d unheld=%d",
+		s.Service.Contiguous, s.Delivered, s.NextSeq, s.Published, s.Heartbeats, s.Commands, s.Service.Naks.Naks, s.Unheld)
 	for i, c := range s.Channels {
 		mean := uint64(0)
 		if c.LagSamples > 0 {

@@ -31,8 +31,14 @@ type ReceiveStats struct {
 	MaxSeq     uint64         // the highest seq any channel brought
 	Published  uint64         // packets republished on the site
 	Heartbeats uint64
-	Commands   uint64 // site commands sent back over the UDP channels
-	Rewinds    replayer.RewindStats
+	Commands   uint64 // site commands sent back over the link (a copy per far end)
+	// CommandsTCP: of Commands, those sent over TCP control connections
+	// (no UDP channel heard lately).
+	CommandsTCP uint64
+	// Unheld counts the site's NAKs left unanswered because the end held
+	// nothing yet (origin unknown or store empty): never a Gone for them.
+	Unheld  uint64
+	Rewinds replayer.RewindStats
 }
 
 // ReceiveEnd is a link's receiving end (see the package comment).
@@ -43,14 +49,17 @@ type ReceiveEnd struct {
 	site  transport.Server
 	pipe  *pipe
 	udps  []*udpChannel
-	merge *Merge // the Service's goroutine
+	ctls  []*control // one per TCP channel
+	merge *Merge     // the Service's goroutine
 	names []string
 	from  uint64 // where the TCP channels start
 
 	// identified: a hello named the stream's origin (not this site), or
 	// the store's origin file did; until then nothing is republished
-	// (with UDP channels: the hellos ride on them).
+	// (the hellos ride on the UDP flows and the TCP channels' control
+	// connections).
 	identified atomic.Bool
+	idMu       sync.Mutex    // one writer of the origin file
 	next       atomic.Uint64 // merge's next seq, for channel restarts
 	restart    atomic.Uint64 // bumped when a hole outlived GapTimeout
 	fatal      atomic.Pointer[error]
@@ -69,6 +78,8 @@ type ReceiveEnd struct {
 	stable   uint64
 
 	published, heartbeats, commands atomic.Uint64
+	unheld                          atomic.Uint64 // site NAKs not answered: nothing held yet
+	commandsTCP                     atomic.Uint64
 	repairs                         []atomic.Uint64
 
 	rewind atomic.Pointer[replayer.RewindServer]
@@ -181,9 +192,10 @@ func NewReceiveEnd(cfg Config, site transport.Server) (*ReceiveEnd, error) {
 	r.repairs = make([]atomic.Uint64, len(r.names))
 	r.onPacket = r.packet
 	r.onSite = r.siteFrame
-	if len(r.udps) == 0 {
-		r.identified.Store(true) // no hellos to wait for
-	} else if b, err := os.ReadFile(filepath.Join(cfg.Service.Dir, originFile)); err == nil && len(b) > 0 {
+	for range cfg.TCP {
+		r.ctls = append(r.ctls, newControl())
+	}
+	if b, err := os.ReadFile(filepath.Join(cfg.Service.Dir, originFile)); err == nil && len(b) > 0 {
 		if strings.TrimSpace(string(b)) == cfg.Site {
 			return fail(fmt.Errorf("%w: the store in %s holds a stream of site %s, this end's own site", ErrLoop, cfg.Service.Dir, cfg.Site))
 		}
@@ -215,7 +227,7 @@ func (r *ReceiveEnd) mono() int64 { return int64(time.Since(r.start)) }
 // goroutine.
 func (r *ReceiveEnd) Stats() ReceiveStats {
 	st := ReceiveStats{Service: r.svc.Stats(), Names: r.names, Published: r.published.Load(),
-		Heartbeats: r.heartbeats.Load(), Commands: r.commands.Load()}
+		Heartbeats: r.heartbeats.Load(), Commands: r.commands.Load(), CommandsTCP: r.commandsTCP.Load(), Unheld: r.unheld.Load()}
 	r.mu.Lock()
 	st.Channels = append([]ChannelStats(nil), r.snap...)
 	st.Delivered, st.NextSeq, st.MaxSeq = r.snapD[0], r.snapD[1], r.snapD[2]
@@ -240,6 +252,10 @@ func (r *ReceiveEnd) Run(ctx context.Context) error {
 	for i, a := range r.cfg.TCP {
 		wg.Add(1)
 		go func() { defer wg.Done(); r.tcpChannel(ctx, i, a) }()
+	}
+	for i, a := range r.cfg.TCP {
+		wg.Add(1)
+		go func() { defer wg.Done(); r.controlChannel(ctx, i, a, r.ctls[i]) }()
 	}
 	for i, u := range r.udps {
 		wg.Add(1)
@@ -281,7 +297,23 @@ func (r *ReceiveEnd) serveRewinds(ctx context.Context) (*replayer.RewindServer, 
 		return nil, err
 	}
 	r.rewind.Store(rs)
-	go func() { _ = rs.Serve(l) }()
+	go func() {
+		// Rewinds are served once the end holds part of the stream (as
+		// its NAKs are, see holds): a rewind to an empty store would be
+		// refused Gone. Until then a node's connection waits in the
+		// listen backlog, its request unread.
+		t := time.NewTicker(5 * time.Millisecond)
+		defer t.Stop()
+		for !r.identified.Load() || r.svc.Contiguous() == 0 {
+			select {
+			case <-ctx.Done():
+				l.Close()
+				return
+			case <-t.C:
+			}
+		}
+		_ = rs.Serve(l)
+	}()
 	return rs, nil
 }
 
@@ -432,21 +464,36 @@ func (r *ReceiveEnd) udpChannel(ch int, u *udpChannel) {
 			if wire.DecodeBridgeHello(body, &hello) != nil {
 				continue
 			}
-			if hello.Site() == r.cfg.Site {
-				r.setFatal(fmt.Errorf("%w: the %s channel carries a stream of site %s (session %d), this end's own site", ErrLoop, r.names[ch], hello.Site(), hello.Session))
-				return
-			}
-			if s := r.svc.Store().Tip().Session(); s != 0 && hello.Session != s {
-				r.setFatal(fmt.Errorf("%w: the %s channel carries session %d, the store holds %d", ErrSession, r.names[ch], hello.Session, s))
+			if !r.hello(ch, &hello) {
 				return
 			}
 			u.heard(from, time.Now())
-			if !r.identified.Load() {
-				_ = os.WriteFile(filepath.Join(r.cfg.Service.Dir, originFile), []byte(hello.Site()+"\n"), 0o644)
-				r.identified.Store(true)
-			}
 		}
 	}
+}
+
+// hello checks a hello that came on channel ch (a UDP flow, or a TCP
+// channel's control connection): the stream's origin must not be this
+// site, nor its session another than the store's; false once it has set
+// the end's fatal error. The first hello identifies the stream.
+func (r *ReceiveEnd) hello(ch int, hello *wire.BridgeHelloFrame) bool {
+	if hello.Site() == r.cfg.Site {
+		r.setFatal(fmt.Errorf("%w: the %s channel carries a stream of site %s (session %d), this end's own site", ErrLoop, r.names[ch], hello.Site(), hello.Session))
+		return false
+	}
+	if s := r.svc.Store().Tip().Session(); s != 0 && hello.Session != s {
+		r.setFatal(fmt.Errorf("%w: the %s channel carries session %d, the store holds %d", ErrSession, r.names[ch], hello.Session, s))
+		return false
+	}
+	if !r.identified.Load() {
+		r.idMu.Lock()
+		if !r.identified.Load() {
+			_ = os.WriteFile(filepath.Join(r.cfg.Service.Dir, originFile), []byte(hello.Site()+"\n"), 0o644)
+			r.identified.Store(true)
+		}
+		r.idMu.Unlock()
+	}
+	return true
 }
 
 // mergeClient is the Service's follow client: the merged channels.
@@ -579,8 +626,28 @@ func (r *ReceiveEnd) siteFrame(frame []byte, from transport.Peer) {
 	case k == wire.KindCommand:
 		r.forward(frame)
 	case k == wire.KindNak:
+		if !r.holds() {
+			// Nothing to answer from yet: a Gone from the empty store
+			// would stop the node ("no longer retained") for seqs that
+			// are on their way, or that belong to its own site's stream
+			// come round (refused once a hello names the origin). No
+			// answer: the node asks again, as past a sequencer's tail.
+			r.unheld.Add(1)
+			return
+		}
 		r.nakH(frame, from)
 	}
+}
+
+// holds reports whether the end answers its site from its store: the
+// origin is known (not this site) and the store holds part of the
+// stream. The Service's goroutine.
+func (r *ReceiveEnd) holds() bool {
+	if !r.identified.Load() {
+		return false
+	}
+	_, ok := r.svc.Store().Oldest()
+	return ok
 }
 
 // forward sends a site command over every UDP channel whose far end is
@@ -591,6 +658,7 @@ func (r *ReceiveEnd) forward(frame []byte) {
 		return
 	}
 	now := time.Now()
+	sent := 0
 	for _, u := range r.udps {
 		// To every sending end heard lately: one that died stops
 		// getting them after three missed hellos.
@@ -598,7 +666,19 @@ func (r *ReceiveEnd) forward(frame []byte) {
 		for _, p := range r.far {
 			if _, err := u.conn.WriteToUDPAddrPort(f, p); err == nil {
 				r.commands.Add(1)
+				sent++
 			}
+		}
+	}
+	if sent > 0 {
+		return
+	}
+	// No UDP channel, or none heard lately: over every TCP channel's
+	// control connection that is up.
+	for _, c := range r.ctls {
+		if c.push(frame) {
+			r.commands.Add(1)
+			r.commandsTCP.Add(1)
 		}
 	}
 }

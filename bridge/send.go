@@ -42,7 +42,13 @@ type SendEnd struct {
 	hello  wire.BridgeHelloFrame
 
 	rewind atomic.Pointer[replayer.RewindServer]
+	tip    atomic.Pointer[replayer.Tip]
 	out    []byte // the forwarding path's datagram (flow goroutine)
+
+	ctlMu     sync.Mutex // guards ctl, ctlClosed
+	ctl       map[net.Conn]struct{}
+	ctlClosed bool
+	ctlWG     sync.WaitGroup
 
 	udpPackets, udpBytes, udpRefused, hellos, commands, dropped atomic.Uint64
 	stopOnce                                                    sync.Once
@@ -60,7 +66,8 @@ func NewSendEnd(cfg Config, follow transport.Client, nak transport.Server) (*Sen
 	if cfg.Role != Send {
 		return nil, fmt.Errorf("%w: Role = %v, want send", ErrConfig, cfg.Role)
 	}
-	s := &SendEnd{cfg: cfg, log: cfg.logger(), follow: newInjector(follow), out: make([]byte, 0, wire.BridgeHeaderBytes+cfg.MaxPacketBytes)}
+	s := &SendEnd{cfg: cfg, log: cfg.logger(), follow: newInjector(follow), out: make([]byte, 0, wire.BridgeHeaderBytes+cfg.MaxPacketBytes),
+		ctl: make(map[net.Conn]struct{})}
 	if err := s.hello.SetSite(cfg.origin()); err != nil {
 		return nil, fmt.Errorf("%w: Origin %q", ErrConfig, cfg.origin())
 	}
@@ -163,12 +170,15 @@ func (s *SendEnd) Run(ctx context.Context) error {
 		return err
 	}
 	s.rewind.Store(rs)
+	s.tip.Store(tip)
 	var wg sync.WaitGroup
 	for _, l := range s.ls {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			if err := rs.Serve(l); err != nil && ctx.Err() == nil {
+			// The control connections share the channel's address.
+			d := newDemux(l, s.cfg.Rewind.RequestTimeout, func(c net.Conn) { go s.serveControl(ctx, c) })
+			if err := rs.Serve(d); err != nil && ctx.Err() == nil {
 				s.log.Error("bridge: tcp channel stopped", "addr", l.Addr().String(), "err", err)
 			}
 		}()
@@ -183,6 +193,7 @@ func (s *SendEnd) Run(ctx context.Context) error {
 	cancel()
 	rs.Close()
 	s.closeSockets()
+	s.closeControl()
 	wg.Wait()
 	return err
 }

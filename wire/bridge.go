@@ -145,3 +145,55 @@ func PeekPacketSeqs(b []byte) (epoch uint32, first uint64, count int, ok bool) {
 	}
 	return le.Uint32(b[offPktEpoch:]), le.Uint64(b[offPktFirstSeq:]), int(le.Uint16(b[offPktCount:])), true
 }
+
+// On a bridge's TCP channel, beside the rewind connections, a receiving
+// end keeps a control connection to the same address (docs/bridge.md):
+// it carries the hellos one way and the far site's commands the other,
+// so that a link with no UDP channel has both. Its bytes are records:
+//
+//	0  uint16 BridgeMagic ("SB"; a rewind request starts "SQ")
+//	2  uint8  BridgeVersion
+//	3  uint8  kind: BridgeHello or BridgeCommand
+//	4  uint32 body length (at most MaxBridgeRecordBody)
+//	8  body, as in a datagram of that kind
+const (
+	BridgeRecordHeaderBytes = 8
+	// MaxBridgeRecordBody bounds a record's body: the largest command
+	// frame a datagram can carry.
+	MaxBridgeRecordBody = 65536
+)
+
+// AppendBridgeRecord appends a record of kind k (hello or command)
+// holding body to buf.
+func AppendBridgeRecord(buf []byte, k BridgeKind, body []byte) ([]byte, error) {
+	if k != BridgeHello && k != BridgeCommand {
+		return buf, ErrKind
+	}
+	if len(body) > MaxBridgeRecordBody {
+		return buf, ErrBridge
+	}
+	var h [BridgeRecordHeaderBytes]byte
+	putBridgeHeader(h[:], k)
+	le.PutUint32(h[4:], uint32(len(body)))
+	return append(append(buf, h[:]...), body...), nil
+}
+
+// DecodeBridgeRecordHeader checks a record's header (the first
+// BridgeRecordHeaderBytes of b) and returns its kind and body length.
+func DecodeBridgeRecordHeader(b []byte) (BridgeKind, int, error) {
+	if len(b) < BridgeRecordHeaderBytes {
+		return 0, 0, ErrShort
+	}
+	k, _, err := DecodeBridge(b[:BridgeHeaderBytes])
+	if err != nil {
+		return 0, 0, err
+	}
+	if k != BridgeHello && k != BridgeCommand {
+		return 0, 0, ErrKind
+	}
+	n := le.Uint32(b[4:])
+	if n > MaxBridgeRecordBody {
+		return 0, 0, ErrBridge
+	}
+	return k, int(n), nil
+}

@@ -53,7 +53,8 @@ the first arrival of each packet, persists the stream and republishes it on
 its site's stream group (--udp.stream-group, or --transport tcp) with the
 origin's session, epochs, seqs, timestamps and stable; its site's nodes NAK
 it and send commands on the site's command group as to a sequencer, and
-those commands go back over the UDP channels to the origin's command group.
+those commands go back over the UDP channels (or, with none heard lately,
+the TCP channels) to the origin's command group.
 
 Prints "bridge: ready ..." once serving and "bridge: stopped ..." when it
 stops. Exit status: 0 on SIGTERM or SIGINT; 1 on any error (a stream that

@@ -163,4 +163,9 @@ func TestRunBridge_RedundantEndsTakeOver(t *testing.T) {
 			t.Errorf("%s: B was %d seqs behind A while the other end ran", r[1], n)
 		}
 	}
+	// Each kill round times B's stream going on through the other end
+	// (the drill fails if it does not within 30 s).
+	if !regexp.MustCompile(`drill bridge kills=2 resume_p50_ms=\S+ resume_max_ms=\S+`).MatchString(out) {
+		t.Fatalf("no resume line for the two kills:\n%s", out)
+	}
 }
