@@ -95,6 +95,7 @@ func TestConfig_Validate(t *testing.T) {
 		{"udp address", func(c *Config) { c.UDP = []string{"nowhere"} }},
 		{"dir", func(c *Config) { c.Service.Dir = "" }},
 		{"gap timeout", func(c *Config) { c.GapTimeout = 0 }},
+		{"faults on", func(c *Config) { c.FaultsOn = "both" }},
 	} {
 		c := ok
 		tc.edit(&c)
@@ -176,5 +177,26 @@ func TestReceiveEnd_OriginFileOfItsOwnSite(t *testing.T) {
 	}
 	if _, err := NewReceiveEnd(cfg, tcpSite(t)); !errors.Is(err, ErrLoop) {
 		t.Fatalf("NewReceiveEnd: %v, want ErrLoop", err)
+	}
+}
+
+// FaultsOn "udp" gives the UDP channels a fault injector and leaves the
+// TCP ones healthy (and "tcp" the other way round).
+func TestReceiveEnd_FaultsOnChoosesTheChannels(t *testing.T) {
+	cfg := DefaultConfig()
+	cfg.TCP, cfg.UDP = []string{"127.0.0.1:1"}, []string{"127.0.0.1:2"}
+	cfg.Faults.Loss = 0.05
+	for _, tc := range []struct {
+		on       string
+		tcp, udp bool
+	}{{"", true, true}, {"all", true, true}, {"udp", false, true}, {"tcp", true, false}} {
+		cfg.FaultsOn = tc.on
+		r := &ReceiveEnd{cfg: cfg}
+		if got := r.inject(0) != nil; got != tc.tcp {
+			t.Errorf("FaultsOn %q: tcp channel faulty %v, want %v", tc.on, got, tc.tcp)
+		}
+		if got := r.inject(1) != nil; got != tc.udp {
+			t.Errorf("FaultsOn %q: udp channel faulty %v, want %v", tc.on, got, tc.udp)
+		}
 	}
 }

@@ -287,7 +287,9 @@ func (r *ReceiveEnd) serveRewinds(ctx context.Context) (*replayer.RewindServer, 
 
 // inject returns the channel's fault injector, or nil.
 func (r *ReceiveEnd) inject(ch int) *fault.Injector {
-	if !r.cfg.Faults.Enabled() {
+	udp := ch >= len(r.cfg.TCP)
+	switch on := r.cfg.FaultsOn; {
+	case !r.cfg.Faults.Enabled(), on == "udp" && !udp, on == "tcp" && udp:
 		return nil
 	}
 	return fault.New(r.cfg.Faults, uint64(ch)+1)
