@@ -346,13 +346,7 @@ func (r *ReceiveEnd) newFeed(ch int) *feed {
 // whenever a hole outlives GapTimeout.
 func (r *ReceiveEnd) tcpChannel(ctx context.Context, ch int, addr string) {
 	f := r.newFeed(ch)
-	var read uint64 // the seq after the last packet this channel read
-	h := func(pkt []byte, _ transport.Peer) {
-		if _, first, n, ok := wire.PeekPacketSeqs(pkt); ok && n > 0 {
-			read = first + uint64(n)
-		}
-		f.add(pkt)
-	}
+	h := func(pkt []byte, _ transport.Peer) { f.add(pkt) }
 	from := max(r.from, 1)
 	idle := 0
 	for ctx.Err() == nil {
@@ -373,9 +367,7 @@ func (r *ReceiveEnd) tcpChannel(ctx context.Context, ch int, addr string) {
 		// at the first poll ended every new connection before its first
 		// bytes while the machine was slow to bring them (the channel
 		// reconnected in a loop and the hole stayed open).
-		read = 0
 		gen, started := r.restart.Load(), time.Now()
-		var skipped uint64 // the hole a restart was last let pass for
 		var failovers uint64
 		for ctx.Err() == nil {
 			_, err := up.Poll(h, 20*time.Millisecond)
@@ -391,18 +383,9 @@ func (r *ReceiveEnd) tcpChannel(ctx context.Context, ch int, addr string) {
 				r.log.Warn("bridge: tcp channel gave up; starting it again", "addr", addr, "err", err)
 				break
 			}
-			if g := r.restart.Load(); g != gen && time.Since(started) >= r.cfg.GapTimeout {
+			if r.restart.Load() != gen && time.Since(started) >= r.cfg.GapTimeout {
 				// A hole outlived GapTimeout: this channel lost it too
 				// (or lags): ask the sending end's store from the hole.
-				// Unless it already read past the hole: its copy is on
-				// its way (at full speed this channel's read-ahead trails
-				// the merge), and a new connection would ask for it
-				// again. Once per hole only: a copy lost after the read
-				// (faults on the channel) still gets the restart.
-				if hole := r.next.Load(); read > hole && hole != skipped {
-					skipped, gen = hole, g
-					continue
-				}
 				break
 			}
 		}
