@@ -84,7 +84,11 @@ type Config struct {
 	// Faults are seeded faults on every channel (loss, dup, reorder) at
 	// the receiving side of each, for tests and drills.
 	Faults fault.Config
-	Logger *slog.Logger
+	// FaultsOn names the channels Faults apply to: "" or "all" (every
+	// one), "udp" or "tcp" (a lossy UDP flow beside a healthy TCP
+	// channel: `seqd bench --mode bridge --faults`).
+	FaultsOn string
+	Logger   *slog.Logger
 }
 
 // DefaultConfig is a LAN link: hellos every 100 ms, a hole repaired
@@ -143,6 +147,8 @@ func (c Config) Validate() error {
 		return bad("HelloInterval", c.HelloInterval, "1ns..1m")
 	case c.GapTimeout <= 0 || c.GapTimeout > time.Minute:
 		return bad("GapTimeout", c.GapTimeout, "1ns..1m")
+	case c.FaultsOn != "" && c.FaultsOn != "all" && c.FaultsOn != "udp" && c.FaultsOn != "tcp":
+		return bad("FaultsOn", c.FaultsOn, "all, udp or tcp")
 	case c.MaxHeldBytes < c.MaxPacketBytes:
 		return bad("MaxHeldBytes", c.MaxHeldBytes, fmt.Sprintf(">= MaxPacketBytes (%d)", c.MaxPacketBytes))
 	case c.MaxPacketBytes < wire.PacketHeaderBytes || c.MaxPacketBytes > 1<<20:

@@ -2,7 +2,6 @@ package bridge
 
 import (
 	"context"
-	"encoding/binary"
 	"errors"
 	"net"
 	"net/netip"
@@ -11,7 +10,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/seqd/seqd/replayer"
 	"github.com/seqd/seqd/transport"
 	"github.com/seqd/seqd/transport/tcp"
 	"github.com/seqd/seqd/wire"
@@ -97,6 +95,7 @@ func TestConfig_Validate(t *testing.T) {
 		{"udp address", func(c *Config) { c.UDP = []string{"nowhere"} }},
 		{"dir", func(c *Config) { c.Service.Dir = "" }},
 		{"gap timeout", func(c *Config) { c.GapTimeout = 0 }},
+		{"faults on", func(c *Config) { c.FaultsOn = "both" }},
 	} {
 		c := ok
 		tc.edit(&c)
@@ -106,8 +105,8 @@ func TestConfig_Validate(t *testing.T) {
 	}
 }
 
-// The sending end's forwarding path (a run of stored frames to every UDP
-// flow) allocates nothing per packet.
+// The sending end's forwarding path (each packet the store takes, to
+// every UDP flow, from the store's append) allocates nothing per packet.
 func TestSendEnd_ForwardAllocatesNothing(t *testing.T) {
 	c, err := net.ListenUDP("udp", &net.UDPAddr{IP: net.IPv4(127, 0, 0, 1)})
 	if err != nil {
@@ -120,14 +119,15 @@ func TestSendEnd_ForwardAllocatesNothing(t *testing.T) {
 	}
 	defer sink.Close()
 	s := &SendEnd{udp: c, dests: []netip.AddrPort{netip.MustParseAddrPort(sink.LocalAddr().String())}, out: make([]byte, 0, 70000)}
-	var run []byte
+	var pkts [][]byte
 	for i := range 8 {
-		pkt := build(t, spec{first: uint64(i*3 + 1), count: 3})
-		var hdr [replayer.FrameHeaderBytes]byte
-		binary.LittleEndian.PutUint32(hdr[4:], uint32(len(pkt)))
-		run = append(append(run, hdr[:]...), pkt...)
+		pkts = append(pkts, build(t, spec{first: uint64(i*3 + 1), count: 3}))
 	}
-	if n := testing.AllocsPerRun(50, func() { s.forward(run) }); n != 0 {
+	if n := testing.AllocsPerRun(50, func() {
+		for _, p := range pkts {
+			s.forwardPacket(p)
+		}
+	}); n != 0 {
 		t.Fatalf("%v allocations per run of 8 packets", n)
 	}
 	if s.udpPackets.Load() == 0 || s.udpRefused.Load() != 0 {
@@ -177,5 +177,26 @@ func TestReceiveEnd_OriginFileOfItsOwnSite(t *testing.T) {
 	}
 	if _, err := NewReceiveEnd(cfg, tcpSite(t)); !errors.Is(err, ErrLoop) {
 		t.Fatalf("NewReceiveEnd: %v, want ErrLoop", err)
+	}
+}
+
+// FaultsOn "udp" gives the UDP channels a fault injector and leaves the
+// TCP ones healthy (and "tcp" the other way round).
+func TestReceiveEnd_FaultsOnChoosesTheChannels(t *testing.T) {
+	cfg := DefaultConfig()
+	cfg.TCP, cfg.UDP = []string{"127.0.0.1:1"}, []string{"127.0.0.1:2"}
+	cfg.Faults.Loss = 0.05
+	for _, tc := range []struct {
+		on       string
+		tcp, udp bool
+	}{{"", true, true}, {"all", true, true}, {"udp", false, true}, {"tcp", true, false}} {
+		cfg.FaultsOn = tc.on
+		r := &ReceiveEnd{cfg: cfg}
+		if got := r.inject(0) != nil; got != tc.tcp {
+			t.Errorf("FaultsOn %q: tcp channel faulty %v, want %v", tc.on, got, tc.tcp)
+		}
+		if got := r.inject(1) != nil; got != tc.udp {
+			t.Errorf("FaultsOn %q: udp channel faulty %v, want %v", tc.on, got, tc.udp)
+		}
 	}
 }

@@ -25,15 +25,10 @@ type injector struct {
 	n       int
 	dropped atomic.Uint64
 	sent    atomic.Uint64
-	// turn gets a signal at the start of every turn of the Service's
-	// loop, after the previous turn handed the store's appends to the
-	// OS: the UDP flows look at the tip then, instead of sleeping (a
-	// sleep below a millisecond lasts about one here).
-	turn chan struct{}
 }
 
 func newInjector(c transport.Client) *injector {
-	return &injector{Client: c, q: make([][]byte, maxQueuedCommands), turn: make(chan struct{}, 1)}
+	return &injector{Client: c, q: make([][]byte, maxQueuedCommands)}
 }
 
 // push queues a copy of cmd (a command frame) for the site; safe from
@@ -55,10 +50,6 @@ func (in *injector) push(cmd []byte) {
 
 // Poll sends the queued commands, then polls the site's client.
 func (in *injector) Poll(h transport.Handler, wait time.Duration) (int, error) {
-	select {
-	case in.turn <- struct{}{}:
-	default:
-	}
 	in.mu.Lock()
 	n := in.n
 	for i := 0; i < n; i++ {

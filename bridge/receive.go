@@ -319,7 +319,9 @@ func (r *ReceiveEnd) serveRewinds(ctx context.Context) (*replayer.RewindServer, 
 
 // inject returns the channel's fault injector, or nil.
 func (r *ReceiveEnd) inject(ch int) *fault.Injector {
-	if !r.cfg.Faults.Enabled() {
+	udp := ch >= len(r.cfg.TCP)
+	switch on := r.cfg.FaultsOn; {
+	case !r.cfg.Faults.Enabled(), on == "udp" && !udp, on == "tcp" && udp:
 		return nil
 	}
 	return fault.New(r.cfg.Faults, uint64(ch)+1)
@@ -377,7 +379,6 @@ func (r *ReceiveEnd) newFeed(ch int) *feed {
 func (r *ReceiveEnd) tcpChannel(ctx context.Context, ch int, addr string) {
 	f := r.newFeed(ch)
 	h := func(pkt []byte, _ transport.Peer) { f.add(pkt) }
-	gen := r.restart.Load()
 	from := max(r.from, 1)
 	idle := 0
 	for ctx.Err() == nil {
@@ -392,6 +393,13 @@ func (r *ReceiveEnd) tcpChannel(ctx context.Context, ch int, addr string) {
 			return
 		}
 		up.Start(from)
+		// A restart asked before this connection began, or while it is
+		// younger than GapTimeout, does not end it: the merge asks again
+		// every GapTimeout while its hole is open, and honouring those
+		// at the first poll ended every new connection before its first
+		// bytes while the machine was slow to bring them (the channel
+		// reconnected in a loop and the hole stayed open).
+		gen, started := r.restart.Load(), time.Now()
 		var failovers uint64
 		for ctx.Err() == nil {
 			_, err := up.Poll(h, 20*time.Millisecond)
@@ -407,10 +415,9 @@ func (r *ReceiveEnd) tcpChannel(ctx context.Context, ch int, addr string) {
 				r.log.Warn("bridge: tcp channel gave up; starting it again", "addr", addr, "err", err)
 				break
 			}
-			if g := r.restart.Load(); g != gen {
+			if r.restart.Load() != gen && time.Since(started) >= r.cfg.GapTimeout {
 				// A hole outlived GapTimeout: this channel lost it too
 				// (or lags): ask the sending end's store from the hole.
-				gen = g
 				break
 			}
 		}
@@ -422,11 +429,11 @@ func (r *ReceiveEnd) tcpChannel(ctx context.Context, ch int, addr string) {
 		} else {
 			idle++
 		}
-		from = r.next.Load()
 		r.countRepair(ch)
 		if ctx.Err() == nil {
 			time.Sleep(min(r.cfg.Upstream.RetryMax, 20*time.Millisecond<<min(idle, 6)))
 		}
+		from = r.next.Load()
 	}
 }
 

@@ -2,7 +2,6 @@ package bridge
 
 import (
 	"context"
-	"encoding/binary"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -43,7 +42,7 @@ type SendEnd struct {
 
 	rewind atomic.Pointer[replayer.RewindServer]
 	tip    atomic.Pointer[replayer.Tip]
-	out    []byte // the forwarding path's datagram (flow goroutine)
+	out    []byte // the forwarding path's datagram (the Service's goroutine)
 
 	ctlMu     sync.Mutex // guards ctl, ctlClosed
 	ctl       map[net.Conn]struct{}
@@ -106,6 +105,9 @@ func NewSendEnd(cfg Config, follow transport.Client, nak transport.Server) (*Sen
 		return fail(err)
 	}
 	s.svc = svc
+	if s.udp != nil {
+		svc.Store().OnAppend(s.forwardPacket)
+	}
 	return s, nil
 }
 
@@ -185,7 +187,7 @@ func (s *SendEnd) Run(ctx context.Context) error {
 	}
 	if s.udp != nil {
 		wg.Add(2)
-		go func() { defer wg.Done(); s.flows(ctx, tip) }()
+		go func() { defer wg.Done(); s.sayHello(ctx, tip) }()
 		go func() { defer wg.Done(); s.commandsIn() }()
 	}
 	s.log.Info("bridge: sending", "site", s.cfg.Site, "origin", s.cfg.origin(), "tcp", s.TCPAddrs(), "udp", s.cfg.UDP, "udp_local", s.UDPAddr())
@@ -198,76 +200,45 @@ func (s *SendEnd) Run(ctx context.Context) error {
 	return err
 }
 
-// flows is the UDP channels' goroutine: a Reader at the store's tip,
-// each stored packet in one datagram to every far address, and a hello
-// every HelloInterval.
-func (s *SendEnd) flows(ctx context.Context, tip *replayer.Tip) {
-	r := replayer.NewReader(tip, tip.Seq()+1, 0)
-	defer func() { r.Close() }()
-	t := time.NewTimer(time.Hour)
-	t.Stop()
-	var lastHello time.Time
+// sayHello is the UDP channels' goroutine: a hello on every flow each
+// HelloInterval. The stream itself goes out from the Service's goroutine
+// (forwardPacket), so it waits for no wake-up of this one.
+func (s *SendEnd) sayHello(ctx context.Context, tip *replayer.Tip) {
+	t := time.NewTicker(s.cfg.HelloInterval)
+	defer t.Stop()
 	hb := make([]byte, 0, wire.BridgeHelloBytes)
-	for ctx.Err() == nil {
-		if time.Since(lastHello) >= s.cfg.HelloInterval && tip.Session() != 0 {
-			lastHello = time.Now()
+	for {
+		if tip.Session() != 0 {
 			s.hello.Session, s.hello.Tip = tip.Session(), tip.Seq()
 			if f, err := wire.AppendBridgeHello(hb, &s.hello); err == nil {
 				s.send(f)
 				s.hellos.Add(1)
 			}
 		}
-		run, err := r.Next()
-		if err != nil {
-			if tip.Closed() || ctx.Err() != nil {
-				return
-			}
-			// A store the Reader cannot follow (a segment gone under
-			// it): start again at the tip; the TCP channels still carry
-			// everything.
-			s.log.Warn("bridge: udp flows: reader stopped; restarting at the tip", "err", err)
-			r.Close()
-			time.Sleep(100 * time.Millisecond)
-			r = replayer.NewReader(tip, tip.Seq()+1, 0)
-			continue
+		select {
+		case <-t.C:
+		case <-ctx.Done():
+			return
 		}
-		if len(run) == 0 {
-			// The Service's next turn (its appends are in the files by
-			// then), or TipPollMax at the latest.
-			t.Reset(s.cfg.Rewind.TipPollMax)
-			select {
-			case <-s.follow.turn:
-			case <-t.C:
-			case <-ctx.Done():
-			}
-			t.Stop()
-			continue
-		}
-		s.forward(run)
 	}
 }
 
-// forward sends every stored packet of run (the store's frame layout:
-// crc, length, firstSeq, packet) to every flow. It allocates nothing.
-func (s *SendEnd) forward(run []byte) {
-	for len(run) >= replayer.FrameHeaderBytes {
-		n := replayer.FrameHeaderBytes + int(binary.LittleEndian.Uint32(run[4:]))
-		if n > len(run) {
-			return
-		}
-		f, err := wire.AppendBridgeFrame(s.out, wire.BridgeData, run[replayer.FrameHeaderBytes:n])
-		run = run[n:]
-		if err != nil {
-			s.dropped.Add(1)
-			continue
-		}
-		// A stored packet keeps the retransmit flag of the repair that
-		// brought it; on the link it is the stream itself.
-		pkt := f[wire.BridgeHeaderBytes:]
-		wire.SetPacketFlags(pkt, wire.PacketFlags(pkt)&^wire.PacketRetransmit)
-		s.send(f)
-		s.udpPackets.Add(1)
+// forwardPacket sends a packet the store just took to every flow, on the
+// Service's goroutine (Store.OnAppend), before it reaches the store's
+// file: the far end hears it one wake-up sooner than from a Reader at
+// the tip. It allocates nothing.
+func (s *SendEnd) forwardPacket(pkt []byte) {
+	f, err := wire.AppendBridgeFrame(s.out, wire.BridgeData, pkt)
+	if err != nil {
+		s.dropped.Add(1) // too large for a datagram: the TCP channels carry it
+		return
 	}
+	// A stored packet keeps the retransmit flag of the repair that
+	// brought it; on the link it is the stream itself.
+	p := f[wire.BridgeHeaderBytes:]
+	wire.SetPacketFlags(p, wire.PacketFlags(p)&^wire.PacketRetransmit)
+	s.send(f)
+	s.udpPackets.Add(1)
 }
 
 func (s *SendEnd) send(f []byte) {

@@ -240,9 +240,15 @@ func (s *RewindServer) serve(c net.Conn) {
 	}()
 	src := &rewindSource{r: r, tip: s.tip, follow: q.Flags&wire.RewindFollow != 0, run: run, err: err, primed: true,
 		pastTipUntil: time.Now().Add(s.cfg.PastTipTimeout)}
+	var wake <-chan struct{}
+	if src.follow {
+		w, stop := s.tip.Wake()
+		defer stop()
+		wake = w
+	}
 	_ = SendRange(c, src, RangeSendConfig{
 		WriteTimeout: s.cfg.WriteTimeout, TipPoll: s.cfg.TipPoll, TipPollMax: s.cfg.TipPollMax,
-		Gone: gone, Quit: s.quit, Sent: func(n int) { s.bytes.Add(uint64(n)) },
+		Wake: wake, Gone: gone, Quit: s.quit, Sent: func(n int) { s.bytes.Add(uint64(n)) },
 	})
 }
 

@@ -38,6 +38,10 @@ type RangeSendConfig struct {
 	// come; 0: the source never waits (nothing and not last is
 	// ErrRangeStalled).
 	TipPoll, TipPollMax time.Duration
+	// Wake, if not nil, signals that the source may have new frames (the
+	// store's tip moved: Tip.Wake): a follower at the tip then sends them
+	// at once instead of at its next poll, which stays as a fallback.
+	Wake <-chan struct{}
 	// Gone is closed when the client left, Quit when the server closes:
 	// either ends the stream (nil: never). Gone is also looked at after
 	// every chunk.
@@ -82,6 +86,8 @@ func SendRange(c net.Conn, src RangeSource, cfg RangeSendConfig) error {
 				return nil
 			case <-cfg.Quit:
 				return nil
+			case <-cfg.Wake:
+				wait = cfg.TipPoll
 			case <-poll.C:
 			}
 		}

@@ -64,7 +64,9 @@ type Store struct {
 	corrupt *Corruption
 	failed  error
 	lastErr error // the last error Put swallowed
-	closed  bool
+	// onAppend, if set, sees every packet appended (OnAppend).
+	onAppend func(pkt []byte)
+	closed   bool
 
 	// Read path: rbuf caches bytes [roff, roff+rn) of segment rseg; out is
 	// the copy handed to a PacketFunc (which may patch it).
@@ -285,10 +287,23 @@ func (s *Store) append(pkt []byte) error {
 	switch {
 	case s.cfg.Sync == SyncAlways,
 		s.cfg.Sync == SyncInterval && !s.cfg.SyncInShell && s.unsynced >= s.cfg.SyncBytes:
-		return s.sync()
+		if err := s.sync(); err != nil {
+			return err
+		}
+	}
+	if s.onAppend != nil {
+		s.onAppend(pkt)
 	}
 	return nil
 }
+
+// OnAppend makes f see every packet appended from now on, on the
+// appending goroutine, as soon as Append took it: before it reaches the
+// file (a Reader sees it only after the next Tick). f must not keep pkt
+// nor call the Store. A bridge's sending end forwards the stream so,
+// without waiting for the tip. Call it before the Store is used (before
+// a Service's Run); nil stops it.
+func (s *Store) OnAppend(f func(pkt []byte)) { s.onAppend = f }
 
 // held records a frame of n bytes at off in seg (appended or found by
 // Open).
@@ -597,6 +612,7 @@ func (s *Store) Close() error {
 	}
 	s.closed = true
 	s.tip.closed.Store(true)
+	s.tip.signal()
 	return err
 }
 

@@ -2,6 +2,7 @@ package replayer
 
 import (
 	"math"
+	"sync"
 	"sync/atomic"
 
 	"github.com/seqd/seqd/internal/vfs"
@@ -31,6 +32,51 @@ type Tip struct {
 	// rare), stored before the frames that need it are published, so a
 	// Reader skips the records a failover cut as the Store does.
 	epochs atomic.Pointer[[]Epoch]
+
+	// Followers at the tip wait on a channel each (Wake) instead of
+	// polling it with sleeps: publish signals them.
+	wmu     sync.Mutex // guards waiters
+	waiters []chan struct{}
+	nwait   atomic.Int32
+}
+
+// Wake returns a channel that gets a signal (it holds one at most) each
+// time the tip moves or closes, and the function that stops it. A
+// follower that found nothing to read waits on it: a signal sent
+// between its read and its wait is not lost. Safe from any goroutine.
+func (t *Tip) Wake() (<-chan struct{}, func()) {
+	c := make(chan struct{}, 1)
+	t.wmu.Lock()
+	t.waiters = append(t.waiters, c)
+	t.nwait.Store(int32(len(t.waiters)))
+	t.wmu.Unlock()
+	return c, func() {
+		t.wmu.Lock()
+		defer t.wmu.Unlock()
+		for i, w := range t.waiters {
+			if w == c {
+				t.waiters = append(t.waiters[:i], t.waiters[i+1:]...)
+				break
+			}
+		}
+		t.nwait.Store(int32(len(t.waiters)))
+	}
+}
+
+// signal wakes the followers waiting on the tip (no allocation; nothing
+// when none waits).
+func (t *Tip) signal() {
+	if t.nwait.Load() == 0 {
+		return
+	}
+	t.wmu.Lock()
+	for _, c := range t.waiters {
+		select {
+		case c <- struct{}{}:
+		default:
+		}
+	}
+	t.wmu.Unlock()
 }
 
 // positionOffsetBits: offsets within a segment (Config.SegmentBytes is at
@@ -70,6 +116,7 @@ func (t *Tip) publish(ordinal uint64, off int64, seq, session uint64) {
 	}
 	t.seq.Store(seq)
 	t.pos.Store(packPosition(ordinal, off))
+	t.signal()
 }
 
 // publishEpochs hands a copy of the epoch table to readers (Store

@@ -40,6 +40,7 @@ func bridgeCommand() *cli.Command {
 		options.Bool("from-live", false, "send: an empty store starts at the live tail instead of seq 1"),
 		options.String("profile", "lan", "lan | wan: the link's timing (hole repair after "+d.GapTimeout.String()+" on lan, "+bridge.WANConfig().GapTimeout.String()+" on wan)"),
 		options.String("faults", "", "seeded faults on every channel's receiving side, e.g. loss=0.05,seed=7 (tests, drills)"),
+		options.String("faults-on", "all", "the channels --faults apply to: all | udp | tcp"),
 		options.Duration("stats-interval", 0, "print a stats line per channel this often (0: only at the end)"),
 	))
 	return &cli.Command{
@@ -88,8 +89,9 @@ func bridgeConfig(c *cli.Context, log *slog.Logger) (bridge.Config, error) {
 	if cfg.Faults, err = fault.Parse(c.String("faults")); err != nil {
 		return cfg, options.KeyError("faults", fmt.Sprintf("%q", c.String("faults")), err.Error())
 	}
+	cfg.FaultsOn = c.String("faults-on")
 	return cfg, options.Keyed(cfg.Validate(), map[string]string{
-		"Role": "role", "Site": "site", "Origin": "origin", "TCP": "tcp", "UDP": "udp", "Service.Dir": "dir",
+		"FaultsOn": "faults-on", "Role": "role", "Site": "site", "Origin": "origin", "TCP": "tcp", "UDP": "udp", "Service.Dir": "dir",
 	})
 }
 

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/seqd/seqd/cluster"
+	"github.com/seqd/seqd/transport/fault"
 	"github.com/seqd/seqd/wire"
 )
 
@@ -42,6 +43,9 @@ type Config struct {
 	Timeouts string
 	// Delivery is the nodes' delivery mode, safe or fast (--delivery).
 	Delivery string
+	// Faults are seeded faults (transport/fault syntax) on the UDP channel
+	// of --mode bridge, at its receiving end (--faults); "": none.
+	Faults string
 
 	// Exe is the seqd binary the bench starts its processes from (`seqd
 	// sequencer`, `seqd node`, `seqd bench-peer`...); empty: this
@@ -75,6 +79,14 @@ func (o Config) Validate() error {
 		return fmt.Errorf("bench: --nodes %d out of range (1..64)", o.Nodes)
 	case o.Count < o.Nodes:
 		return fmt.Errorf("bench: --count %d must be at least --nodes", o.Count)
+	}
+	if o.Faults != "" {
+		if o.Mode != "bridge" {
+			return fmt.Errorf("bench: --faults is for --mode bridge (the bridge's UDP channel)")
+		}
+		if _, err := fault.Parse(o.Faults); err != nil {
+			return fmt.Errorf("bench: --faults %q: %w", o.Faults, err)
+		}
 	}
 	switch o.Mode {
 	case "tput", "rtt", "baseline", "rewind", "bridge":

@@ -152,8 +152,11 @@ func benchBridge(ctx context.Context, o Config) error {
 	if err != nil {
 		return err
 	}
-	recv, err := set.start(ctx, "bridge-receive", true, append([]string{"bridge", "--role", "receive", "--site", "B", "--tcp", addrs[0], "--udp", addrs[1],
-		"--dir", filepath.Join(dir, "receive")}, netB...)...)
+	recvArgs := []string{"bridge", "--role", "receive", "--site", "B", "--tcp", addrs[0], "--udp", addrs[1], "--dir", filepath.Join(dir, "receive")}
+	if o.Faults != "" {
+		recvArgs = append(recvArgs, "--faults", o.Faults, "--faults-on", "udp")
+	}
+	recv, err := set.start(ctx, "bridge-receive", true, append(recvArgs, netB...)...)
 	if err != nil {
 		return err
 	}
@@ -244,12 +247,16 @@ func benchBridge(ctx context.Context, o Config) error {
 	if !equal || bad != 0 {
 		return fmt.Errorf("bench: site B's stream (last %d, digest %016x) is not site A's (last %d, digest %016x), %d lost or repeated", lastB, digB, lastA, digA, bad)
 	}
+	faults := ""
+	if o.Faults != "" {
+		faults = " udp_faults=" + o.Faults
+	}
 	rateA, rateB := ra.rate(), rb.rate()
 	ratio := 0.0
 	if rateA > 0 {
 		ratio = rateB / rateA
 	}
-	fmt.Fprintf(o.Out, "bench transport=udp mode=bridge size=%d msgs=%d lat_msgs=%d added_p50_us=%.1f added_p99_us=%.1f origin_p50_us=%.1f origin_p99_us=%.1f far_p50_us=%.1f far_p99_us=%.1f origin_rate=%.0f far_rate=%.0f ratio=%.3f streams_equal=true last_seq=%d elapsed_s=%.1f\n",
-		o.SizeBytes, o.Count, sd.N, micros(sd.P50), micros(sd.P99), micros(sa.P50), micros(sa.P99), micros(sb.P50), micros(sb.P99), rateA, rateB, ratio, lastA, time.Since(t0).Seconds())
+	fmt.Fprintf(o.Out, "bench transport=udp mode=bridge size=%d msgs=%d lat_msgs=%d added_p50_us=%.1f added_p99_us=%.1f origin_p50_us=%.1f origin_p99_us=%.1f far_p50_us=%.1f far_p99_us=%.1f origin_rate=%.0f far_rate=%.0f ratio=%.3f streams_equal=true last_seq=%d elapsed_s=%.1f%s\n",
+		o.SizeBytes, o.Count, sd.N, micros(sd.P50), micros(sd.P99), micros(sa.P50), micros(sa.P99), micros(sb.P50), micros(sb.P99), rateA, rateB, ratio, lastA, time.Since(t0).Seconds(), faults)
 	return nil
 }
