@@ -42,6 +42,10 @@ type Config struct {
 	Timeouts string
 	// Delivery is the nodes' delivery mode, safe or fast (--delivery).
 	Delivery string
+	// Auth runs every process with authenticated frames (--auth): keys
+	// drawn for the run (a stream key, a shared command key, a member
+	// key) in a temporary directory.
+	Auth bool
 
 	// Exe is the seqd binary the bench starts its processes from (`seqd
 	// sequencer`, `seqd node`, `seqd bench-peer`...); empty: this
