@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -71,7 +72,7 @@ func TestAuth_ForgedFramesAgainstProcesses(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer tail.Process.Kill()
-	startLineProc(t, ctx, bin, append([]string{"node", "--read-only", "--admin-addr", roAdmin}, net...), "read-only", false)
+	ro := startLineProc(t, ctx, bin, append([]string{"node", "--read-only", "--expect", "1000000000", "--admin-addr", roAdmin}, net...), "read-only", false)
 	time.Sleep(300 * time.Millisecond)
 
 	// The attacker listens to the stream (it is not secret) to learn the
@@ -112,6 +113,7 @@ func TestAuth_ForgedFramesAgainstProcesses(t *testing.T) {
 		}, 20*time.Millisecond)
 	}
 
+	t.Logf("forging at seq %d, %v", hdr.FirstSeq, time.Now().Format("15:04:05.000"))
 	// The forgeries, from an endpoint without keys and one with bob's.
 	attacker, err := multicast.NewServer(mc)
 	if err != nil {
@@ -159,9 +161,11 @@ func TestAuth_ForgedFramesAgainstProcesses(t *testing.T) {
 	if want := fmt.Sprintf("node: ok account=ALICE sent=%d acked=%d", count, count); !strings.Contains(senderOut.String(), want) {
 		t.Fatalf("sender did not finish as %q:\n%s", want, senderOut.String())
 	}
+	t.Logf("sender done %v", time.Now().Format("15:04:05.000"))
 	if err := tail.Wait(); err != nil {
 		t.Fatalf("tail: %v\n%s", err, tailErr.String())
 	}
+	t.Logf("tail done %v", time.Now().Format("15:04:05.000"))
 	n := 0
 	for _, l := range strings.Split(strings.TrimSpace(tailOut.String()), "\n") {
 		var m map[string]any
@@ -180,6 +184,12 @@ func TestAuth_ForgedFramesAgainstProcesses(t *testing.T) {
 	// node, the impersonation and the ack at the sequencer.
 	var roFail, seqFail float64
 	for time.Now().Before(deadline.Add(10 * time.Second)) {
+		if resp, err := http.Get("http://" + roAdmin + "/metrics"); err != nil {
+			time.Sleep(50 * time.Millisecond)
+			continue
+		} else {
+			resp.Body.Close()
+		}
 		roFail = scrape(t, roAdmin)[`seqd_auth_failures_total{endpoint="stream"}`]
 		seqFail = scrape(t, seqAdmin)[`seqd_auth_failures_total{endpoint="stream"}`]
 		if roFail >= 6 && seqFail >= 2 {
@@ -190,6 +200,8 @@ func TestAuth_ForgedFramesAgainstProcesses(t *testing.T) {
 	if roFail < 6 || seqFail < 2 {
 		t.Fatalf("auth failures: read-only node %v (want >= 6: 5 data, 1 heartbeat), sequencer %v (want >= 2: a command, an ack)", roFail, seqFail)
 	}
+	ro.Kill()
+	t.Logf("stopping the sequencer at %v", time.Now().Format("15:04:05.000"))
 	if err := seq.Process.Signal(os.Interrupt); err != nil {
 		t.Fatal(err)
 	}
@@ -228,15 +240,22 @@ func TestAuth_WrongKeyRefused(t *testing.T) {
 		t.Fatalf("node without a command key: %v\n%s", err, out)
 	}
 	roAdmin := freeTCPAddr(t)
-	startLineProc(t, ctx, bin, append([]string{"node", "--read-only", "--admin-addr", roAdmin, "--security.stream-key-file", wrongFile}, net...), "wrong-key", false)
+	wrong := startLineProc(t, ctx, bin, append([]string{"node", "--read-only", "--expect", "1000000000", "--admin-addr", roAdmin, "--security.stream-key-file", wrongFile}, net...), "wrong-key", false)
+	defer wrong.Kill()
 	var fails, delivered float64
 	for end := time.Now().Add(15 * time.Second); time.Now().Before(end); time.Sleep(100 * time.Millisecond) {
+		resp, err := http.Get("http://" + roAdmin + "/metrics")
+		if err != nil {
+			continue // not listening yet
+		}
+		resp.Body.Close()
 		m := scrape(t, roAdmin)
 		fails, delivered = m[`seqd_auth_failures_total{endpoint="stream"}`], m["seqd_delivered_messages_total"]
 		if fails >= 3 {
 			break
 		}
 	}
+	t.Logf("counted at %v", time.Now().Format("15:04:05.000"))
 	if fails < 3 || delivered != 0 {
 		t.Fatalf("a node with the wrong stream key: %v auth failures (want the heartbeats counted), %v delivered (want 0)", fails, delivered)
 	}
