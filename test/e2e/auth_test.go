@@ -40,7 +40,9 @@ func writeKeys(t *testing.T, dir, name string, keys ...wire.Key) string {
 // account's key) and a standby ack. Each is counted
 // (seqd_auth_failures_total) and dropped: the tail prints exactly the
 // sender's commands, in order, the sender finishes, and the sequencer
-// sequenced its commands and no other.
+// sequenced its commands and no other. The tail loses 5% of its
+// datagrams, so its signed NAKs and the sequencer's signed repairs are in
+// the run too.
 func TestAuth_ForgedFramesAgainstProcesses(t *testing.T) {
 	bin := seqd(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
@@ -68,6 +70,9 @@ func TestAuth_ForgedFramesAgainstProcesses(t *testing.T) {
 	tail := exec.CommandContext(ctx, bin, append([]string{"tail", "--format", "json", "--from", "1", "--internal=false", "--count", fmt.Sprint(count)}, net...)...)
 	var tailOut, tailErr bytes.Buffer
 	tail.Stdout, tail.Stderr = &tailOut, &tailErr
+	// The tail loses 5% of what it receives: its NAKs (signed with the
+	// stream key) are answered by the sequencer's signed repairs.
+	tail.Env = append(os.Environ(), "SEQD_FAULTS=loss=0.05,seed=7")
 	if err := tail.Start(); err != nil {
 		t.Fatal(err)
 	}
@@ -166,6 +171,9 @@ func TestAuth_ForgedFramesAgainstProcesses(t *testing.T) {
 		t.Fatalf("tail: %v\n%s", err, tailErr.String())
 	}
 	t.Logf("tail done %v", time.Now().Format("15:04:05.000"))
+	if !strings.Contains(tailErr.String(), "FAULT INJECTION ENABLED") {
+		t.Fatalf("the tail ran without its faults:\n%s", tailErr.String())
+	}
 	n := 0
 	for _, l := range strings.Split(strings.TrimSpace(tailOut.String()), "\n") {
 		var m map[string]any
