@@ -8,6 +8,7 @@ import (
 
 	"github.com/seqd/seqd/internal/config"
 	"github.com/seqd/seqd/transport/fault"
+	"github.com/seqd/seqd/wire"
 )
 
 // Config configures a Server or a Client. Both ends of a session must agree
@@ -60,6 +61,14 @@ type Config struct {
 	// Logger receives the rate-limited warnings of the endpoint (datagrams
 	// the kernel refused). nil means slog.Default().
 	Logger *slog.Logger
+	// Auth, when set, signs every datagram the endpoint sends and
+	// verifies every one it receives (issue 16, wire.Auth): a datagram
+	// that fails (unsigned, an unknown key, a key that may not sign its
+	// kind, a bad tag) is counted in Counters().AuthFailed and by kind in
+	// AuthFailures, and dropped before any handler sees it. A signed
+	// frame is wire.AuthTrailerBytes longer, so senders build frames of
+	// at most MaxDatagramBytes less that. nil: nothing is authenticated.
+	Auth *wire.Auth
 }
 
 // Limits checked by Validate.

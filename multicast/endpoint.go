@@ -53,6 +53,9 @@ type endpoint struct {
 	// Counters published after each batch, so Counters may be read from
 	// another goroutine (metrics) without a race.
 	framesSent, bytesSent, framesRecv, bytesRecv, dropped, refused atomic.Uint64
+	// authFailed counts received datagrams that failed authentication,
+	// by the kind their prefix claims (AuthFailures).
+	authFailed [8]atomic.Uint64
 
 	// refusals logs refused datagrams, at most one line per interval.
 	refusals transport.RateLog
@@ -219,6 +222,14 @@ func (e *endpoint) drain(h transport.Handler, onlyReady bool) (int, error) {
 			r.bytes = 0
 			e.dropped.Add(r.faultDrops() - drops + r.truncated)
 			r.truncated = 0
+			if r.auth != nil {
+				for k, n := range r.authFailed {
+					if n != 0 {
+						e.authFailed[k].Add(n)
+						r.authFailed[k] = 0
+					}
+				}
+			}
 			if err != nil {
 				e.drainFirst = true
 				return int(delivered), fmt.Errorf("multicast: %s recvmmsg: %w", e.role, err)
@@ -248,7 +259,28 @@ func (e *endpoint) Counters() transport.Counters {
 		BytesReceived:  e.bytesRecv.Load(),
 		Dropped:        e.dropped.Load(),
 		Refused:        e.refused.Load(),
+		AuthFailed:     e.authFailures(),
 	}
+}
+
+func (e *endpoint) authFailures() uint64 {
+	var n uint64
+	for i := range e.authFailed {
+		n += e.authFailed[i].Load()
+	}
+	return n
+}
+
+// AuthFailures returns the received datagrams that failed authentication
+// and were dropped, by the kind their prefix claims: index wire.Kind
+// (KindData, KindCommand...), index 0 for frames with no valid prefix.
+// Safe from any goroutine.
+func (e *endpoint) AuthFailures() [8]uint64 {
+	var out [8]uint64
+	for i := range e.authFailed {
+		out[i] = e.authFailed[i].Load()
+	}
+	return out
 }
 
 // MaxFrameBytes is the largest frame carried (MaxDatagramBytes).

@@ -8,6 +8,7 @@ import (
 
 	"github.com/seqd/seqd/transport"
 	"github.com/seqd/seqd/transport/fault"
+	"github.com/seqd/seqd/wire"
 )
 
 // receiver reads one socket in batches with recvmmsg(2) into buffers
@@ -50,6 +51,12 @@ type receiver struct {
 	h       transport.Handler
 	cur     transport.Peer
 
+	// auth verifies every datagram before the handler (nil: none);
+	// authFailed counts those that failed, by the kind their prefix
+	// claims (index wire.Kind; 0 for a frame with no valid prefix).
+	auth       *wire.Auth
+	authFailed [8]uint64
+
 	// again: read this socket (again) in the current drain.
 	again bool
 
@@ -77,7 +84,7 @@ const groSlotBytes = 1 << 16
 const maxReadBatchBytes = 512 << 10
 
 func newReceiver(s *socket, cfg *resolved, stream uint64) *receiver {
-	r := &receiver{s: s, max: cfg.MaxDatagramBytes}
+	r := &receiver{s: s, max: cfg.MaxDatagramBytes, auth: cfg.Auth}
 	if cfg.GRO {
 		if err := unix.SetsockoptInt(s.fd, unix.IPPROTO_UDP, unix.UDP_GRO, 1); err != nil {
 			r.groErr = err // ENOPROTOOPT before Linux 5.0: one datagram per slot
@@ -175,6 +182,15 @@ func (r *receiver) deliver(frame []byte, from transport.Peer, h transport.Handle
 	if len(frame) > r.max {
 		r.truncated++ // a GRO slot is larger than MaxDatagramBytes
 		return
+	}
+	if r.auth != nil {
+		n, err := r.auth.Verify(frame)
+		if err != nil {
+			k, _ := wire.PeekKind(frame)
+			r.authFailed[k&7]++
+			return
+		}
+		frame = frame[:n]
 	}
 	if r.inj != nil {
 		r.h, r.cur = h, from

@@ -8,6 +8,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/seqd/seqd/transport"
+	"github.com/seqd/seqd/wire"
 )
 
 // GSO limits: the kernel takes at most 64 segments per message on older
@@ -34,6 +35,7 @@ var gsoControlBytes = unix.CmsgSpace(2)
 // back), so one iovec covers them.
 type sendQueue struct {
 	s     *socket
+	auth  *wire.Auth // signs every frame queued, nil: none
 	arena []byte
 	used  int
 	n     int // frames queued
@@ -85,6 +87,7 @@ func newSendQueue(s *socket, cfg *resolved) *sendQueue {
 	arena := n * min(cfg.MaxDatagramBytes, 2048)
 	q := &sendQueue{
 		s:         s,
+		auth:      cfg.Auth,
 		arena:     make([]byte, max(arena, cfg.MaxDatagramBytes)),
 		max:       cfg.MaxDatagramBytes,
 		bufs:      make([][]byte, n),
@@ -131,19 +134,29 @@ func (q *sendQueue) disableGSO(err error) {
 }
 
 // add copies frame for to, flushing first when the batch or arena is full.
+// With auth, the copy is signed in the arena (the trailer after it).
 func (q *sendQueue) add(frame []byte, to *net.UDPAddr) error {
-	if len(frame) > q.max {
+	size := len(frame)
+	if q.auth != nil {
+		size += wire.AuthTrailerBytes
+	}
+	if size > q.max {
 		return transport.ErrFrameTooLarge
 	}
-	if q.n == len(q.lens) || q.used+len(frame) > len(q.arena) {
+	if q.n == len(q.lens) || q.used+size > len(q.arena) {
 		if err := q.flush(); err != nil {
 			return err
 		}
 	}
-	b := q.arena[q.used : q.used+len(frame)]
+	b := q.arena[q.used : q.used+size]
 	copy(b, frame)
-	q.bufs[q.n], q.lens[q.n], q.dests[q.n] = b, len(frame), to
-	q.used += len(frame)
+	if q.auth != nil {
+		if _, err := q.auth.Sign(b, len(frame)); err != nil {
+			return err
+		}
+	}
+	q.bufs[q.n], q.lens[q.n], q.dests[q.n] = b, size, to
+	q.used += size
 	q.n++
 	return nil
 }
@@ -153,7 +166,11 @@ func (q *sendQueue) add(frame []byte, to *net.UDPAddr) error {
 // when the batch is full or maxRetained bytes of retained frames are
 // queued, so a caller writing its frames into a ring of more than
 // maxRetained + a few frames never overwrites one still queued.
+// With auth the frame is copied (add): it is signed in the arena.
 func (q *sendQueue) addRetained(frame []byte, to *net.UDPAddr) error {
+	if q.auth != nil {
+		return q.add(frame, to)
+	}
 	if len(frame) > q.max {
 		return transport.ErrFrameTooLarge
 	}

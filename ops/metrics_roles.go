@@ -80,6 +80,7 @@ func NewTransportCollector(end string, counters func() transport.Counters) prome
 		f("seqd_transport_bytes_total", "bytes through the endpoint, by direction", func(s *S) float64 { return u(s.BytesReceived) }).With("endpoint", end, "direction", "received"),
 		f("seqd_transport_dropped_frames_total", "frames the endpoint discarded (malformed, faults, full queues, unknown peers)", func(s *S) float64 { return u(s.Dropped) }),
 		f("seqd_transport_refused_sends_total", "sends the kernel or the network refused (loss, repaired by the protocol)", func(s *S) float64 { return u(s.Refused) }),
+		f("seqd_auth_failures_total", "received frames that failed authentication (unsigned, unknown key, a key that may not sign them, bad tag) and were dropped, by endpoint", func(s *S) float64 { return u(s.AuthFailed) }),
 	)
 }
 

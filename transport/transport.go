@@ -93,6 +93,10 @@ type Counters struct {
 	// queued frames are lost with it). This is loss, repaired by the
 	// protocol like any other; the call that met it did not fail.
 	Refused uint64
+	// AuthFailed counts received frames that failed authentication
+	// (issue 16: unsigned, an unknown key, a key that may not sign the
+	// frame, a bad tag) and were dropped before any handler saw them.
+	AuthFailed uint64
 }
 
 // Sourcer is an optional ability of a Client: it can address repair

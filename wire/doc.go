@@ -19,6 +19,10 @@
 //   - PeerRequest and the peer answer frames: the peer protocol of
 //     sequencer members (fetch, seal, status) on a member's peer port.
 //   - Account: an account name of at most 8 bytes packed in a uint64.
+//   - Auth, Key: authenticated frames (auth.go): a frame with FlagMAC
+//     ends in a trailer (nonce, key id, AES-128-GMAC tag over every byte
+//     before the tag); Sign and Verify work in place and allocate
+//     nothing. ParseKeys and FormatKey are the keys file format.
 //
 // All integers are little-endian at fixed offsets. Encoders write into
 // buffers the caller owns; decoders fill caller-owned structs whose byte

@@ -26,4 +26,13 @@ var (
 	ErrStatus      = errors.New("wire: malformed status")
 	ErrPeer        = errors.New("wire: malformed peer frame")
 	ErrPeerRange   = errors.New("wire: peer fetch range is empty, reversed or from seq 0")
+
+	// Authenticated frames (auth.go).
+	ErrUnsigned     = errors.New("wire: frame is not signed")
+	ErrKeyUnknown   = errors.New("wire: frame signed with an unknown key id")
+	ErrKeyClass     = errors.New("wire: frame signed with a key that may not sign it")
+	ErrMAC          = errors.New("wire: frame authentication failed")
+	ErrKeyMissing   = errors.New("wire: no key to sign this frame")
+	ErrKeyFile      = errors.New("wire: malformed keys file")
+	ErrKeyDuplicate = errors.New("wire: duplicate key id")
 )

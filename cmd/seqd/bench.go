@@ -29,6 +29,7 @@ func benchCommand() *cli.Command {
 			&cli.StringFlag{Name: "timeouts", Value: d.Timeouts, Usage: "with --sequencers 3: the members' raft timing profile (lan, wan, test)"},
 			&cli.StringFlag{Name: "delivery", Value: d.Delivery, Usage: "safe | fast: the nodes' delivery mode (node.mode)"},
 			&cli.StringFlag{Name: "faults", Usage: "--mode bridge: seeded faults on the bridge's UDP channel where the receiving end reads it, e.g. loss=0.05,seed=9 (the TCP channel stays healthy)"},
+			&cli.BoolFlag{Name: "auth", Usage: "run every process with authenticated frames (keys drawn for the run; udp only)"},
 		},
 		Action: func(c *cli.Context) error {
 			cfg := bench.Config{
@@ -45,6 +46,7 @@ func benchCommand() *cli.Command {
 				Timeouts:   c.String("timeouts"),
 				Delivery:   c.String("delivery"),
 				Faults:     c.String("faults"),
+				Auth:       c.Bool("auth"),
 			}
 			if cfg.Mode == "rewind" && !c.IsSet("transport") {
 				cfg.Transport = "tcp"

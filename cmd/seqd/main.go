@@ -79,6 +79,7 @@ func newApp() *cli.App {
 			configCommand(),
 			completionCommand(),
 			bridgeCommand(),
+			keygenCommand(),
 		},
 		// --log-format, --log-level and --verbose before the subcommand's
 		// name serve every subcommand (its own flags, when set, win).
@@ -95,7 +96,7 @@ func newApp() *cli.App {
 	addExamples(app.Commands, "")
 	for _, cmd := range app.Commands {
 		strict(cmd)
-		warnUnauthenticated(cmd)
+		withSecurity(cmd)
 	}
 	return app
 }

@@ -75,6 +75,9 @@ seqd tail --from 1 --rewind 10.0.0.4:9400 --format json | jq .
 seqd tail --archive /var/lib/seqd/replayer --follow`,
 	"replay": `seqd replay /var/lib/seqd/replayer                         # a session archive, offline
 seqd replay --from 1000 --to 2000 --format json 10.0.0.4:9400 # from a remote replayer`,
+	"keygen": `seqd keygen --out /etc/seqd/stream.keys                         # stream key id 1
+seqd keygen --class command:alice --id 10 --out /etc/seqd/command.keys
+seqd keygen --class stream --id 2 --append --out /etc/seqd/stream.keys # a rotation: signers use key 2, key 1 still verifies`,
 	"bench": `seqd bench --transport udp --mode tput --size 256 --nodes 3
 seqd bench --transport tcp --mode rtt --count 100000`,
 	"demo": `seqd demo                  # a group of three, a replayer and three nodes, a failover

@@ -12,6 +12,7 @@ import (
 	"github.com/seqd/seqd/transport/fault"
 	"github.com/seqd/seqd/transport/open"
 	"github.com/seqd/seqd/transport/tcp"
+	"github.com/seqd/seqd/wire"
 )
 
 // cliReadBufferBytes is the SO_RCVBUF the CLI asks for by default. The
@@ -40,6 +41,7 @@ func transportFlags(server bool) []cli.Flag {
 		options.String("tcp.addr", tcp.DefaultAddr, "address the sequencer listens on and nodes connect to; a cluster's: every member's stream address, comma-separated (nodes and standbys follow the primary among them)"),
 		options.Bool("verbose", false, "debug logging"),
 	}
+	flags = append(flags, securityFlags()...)
 	flags = append(flags, options.LogFlags()...)
 	if server {
 		flags = append(flags, options.String("tcp.listen", "", "address the sequencer listens on when --tcp.addr lists a cluster's members (default: the entry of --tcp.addr at this member's place in --peers)"))
@@ -80,6 +82,7 @@ func multicastConfig(c *cli.Context, faults fault.Config) multicast.Config {
 	mc.GSO = c.Bool("udp.gso")
 	mc.GRO = c.Bool("udp.gro")
 	mc.Faults = faults
+	mc.Auth = processAuth(c)
 	return mc
 }
 
@@ -120,11 +123,19 @@ func autoPacketBytes(c *cli.Context) (int, error) {
 }
 
 // packetBytes resolves a max-packet-bytes key: 0 means the path MTU.
+// With authentication on, the signed frame's trailer comes off it.
 func packetBytes(c *cli.Context, key string) (int, error) {
-	if n := c.Int(key); n != 0 {
-		return n, nil
+	n := c.Int(key)
+	if n == 0 {
+		var err error
+		if n, err = autoPacketBytes(c); err != nil {
+			return 0, err
+		}
 	}
-	return autoPacketBytes(c)
+	if processAuth(c) != nil {
+		n -= wire.AuthTrailerBytes
+	}
+	return n, nil
 }
 
 var transportKeys = map[string]string{

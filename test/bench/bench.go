@@ -46,6 +46,10 @@ type Config struct {
 	// Faults are seeded faults (transport/fault syntax) on the UDP channel
 	// of --mode bridge, at its receiving end (--faults); "": none.
 	Faults string
+	// Auth runs every process with authenticated frames (--auth): keys
+	// drawn for the run (a stream key, a shared command key, a member
+	// key) in a temporary directory.
+	Auth bool
 
 	// Exe is the seqd binary the bench starts its processes from (`seqd
 	// sequencer`, `seqd node`, `seqd bench-peer`...); empty: this

@@ -124,6 +124,18 @@ func benchRunIn(ctx context.Context, o Config, outDir string, set *children, pri
 	if err != nil {
 		return "", err
 	}
+	if o.Auth {
+		dir, err := os.MkdirTemp("", "seqd-bench-keys-")
+		if err != nil {
+			return "", err
+		}
+		defer os.RemoveAll(dir)
+		keyArgs, err := benchKeys(dir)
+		if err != nil {
+			return "", err
+		}
+		netArgs = append(netArgs, keyArgs...)
+	}
 	ctx, cancel := context.WithTimeout(ctx, 10*time.Minute)
 	defer cancel()
 	seqArgs := append([]string{"sequencer"}, netArgs...)
@@ -177,6 +189,9 @@ func benchRunIn(ctx context.Context, o Config, outDir string, set *children, pri
 		a := append([]string{"node"}, netArgs...)
 		a = append(a, "--size", strconv.Itoa(o.SizeBytes), "--node.window", "4096", "--node.idle-spin", o.Spin.String(), "--node.mode", o.Delivery)
 		if one := wire.CommandHeaderBytes + wire.CommandRecordBytes + o.SizeBytes; !o.Batch && one <= 65507 {
+			if o.Auth {
+				one += wire.AuthTrailerBytes // the limit is the signed frame's
+			}
 			// One command per frame: the frame limit fits exactly one.
 			// (A larger command is fragmented over several frames anyway.)
 			// The node's smallest frame limit holds a fragment header
@@ -350,4 +365,26 @@ func histogramFromFile(dir, name, path string) error {
 	}
 	fmt.Fprintf(os.Stderr, "bench: histogram %s %s\n", csv, png)
 	return nil
+}
+
+// benchKeys writes the keys of an authenticated run into dir (a stream
+// key, a command key shared by every account, a member key) and returns
+// the flags that give them to every process.
+func benchKeys(dir string) ([]string, error) {
+	var args []string
+	for _, k := range []struct {
+		flag string
+		key  wire.Key
+	}{
+		{"--security.stream-key-file", wire.NewKey(1, wire.KeyStream, 0)},
+		{"--security.command-keys-file", wire.NewKey(2, wire.KeyCommand, 0)},
+		{"--security.member-key-file", wire.NewKey(3, wire.KeyMember, 0)},
+	} {
+		path := filepath.Join(dir, k.key.Class.String()+".keys")
+		if err := os.WriteFile(path, []byte(wire.FormatKey(k.key)), 0o600); err != nil {
+			return nil, err
+		}
+		args = append(args, k.flag, path)
+	}
+	return args, nil
 }
