@@ -1,6 +1,7 @@
 package tcp
 
 import (
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"math/rand/v2"
@@ -10,6 +11,7 @@ import (
 	"time"
 
 	"github.com/seqd/seqd/internal/epoll"
+	"github.com/seqd/seqd/internal/tlsconf"
 	"github.com/seqd/seqd/transport"
 )
 
@@ -94,7 +96,7 @@ func Dial(cfg Config) (*Client, error) {
 	}
 	var errs []error
 	for i, a := range cfg.serverAddrs() {
-		nc, err := net.DialTimeout("tcp", a, cfg.DialTimeout)
+		nc, err := dialConn(&cfg, a)
 		if err != nil {
 			errs = append(errs, fmt.Errorf("tcp: dial %s: %w", a, err))
 			continue
@@ -114,6 +116,23 @@ func Dial(cfg Config) (*Client, error) {
 		return c, nil
 	}
 	return nil, errors.Join(errs...)
+}
+
+// dialConn connects to addr within cfg.DialTimeout, and handshakes TLS when
+// cfg.TLS is set (a refusal is explained: tlsconf.Explain).
+func dialConn(cfg *Config, addr string) (net.Conn, error) {
+	nc, err := net.DialTimeout("tcp", addr, cfg.DialTimeout)
+	if err != nil || cfg.TLS == nil {
+		return nc, err
+	}
+	tc := tls.Client(nc, cfg.TLS)
+	_ = tc.SetDeadline(time.Now().Add(cfg.DialTimeout))
+	if err := tc.Handshake(); err != nil {
+		_ = nc.Close()
+		return nil, fmt.Errorf("%w: %w", ErrHandshake, tlsconf.Explain(addr, err))
+	}
+	_ = tc.SetDeadline(time.Time{})
+	return tc, nil
 }
 
 // Open validates cfg and returns a Client that connects in the
@@ -189,8 +208,11 @@ func (c *Client) dialRound() *conn {
 	at := int(c.at.Load())
 	for k := 1; k <= len(c.addrs); k++ {
 		i := (at + k) % len(c.addrs)
-		nc, err := net.DialTimeout("tcp", c.addrs[i], c.cfg.DialTimeout)
+		nc, err := dialConn(&c.cfg, c.addrs[i])
 		if err != nil {
+			if errors.Is(err, ErrHandshake) {
+				c.ep.closes.Note(1, err)
+			}
 			continue
 		}
 		cn := newConn(nc, c.peer, c.cfg, &c.ep)
