@@ -146,7 +146,7 @@ func (n *Member) TransferPrimary(ctx context.Context, to uint64) (ops.Handover, 
 			m, _ := cur.Member(h.To)
 			for time.Now().Before(wait) && ctx.Err() == nil {
 				sctx, cancel := context.WithTimeout(ctx, n.cfg.Timeouts.Seal)
-				ms, err := RequestPeerStatus(sctx, m.StreamAddr)
+				ms, err := n.peers.RequestPeerStatus(sctx, m.StreamAddr)
 				cancel()
 				if err == nil && Role(ms.Role) == RolePrimary && ms.Epoch == h.Epoch && ms.StartedAt != 0 {
 					h.PauseUS = (ms.StartedAt - n.stoppedAt.Load()) / 1000
@@ -258,7 +258,7 @@ func (n *Member) promote(m fsm.Member) error {
 // what is stable. Otherwise it says what it lacks.
 func (n *Member) caughtUp(m fsm.Member) (bool, string) {
 	ctx, cancel := context.WithTimeout(context.Background(), n.cfg.Timeouts.Seal)
-	s, err := RequestPeerStatus(ctx, m.StreamAddr)
+	s, err := n.peers.RequestPeerStatus(ctx, m.StreamAddr)
 	cancel()
 	if err != nil {
 		return false, err.Error()

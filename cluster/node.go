@@ -148,6 +148,7 @@ func (r Role) String() string {
 type Member struct {
 	cfg   MemberConfig
 	deps  Deps
+	peers PeerClient // over TLS when cfg.TLS
 	log   *slog.Logger
 	fsm   *fsm.FSM
 	raft  *raft.Raft
@@ -243,6 +244,7 @@ func NewMember(cfg MemberConfig, deps Deps) (*Member, error) {
 	n := &Member{
 		cfg:     cfg,
 		deps:    deps,
+		peers:   peerClientOf(cfg.TLS),
 		log:     log.With("member", cfg.ID),
 		fsm:     fsm.New(),
 		relead:  make(chan struct{}, 1),
