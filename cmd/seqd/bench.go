@@ -28,6 +28,7 @@ func benchCommand() *cli.Command {
 			&cli.IntFlag{Name: "sequencers", Value: d.Sequencers, Usage: "1 | 3: with 3, the bench runs with one sequencer, then with a Raft group of three seqd sequencer --cluster processes (udp only), and gives the group's figure as a ratio of the single one's; with --mode idle, only the group runs and each member's share of a core is printed"},
 			&cli.StringFlag{Name: "timeouts", Value: d.Timeouts, Usage: "with --sequencers 3: the members' raft timing profile (lan, wan, test)"},
 			&cli.StringFlag{Name: "delivery", Value: d.Delivery, Usage: "safe | fast: the nodes' delivery mode (node.mode)"},
+			&cli.StringFlag{Name: "tls", Value: "off", Usage: "off | on | compare: with --transport tcp, every process holds a certificate of a throwaway CA (mutual TLS 1.3 on the stream and commands); compare runs without, then with, and prints the ratios"},
 		},
 		Action: func(c *cli.Context) error {
 			cfg := bench.Config{
@@ -43,6 +44,7 @@ func benchCommand() *cli.Command {
 				Sequencers: c.Int("sequencers"),
 				Timeouts:   c.String("timeouts"),
 				Delivery:   c.String("delivery"),
+				TLS:        c.String("tls"),
 			}
 			if cfg.Mode == "rewind" && !c.IsSet("transport") {
 				cfg.Transport = "tcp"

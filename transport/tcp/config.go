@@ -1,13 +1,13 @@
 package tcp
 
 import (
-	"crypto/tls"
 	"fmt"
 	"log/slog"
 	"net"
 	"time"
 
 	"github.com/seqd/seqd/internal/config"
+	"github.com/seqd/seqd/internal/tlsconf"
 	"github.com/seqd/seqd/transport/fault"
 )
 
@@ -73,15 +73,18 @@ type Config struct {
 	// frame is simply not delivered). The Server uses fault stream 0 and a
 	// Client stream 1: give endpoints different seeds to decorrelate them.
 	Faults fault.Config
-	// TLS, when set, wraps every connection in TLS with this
-	// configuration (tlsconf.Identity.Server for a Server, .Client for a
-	// Client): mutual TLS 1.3, peers checked by certificate. A Server
+	// TLS, when set, wraps every connection in mutual TLS 1.3 with this
+	// identity (tlsconf.Identity.Server for a Server, .Client for a
+	// Client), peers checked by certificate and by TLSPeers. A Server
 	// handshakes each connection before it takes a slot (within
 	// DialTimeout, at most maxHandshakes at once); a refused peer is
 	// logged with why and counted in Drops.RefusedConns. A TLS
 	// connection is read by a goroutine rather than by Poll (no file
 	// descriptor to poll; see the package comment). nil: plain TCP.
-	TLS *tls.Config
+	TLS *tlsconf.Identity
+	// TLSPeers restricts the peers' certificate names (nil: any the CA
+	// signed).
+	TLSPeers tlsconf.Allow
 	// Logger receives the warnings about connections closed for cause
 	// (with the reason) and refused, at most one line per
 	// transport.DefaultLogInterval with the count. nil means

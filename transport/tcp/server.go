@@ -53,6 +53,7 @@ type Server struct {
 	wg     sync.WaitGroup
 	// shaking bounds the TLS handshakes in progress (Config.TLS).
 	shaking chan struct{}
+	tls     *tls.Config
 }
 
 var (
@@ -96,6 +97,9 @@ func serveOn(cfg Config, ln net.Listener) (*Server, error) {
 		slotBits: uint(bits.Len(uint(cfg.MaxConns))),
 		pub:      make([]byte, 0, cfg.WriteBufferBytes),
 		shaking:  make(chan struct{}, maxHandshakes),
+	}
+	if cfg.TLS != nil {
+		s.tls = cfg.TLS.Server(cfg.TLSPeers)
 	}
 	for i := range s.free {
 		s.free[i] = int32(i)
@@ -148,7 +152,7 @@ func (s *Server) acceptLoop() {
 			time.Sleep(10 * time.Millisecond)
 			continue
 		}
-		if s.cfg.TLS != nil {
+		if s.tls != nil {
 			select {
 			case s.shaking <- struct{}{}:
 				s.wg.Add(1)
@@ -171,7 +175,7 @@ func (s *Server) acceptLoop() {
 func (s *Server) handshake(nc net.Conn) {
 	defer s.wg.Done()
 	defer func() { <-s.shaking }()
-	tc := tls.Server(nc, s.cfg.TLS)
+	tc := tls.Server(nc, s.tls)
 	_ = tc.SetDeadline(time.Now().Add(s.cfg.DialTimeout))
 	if err := tc.Handshake(); err != nil {
 		s.ep.refusedConns.Add(1)

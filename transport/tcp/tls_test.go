@@ -1,6 +1,7 @@
 package tcp
 
 import (
+	"os"
 	"strings"
 	"testing"
 	"time"
@@ -18,12 +19,12 @@ func TestConformance_TLS(t *testing.T) {
 	srvID, clID := ca.Identity(t, "member-1"), ca.Identity(t, "node-SHOP")
 	transporttest.Run(t, func(t *testing.T, n int) (transport.Server, []transport.Client, func()) {
 		cfg, _ := testConfig(t)
-		cfg.TLS = srvID.Server(nil)
+		cfg.TLS = srvID
 		s, err := NewServer(cfg)
 		if err != nil {
 			t.Fatal(err)
 		}
-		cfg.Addr, cfg.TLS = s.Addr().String(), clID.Client(tlsconf.Prefixes("member-"))
+		cfg.Addr, cfg.TLS, cfg.TLSPeers = s.Addr().String(), clID, tlsconf.Prefixes("member-")
 		cls := make([]transport.Client, n)
 		closers := []func() error{s.Close}
 		for i := range cls {
@@ -49,13 +50,12 @@ func TestConformance_TLS(t *testing.T) {
 func TestTLS_WrongCertificateRefused(t *testing.T) {
 	ca, other := tlstest.New(t, "site"), tlstest.New(t, "rogue")
 	cfg, srvLogs := testConfig(t)
-	cfg.TLS = ca.Identity(t, "member-1").Server(nil)
+	cfg.TLS = ca.Identity(t, "member-1")
 	s := newServer(t, cfg)
 
 	rogue, clLogs := testConfig(t)
 	rogue.Addr = s.Addr().String()
-	rogue.TLS = other.Identity(t, "node-SHOP").Client(nil)
-	rogue.TLS.VerifyConnection = nil // trusts the server, to be refused by it
+	rogue.TLS = trustingRogue(t, other, ca, "node-SHOP")
 	c, err := Dial(rogue)
 	if err != nil {
 		t.Fatal(err) // TLS 1.3: the client's handshake ends before the server checks it
@@ -83,12 +83,30 @@ func TestTLS_WrongCertificateRefused(t *testing.T) {
 
 	// A rogue server: the client refuses it before Dial returns.
 	rs, _ := testConfig(t)
-	rs.TLS = other.Identity(t, "member-1").Server(nil)
+	rs.TLS = other.Identity(t, "member-1")
 	srv := newServer(t, rs)
 	good, _ := testConfig(t)
 	good.Addr = srv.Addr().String()
-	good.TLS = ca.Identity(t, "node-SHOP").Client(tlsconf.Prefixes("member-"))
+	good.TLS, good.TLSPeers = ca.Identity(t, "node-SHOP"), tlsconf.Prefixes("member-")
 	if _, err := Dial(good); err == nil || !strings.Contains(err.Error(), "the peer's certificate was refused") || !strings.Contains(err.Error(), "not signed by the configured CA") {
 		t.Fatalf("Dial to a rogue server: %v", err)
 	}
+}
+
+// trustingRogue is an identity of CA other that also trusts ca's servers
+// (its CA file holds both), so that ca's server is the one to refuse it.
+func trustingRogue(t *testing.T, other, ca *tlstest.CA, name string) *tlsconf.Identity {
+	t.Helper()
+	cfg := other.Config(t, name)
+	a, _ := os.ReadFile(other.CAFile)
+	b, _ := os.ReadFile(ca.CAFile)
+	cfg.CAFile = t.TempDir() + "/both.crt"
+	if err := os.WriteFile(cfg.CAFile, append(a, b...), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	id, err := tlsconf.Load(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return id
 }
