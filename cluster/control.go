@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net"
 	"time"
 
 	"github.com/hashicorp/raft"
@@ -195,6 +196,18 @@ func (n *Member) AddMember(m fsm.Member) error {
 		// A member no new primary can seal could leave the group
 		// without a quorum to seal.
 		return fmt.Errorf("%w: member %d has no peer address (ID@RAFT@ADMIN@PEER)", ErrConfig, m.ID)
+	}
+	// Everything the FSM would refuse is refused before Raft's own
+	// configuration changes: a nonvoter added to Raft whose AddMember
+	// the FSM then refused (a role of 7) was an orphan no remove-member
+	// could name (issue 16).
+	if err := m.Validate(); err != nil {
+		return fmt.Errorf("%w: %w", ErrConfig, err)
+	}
+	for _, a := range []string{m.RaftAddr, m.StreamAddr} {
+		if _, _, err := net.SplitHostPort(a); err != nil {
+			return fmt.Errorf("%w: member %d: address %q: %w", ErrConfig, m.ID, a, err)
+		}
 	}
 	if cur, ok := n.fsm.State().Member(m.ID); ok {
 		same := cur.RaftAddr == m.RaftAddr && cur.StreamAddr == m.StreamAddr

@@ -274,10 +274,10 @@ func NewMember(cfg MemberConfig, deps Deps) (*Member, error) {
 	// The status page shows what /v1/status does: the same guard.
 	mux.Handle("/ui/", n.surface.Authed(http.StripPrefix("/ui", pg)))
 	mux.Handle("GET /{$}", http.RedirectHandler("/ui/", http.StatusFound))
-	n.admin = &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second}
+	n.admin = ops.NewHTTPServer(mux)
 	go func() {
 		// Serve returns when the endpoint is closed (Close).
-		_ = n.admin.Serve(ln)
+		_ = n.admin.Serve(ops.NewLimitListener(ln, ops.AdminMaxConns))
 	}()
 	return n, nil
 }
