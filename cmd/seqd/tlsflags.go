@@ -1,6 +1,8 @@
 package main
 
 import (
+	"crypto/tls"
+	"net"
 	"sync"
 
 	"github.com/urfave/cli/v2"
@@ -46,4 +48,25 @@ func tlsIdentity(c *cli.Context) (*tlsconf.Identity, error) {
 	}
 	tlsLoaded.Store(tc, id)
 	return id, nil
+}
+
+// rewindTLS is the rewind clients' TLS (nil when TLS is off or the files
+// do not load: openClient reports that): a node, tail or tier-2
+// replayer rewinds over TLS from replayers that serve it.
+func rewindTLS(c *cli.Context) *tls.Config {
+	id, err := tlsIdentity(c)
+	if err != nil || id == nil {
+		return nil
+	}
+	return id.Client(nil)
+}
+
+// tlsListener serves l over TLS when the process has an identity (any
+// certificate of the CA may connect).
+func tlsListener(c *cli.Context, l net.Listener) (net.Listener, error) {
+	id, err := tlsIdentity(c)
+	if err != nil || id == nil {
+		return l, err
+	}
+	return tls.NewListener(l, id.Server(nil)), nil
 }

@@ -287,3 +287,18 @@ func IsRemoteAlert(err error) bool {
 	var alert tls.AlertError
 	return errors.As(err, &alert)
 }
+
+// Dial connects to addr within timeout, over TLS with cfg when cfg is
+// set (the handshake within the same timeout; a refusal explained), else
+// plain TCP: the dial of the rewind clients.
+func Dial(addr string, cfg *tls.Config, timeout time.Duration) (net.Conn, error) {
+	if cfg == nil {
+		return net.DialTimeout("tcp", addr, timeout)
+	}
+	d := &tls.Dialer{NetDialer: &net.Dialer{Timeout: timeout}, Config: cfg}
+	c, err := d.Dial("tcp", addr)
+	if err != nil {
+		return nil, Explain(addr, err)
+	}
+	return c, nil
+}
