@@ -95,3 +95,31 @@ func TestMember_FourVotersSealWithTwoAnswers(t *testing.T) {
 		}
 	}
 }
+
+// TestMember_AddMemberInvalidRefusedBeforeRaft: an add-member with a role
+// the FSM refuses, or an address that is not host:port, is refused before
+// Raft's configuration changes. Before, Raft took the nonvoter and the
+// FSM then refused it: an orphan Raft server no remove-member could name
+// (issue 16: "add-member with an invalid role leaves an orphan Raft
+// nonvoter"; failed with "raft has 4 servers, want 3").
+func TestMember_AddMemberInvalidRefusedBeforeRaft(t *testing.T) {
+	c := newRealTestCluster(t, 3, unitTimeouts())
+	p := c.primary()
+	four := memberList(t, 4)[3]
+	bad := four
+	bad.Role = 7
+	noPort := four
+	noPort.RaftAddr = "abc"
+	for _, m := range []fsm.Member{bad, noPort} {
+		if err := p.node.AddMember(m); !errors.Is(err, ErrConfig) {
+			t.Fatalf("AddMember(%+v) = %v, want ErrConfig", m, err)
+		}
+	}
+	cf := p.node.raft.GetConfiguration()
+	if err := cf.Error(); err != nil {
+		t.Fatal(err)
+	}
+	if n := len(cf.Configuration().Servers); n != 3 {
+		t.Fatalf("raft has %d servers, want 3: %+v", n, cf.Configuration().Servers)
+	}
+}

@@ -12,6 +12,7 @@ import (
 
 	"github.com/seqd/seqd/fsm"
 	"github.com/seqd/seqd/internal/config"
+	"github.com/seqd/seqd/internal/tlsconf"
 	"github.com/seqd/seqd/ops"
 	"github.com/seqd/seqd/sequencer"
 )
@@ -189,6 +190,12 @@ type MemberConfig struct {
 	// transport of its own on RaftAddr (which must still name it to the
 	// peers): the drill's fault injection (PartitionLayer) goes in here.
 	RaftStream raft.StreamLayer
+	// TLS, when set, is this member's certificate (member-ID, of the
+	// deployment's CA): Raft runs over mutual TLS and refuses a peer that
+	// is not a member, or an RPC that claims another member than its
+	// certificate (raft_tls.go); the peer port serves and dials members
+	// only. nil: plain TCP (the unauthenticated WARN).
+	TLS *tlsconf.Identity
 }
 
 // DefaultMemberConfig returns the defaults: LAN timeouts, admin on loopback.
@@ -218,6 +225,9 @@ func (c MemberConfig) Validate() error {
 	}
 	if c.RaftAddr == "" {
 		return bad("RaftAddr", c.RaftAddr, "host:port")
+	}
+	if c.TLS != nil && c.TLS.Name() != MemberName(c.ID) {
+		return bad("TLS", c.TLS.Name(), fmt.Sprintf("a certificate named %s (security.tls-cert names another process)", MemberName(c.ID)))
 	}
 	if c.AdminAddr == "" {
 		return bad("AdminAddr", c.AdminAddr, "host:port")

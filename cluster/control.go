@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net"
 	"time"
 
 	"github.com/hashicorp/raft"
@@ -146,7 +147,7 @@ func (n *Member) TransferPrimary(ctx context.Context, to uint64) (ops.Handover, 
 			m, _ := cur.Member(h.To)
 			for time.Now().Before(wait) && ctx.Err() == nil {
 				sctx, cancel := context.WithTimeout(ctx, n.cfg.Timeouts.Seal)
-				ms, err := RequestPeerStatus(sctx, m.StreamAddr)
+				ms, err := n.peers.RequestPeerStatus(sctx, m.StreamAddr)
 				cancel()
 				if err == nil && Role(ms.Role) == RolePrimary && ms.Epoch == h.Epoch && ms.StartedAt != 0 {
 					h.PauseUS = (ms.StartedAt - n.stoppedAt.Load()) / 1000
@@ -195,6 +196,18 @@ func (n *Member) AddMember(m fsm.Member) error {
 		// A member no new primary can seal could leave the group
 		// without a quorum to seal.
 		return fmt.Errorf("%w: member %d has no peer address (ID@RAFT@ADMIN@PEER)", ErrConfig, m.ID)
+	}
+	// Everything the FSM would refuse is refused before Raft's own
+	// configuration changes: a nonvoter added to Raft whose AddMember
+	// the FSM then refused (a role of 7) was an orphan no remove-member
+	// could name (issue 16).
+	if err := m.Validate(); err != nil {
+		return fmt.Errorf("%w: %w", ErrConfig, err)
+	}
+	for _, a := range []string{m.RaftAddr, m.StreamAddr} {
+		if _, _, err := net.SplitHostPort(a); err != nil {
+			return fmt.Errorf("%w: member %d: address %q: %w", ErrConfig, m.ID, a, err)
+		}
 	}
 	if cur, ok := n.fsm.State().Member(m.ID); ok {
 		same := cur.RaftAddr == m.RaftAddr && cur.StreamAddr == m.StreamAddr
@@ -258,7 +271,7 @@ func (n *Member) promote(m fsm.Member) error {
 // what is stable. Otherwise it says what it lacks.
 func (n *Member) caughtUp(m fsm.Member) (bool, string) {
 	ctx, cancel := context.WithTimeout(context.Background(), n.cfg.Timeouts.Seal)
-	s, err := RequestPeerStatus(ctx, m.StreamAddr)
+	s, err := n.peers.RequestPeerStatus(ctx, m.StreamAddr)
 	cancel()
 	if err != nil {
 		return false, err.Error()

@@ -281,7 +281,7 @@ func (n *Member) requestSeals(ctx context.Context, seals []failover.Seal, replie
 				err = fmt.Errorf("%w: member %d has no peer address", ErrSealRefused, sl.To.ID)
 			} else {
 				sctx, cancel := context.WithTimeout(ctx, n.cfg.Timeouts.Seal)
-				r, err = RequestSeal(sctx, sl.To.StreamAddr, uint32(sl.Epoch))
+				r, err = n.peers.RequestSeal(sctx, sl.To.StreamAddr, uint32(sl.Epoch))
 				cancel()
 			}
 			a := failover.SealReply{From: sl.To.ID, Epoch: sl.Epoch, Contiguous: r.Contiguous, HeldEpoch: uint64(r.HeldEpoch), Err: err}

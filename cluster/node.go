@@ -148,6 +148,7 @@ func (r Role) String() string {
 type Member struct {
 	cfg   MemberConfig
 	deps  Deps
+	peers PeerClient // over TLS when cfg.TLS
 	log   *slog.Logger
 	fsm   *fsm.FSM
 	raft  *raft.Raft
@@ -243,6 +244,7 @@ func NewMember(cfg MemberConfig, deps Deps) (*Member, error) {
 	n := &Member{
 		cfg:     cfg,
 		deps:    deps,
+		peers:   peerClientOf(cfg.TLS),
 		log:     log.With("member", cfg.ID),
 		fsm:     fsm.New(),
 		relead:  make(chan struct{}, 1),
@@ -272,10 +274,10 @@ func NewMember(cfg MemberConfig, deps Deps) (*Member, error) {
 	// The status page shows what /v1/status does: the same guard.
 	mux.Handle("/ui/", n.surface.Authed(http.StripPrefix("/ui", pg)))
 	mux.Handle("GET /{$}", http.RedirectHandler("/ui/", http.StatusFound))
-	n.admin = &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second}
+	n.admin = ops.NewHTTPServer(mux)
 	go func() {
 		// Serve returns when the endpoint is closed (Close).
-		_ = n.admin.Serve(ln)
+		_ = n.admin.Serve(ops.NewLimitListener(ln, ops.AdminMaxConns))
 	}()
 	return n, nil
 }

@@ -3,6 +3,7 @@ package cluster
 import (
 	"bufio"
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"io"
@@ -12,6 +13,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/seqd/seqd/internal/tlsconf"
 	"github.com/seqd/seqd/replayer"
 	"github.com/seqd/seqd/wire"
 )
@@ -70,6 +72,11 @@ type PeerServerConfig struct {
 	RequestTimeout time.Duration
 	// Logger gets one line per failed connection (nil: slog.Default()).
 	Logger *slog.Logger
+	// TLS, when set, serves over mutual TLS with this configuration
+	// (tlsconf.Identity.Server(membersOnly) for a member: fetch, seal and
+	// status only to and from members); a refused handshake is logged
+	// and counted (Refused).
+	TLS *tls.Config
 }
 
 // DefaultPeerServerConfig: 8 connections, 5 s per I/O.
@@ -92,7 +99,13 @@ type PeerServer struct {
 	// evicted counts connections closed before their request came
 	// because 4*MaxConns were waiting.
 	evicted atomic.Uint64
+	// refused counts connections whose TLS handshake failed.
+	refused atomic.Uint64
 }
+
+// Refused is the number of connections whose TLS handshake failed (a
+// peer without a member's certificate).
+func (s *PeerServer) Refused() uint64 { return s.refused.Load() }
 
 // openConn is one open connection: whether it still waits for its
 // request, and since when.
@@ -205,22 +218,34 @@ func (s *PeerServer) evictWaiting() {
 	}
 }
 
-func (s *PeerServer) serve(c net.Conn) {
+func (s *PeerServer) serve(raw net.Conn) {
 	defer func() {
 		s.mu.Lock()
-		delete(s.conn, c)
+		delete(s.conn, raw)
 		s.mu.Unlock()
-		c.Close()
+		raw.Close()
 		s.wg.Done()
 	}()
-	var req [wire.PeerRequestBytes]byte
+	c := raw
 	_ = c.SetReadDeadline(time.Now().Add(s.cfg.RequestTimeout))
+	if s.cfg.TLS != nil {
+		// The handshake counts in the request's time: a connection that
+		// does not finish it holds no slot either.
+		tc := tls.Server(raw, s.cfg.TLS)
+		if err := tc.Handshake(); err != nil {
+			s.refused.Add(1)
+			s.cfg.Logger.Warn("cluster: peer request refused", "peer", raw.RemoteAddr().String(), "err", fmt.Errorf("tls handshake: %w", err))
+			return
+		}
+		c = tc
+	}
+	var req [wire.PeerRequestBytes]byte
 	if _, err := io.ReadFull(c, req[:]); err != nil {
 		s.cfg.Logger.Warn("cluster: peer request", "peer", c.RemoteAddr().String(), "err", fmt.Errorf("read request: %w", err))
 		return
 	}
 	s.mu.Lock()
-	if pc := s.conn[c]; pc != nil {
+	if pc := s.conn[raw]; pc != nil {
 		pc.waiting = false
 	}
 	s.mu.Unlock()
@@ -319,13 +344,20 @@ func (s *PeerServer) writeError(c net.Conn, err error) {
 // peerConn dials addr for one request, bounded by ctx (default 10 s when
 // it has no deadline), and sends q. The caller closes the connection
 // and calls stop.
-func peerConn(ctx context.Context, addr string, q *wire.PeerRequest) (c net.Conn, stop func(), err error) {
+func (p PeerClient) peerConn(ctx context.Context, addr string, q *wire.PeerRequest) (c net.Conn, stop func(), err error) {
 	cancel := func() {}
 	if _, ok := ctx.Deadline(); !ok {
 		ctx, cancel = context.WithTimeout(ctx, 10*time.Second)
 	}
-	var d net.Dialer
-	c, err = d.DialContext(ctx, "tcp", addr)
+	if p.TLS != nil {
+		d := tls.Dialer{Config: p.TLS}
+		if c, err = d.DialContext(ctx, "tcp", addr); err != nil {
+			err = tlsconf.Explain(addr, err)
+		}
+	} else {
+		var d net.Dialer
+		c, err = d.DialContext(ctx, "tcp", addr)
+	}
 	if err != nil {
 		cancel()
 		return nil, nil, err
@@ -347,6 +379,11 @@ func peerConn(ctx context.Context, addr string, q *wire.PeerRequest) (c net.Conn
 func readPeerFrame(r io.Reader, body []byte) (kind uint8, out []byte, err error) {
 	var hdr [wire.PeerFrameHeaderBytes]byte
 	if _, err := io.ReadFull(r, hdr[:]); err != nil {
+		if tlsconf.IsRemoteAlert(err) {
+			// TLS 1.3: the server's refusal of this member's certificate
+			// arrives at the first read.
+			return 0, body, tlsconf.Explain("the peer port", err)
+		}
 		return 0, body, fmt.Errorf("%w (answer cut short)", err)
 	}
 	kind, n, err := wire.DecodePeerFrameHeader(hdr[:])
@@ -367,8 +404,20 @@ func readPeerFrame(r io.Reader, body []byte) (kind uint8, out []byte, err error)
 // returns its answer; a member that refuses answers ErrSealRefused with
 // its reason. ctx bounds the exchange.
 func RequestSeal(ctx context.Context, addr string, epoch uint32) (wire.PeerSealReply, error) {
+	return PeerClient{}.RequestSeal(ctx, addr, epoch)
+}
+
+// PeerClient asks members on their peer ports: over plain TCP, or over
+// mutual TLS with TLS (tlsconf.Identity.Client(membersOnly): only a
+// member's peer port is believed).
+type PeerClient struct {
+	TLS *tls.Config
+}
+
+// RequestSeal is the package's RequestSeal through p.
+func (p PeerClient) RequestSeal(ctx context.Context, addr string, epoch uint32) (wire.PeerSealReply, error) {
 	var r wire.PeerSealReply
-	body, err := peerCall(ctx, addr, &wire.PeerRequest{Kind: wire.PeerSeal, Epoch: epoch}, wire.PeerSealed)
+	body, err := p.peerCall(ctx, addr, &wire.PeerRequest{Kind: wire.PeerSeal, Epoch: epoch}, wire.PeerSealed)
 	if err == nil {
 		err = wire.DecodePeerSealReply(body, &r)
 	}
@@ -381,8 +430,13 @@ func RequestSeal(ctx context.Context, addr string, epoch uint32) (wire.PeerSealR
 // RequestPeerStatus asks the member whose peer port is addr for its role,
 // epoch and the start of its epoch as primary. ctx bounds the exchange.
 func RequestPeerStatus(ctx context.Context, addr string) (wire.PeerStatusReply, error) {
+	return PeerClient{}.RequestPeerStatus(ctx, addr)
+}
+
+// RequestPeerStatus is the package's RequestPeerStatus through p.
+func (p PeerClient) RequestPeerStatus(ctx context.Context, addr string) (wire.PeerStatusReply, error) {
 	var r wire.PeerStatusReply
-	body, err := peerCall(ctx, addr, &wire.PeerRequest{Kind: wire.PeerStatus}, wire.PeerState)
+	body, err := p.peerCall(ctx, addr, &wire.PeerRequest{Kind: wire.PeerStatus}, wire.PeerState)
 	if err == nil {
 		err = wire.DecodePeerStatusReply(body, &r)
 	}
@@ -394,8 +448,8 @@ func RequestPeerStatus(ctx context.Context, addr string) (wire.PeerStatusReply, 
 
 // peerCall sends q to addr and returns the body of the one answer frame
 // of kind want; an error frame is ErrSealRefused with its text.
-func peerCall(ctx context.Context, addr string, q *wire.PeerRequest, want uint8) ([]byte, error) {
-	c, stop, err := peerConn(ctx, addr, q)
+func (p PeerClient) peerCall(ctx context.Context, addr string, q *wire.PeerRequest, want uint8) ([]byte, error) {
+	c, stop, err := p.peerConn(ctx, addr, q)
 	if err != nil {
 		return nil, err
 	}
@@ -420,10 +474,15 @@ func peerCall(ctx context.Context, addr string, q *wire.PeerRequest, want uint8)
 // holds less: the caller checks what it got. ctx bounds the whole
 // exchange (default 10 s when it has no deadline).
 func Fetch(ctx context.Context, addr string, from, to uint64, fn func(pkt []byte) error) (held uint64, err error) {
+	return PeerClient{}.Fetch(ctx, addr, from, to, fn)
+}
+
+// Fetch is the package's Fetch through p.
+func (p PeerClient) Fetch(ctx context.Context, addr string, from, to uint64, fn func(pkt []byte) error) (held uint64, err error) {
 	if from == 0 || to < from {
 		return 0, ErrFetchRange
 	}
-	c, stop, err := peerConn(ctx, addr, &wire.PeerRequest{Kind: wire.PeerFetch, From: from, To: to})
+	c, stop, err := p.peerConn(ctx, addr, &wire.PeerRequest{Kind: wire.PeerFetch, From: from, To: to})
 	if err != nil {
 		return 0, fmt.Errorf("cluster: fetch %d..%d from %s: %w", from, to, addr, err)
 	}

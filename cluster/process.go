@@ -65,6 +65,7 @@ type Process struct {
 	join       bool
 	raftAddr   string
 	maxSenders int
+	peers      PeerClient
 	data       DataConfig
 	openClient func() (transport.Client, error)
 	cur        atomic.Pointer[standbyHandle]
@@ -142,7 +143,7 @@ func NewProcess(cfg MemberConfig, data DataConfig, open Opens) (*Process, error)
 			return nil, err
 		}
 	}
-	d := &Process{member: cfg.ID, members: cfg.Members, join: cfg.Join, raftAddr: cfg.RaftAddr, maxSenders: cfg.Sequencer.MaxSenders, data: data, openClient: open.Client}
+	d := &Process{member: cfg.ID, members: cfg.Members, join: cfg.Join, raftAddr: cfg.RaftAddr, maxSenders: cfg.Sequencer.MaxSenders, peers: peerClientOf(cfg.TLS), data: data, openClient: open.Client}
 	if data.PeerAddr != "" {
 		ln, err := net.Listen("tcp", data.PeerAddr)
 		if err != nil {
@@ -150,6 +151,9 @@ func NewProcess(cfg MemberConfig, data DataConfig, open Opens) (*Process, error)
 		}
 		pc := DefaultPeerServerConfig()
 		pc.Logger = cfg.Logger
+		if cfg.TLS != nil {
+			pc.TLS = cfg.TLS.Server(membersOnly)
+		}
 		if d.peer, err = NewPeerServer(pc, d, ln); err != nil {
 			ln.Close()
 			return nil, err
@@ -195,7 +199,7 @@ func (d *Process) newFollower() (Follower, error) {
 	sc.Member, sc.Dir, sc.MaxSenders = d.member, d.data.Dir, d.maxSenders
 	sc.AckWritten = d.data.AckWritten
 	sc.IdleSpin = d.data.IdleSpin
-	sc.Fetch = Fetch
+	sc.Fetch = d.peers.Fetch
 	s, err := standby.New(sc, cl)
 	if err != nil {
 		cl.Close()

@@ -185,6 +185,9 @@ func OpenRaft(cfg MemberConfig) (RaftDeps, error) {
 			return RaftDeps{}, fmt.Errorf("cluster: raft transport on %s: %w", cfg.RaftAddr, err)
 		}
 	}
+	if cfg.TLS != nil {
+		stream = newTLSLayer(stream, cfg.TLS, memberLog(cfg))
+	}
 	var watch *deathWatch
 	if cfg.Timeouts.DeathWatch > 0 {
 		watch = newDeathWatch(cfg.ID, cfg.Timeouts, memberLog(cfg))

@@ -54,6 +54,11 @@ type Member struct {
 	AdminAddr   string
 }
 
+// Validate says whether m may be recorded (AddMember): an id, role Voter
+// or Nonvoter, a raft address, addresses within MaxAddrBytes. A caller
+// checks it before it touches Raft's own configuration.
+func (m Member) Validate() error { return m.validate() }
+
 func (m Member) validate() error {
 	if m.ID == 0 {
 		return fmt.Errorf("%w: id 0 is reserved for \"no member\"", ErrBadMember)

@@ -1,6 +1,7 @@
 package node
 
 import (
+	"crypto/tls"
 	"fmt"
 	"time"
 
@@ -49,6 +50,10 @@ type Config struct {
 	// (0 and 1 both mean seq 1). Seqs before it are skipped; if it lies
 	// beyond the live stream, delivery starts when it is published.
 	RewindFrom uint64
+	// RewindTLS, when set, makes rewinds (and ReplayRemote with
+	// ReplayTLS) dial the replayer over TLS with it (a tlsconf
+	// Identity's Client): a replayer whose rewind port serves TLS.
+	RewindTLS *tls.Config
 
 	Window int // max unacked commands in flight
 	// WindowBytes bounds the payload bytes of unacked commands, so that a

@@ -1,8 +1,10 @@
 package node
 
 import (
+	"crypto/tls"
 	"errors"
 	"fmt"
+	"github.com/seqd/seqd/internal/tlsconf"
 	"io"
 	"net"
 	"sync"
@@ -40,6 +42,7 @@ type rewindChunk struct {
 // rewindStream is one rewind connection and its reading goroutine.
 type rewindStream struct {
 	addr  string
+	tls   *tls.Config   // Config.RewindTLS
 	delay time.Duration // before dialing (a retry)
 	full  chan rewindChunk
 	free  chan []byte
@@ -94,7 +97,7 @@ func (n *Node) openRewind() {
 
 // openRewindAt starts the rewind goroutine for addr, dialing after delay.
 func (n *Node) openRewindAt(addr string, delay time.Duration) {
-	rw := &rewindStream{addr: addr, delay: delay, full: make(chan rewindChunk, rewindChunks),
+	rw := &rewindStream{addr: addr, tls: n.cfg.RewindTLS, delay: delay, full: make(chan rewindChunk, rewindChunks),
 		free: make(chan []byte, rewindChunks), errc: make(chan error, 1), stop: make(chan struct{})}
 	for i := 0; i < rewindChunks; i++ {
 		rw.free <- make([]byte, rewindChunkBytes)
@@ -266,7 +269,7 @@ func (rw *rewindStream) read(req wire.RewindRequest) error {
 			return nil
 		}
 	}
-	c, err := net.DialTimeout("tcp", rw.addr, rewindDialWait)
+	c, err := tlsconf.Dial(rw.addr, rw.tls, rewindDialWait)
 	if err != nil {
 		return err
 	}

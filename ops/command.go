@@ -32,8 +32,11 @@ type Command struct {
 // Caller is who sent a command: for the log of mutating calls.
 type Caller struct {
 	Remote  string // remote address
-	TokenID string // the token's id, or "loopback"
+	TokenID string // the token's id, "loopback" or "read-only"
 	Via     string // "http" or "console"
+	// Operator: the caller may run commands that change something
+	// (loopback, or the operator token); else read-only (Auth.ReadToken).
+	Operator bool
 }
 
 // Table is the commands of one process, with the built-in help and list.

@@ -35,6 +35,9 @@ var (
 	ErrDuplicateCommand = errors.New("ops: duplicate command")
 	// ErrUnauthorized: a caller off loopback without the right token.
 	ErrUnauthorized = errors.New("ops: unauthorized")
+	// ErrForbidden: a read-only caller asked for a command that changes
+	// something (Auth.ReadToken).
+	ErrForbidden = errors.New("ops: forbidden: read-only caller")
 	// ErrNotReady: the process is not ready (readiness, wait-ready).
 	ErrNotReady = errors.New("ops: not ready")
 )

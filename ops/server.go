@@ -7,7 +7,6 @@ import (
 	"net"
 	"net/http"
 	"sync"
-	"time"
 )
 
 // Server serves a Surface on its listeners: HTTP on one address and the
@@ -42,8 +41,9 @@ func Serve(ctx context.Context, s *Surface, auth Auth, httpKey, httpAddr, consol
 			cancel()
 			return nil, fmt.Errorf("--%s %s: %w", httpKey, httpAddr, err)
 		}
+		ln = NewLimitListener(ln, AdminMaxConns)
 		sv.httpLn = ln
-		sv.http = &http.Server{Handler: s.Handler(), ReadHeaderTimeout: 5 * time.Second}
+		sv.http = NewHTTPServer(s.Handler())
 		sv.wg.Add(1)
 		go func() {
 			defer sv.wg.Done()

@@ -126,6 +126,10 @@ func (s *Surface) run(ctx context.Context, words []string, caller Caller) (any, 
 	if !s.Table.Mutates(c, args) {
 		return c.Run(ctx, args)
 	}
+	if !caller.Operator {
+		s.log.Warn("admin: refused", "cmd", strings.Join(words, " "), "remote", caller.Remote, "token", caller.TokenID, "via", caller.Via, "err", ErrForbidden)
+		return nil, fmt.Errorf("%w: %s changes something: it needs the operator token (this caller is %s)", ErrForbidden, c.Name, caller.TokenID)
+	}
 	t0 := time.Now()
 	s.log.Info("admin: command", "cmd", strings.Join(words, " "), "remote", caller.Remote, "token", caller.TokenID, "via", caller.Via)
 	res, err := c.Run(ctx, args)
@@ -142,10 +146,16 @@ func (s *Surface) run(ctx context.Context, words []string, caller Caller) (any, 
 // empty. TokenID names the token in the log of mutating calls (default:
 // "sha256:" and the first 8 hex digits of its hash, so the log never
 // holds the token).
+//
+// Roles: loopback callers and the Token are operators (every command);
+// ReadToken is read-only (status, metrics, lists: a command that changes
+// something is refused with ErrForbidden before it runs), for monitoring
+// that must not be able to move the primary or remove a member.
 type Auth struct {
-	Token   string
-	TokenID string
-	Logger  *slog.Logger
+	Token     string
+	TokenID   string
+	ReadToken string
+	Logger    *slog.Logger
 }
 
 // TokenEnv is the environment variable the seqd subcommands read the
@@ -155,7 +165,7 @@ const TokenEnv = "SEQD_ADMIN_TOKEN"
 // CheckListen refuses a listening address off loopback when auth has no
 // token: key names the flag in the error.
 func (a Auth) CheckListen(key, addr string) error {
-	if addr == "" || a.Token != "" || IsLoopback(addr) {
+	if addr == "" || a.Token != "" || a.ReadToken != "" || IsLoopback(addr) {
 		return nil
 	}
 	return fmt.Errorf("--%s %s is not a loopback address: set --admin-token (or %s) so that callers from elsewhere must present it, or listen on 127.0.0.1", key, addr, TokenEnv)
@@ -178,10 +188,11 @@ func IsLoopback(addr string) bool {
 type guard struct {
 	token []byte
 	id    string
+	read  []byte // the read-only token
 }
 
 func newGuard(a Auth) guard {
-	g := guard{token: []byte(a.Token), id: a.TokenID}
+	g := guard{token: []byte(a.Token), id: a.TokenID, read: []byte(a.ReadToken)}
 	if a.Token != "" && g.id == "" {
 		h := sha256.Sum256([]byte(a.Token))
 		g.id = "sha256:" + hex.EncodeToString(h[:4])
@@ -189,24 +200,27 @@ func newGuard(a Auth) guard {
 	return g
 }
 
-// allow decides for a caller at remote presenting token.
+// allow decides for a caller at remote presenting token: who it is and
+// whether it is an operator.
 func (g guard) allow(remote, token, via string) (Caller, error) {
 	c := Caller{Remote: remote, Via: via}
-	if IsLoopback(remote) {
-		c.TokenID = "loopback"
-		if token != "" && len(g.token) > 0 && subtle.ConstantTimeCompare([]byte(token), g.token) == 1 {
-			c.TokenID = g.id
-		}
-		return c, nil
+	match := func(t []byte) bool {
+		return token != "" && len(t) > 0 && subtle.ConstantTimeCompare([]byte(token), t) == 1
 	}
-	if len(g.token) == 0 {
+	switch {
+	case match(g.token):
+		c.TokenID, c.Operator = g.id, true
+		return c, nil
+	case IsLoopback(remote):
+		c.TokenID, c.Operator = "loopback", true
+		return c, nil
+	case match(g.read):
+		c.TokenID = "read-only"
+		return c, nil
+	case len(g.token) == 0 && len(g.read) == 0:
 		return c, fmt.Errorf("%w: %s is not on loopback and this process has no admin token", ErrUnauthorized, remote)
 	}
-	if subtle.ConstantTimeCompare([]byte(token), g.token) != 1 {
-		return c, fmt.Errorf("%w: %s: missing or wrong token", ErrUnauthorized, remote)
-	}
-	c.TokenID = g.id
-	return c, nil
+	return c, fmt.Errorf("%w: %s: missing or wrong token", ErrUnauthorized, remote)
 }
 
 // Answer is the JSON answer of POST /v1/cmd.
@@ -363,6 +377,8 @@ func errorStatus(err error) (int, bool) {
 		return http.StatusNotImplemented, true
 	case errors.Is(err, ErrUnauthorized):
 		return http.StatusUnauthorized, true
+	case errors.Is(err, ErrForbidden):
+		return http.StatusForbidden, true
 	case errors.Is(err, ErrNotReady):
 		return http.StatusServiceUnavailable, true
 	case errors.Is(err, context.DeadlineExceeded):

@@ -272,3 +272,74 @@ func TestNodeSurface_AdminAction(t *testing.T) {
 type nopHandler struct{}
 
 func (nopHandler) OnMessage(*node.Message) {}
+
+// TestSurface_ReadOnlyToken: off loopback, the read-only token reads
+// (status, metrics) but every command that changes something is refused
+// with ErrForbidden (403) before it reaches the member, on HTTP (the
+// command language and the older routes) and on the console; the
+// operator token runs it. transfer?to=abc is refused as bad arguments
+// and never reaches the member, for any caller.
+func TestSurface_ReadOnlyToken(t *testing.T) {
+	ip := outsideIP()
+	if ip == "" {
+		t.Skip("no address off loopback on this host")
+	}
+	auth := Auth{Token: "op-token", ReadToken: "ro-token", Logger: slog.New(slog.DiscardHandler)}
+	f := &fakeMember{status: MemberStatus{ID: 2, Role: "primary", Primary: 2, Epoch: 4, Members: []Peer{{ID: 2}, {ID: 3}}}}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	sv, err := Serve(ctx, MemberSurface(f, auth), auth, "admin-addr", ip+":0", "console-addr", ip+":0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sv.Close()
+	addr := sv.HTTPAddr()
+	ro, op := &Client{Token: "ro-token"}, &Client{Token: "op-token"}
+	if st, err := ro.FetchStatus(ctx, addr); err != nil || st.ID != 2 {
+		t.Fatalf("read-only status: %+v, %v", st, err)
+	}
+	if _, err := ro.RequestTransfer(ctx, addr, 3); err == nil || !strings.Contains(err.Error(), "forbidden") {
+		t.Fatalf("read-only transfer: %v, want forbidden", err)
+	}
+	if _, err := ro.Exec(ctx, addr, "remove-member 3", nil); err == nil || !strings.Contains(err.Error(), "forbidden") {
+		t.Fatalf("read-only remove-member: %v, want forbidden", err)
+	}
+	if len(f.transfer) != 0 || len(f.removed) != 0 {
+		t.Fatalf("a read-only caller reached the member: transfers %v removed %v", f.transfer, f.removed)
+	}
+	for _, tok := range []string{"ro-token", "op-token"} {
+		req, _ := http.NewRequestWithContext(ctx, "POST", "http://"+addr+"/v1/transfer?to=abc", nil)
+		req.Header.Set("Authorization", "Bearer "+tok)
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if want := map[string]int{"ro-token": http.StatusForbidden, "op-token": http.StatusBadRequest}[tok]; resp.StatusCode != want {
+			t.Fatalf("transfer?to=abc with %s: %d, want %d", tok, resp.StatusCode, want)
+		}
+	}
+	if len(f.transfer) != 0 {
+		t.Fatalf("transfer?to=abc reached the member: %v", f.transfer)
+	}
+	if h, err := op.RequestTransfer(ctx, addr, 3); err != nil || h.To != 3 {
+		t.Fatalf("operator transfer: %+v, %v", h, err)
+	}
+
+	c, err := net.Dial("tcp", sv.ConsoleAddr())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	ask := consoleAsker(t, c, bufio.NewReader(c))
+	ask("")
+	if out := ask("auth ro-token"); !strings.Contains(out, "authenticated as read-only") {
+		t.Fatalf("auth: %q", out)
+	}
+	if out := ask("transfer-primary 3"); !strings.Contains(out, "forbidden") {
+		t.Fatalf("read-only transfer on the console: %q", out)
+	}
+	if len(f.transfer) != 1 {
+		t.Fatalf("member saw %d transfers, want 1 (the operator's)", len(f.transfer))
+	}
+}

@@ -60,6 +60,13 @@ type Config struct {
 	ProbeInterval time.Duration
 	// Logger receives memberlist's log (warnings and errors); nil: none.
 	Logger *slog.Logger
+	// Keys, when set, encrypt and authenticate every gossip message
+	// (memberlist's keyring, AES-GCM): the first encrypts, every one is
+	// tried on what arrives (two during a rotation), and a message that
+	// none opens is dropped (GossipVerifyIncoming and Outgoing), so a
+	// member without a key is never joined and its meta never used.
+	// Each key is 16, 24 or 32 bytes (ReadKeyFile). Empty: plain gossip.
+	Keys [][]byte
 }
 
 // DefaultConfig is for a LAN: loopback bind on DefaultGossipPort (change
@@ -105,6 +112,11 @@ func (c Config) Validate() error {
 		return fmt.Errorf("%w: LeaveTimeout = %v, want > 0", ErrConfig, c.LeaveTimeout)
 	case c.ProbeInterval < 0:
 		return fmt.Errorf("%w: ProbeInterval = %v, want >= 0", ErrConfig, c.ProbeInterval)
+	}
+	for i, k := range c.Keys {
+		if n := len(k); n != 16 && n != 24 && n != 32 {
+			return fmt.Errorf("%w: Keys[%d] of %d bytes, want 16, 24 or 32", ErrConfig, i, n)
+		}
 	}
 	for _, s := range c.Seeds {
 		if _, err := seedAddr(s); err != nil {
@@ -229,6 +241,14 @@ func NewAgent(cfg Config, meta MetaFunc) (*Agent, error) {
 		mc.ProbeInterval = cfg.ProbeInterval
 		mc.ProbeTimeout = min(mc.ProbeTimeout, cfg.ProbeInterval/2)
 		mc.GossipInterval = min(mc.GossipInterval, cfg.ProbeInterval)
+	}
+	if len(cfg.Keys) > 0 {
+		kr, err := memberlist.NewKeyring(cfg.Keys, cfg.Keys[0])
+		if err != nil {
+			return nil, fmt.Errorf("%w: Keys: %w", ErrConfig, err)
+		}
+		mc.Keyring = kr
+		mc.GossipVerifyIncoming, mc.GossipVerifyOutgoing = true, true
 	}
 	mc.Name = cfg.Name
 	mc.BindAddr, mc.BindPort = cfg.BindAddr, cfg.BindPort

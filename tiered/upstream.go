@@ -1,8 +1,10 @@
 package tiered
 
 import (
+	"crypto/tls"
 	"errors"
 	"fmt"
+	"github.com/seqd/seqd/internal/tlsconf"
 	"io"
 	"log/slog"
 	"net"
@@ -38,6 +40,8 @@ type UpstreamConfig struct {
 	DialTimeout time.Duration
 	// Logger gets each switch of upstream. nil: slog.Default().
 	Logger *slog.Logger
+	// TLS, when set, dials the upstream's rewind port over TLS with it.
+	TLS *tls.Config
 }
 
 // DefaultUpstreamConfig: 30 s without progress before giving up, pauses
@@ -414,7 +418,7 @@ func (u *Upstream) follow(addr string, from uint64, session *uint64, fromOldest 
 // follow; the caller closes the connection.
 func (u *Upstream) ask(addr string, from, session uint64) (net.Conn, wire.RewindReply, error) {
 	var rep wire.RewindReply
-	c, err := net.DialTimeout("tcp", addr, u.cfg.DialTimeout)
+	c, err := tlsconf.Dial(addr, u.cfg.TLS, u.cfg.DialTimeout)
 	if err != nil {
 		return nil, rep, err
 	}

@@ -17,6 +17,7 @@ func adminServeFlags(withAddr bool) []cli.Flag {
 	fs := []cli.Flag{
 		options.String("console-addr", "", "host:port of the admin console (telnet or nc: the admin command language, one command a line; empty: none)"),
 		options.String("admin-token", "", "token callers off loopback must present (HTTP: Authorization: Bearer TOKEN; console: auth TOKEN); needed to listen off loopback"),
+		options.String("security.admin-read-token", "", "a read-only admin token: callers off loopback presenting it get status, lists and metrics, and every command that changes something is refused (403); --admin-token is the operator's"),
 	}
 	if withAddr {
 		fs = append([]cli.Flag{options.String("admin-addr", "", "host:port of the admin endpoint (HTTP: /v1/status, /v1/cmd, /metrics, /healthz, /readyz; empty: none; keep it on loopback or set --admin-token)")}, fs...)
@@ -26,7 +27,7 @@ func adminServeFlags(withAddr bool) []cli.Flag {
 
 // adminAuth is the --admin-token of c, with the process's logger.
 func adminAuth(c *cli.Context, log *slog.Logger) ops.Auth {
-	return ops.Auth{Token: c.String("admin-token"), Logger: log}
+	return ops.Auth{Token: c.String("admin-token"), ReadToken: c.String("security.admin-read-token"), Logger: log}
 }
 
 // serveAdmin serves s on --admin-addr and --console-addr (when given)

@@ -30,6 +30,7 @@ func benchCommand() *cli.Command {
 			&cli.StringFlag{Name: "delivery", Value: d.Delivery, Usage: "safe | fast: the nodes' delivery mode (node.mode)"},
 			&cli.StringFlag{Name: "faults", Usage: "--mode bridge: seeded faults on the bridge's UDP channel where the receiving end reads it, e.g. loss=0.05,seed=9 (the TCP channel stays healthy)"},
 			&cli.BoolFlag{Name: "auth", Usage: "run every process with authenticated frames (keys drawn for the run; udp only)"},
+			&cli.StringFlag{Name: "tls", Value: "off", Usage: "off | on | compare: with --transport tcp, every process holds a certificate of a throwaway CA (mutual TLS 1.3 on the stream and commands); compare runs without, then with, and prints the ratios"},
 		},
 		Action: func(c *cli.Context) error {
 			cfg := bench.Config{
@@ -47,6 +48,7 @@ func benchCommand() *cli.Command {
 				Delivery:   c.String("delivery"),
 				Faults:     c.String("faults"),
 				Auth:       c.Bool("auth"),
+				TLS:        c.String("tls"),
 			}
 			if cfg.Mode == "rewind" && !c.IsSet("transport") {
 				cfg.Transport = "tcp"

@@ -95,6 +95,14 @@ func clusterConfig(c *cli.Context, seq sequencer.Config, log *slog.Logger) (clus
 	if err := cfg.AdminAuth.CheckListen("admin-addr", cfg.AdminAddr); err != nil {
 		return cfg, err
 	}
+	id, err := tlsIdentity(c)
+	if err != nil {
+		return cfg, err
+	}
+	if id != nil && id.Name() != cluster.MemberName(cfg.ID) {
+		return cfg, options.KeyError("security.tls-cert", fmt.Sprintf("%q (certificate of %s)", c.String("security.tls-cert"), id.Name()), "the certificate of "+cluster.MemberName(cfg.ID)+" (--id "+fmt.Sprint(cfg.ID)+")")
+	}
+	cfg.TLS = id
 	if cfg.Dir == "" {
 		return cfg, options.KeyError("dir", `""`, "a directory for the raft log, snapshots and stream store")
 	}

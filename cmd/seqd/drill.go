@@ -99,6 +99,7 @@ func runDrillNode(cc *cli.Context) error {
 	log := options.NewLogger(cc)
 	cfg := drill.NodeConfig{Node: node.DefaultConfig(), RatePerSecond: cc.Int("rate"), PayloadBytes: cc.Int("size"), Log: log}
 	nc := &cfg.Node
+	nc.RewindTLS = rewindTLS(cc)
 	nc.Rewind = true
 	nc.BlockWhenFull = true
 	nc.Replayers = cc.StringSlice("replayer")

@@ -24,6 +24,7 @@ func gossipFlags(withTier bool) []cli.Flag {
 			"join replayer discovery by gossip through these seeds (host[:port], comma-separated; port "+strconv.Itoa(tiered.DefaultGossipPort)+" by default); also "+tiered.SeedsEnv, tiered.SeedsEnv),
 		options.String("gossip.bind", "", "host:port gossip listens on (UDP and TCP; default 127.0.0.1:0, a free port on loopback); setting it alone starts gossip with no seed (the member others name as theirs)"),
 		options.String("gossip.name", "", "this member's name in gossip (default: hostname-pid)"),
+		options.String("security.gossip-key-file", "", "gossip keys (one a line, base64 or hex, 16/24/32 bytes; the first encrypts, the others are accepted during a rotation; make one with: openssl rand -base64 32): every gossip message is encrypted and authenticated, a member without the key is never joined"),
 		options.Duration("gossip.wait", 5*time.Second, "seqd tail and node: how long to wait for gossip to show a replayer that holds --from (seq 1 for a node)"),
 	}
 	if withTier {
@@ -57,6 +58,11 @@ func startGossip(c *cli.Context, log *slog.Logger, meta tiered.MetaFunc) (*tiere
 	}
 	cfg.Name = c.String("gossip.name")
 	cfg.Logger = log
+	if f := c.String("security.gossip-key-file"); f != "" {
+		if cfg.Keys, err = tiered.ReadKeyFile(f); err != nil {
+			return nil, options.KeyError("security.gossip-key-file", fmt.Sprintf("%q", f), err.Error())
+		}
+	}
 	a, err := tiered.NewAgent(cfg, meta)
 	if err != nil {
 		return nil, fmt.Errorf("gossip: %w", err)

@@ -63,6 +63,7 @@ func runLogger(cc *cli.Context) error {
 			"MaxFileBytes": "max-file-bytes", "Keep": "keep", "MaxPayloadBytes": "max-payload-bytes"})
 	}
 	cfg := node.DefaultConfig()
+	cfg.RewindTLS = rewindTLS(cc)
 	cfg.ReadOnly = true
 	from, err := parseFrom(cc.String("from"))
 	if err != nil {

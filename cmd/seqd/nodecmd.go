@@ -65,6 +65,7 @@ printing "node: stopped ..."; 1 on any error (configuration, verification,
 func runNode(cc *cli.Context) error {
 	log := options.NewLogger(cc)
 	cfg := node.DefaultConfig()
+	cfg.RewindTLS = rewindTLS(cc)
 	// The built-in node verifies and counts (--expect) the stream from
 	// seq 1, as it always did; library nodes start live by default.
 	cfg.Rewind = true

@@ -140,6 +140,9 @@ func runReplayer(c *cli.Context) error {
 			return err
 		}
 		defer l.Close()
+		if l, err = tlsListener(c, l); err != nil {
+			return err
+		}
 		serveRewind = func(ctx context.Context, svc *replayer.Service, _ string, log *slog.Logger) error {
 			return serveRewindsOnStore(ctx, svc, l, log)
 		}
@@ -211,6 +214,7 @@ func newUpstream(c *cli.Context, log *slog.Logger, session uint64) (*tiered.Upst
 	cfg.FromOldest = c.Bool("from-live")
 	cfg.FailoverWait = c.Duration("upstream.failover-wait")
 	cfg.Logger = log
+	cfg.TLS = rewindTLS(c)
 	if len(cfg.Addrs) == 0 {
 		// Gossip names the upstream (SetSource after the Agent starts).
 		cfg.Source = func(uint64, string) string { return "" }
@@ -229,6 +233,11 @@ func openNakServer(c *cli.Context, addr string) (transport.Server, error) {
 	if c.String("transport") == "tcp" {
 		tc := tcp.DefaultConfig()
 		tc.Addr = addr
+		id, err := tlsIdentity(c)
+		if err != nil {
+			return nil, err
+		}
+		tc.TLS = id // the nodes' repair sources dial it with theirs
 		s, err := tcp.NewServer(tc)
 		if err != nil {
 			return nil, fmt.Errorf("nak-addr: %w", err)

@@ -78,6 +78,7 @@ func runTail(cc *cli.Context) error {
 		return err
 	}
 	cfg := node.DefaultConfig()
+	cfg.RewindTLS = rewindTLS(cc)
 	cfg.ReadOnly = true
 	from, err := parseFrom(cc.String("from"))
 	if err != nil {

@@ -43,6 +43,7 @@ func transportFlags(server bool) []cli.Flag {
 	}
 	flags = append(flags, securityFlags()...)
 	flags = append(flags, options.LogFlags()...)
+	flags = append(flags, tlsFlags()...)
 	if server {
 		flags = append(flags, options.String("tcp.listen", "", "address the sequencer listens on when --tcp.addr lists a cluster's members (default: the entry of --tcp.addr at this member's place in --peers)"))
 	}
@@ -100,6 +101,9 @@ func tcpConfig(c *cli.Context, faults fault.Config, log *slog.Logger) tcp.Config
 	}
 	tc.Faults = faults
 	tc.Logger = log
+	// An identity that fails to load is reported by validateTransport,
+	// openServer and openClient (tlsIdentity), before anything opens.
+	tc.TLS, _ = tlsIdentity(c)
 	return tc
 }
 
@@ -152,6 +156,9 @@ var transportKeys = map[string]string{
 // validateTransport checks the transport keys without opening anything:
 // a server's (the sequencer's) or a client's.
 func validateTransport(c *cli.Context, server bool) error {
+	if _, err := tlsIdentity(c); err != nil {
+		return err
+	}
 	cfg := transportConfig(c, fault.Config{}, nil)
 	if server {
 		return options.Keyed(cfg.ValidateServer(), transportKeys)
@@ -161,6 +168,9 @@ func validateTransport(c *cli.Context, server bool) error {
 
 // openServer opens the sequencer's end of the configured transport.
 func openServer(c *cli.Context, log *slog.Logger) (transport.Server, error) {
+	if _, err := tlsIdentity(c); err != nil {
+		return nil, err
+	}
 	cfg := transportConfig(c, fault.Config{}, log)
 	if err := cfg.ValidateServer(); err != nil {
 		return nil, options.Keyed(err, transportKeys)
@@ -175,6 +185,9 @@ func openServer(c *cli.Context, log *slog.Logger) (transport.Server, error) {
 // openClient opens a node's end of the configured transport (a cluster
 // member's for role "standby").
 func openClient(c *cli.Context, log *slog.Logger, role string) (transport.Client, error) {
+	if _, err := tlsIdentity(c); err != nil {
+		return nil, err
+	}
 	cfg := transportConfig(c, fault.Config{}, log)
 	cfg.Standby = role == "standby"
 	if err := cfg.ValidateClient(); err != nil {

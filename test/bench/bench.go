@@ -50,6 +50,10 @@ type Config struct {
 	// drawn for the run (a stream key, a shared command key, a member
 	// key) in a temporary directory.
 	Auth bool
+	// TLS is off, on (every process of a tcp run holds a certificate of
+	// a throwaway CA: mutual TLS on the stream and commands) or compare
+	// (the run without, then with, and the ratios) (--tls).
+	TLS string
 
 	// Exe is the seqd binary the bench starts its processes from (`seqd
 	// sequencer`, `seqd node`, `seqd bench-peer`...); empty: this
@@ -108,6 +112,10 @@ func (o Config) Validate() error {
 		return fmt.Errorf("bench: --delivery %q (want safe or fast)", o.Delivery)
 	case o.Sequencers == 3 && (o.Transport != "udp" || (o.Mode != "tput" && o.Mode != "rtt" && o.Mode != "idle")):
 		return fmt.Errorf("bench: --sequencers 3 runs with --transport udp and --mode tput, rtt or idle (a cluster's stream is udp multicast)")
+	case o.TLS != "" && o.TLS != "off" && o.TLS != "on" && o.TLS != "compare":
+		return fmt.Errorf("bench: --tls %q (want off, on or compare)", o.TLS)
+	case o.TLS != "" && o.TLS != "off" && (o.Transport != "tcp" || (o.Mode != "tput" && o.Mode != "rtt") || o.Sequencers != 1):
+		return fmt.Errorf("bench: --tls %s runs with --transport tcp, --mode tput or rtt and one sequencer", o.TLS)
 	case o.Sequencers == 3 && cluster.Profiles[o.Timeouts] == nil:
 		return fmt.Errorf("bench: --timeouts %q (want lan, wan or test)", o.Timeouts)
 	}

@@ -68,6 +68,9 @@ func benchProcesses(ctx context.Context, o Config, outDir string) error {
 	if o.Sequencers == 3 && o.Mode != "idle" {
 		return benchCompareCluster(ctx, o, outDir)
 	}
+	if o.TLS == "compare" {
+		return benchCompareTLS(ctx, o, outDir)
+	}
 	line, err := benchRun(ctx, o, outDir)
 	if err != nil {
 		return err
@@ -135,6 +138,23 @@ func benchRunIn(ctx context.Context, o Config, outDir string, set *children, pri
 			return "", err
 		}
 		netArgs = append(netArgs, keyArgs...)
+	}
+	if o.TLS == "on" {
+		dir, err := os.MkdirTemp("", "seqd-bench-tls-")
+		if err != nil {
+			return "", err
+		}
+		defer os.RemoveAll(dir)
+		tlsArgs, err := benchTLSArgs(dir)
+		if err != nil {
+			return "", err
+		}
+		netArgs = append(netArgs, tlsArgs...)
+		defer func() {
+			if line != "" {
+				line += " tls=on"
+			}
+		}()
 	}
 	ctx, cancel := context.WithTimeout(ctx, 10*time.Minute)
 	defer cancel()

@@ -46,7 +46,7 @@ var (
 func TestCluster_TCPKillPrimaryUnderLoad(t *testing.T) {
 	addrs := strings.Join([]string{freeTCPAddr(t), freeTCPAddr(t), freeTCPAddr(t)}, ",")
 	tcpNet := []string{"--transport", "tcp", "--tcp.addr", addrs}
-	killPrimaryUnderLoad(t, "tcp", tcpNet, tcpNet, tcpNet)
+	killPrimaryUnderLoad(t, "tcp", tcpNet, tcpNet, tcpNet, nil)
 }
 
 // TestCluster_HybridKillPrimaryUnderLoad is the same over a hybrid
@@ -58,12 +58,12 @@ func TestCluster_HybridKillPrimaryUnderLoad(t *testing.T) {
 	addrs := strings.Join([]string{freeTCPAddr(t), freeTCPAddr(t), freeTCPAddr(t)}, ",")
 	udp := []string{"--udp.stream-group", mc.StreamGroup, "--udp.command-group", mc.CommandGroup}
 	seqNet := append([]string{"--transport", "hybrid", "--tcp.addr", addrs}, udp...)
-	killPrimaryUnderLoad(t, "hybrid", seqNet, []string{"--transport", "tcp", "--tcp.addr", addrs}, append([]string{"--transport", "udp"}, udp...))
+	killPrimaryUnderLoad(t, "hybrid", seqNet, []string{"--transport", "tcp", "--tcp.addr", addrs}, append([]string{"--transport", "udp"}, udp...), nil)
 }
 
-// killPrimaryUnderLoad runs the members on seqNet, nodes A and F on
-// netAF and nodes B and R on netBR.
-func killPrimaryUnderLoad(t *testing.T, name string, seqNet, netAF, netBR []string) {
+// killPrimaryUnderLoad runs the members on seqNet (and memberArgs(id):
+// nil, none), nodes A and F on netAF and nodes B and R on netBR.
+func killPrimaryUnderLoad(t *testing.T, name string, seqNet, netAF, netBR []string, memberArgs func(id int) []string) {
 	bin := seqd(t)
 	// One budget for the whole run: seven processes start, elect, send,
 	// fail over, drain and report. On a 2-core machine at load 40 a
@@ -74,7 +74,7 @@ func killPrimaryUnderLoad(t *testing.T, name string, seqNet, netAF, netBR []stri
 	defer cancel()
 	// The test profile (300 ms): with lan's 50 ms, a machine as loaded as
 	// CI's changes leaders by itself before and after the kill.
-	r := startCluster(t, ctx, bin, seqNet, "test")
+	r := startClusterWith(t, ctx, bin, seqNet, "test", nil, memberArgs)
 	old, e0, _ := r.primary(ctx, 1)
 
 	const rate = 1500

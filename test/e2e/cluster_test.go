@@ -59,6 +59,13 @@ func startCluster(t *testing.T, ctx context.Context, bin string, net []string, t
 // where given (not empty).
 func startClusterIn(t *testing.T, ctx context.Context, bin string, net []string, timeouts string, dirs []string) *clusterRun {
 	t.Helper()
+	return startClusterWith(t, ctx, bin, net, timeouts, dirs, nil)
+}
+
+// startClusterWith is startClusterIn with member id's own flags
+// (memberArgs(id), nil: none): its certificate.
+func startClusterWith(t *testing.T, ctx context.Context, bin string, net []string, timeouts string, dirs []string, memberArgs func(id int) []string) *clusterRun {
+	t.Helper()
 	r := &clusterRun{t: t, bin: bin, net: net}
 	var peers []string
 	for id := 1; id <= 3; id++ {
@@ -74,6 +81,9 @@ func startClusterIn(t *testing.T, ctx context.Context, bin string, net []string,
 		}
 		args := append([]string{"sequencer", "--cluster", "--id", fmt.Sprint(id), "--dir", dir,
 			"--peers", strings.Join(peers, ","), "--timeouts", timeouts}, net...)
+		if memberArgs != nil {
+			args = append(args, memberArgs(id)...)
+		}
 		r.procs = append(r.procs, r.start(ctx, id, args))
 	}
 	return r

@@ -7,6 +7,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/seqd/seqd/internal/tlsconf/tlstest"
 )
 
 // TestCLI_RewindLateJoin: with the sequencer's ring far too small to
@@ -15,9 +17,11 @@ import (
 // `seqd node --rewind` join midway, rewind from seq 1 and merge onto the
 // live stream: the tail prints seqs 1..N dense with the publisher's
 // commands once and in order, and the node verifies the whole stream
-// and exits ok. Over UDP multicast and over TCP.
+// and exits ok. Over UDP multicast, over TCP, and over TCP with mutual
+// TLS everywhere (the stream, the commands and the rewinds; every
+// process holds a certificate of one test CA).
 func TestCLI_RewindLateJoin(t *testing.T) {
-	for _, kind := range []string{"udp", "tcp"} {
+	for _, kind := range []string{"udp", "tcp", "tls"} {
 		t.Run(kind, func(t *testing.T) { rewindLateJoin(t, kind) })
 	}
 }
@@ -33,9 +37,12 @@ func rewindLateJoin(t *testing.T, kind string) {
 	} else {
 		netArgs = []string{"--transport", "tcp", "--tcp.addr", freeTCPAddr(t)}
 	}
+	if kind == "tls" {
+		netArgs = append(netArgs, tlsArgs(tlstest.New(t, "site").Config(t, "node-rewind"))...)
+	}
 	seq, seqLines, seqErr := startSequencer(t, ctx, bin, append([]string{"--sequencer.max-packet-bytes", "1472", "--sequencer.ring-bytes", "94208"}, netArgs...))
 	nak := freeUDPAddr(t)
-	if kind == "tcp" {
+	if kind != "udp" {
 		nak = freeTCPAddr(t)
 	}
 	rewindAddr := freeTCPAddr(t)

@@ -1,6 +1,7 @@
 package tcp
 
 import (
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"math/rand/v2"
@@ -10,6 +11,7 @@ import (
 	"time"
 
 	"github.com/seqd/seqd/internal/epoll"
+	"github.com/seqd/seqd/internal/tlsconf"
 	"github.com/seqd/seqd/transport"
 )
 
@@ -43,6 +45,7 @@ type Client struct {
 
 	closed atomic.Bool
 	wg     sync.WaitGroup
+	tls    *tls.Config // cfg.TLS's client configuration, or nil
 }
 
 var (
@@ -54,7 +57,7 @@ var (
 // newClient makes a Client and its poller; a source (home set) shares
 // its owner's poller and inbox.
 func newClient(cfg Config, peer transport.Peer, stream uint64, name string, home *endpoint) (*Client, error) {
-	c := &Client{cfg: cfg, out: make([]byte, 0, cfg.WriteBufferBytes), addrs: cfg.serverAddrs(), peer: peer}
+	c := &Client{cfg: cfg, out: make([]byte, 0, cfg.WriteBufferBytes), addrs: cfg.serverAddrs(), peer: peer, tls: clientTLS(&cfg)}
 	var p *epoll.Set
 	if home != nil {
 		p = home.poller
@@ -93,8 +96,9 @@ func Dial(cfg Config) (*Client, error) {
 		return nil, err
 	}
 	var errs []error
+	tcfg := clientTLS(&cfg)
 	for i, a := range cfg.serverAddrs() {
-		nc, err := net.DialTimeout("tcp", a, cfg.DialTimeout)
+		nc, err := dialConn(&cfg, tcfg, a)
 		if err != nil {
 			errs = append(errs, fmt.Errorf("tcp: dial %s: %w", a, err))
 			continue
@@ -114,6 +118,31 @@ func Dial(cfg Config) (*Client, error) {
 		return c, nil
 	}
 	return nil, errors.Join(errs...)
+}
+
+// clientTLS is cfg.TLS's client configuration (nil: plain TCP).
+func clientTLS(cfg *Config) *tls.Config {
+	if cfg.TLS == nil {
+		return nil
+	}
+	return cfg.TLS.Client(cfg.TLSPeers)
+}
+
+// dialConn connects to addr within cfg.DialTimeout, and handshakes TLS when
+// cfg.TLS is set (a refusal is explained: tlsconf.Explain).
+func dialConn(cfg *Config, tcfg *tls.Config, addr string) (net.Conn, error) {
+	nc, err := net.DialTimeout("tcp", addr, cfg.DialTimeout)
+	if err != nil || tcfg == nil {
+		return nc, err
+	}
+	tc := tls.Client(nc, tcfg)
+	_ = tc.SetDeadline(time.Now().Add(cfg.DialTimeout))
+	if err := tc.Handshake(); err != nil {
+		_ = nc.Close()
+		return nil, fmt.Errorf("%w: %w", ErrHandshake, tlsconf.Explain(addr, err))
+	}
+	_ = tc.SetDeadline(time.Time{})
+	return tc, nil
 }
 
 // Open validates cfg and returns a Client that connects in the
@@ -189,8 +218,11 @@ func (c *Client) dialRound() *conn {
 	at := int(c.at.Load())
 	for k := 1; k <= len(c.addrs); k++ {
 		i := (at + k) % len(c.addrs)
-		nc, err := net.DialTimeout("tcp", c.addrs[i], c.cfg.DialTimeout)
+		nc, err := dialConn(&c.cfg, c.tls, c.addrs[i])
 		if err != nil {
+			if errors.Is(err, ErrHandshake) {
+				c.ep.closes.Note(1, err)
+			}
 			continue
 		}
 		cn := newConn(nc, c.peer, c.cfg, &c.ep)

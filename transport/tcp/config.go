@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/seqd/seqd/internal/config"
+	"github.com/seqd/seqd/internal/tlsconf"
 	"github.com/seqd/seqd/transport/fault"
 )
 
@@ -72,6 +73,18 @@ type Config struct {
 	// frame is simply not delivered). The Server uses fault stream 0 and a
 	// Client stream 1: give endpoints different seeds to decorrelate them.
 	Faults fault.Config
+	// TLS, when set, wraps every connection in mutual TLS 1.3 with this
+	// identity (tlsconf.Identity.Server for a Server, .Client for a
+	// Client), peers checked by certificate and by TLSPeers. A Server
+	// handshakes each connection before it takes a slot (within
+	// DialTimeout, at most maxHandshakes at once); a refused peer is
+	// logged with why and counted in Drops.RefusedConns. A TLS
+	// connection is read by a goroutine rather than by Poll (no file
+	// descriptor to poll; see the package comment). nil: plain TCP.
+	TLS *tlsconf.Identity
+	// TLSPeers restricts the peers' certificate names (nil: any the CA
+	// signed).
+	TLSPeers tlsconf.Allow
 	// Logger receives the warnings about connections closed for cause
 	// (with the reason) and refused, at most one line per
 	// transport.DefaultLogInterval with the count. nil means
@@ -96,7 +109,9 @@ const (
 	DefaultReconnectMin      = 20 * time.Millisecond
 	DefaultReconnectMax      = 2 * time.Second
 
-	maxMaxFrameBytes   = 1 << 30
+	maxMaxFrameBytes = 1 << 30
+	// maxHandshakes bounds a Server's TLS handshakes in progress.
+	maxHandshakes      = 64
 	maxAddrs           = 64
 	minBufferBytes     = 4 << 10
 	maxBufferBytes     = 1 << 30

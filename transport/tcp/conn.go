@@ -15,6 +15,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/seqd/seqd/internal/epoll"
+	"github.com/seqd/seqd/internal/tlsconf"
 	"github.com/seqd/seqd/transport"
 )
 
@@ -403,6 +404,11 @@ func (c *conn) readLoop(q *inbox, fr *frameReader) {
 	e := c.ep
 	for {
 		if _, err := fr.fill(c.nc); err != nil {
+			if tlsconf.IsRemoteAlert(err) {
+				// TLS 1.3: a server that refused this client's
+				// certificate says so only at the first read.
+				err = fmt.Errorf("%w: %w", ErrHandshake, tlsconf.Explain(c.remote, err))
+			}
 			c.kill(err)
 			return
 		}

@@ -25,4 +25,7 @@ var (
 	// ErrDisconnected is why a connection closed by Server.Disconnect
 	// ended.
 	ErrDisconnected = errors.New("tcp: disconnected by the server")
+	// ErrHandshake is why a connection whose TLS handshake failed was
+	// closed (Config.TLS): the error wrapped says why (tlsconf.Explain).
+	ErrHandshake = errors.New("tcp: TLS handshake")
 )

@@ -1,6 +1,7 @@
 package tcp
 
 import (
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"math/bits"
@@ -50,6 +51,9 @@ type Server struct {
 
 	closed atomic.Bool
 	wg     sync.WaitGroup
+	// shaking bounds the TLS handshakes in progress (Config.TLS).
+	shaking chan struct{}
+	tls     *tls.Config
 }
 
 var (
@@ -92,6 +96,10 @@ func serveOn(cfg Config, ln net.Listener) (*Server, error) {
 		free:     make([]int32, cfg.MaxConns),
 		slotBits: uint(bits.Len(uint(cfg.MaxConns))),
 		pub:      make([]byte, 0, cfg.WriteBufferBytes),
+		shaking:  make(chan struct{}, maxHandshakes),
+	}
+	if cfg.TLS != nil {
+		s.tls = cfg.TLS.Server(cfg.TLSPeers)
 	}
 	for i := range s.free {
 		s.free[i] = int32(i)
@@ -144,35 +152,73 @@ func (s *Server) acceptLoop() {
 			time.Sleep(10 * time.Millisecond)
 			continue
 		}
-		s.mu.Lock()
-		if s.closed.Load() {
-			s.mu.Unlock()
-			_ = nc.Close()
-			return
-		}
-		if len(s.free) == 0 {
-			s.mu.Unlock()
-			s.ep.refusedConns.Add(1)
-			s.ep.closes.Note(1, fmt.Errorf("%w (%d): %s", ErrTooManyConns, s.cfg.MaxConns, nc.RemoteAddr()))
-			_ = nc.Close()
+		if s.tls != nil {
+			select {
+			case s.shaking <- struct{}{}:
+				s.wg.Add(1)
+				go s.handshake(nc)
+			default:
+				s.ep.refusedConns.Add(1)
+				s.ep.closes.Note(1, fmt.Errorf("%w (%d handshakes at once): %s", ErrTooManyConns, cap(s.shaking), nc.RemoteAddr()))
+				_ = nc.Close()
+			}
 			continue
 		}
-		slot := s.free[0]
-		s.free = s.free[1:]
-		c := newConn(nc, s.peerOf(slot, s.slotGen[slot]), s.cfg, &s.ep)
-		c.slot = slot
-		s.live = append(s.live, c)
-		s.gen.Add(1)
-		// After gen moved: an event of c finds it (connOf refreshes).
-		err = c.register(slot, int32(c.peer))
-		s.wg.Add(2)
-		s.mu.Unlock()
-		if err != nil {
-			c.kill(err)
+		if !s.admit(nc) {
+			return
 		}
-		go c.writeLoop(&s.wg)
-		go s.readLoop(c)
 	}
+}
+
+// handshake runs the TLS handshake of an accepted connection, bounded by
+// DialTimeout, then admits it; a refused peer is logged with why.
+func (s *Server) handshake(nc net.Conn) {
+	defer s.wg.Done()
+	defer func() { <-s.shaking }()
+	tc := tls.Server(nc, s.tls)
+	_ = tc.SetDeadline(time.Now().Add(s.cfg.DialTimeout))
+	if err := tc.Handshake(); err != nil {
+		s.ep.refusedConns.Add(1)
+		s.ep.closes.Note(1, fmt.Errorf("%w: %s: %w", ErrHandshake, nc.RemoteAddr(), err))
+		_ = nc.Close()
+		return
+	}
+	_ = tc.SetDeadline(time.Time{})
+	s.admit(tc)
+}
+
+// admit gives nc a slot (or closes it when none is free); false when the
+// server closed.
+func (s *Server) admit(nc net.Conn) bool {
+	s.mu.Lock()
+	if s.closed.Load() {
+		s.mu.Unlock()
+		_ = nc.Close()
+		return false
+	}
+	if len(s.free) == 0 {
+		s.mu.Unlock()
+		s.ep.refusedConns.Add(1)
+		s.ep.closes.Note(1, fmt.Errorf("%w (%d): %s", ErrTooManyConns, s.cfg.MaxConns, nc.RemoteAddr()))
+		_ = nc.Close()
+		return true
+	}
+	slot := s.free[0]
+	s.free = s.free[1:]
+	c := newConn(nc, s.peerOf(slot, s.slotGen[slot]), s.cfg, &s.ep)
+	c.slot = slot
+	s.live = append(s.live, c)
+	s.gen.Add(1)
+	// After gen moved: an event of c finds it (connOf refreshes).
+	err := c.register(slot, int32(c.peer))
+	s.wg.Add(2)
+	s.mu.Unlock()
+	if err != nil {
+		c.kill(err)
+	}
+	go c.writeLoop(&s.wg)
+	go s.readLoop(c)
+	return true
 }
 
 // readLoop reads c into the inbox if Poll cannot read it (see conn),
