@@ -216,6 +216,11 @@ func (s *leadShell) act(rd failover.Ready) (*failover.Start, error) {
 			ns.ID = NewSessionID(ns.Prev, n.deps.Clock().Wall)
 			cmd = ns
 		}
+		if d, ok := cmd.(fsm.DropCheckpoints); ok {
+			cp, _ := n.fsm.State().LastCheckpoint()
+			n.log.Error("a checkpoint is above what every member that answered the seal holds: dropping it so that the epoch can begin (forged standby acks, or writes lost to a power cut; nodes that delivered past the cut will stop diverged)",
+				"epoch", d.Epoch, "cut", d.Above, "checkpoint", cp.Seq)
+		}
 		st, err := n.apply(cmd)
 		switch {
 		case errors.Is(err, errNotLeader):
