@@ -21,22 +21,25 @@ import (
 // would make every later seal fail and the standby never ack again). A
 // member that runs no standby because it sequences (deposed from Raft,
 // not yet stopped) answers for what its store wrote and counts no more
-// toward stable. Safe from any goroutine.
+// toward stable. The answer carries the newest sequencer time the member
+// saw (the old primary's last heartbeat included): the new epoch's clock
+// floor. Safe from any goroutine.
 func (n *Member) Seal(epoch uint32) (wire.PeerSealReply, error) {
 	if err := failover.CheckSeal(n.fsm.State(), uint64(epoch)); err != nil {
 		return wire.PeerSealReply{}, err
 	}
-	c, held, err := n.fr.seal(epoch)
+	c, held, stamp, err := n.fr.seal(epoch)
 	if errors.Is(err, errNotFollowing) {
 		if p := n.self.Load(); p != nil {
 			c, err = p.seal(epoch, n.published.Load())
 			held = p.epoch
+			stamp = n.lastStamp.Load() // its own last record or heartbeat
 		}
 	}
 	if err != nil {
 		return wire.PeerSealReply{}, err
 	}
-	return wire.PeerSealReply{Member: n.cfg.ID, Contiguous: c, HeldEpoch: held}, nil
+	return wire.PeerSealReply{Member: n.cfg.ID, Contiguous: c, HeldEpoch: held, LastStamp: max(stamp, 0)}, nil
 }
 
 // PeerStatus is this member's role, the epoch of its failover state and

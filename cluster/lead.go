@@ -289,7 +289,7 @@ func (n *Member) requestSeals(ctx context.Context, seals []failover.Seal, replie
 				r, err = RequestSeal(sctx, sl.To.StreamAddr, uint32(sl.Epoch))
 				cancel()
 			}
-			a := failover.SealReply{From: sl.To.ID, Epoch: sl.Epoch, Contiguous: r.Contiguous, HeldEpoch: uint64(r.HeldEpoch), Err: err}
+			a := failover.SealReply{From: sl.To.ID, Epoch: sl.Epoch, Contiguous: r.Contiguous, HeldEpoch: uint64(r.HeldEpoch), LastStamp: r.LastStamp, Err: err}
 			select {
 			case replies <- a:
 			default:
@@ -391,7 +391,10 @@ func (s *leadShell) takeOver(t *failover.TakeOver) error {
 	}
 	cfg := n.cfg.Sequencer
 	cfg.Session, cfg.Epoch, cfg.FirstSeq, cfg.Standalone = st.Session(), uint32(t.Epoch), cut+1, false
-	cfg.StartTime = max(cfg.StartTime, clockFloor(st, f))
+	// The core's floor counts every counted seal answer's last stamp
+	// (another member may have seen a later heartbeat of the old primary
+	// than this one's standby).
+	cfg.StartTime = max(cfg.StartTime, clockFloor(st, f), t.StartTime)
 	// The epoch's first records (session start, epoch start) are stamped
 	// now, as a standalone sequencer's are (sequencer.NewAgent), not at
 	// the clock's epoch: a cluster's session started in 1970.

@@ -8,6 +8,7 @@ import (
 	"io"
 	"log/slog"
 	"net"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -264,7 +265,7 @@ func (s *PeerServer) answer(c net.Conn, req []byte) error {
 			s.writeError(c, err)
 			return nil
 		}
-		b = wire.AppendPeerSealReply(b, &r)
+		b = wire.AppendPeerSealReplyVersion(b, &r, q.Version) // a version 1 asker reads no stamp
 	case wire.PeerStatus:
 		r := ref.m.PeerStatus()
 		b = wire.AppendPeerStatusReply(b, &r)
@@ -369,6 +370,11 @@ func readPeerFrame(r io.Reader, body []byte) (kind uint8, out []byte, err error)
 func RequestSeal(ctx context.Context, addr string, epoch uint32) (wire.PeerSealReply, error) {
 	var r wire.PeerSealReply
 	body, err := peerCall(ctx, addr, &wire.PeerRequest{Kind: wire.PeerSeal, Epoch: epoch}, wire.PeerSealed)
+	if errors.Is(err, ErrSealRefused) && strings.Contains(err.Error(), wire.ErrVersion.Error()) {
+		// A member of an older release serves version 1 only: asked
+		// again so, it answers without its last stamp.
+		body, err = peerCall(ctx, addr, &wire.PeerRequest{Version: wire.PeerMinVersion, Kind: wire.PeerSeal, Epoch: epoch}, wire.PeerSealed)
+	}
 	if err == nil {
 		err = wire.DecodePeerSealReply(body, &r)
 	}

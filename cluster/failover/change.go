@@ -180,6 +180,9 @@ type Fetch struct {
 type TakeOver struct {
 	Epoch uint64
 	Cut   uint64
+	// StartTime is the clock floor known so far (Start.StartTime): the
+	// last checkpoint's time and every counted seal answer's LastStamp.
+	StartTime int64
 }
 
 // Start: this member is the primary of Epoch from FirstSeq, with a clock
@@ -584,7 +587,7 @@ func (c *Change) catchUp() {
 
 func (c *Change) takeOver() {
 	c.phase = PhaseTakeover
-	c.rd.TakeOver = &TakeOver{Epoch: c.st.Epoch() + 1, Cut: c.cut}
+	c.rd.TakeOver = &TakeOver{Epoch: c.st.Epoch() + 1, Cut: c.cut, StartTime: c.stamp}
 }
 
 func (c *Change) committed(st *fsm.State) {

@@ -47,7 +47,8 @@
 //     fsm.DropCheckpoints above the cut, so no leader is stuck on it.
 //   - Clock floor: the new epoch's StartTime is the latest of the last
 //     checkpoint's time and every counted answer's LastStamp (which
-//     includes the old primary's last heartbeat a member saw).
+//     includes the old primary's last heartbeat a member saw); it is
+//     in TakeOver.StartTime too, as the shell opens the sequencer there.
 //   - Failure: the next attempt reads through a barrier after RetryNS; a
 //     proposal rejected on a state read without a barrier is retried at
 //     once; MaxFailures in a row ask the shell to step aside.
