@@ -42,12 +42,17 @@ func (n *Member) Seal(epoch uint32) (wire.PeerSealReply, error) {
 	return wire.PeerSealReply{Member: n.cfg.ID, Contiguous: c, HeldEpoch: held, LastStamp: max(stamp, 0)}, nil
 }
 
-// PeerStatus is this member's role, the epoch of its failover state and
-// the start of its current or last epoch as primary: what a member that
-// handed the primary role over waits on (TransferPrimary). Safe from any
-// goroutine.
+// PeerStatus is this member's role, the epoch of its failover state, the
+// start of its current or last epoch as primary (what a member that
+// handed the primary role over waits on: TransferPrimary) and what its
+// standby's store holds (what the primary's checkpointer counts). Safe
+// from any goroutine.
 func (n *Member) PeerStatus() wire.PeerStatusReply {
-	return wire.PeerStatusReply{Member: n.cfg.ID, Epoch: n.fsm.State().Epoch(), StartedAt: n.startedAt.Load(), Role: uint8(n.Role())}
+	r := wire.PeerStatusReply{Member: n.cfg.ID, Epoch: n.fsm.State().Epoch(), StartedAt: n.startedAt.Load(), Role: uint8(n.Role())}
+	if f := n.fr.get(); f != nil {
+		r.Contiguous = f.Contiguous()
+	}
+	return r
 }
 
 // minVoters is the fewest voters RemoveMember leaves.

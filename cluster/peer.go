@@ -268,7 +268,7 @@ func (s *PeerServer) answer(c net.Conn, req []byte) error {
 		b = wire.AppendPeerSealReplyVersion(b, &r, q.Version) // a version 1 asker reads no stamp
 	case wire.PeerStatus:
 		r := ref.m.PeerStatus()
-		b = wire.AppendPeerStatusReply(b, &r)
+		b = wire.AppendPeerStatusReplyVersion(b, &r, q.Version)
 	}
 	_ = c.SetWriteDeadline(time.Now().Add(s.cfg.IOTimeout))
 	if _, err := c.Write(b); err != nil {
@@ -389,6 +389,10 @@ func RequestSeal(ctx context.Context, addr string, epoch uint32) (wire.PeerSealR
 func RequestPeerStatus(ctx context.Context, addr string) (wire.PeerStatusReply, error) {
 	var r wire.PeerStatusReply
 	body, err := peerCall(ctx, addr, &wire.PeerRequest{Kind: wire.PeerStatus}, wire.PeerState)
+	if errors.Is(err, ErrSealRefused) && strings.Contains(err.Error(), wire.ErrVersion.Error()) {
+		// An older member: its answer has no Contiguous (0).
+		body, err = peerCall(ctx, addr, &wire.PeerRequest{Version: wire.PeerMinVersion, Kind: wire.PeerStatus}, wire.PeerState)
+	}
 	if err == nil {
 		err = wire.DecodePeerStatusReply(body, &r)
 	}

@@ -44,21 +44,25 @@ package wire
 //	                time the member saw (heartbeats included; 0: none):
 //	                PeerSealReplyBytes (32), or PeerSealReplyV1Bytes (24)
 //	                to a version 1 request
-//	PeerState (5)   PeerStatusReplyBytes (32), the answer to a status:
-//	                member u64 @0, epoch u64 @8, startedAt i64 @16 (wall ns
-//	                of the epoch's first record, 0: none), role u8 @24,
-//	                reserved [7]byte @25 (0)
+//	PeerState (5)   the answer to a status: member u64 @0, epoch u64 @8,
+//	                startedAt i64 @16 (wall ns of the epoch's first record,
+//	                0: none), role u8 @24, reserved [7]byte @25 (0); to a
+//	                version 2 request also contiguous u64 @32, the highest
+//	                seq its store holds with no gap (what a checkpoint may
+//	                count): PeerStatusReplyBytes (40), or
+//	                PeerStatusReplyV1Bytes (32) to a version 1 request
 //
 // All integers are little-endian. A frame header declaring more than its
 // kind may hold is refused before its body is read, so a peer cannot make
 // the reader reserve more. Encoders and decoders allocate nothing.
 const (
-	PeerRequestBytes     = 32
-	PeerFrameHeaderBytes = 8
-	PeerEndBytes         = 8
-	PeerSealReplyBytes   = 32
-	PeerSealReplyV1Bytes = 24
-	PeerStatusReplyBytes = 32
+	PeerRequestBytes       = 32
+	PeerFrameHeaderBytes   = 8
+	PeerEndBytes           = 8
+	PeerSealReplyBytes     = 32
+	PeerSealReplyV1Bytes   = 24
+	PeerStatusReplyBytes   = 40
+	PeerStatusReplyV1Bytes = 32
 	// PeerVersion is the peer protocol's version: requests of it or of
 	// PeerMinVersion are served, others refused.
 	PeerVersion    = 2
@@ -117,6 +121,10 @@ type PeerStatusReply struct {
 	Epoch     uint64 // the epoch of its failover state
 	StartedAt int64  // wall ns of the first record of its current or last epoch as primary
 	Role      uint8  // the member's role (cluster.Role)
+	// Contiguous is the highest seq its store holds with no gap (0 in a
+	// version 1 answer): the primary records a checkpoint only at or below
+	// what a quorum holds by these answers, not by the stream's acks.
+	Contiguous uint64
 }
 
 // AppendPeerRequest appends the encoded request to buf. It does not check
@@ -207,7 +215,7 @@ func DecodePeerFrameHeader(b []byte) (kind uint8, n int, err error) {
 	case PeerSealed:
 		ok = n64 == PeerSealReplyBytes || n64 == PeerSealReplyV1Bytes
 	case PeerState:
-		ok = n64 == PeerStatusReplyBytes
+		ok = n64 == PeerStatusReplyBytes || n64 == PeerStatusReplyV1Bytes
 	default:
 		return 0, 0, ErrKind
 	}
@@ -301,29 +309,48 @@ func DecodePeerSealReply(body []byte, r *PeerSealReply) error {
 	return nil
 }
 
-// AppendPeerStatusReply appends a PeerState frame of r.
+// AppendPeerStatusReply appends a PeerState frame of r, of version
+// PeerVersion (PeerStatusReplyBytes).
 func AppendPeerStatusReply(buf []byte, r *PeerStatusReply) []byte {
+	return AppendPeerStatusReplyVersion(buf, r, PeerVersion)
+}
+
+// AppendPeerStatusReplyVersion appends a PeerState frame of r for a
+// request of version v: a version 1 client reads PeerStatusReplyV1Bytes,
+// without Contiguous.
+func AppendPeerStatusReplyVersion(buf []byte, r *PeerStatusReply, v uint8) []byte {
 	var b [PeerFrameHeaderBytes + PeerStatusReplyBytes]byte
-	PutPeerFrameHeader(b[:], PeerState, PeerStatusReplyBytes)
+	n := PeerStatusReplyBytes
+	if v < 2 {
+		n = PeerStatusReplyV1Bytes
+	}
+	PutPeerFrameHeader(b[:], PeerState, n)
 	p := b[PeerFrameHeaderBytes:]
 	le.PutUint64(p[0:], r.Member)
 	le.PutUint64(p[8:], r.Epoch)
 	le.PutUint64(p[16:], uint64(r.StartedAt))
 	p[24] = r.Role
-	return append(buf, b[:]...)
+	if n == PeerStatusReplyBytes {
+		le.PutUint64(p[32:], r.Contiguous)
+	}
+	return append(buf, b[:PeerFrameHeaderBytes+n]...)
 }
 
-// DecodePeerStatusReply decodes a PeerState frame's body into r.
+// DecodePeerStatusReply decodes a PeerState frame's body (of either
+// version) into r.
 func DecodePeerStatusReply(body []byte, r *PeerStatusReply) error {
-	if len(body) != PeerStatusReplyBytes {
+	if len(body) != PeerStatusReplyBytes && len(body) != PeerStatusReplyV1Bytes {
 		return ErrPeer
 	}
-	for _, c := range body[25:] {
+	for _, c := range body[25:32] {
 		if c != 0 {
 			return ErrPeer
 		}
 	}
 	*r = PeerStatusReply{Member: le.Uint64(body[0:]), Epoch: le.Uint64(body[8:]), StartedAt: int64(le.Uint64(body[16:])), Role: body[24]}
+	if len(body) == PeerStatusReplyBytes {
+		r.Contiguous = le.Uint64(body[32:])
+	}
 	if r.Member == 0 {
 		return ErrPeer
 	}

@@ -27,7 +27,7 @@ func TestPeer_RoundTrip(t *testing.T) {
 
 	pkt := bytes.Repeat([]byte{0xab}, 100)
 	s := wire.PeerSealReply{Member: 2, Contiguous: 99, HeldEpoch: 4, LastStamp: 1_700_000_000_123_456_789}
-	st := wire.PeerStatusReply{Member: 3, Epoch: 5, StartedAt: -1, Role: 2}
+	st := wire.PeerStatusReply{Member: 3, Epoch: 5, StartedAt: -1, Role: 2, Contiguous: 1 << 50}
 	var b []byte
 	b = wire.AppendPeerPacket(b, pkt)
 	b = wire.AppendPeerSealReply(b, &s)

@@ -700,6 +700,30 @@ func checkpointStamp(st *fsm.State) int64 {
 	return 0
 }
 
+// CheckpointBound is the highest seq a checkpoint may record: the highest
+// that a majority of voters hold, by what each said it holds over the
+// peer port (held: one entry per voter that answered, the primary's own
+// written position among them), never by the stream's acks, which a host
+// on the LAN can forge (issues 14 and 16). 0 when fewer than a majority
+// answered: no checkpoint.
+func CheckpointBound(voters int, held []uint64) uint64 {
+	need := voters/2 + 1
+	if voters <= 0 || len(held) < need {
+		return 0
+	}
+	s := slices.Clone(held)
+	slices.SortFunc(s, func(a, b uint64) int {
+		switch {
+		case a > b:
+			return -1
+		case a < b:
+			return 1
+		}
+		return 0
+	})
+	return s[need-1]
+}
+
 // CheckSeal is the sealed member's side: it refuses a seal of an epoch its
 // failover state has not reached (a forged or confused request would
 // otherwise make every later seal fail and the standby never ack again).
