@@ -74,3 +74,47 @@ func TestClockFloor_NewPrimaryStartsAfterTheLastHeartbeat(t *testing.T) {
 		t.Fatalf("the new epoch is stamped %d, below the old primary's last heartbeat %d (last record %d)", got, hb, lastRecord)
 	}
 }
+
+// TestClockFloor_CountsAnotherMembersLastStamp: the surviving member that
+// cannot take over (member B, a broken store) saw a later sequencer time
+// than the one that becomes primary (the old primary's last heartbeat
+// reached B only). B's seal answer carries its LastStamp over the peer
+// port, and the new epoch starts no earlier (issue 14 item 13). On
+// 0727298 the wire seal answer had no stamp and the floor was the new
+// primary's own standby's: "the new epoch is stamped ..., below member
+// B's last stamp".
+func TestClockFloor_CountsAnotherMembersLastStamp(t *testing.T) {
+	c := newTestCluster(t, 3)
+	old := c.primary()
+	e := old.node.State().Epoch()
+	var rest []*member
+	for _, m := range c.members {
+		m.fol.set(old.node.Status().Published)
+		if m != old {
+			rest = append(rest, m)
+		}
+	}
+	stamp := time.Now().Add(time.Hour).UnixNano()
+	b := rest[0]
+	b.fol.mu.Lock()
+	b.fol.failTakeover, b.fol.stamp = true, stamp
+	b.fol.mu.Unlock()
+	old.stop()
+	p := rest[1]
+	for deadline := time.Now().Add(wait); ; time.Sleep(5 * time.Millisecond) {
+		if p.node.Role() == RolePrimary && p.node.State().Epoch() > e && p.node.State().Primary() == p.cfg.ID {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("member %d never became primary: %+v", p.cfg.ID, p.node.Status())
+		}
+	}
+	for deadline := time.Now().Add(wait); p.node.lastStamp.Load() == 0; time.Sleep(time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatal("the new primary stamped nothing")
+		}
+	}
+	if got := p.node.lastStamp.Load(); got < stamp {
+		t.Fatalf("the new epoch is stamped %d, below member B's last stamp %d (%v early)", got, stamp, time.Duration(stamp-got))
+	}
+}

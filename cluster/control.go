@@ -22,30 +22,38 @@ import (
 // would make every later seal fail and the standby never ack again). A
 // member that runs no standby because it sequences (deposed from Raft,
 // not yet stopped) answers for what its store wrote and counts no more
-// toward stable. Safe from any goroutine.
+// toward stable. The answer carries the newest sequencer time the member
+// saw (the old primary's last heartbeat included): the new epoch's clock
+// floor. Safe from any goroutine.
 func (n *Member) Seal(epoch uint32) (wire.PeerSealReply, error) {
 	if err := failover.CheckSeal(n.fsm.State(), uint64(epoch)); err != nil {
 		return wire.PeerSealReply{}, err
 	}
-	c, held, err := n.fr.seal(epoch)
+	c, held, stamp, err := n.fr.seal(epoch)
 	if errors.Is(err, errNotFollowing) {
 		if p := n.self.Load(); p != nil {
 			c, err = p.seal(epoch, n.published.Load())
 			held = p.epoch
+			stamp = n.lastStamp.Load() // its own last record or heartbeat
 		}
 	}
 	if err != nil {
 		return wire.PeerSealReply{}, err
 	}
-	return wire.PeerSealReply{Member: n.cfg.ID, Contiguous: c, HeldEpoch: held}, nil
+	return wire.PeerSealReply{Member: n.cfg.ID, Contiguous: c, HeldEpoch: held, LastStamp: max(stamp, 0)}, nil
 }
 
-// PeerStatus is this member's role, the epoch of its failover state and
-// the start of its current or last epoch as primary: what a member that
-// handed the primary role over waits on (TransferPrimary). Safe from any
-// goroutine.
+// PeerStatus is this member's role, the epoch of its failover state, the
+// start of its current or last epoch as primary (what a member that
+// handed the primary role over waits on: TransferPrimary) and what its
+// standby's store holds (what the primary's checkpointer counts). Safe
+// from any goroutine.
 func (n *Member) PeerStatus() wire.PeerStatusReply {
-	return wire.PeerStatusReply{Member: n.cfg.ID, Epoch: n.fsm.State().Epoch(), StartedAt: n.startedAt.Load(), Role: uint8(n.Role())}
+	r := wire.PeerStatusReply{Member: n.cfg.ID, Epoch: n.fsm.State().Epoch(), StartedAt: n.startedAt.Load(), Role: uint8(n.Role())}
+	if f := n.fr.get(); f != nil {
+		r.Contiguous = f.Contiguous()
+	}
+	return r
 }
 
 // minVoters is the fewest voters RemoveMember leaves.

@@ -216,6 +216,11 @@ func (s *leadShell) act(rd failover.Ready) (*failover.Start, error) {
 			ns.ID = NewSessionID(ns.Prev, n.deps.Clock().Wall)
 			cmd = ns
 		}
+		if d, ok := cmd.(fsm.DropCheckpoints); ok {
+			cp, _ := n.fsm.State().LastCheckpoint()
+			n.log.Error("a checkpoint is above what every member that answered the seal holds: dropping it so that the epoch can begin (forged standby acks, or writes lost to a power cut; nodes that delivered past the cut will stop diverged)",
+				"epoch", d.Epoch, "cut", d.Above, "checkpoint", cp.Seq)
+		}
 		st, err := n.apply(cmd)
 		switch {
 		case errors.Is(err, errNotLeader):
@@ -284,7 +289,7 @@ func (n *Member) requestSeals(ctx context.Context, seals []failover.Seal, replie
 				r, err = n.peers.RequestSeal(sctx, sl.To.StreamAddr, uint32(sl.Epoch))
 				cancel()
 			}
-			a := failover.SealReply{From: sl.To.ID, Epoch: sl.Epoch, Contiguous: r.Contiguous, HeldEpoch: uint64(r.HeldEpoch), Err: err}
+			a := failover.SealReply{From: sl.To.ID, Epoch: sl.Epoch, Contiguous: r.Contiguous, HeldEpoch: uint64(r.HeldEpoch), LastStamp: r.LastStamp, Err: err}
 			select {
 			case replies <- a:
 			default:
@@ -386,7 +391,10 @@ func (s *leadShell) takeOver(t *failover.TakeOver) error {
 	}
 	cfg := n.cfg.Sequencer
 	cfg.Session, cfg.Epoch, cfg.FirstSeq, cfg.Standalone = st.Session(), uint32(t.Epoch), cut+1, false
-	cfg.StartTime = max(cfg.StartTime, clockFloor(st, f))
+	// The core's floor counts every counted seal answer's last stamp
+	// (another member may have seen a later heartbeat of the old primary
+	// than this one's standby).
+	cfg.StartTime = max(cfg.StartTime, clockFloor(st, f), t.StartTime)
 	// The epoch's first records (session start, epoch start) are stamped
 	// now, as a standalone sequencer's are (sequencer.NewAgent), not at
 	// the clock's epoch: a cluster's session started in 1970.

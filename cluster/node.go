@@ -14,6 +14,7 @@ import (
 
 	"github.com/hashicorp/raft"
 
+	"github.com/seqd/seqd/cluster/failover"
 	"github.com/seqd/seqd/fsm"
 	"github.com/seqd/seqd/internal/agent"
 	"github.com/seqd/seqd/ops"
@@ -767,6 +768,15 @@ func (c *checkpointer) maybe(mono int64) {
 		if c.stopped.Load() {
 			return
 		}
+		// Stable counts the stream's acks, which a host on the LAN can
+		// forge: a checkpoint is recorded only at or below what a
+		// majority of the voters say they hold over the peer port.
+		if b := c.n.checkpointBound(); b < seq {
+			seq = b
+		}
+		if cp, ok := c.n.fsm.State().LastCheckpoint(); ok && seq <= cp.Seq || seq == 0 {
+			return
+		}
 		if _, err := c.n.apply(fsm.AddCheckpoint{Epoch: c.epoch, Seq: seq, UnixNano: stamp}); err != nil && !errors.Is(err, errNotLeader) {
 			c.n.log.Warn("checkpoint", "seq", seq, "err", err)
 		}
@@ -788,6 +798,49 @@ func (c *checkpointer) due() int64 {
 		return 0
 	}
 	return max(c.next, 1)
+}
+
+// checkpointBound asks every other voter what it holds (peer status, at
+// most a seal timeout each, in parallel) and returns the highest seq a
+// majority holds, this member's written position included
+// (failover.CheckpointBound).
+func (n *Member) checkpointBound() uint64 {
+	st := n.fsm.State()
+	var voters []fsm.Member
+	for _, m := range st.Members() {
+		if m.Role == fsm.Voter {
+			voters = append(voters, m)
+		}
+	}
+	held := make([]uint64, len(voters))
+	ok := make([]bool, len(voters))
+	var wg sync.WaitGroup
+	for i, m := range voters {
+		if m.ID == n.cfg.ID {
+			held[i], ok[i] = n.self.Load().position(n.published.Load()), true
+			continue
+		}
+		if m.StreamAddr == "" {
+			continue
+		}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			ctx, cancel := context.WithTimeout(context.Background(), n.cfg.Timeouts.Seal)
+			defer cancel()
+			if r, err := RequestPeerStatus(ctx, m.StreamAddr); err == nil && r.Member == m.ID {
+				held[i], ok[i] = r.Contiguous, true
+			}
+		}()
+	}
+	wg.Wait()
+	var answered []uint64
+	for i := range held {
+		if ok[i] {
+			answered = append(answered, held[i])
+		}
+	}
+	return failover.CheckpointBound(len(voters), answered)
 }
 
 func (c *checkpointer) stop() {

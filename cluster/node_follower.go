@@ -153,16 +153,18 @@ var errNotFollowing = errors.New("cluster: this member runs no standby now (it i
 
 // seal seals this member's standby and returns what it holds and the
 // epoch of its newest held record (0 when the follower cannot tell).
-func (fr *followers) seal(epoch uint32) (uint64, uint32, error) {
+func (fr *followers) seal(epoch uint32) (c uint64, held uint32, stamp int64, err error) {
 	f := fr.get()
 	if f == nil {
-		return 0, 0, errNotFollowing
+		return 0, 0, 0, errNotFollowing
 	}
-	c, err := f.Seal(epoch)
-	if err != nil {
-		return 0, 0, err
+	if c, err = f.Seal(epoch); err != nil {
+		return 0, 0, 0, err
 	}
-	return c, f.HeldEpoch(), nil
+	if s, ok := f.(stamper); ok {
+		stamp = s.LastStamp()
+	}
+	return c, f.HeldEpoch(), stamp, nil
 }
 
 // tell tells the running follower where each epoch that began since it

@@ -52,6 +52,8 @@ type fakeFollower struct {
 	sealDelay time.Duration
 	// held is the epoch of its newest record (HeldEpoch).
 	held uint32
+	// stamp is the newest sequencer time it saw (LastStamp).
+	stamp int64
 	// known records KnowEpoch's calls, in order; atRun is what it had
 	// been told when its last Run began (when it starts following the
 	// stream).
@@ -72,6 +74,12 @@ func (f *fakeFollower) HeldEpoch() uint32 {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	return f.held
+}
+
+func (f *fakeFollower) LastStamp() int64 {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.stamp
 }
 
 func (f *fakeFollower) KnowEpoch(epoch uint32, start uint64) {

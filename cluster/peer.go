@@ -9,6 +9,7 @@ import (
 	"io"
 	"log/slog"
 	"net"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -289,10 +290,10 @@ func (s *PeerServer) answer(c net.Conn, req []byte) error {
 			s.writeError(c, err)
 			return nil
 		}
-		b = wire.AppendPeerSealReply(b, &r)
+		b = wire.AppendPeerSealReplyVersion(b, &r, q.Version) // a version 1 asker reads no stamp
 	case wire.PeerStatus:
 		r := ref.m.PeerStatus()
-		b = wire.AppendPeerStatusReply(b, &r)
+		b = wire.AppendPeerStatusReplyVersion(b, &r, q.Version)
 	}
 	_ = c.SetWriteDeadline(time.Now().Add(s.cfg.IOTimeout))
 	if _, err := c.Write(b); err != nil {
@@ -418,6 +419,11 @@ type PeerClient struct {
 func (p PeerClient) RequestSeal(ctx context.Context, addr string, epoch uint32) (wire.PeerSealReply, error) {
 	var r wire.PeerSealReply
 	body, err := p.peerCall(ctx, addr, &wire.PeerRequest{Kind: wire.PeerSeal, Epoch: epoch}, wire.PeerSealed)
+	if errors.Is(err, ErrSealRefused) && strings.Contains(err.Error(), wire.ErrVersion.Error()) {
+		// A member of an older release serves version 1 only: asked
+		// again so, it answers without its last stamp.
+		body, err = p.peerCall(ctx, addr, &wire.PeerRequest{Version: wire.PeerMinVersion, Kind: wire.PeerSeal, Epoch: epoch}, wire.PeerSealed)
+	}
 	if err == nil {
 		err = wire.DecodePeerSealReply(body, &r)
 	}
@@ -437,6 +443,10 @@ func RequestPeerStatus(ctx context.Context, addr string) (wire.PeerStatusReply, 
 func (p PeerClient) RequestPeerStatus(ctx context.Context, addr string) (wire.PeerStatusReply, error) {
 	var r wire.PeerStatusReply
 	body, err := p.peerCall(ctx, addr, &wire.PeerRequest{Kind: wire.PeerStatus}, wire.PeerState)
+	if errors.Is(err, ErrSealRefused) && strings.Contains(err.Error(), wire.ErrVersion.Error()) {
+		// An older member: its answer has no Contiguous (0).
+		body, err = p.peerCall(ctx, addr, &wire.PeerRequest{Version: wire.PeerMinVersion, Kind: wire.PeerStatus}, wire.PeerState)
+	}
 	if err == nil {
 		err = wire.DecodePeerStatusReply(body, &r)
 	}

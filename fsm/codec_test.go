@@ -24,6 +24,7 @@ var sampleCommands = []Command{
 	RemoveMember{ID: math.MaxUint64},
 	SetRole{ID: 4, Role: Voter},
 	SealEpoch{Epoch: math.MaxUint64},
+	DropCheckpoints{Epoch: 3, Above: math.MaxUint64 - 2},
 }
 
 func TestCommand_RoundTrip(t *testing.T) {
@@ -68,7 +69,7 @@ func TestCommand_DecodeErrors(t *testing.T) {
 		{"version only", []byte{1}, ErrMalformed},
 		{"version 2", []byte{2, 1, 0, 0, 0, 0, 0, 0, 0, 0}, ErrUnknownVersion},
 		{"kind 0", []byte{1, 0}, ErrUnknownCommand},
-		{"kind 9", []byte{1, 9, 0, 0, 0, 0, 0, 0, 0, 0}, ErrUnknownCommand},
+		{"kind 10", []byte{1, 10, 0, 0, 0, 0, 0, 0, 0, 0}, ErrUnknownCommand},
 		{"string past end", []byte{1, 4, 0, 0, 0, 0, 0, 0, 0, 1, 1, 200, 'x'}, ErrMalformed},
 	}
 	for _, tt := range tests {
@@ -121,6 +122,13 @@ func randomCommand(rng *rand.Rand, s *State) Command {
 		id := uint64(1 + rng.IntN(6))
 		return AddMember{Member{ID: id, Role: Role(1 + rng.IntN(4)/3), RaftAddr: "127.0.0.1:" + string(rune('0'+rng.IntN(8))), AdminAddr: "a"}}
 	case 9:
+		if s.Sealed() == s.Epoch() && rng.IntN(2) == 0 {
+			above := s.EpochStart() - 1
+			if cp, ok := s.LastCheckpoint(); ok && cp.Seq > above {
+				above += uint64(rng.IntN(int(cp.Seq - above + 1)))
+			}
+			return DropCheckpoints{Epoch: s.Epoch() - uint64(rng.IntN(6)/5), Above: above - uint64(rng.IntN(6)/5)}
+		}
 		if rng.IntN(3) == 0 {
 			return SealEpoch{Epoch: s.Epoch() - uint64(rng.IntN(6)/5)}
 		}
@@ -180,7 +188,7 @@ func TestSnapshot_RoundTripRandom(t *testing.T) {
 		}
 	}
 	t.Logf("accepted by kind: %v", acceptedKinds)
-	for k := KindNewSession; k <= KindSealEpoch; k++ {
+	for k := KindNewSession; k <= KindDropCheckpoints; k++ {
 		if acceptedKinds[k] < 20 {
 			t.Errorf("kind %v accepted %d times: the generator is too weak", k, acceptedKinds[k])
 		}

@@ -28,6 +28,9 @@ const (
 	// KindSealEpoch records that a new leader sealed the current epoch
 	// (SealEpoch).
 	KindSealEpoch Kind = 8
+	// KindDropCheckpoints drops the checkpoints above a sealed epoch's
+	// cut (DropCheckpoints).
+	KindDropCheckpoints Kind = 9
 )
 
 func (k Kind) String() string {
@@ -48,13 +51,16 @@ func (k Kind) String() string {
 		return "drawn-session"
 	case KindSealEpoch:
 		return "seal-epoch"
+	case KindDropCheckpoints:
+		return "drop-checkpoints"
 	}
 	return fmt.Sprintf("kind(%d)", uint8(k))
 }
 
 // Command is one change to the failover state, proposed through Raft. The
 // concrete types are NewSession, BeginEpoch, AddCheckpoint, AddMember,
-// RemoveMember, SetRole and SealEpoch; each one's doc comment states its rules.
+// RemoveMember, SetRole, SealEpoch and DropCheckpoints; each one's doc
+// comment states its rules.
 type Command interface {
 	Kind() Kind
 	appendBody(dst []byte) []byte
@@ -152,6 +158,23 @@ type SealEpoch struct {
 	Epoch uint64
 }
 
+// DropCheckpoints drops the checkpoints above Above, a sealed epoch's
+// cut, so that the epoch can begin at that cut (BeginEpoch refuses a cut
+// below a checkpoint). A checkpoint records a seq a quorum held, and a
+// quorum of seal answers meets every quorum, so a checkpoint above every
+// answer of a quorum was never held by one: stable was raised by forged
+// standby acks, or the writes were lost to a power cut (issues 14 and
+// 16). Without this, every later leader failed "cut is below a recorded
+// checkpoint" forever. Rules: a session exists (ErrNoSession); Epoch is
+// the current epoch (ErrStaleEpoch) and has been sealed (ErrDropNotSealed:
+// only a leader that sealed it, with every member's answer or the seal's
+// timeout, may); Above >= the epoch's start - 1 (ErrCheckpointBeforeCut).
+// Dropping nothing is accepted and changes nothing.
+type DropCheckpoints struct {
+	Epoch uint64
+	Above uint64
+}
+
 // Kind is KindDrawnSession when c carries its ID, else KindNewSession.
 func (c NewSession) Kind() Kind {
 	if c.ID != 0 {
@@ -166,6 +189,9 @@ func (AddMember) Kind() Kind     { return KindAddMember }
 func (RemoveMember) Kind() Kind  { return KindRemoveMember }
 func (SetRole) Kind() Kind       { return KindSetRole }
 func (SealEpoch) Kind() Kind     { return KindSealEpoch }
+
+// Kind is KindDropCheckpoints.
+func (DropCheckpoints) Kind() Kind { return KindDropCheckpoints }
 
 // appendBody writes Prev, then ID when it is set (KindDrawnSession).
 func (c NewSession) appendBody(b []byte) []byte {
@@ -197,6 +223,10 @@ func (c SetRole) appendBody(b []byte) []byte {
 }
 
 func (c SealEpoch) appendBody(b []byte) []byte { return binary.BigEndian.AppendUint64(b, c.Epoch) }
+
+func (c DropCheckpoints) appendBody(b []byte) []byte {
+	return binary.BigEndian.AppendUint64(binary.BigEndian.AppendUint64(b, c.Epoch), c.Above)
+}
 
 // AppendCommand appends the encoding of c to dst:
 //
@@ -258,6 +288,8 @@ func Decode(b []byte) (Command, error) {
 		c = SetRole{ID: r.u64(), Role: Role(r.u8())}
 	case KindSealEpoch:
 		c = SealEpoch{Epoch: r.u64()}
+	case KindDropCheckpoints:
+		c = DropCheckpoints{Epoch: r.u64(), Above: r.u64()}
 	default:
 		return nil, fmt.Errorf("%w: %d", ErrUnknownCommand, k)
 	}

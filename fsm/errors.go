@@ -43,4 +43,5 @@ var (
 	ErrRemovePrimary       = errors.New("fsm: remove member: member is the current primary")
 	ErrDemotePrimary       = errors.New("fsm: set role: the current primary must stay a voter")
 	ErrSealNotCurrent      = errors.New("fsm: seal epoch: epoch is not the current one")
+	ErrDropNotSealed       = errors.New("fsm: drop checkpoints: the epoch is not sealed")
 )

@@ -309,6 +309,19 @@ func (s *State) check(cmd Command) error {
 		if s.primary == 0 {
 			return fmt.Errorf("seal: %w: epoch %d", ErrNoEpoch, s.epoch)
 		}
+	case DropCheckpoints:
+		if s.session == 0 {
+			return fmt.Errorf("drop checkpoints: %w", ErrNoSession)
+		}
+		if c.Epoch != s.epoch {
+			return fmt.Errorf("%w: drop checkpoints of epoch %d, current %d", ErrStaleEpoch, c.Epoch, s.epoch)
+		}
+		if s.sealed != s.epoch || s.primary == 0 {
+			return fmt.Errorf("%w: epoch %d, sealed %d", ErrDropNotSealed, s.epoch, s.sealed)
+		}
+		if c.Above < s.epochStart-1 {
+			return fmt.Errorf("%w: drop checkpoints above %d, epoch %d starts at %d", ErrCheckpointBeforeCut, c.Above, s.epoch, s.epochStart)
+		}
 	default:
 		return fmt.Errorf("%w: %T", ErrUnknownCommand, cmd)
 	}
@@ -348,6 +361,12 @@ func (s *State) apply(cmd Command) {
 		s.members[i].Role = c.Role
 	case SealEpoch:
 		s.sealed = c.Epoch
+	case DropCheckpoints:
+		i := len(s.checkpoints)
+		for i > 0 && s.checkpoints[i-1].Seq > c.Above {
+			i--
+		}
+		s.checkpoints = s.checkpoints[:i]
 	}
 }
 

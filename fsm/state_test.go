@@ -105,6 +105,11 @@ func TestState_Validation(t *testing.T) {
 		{"seal a future epoch", running, SealEpoch{Epoch: 2}, ErrSealNotCurrent},
 		{"seal an old epoch", epoch2, SealEpoch{Epoch: 1}, ErrSealNotCurrent},
 		{"seal without a primary", running[:5], SealEpoch{Epoch: 0}, ErrNoEpoch},
+		{"drop checkpoints", append(append([]Command{}, running...), SealEpoch{Epoch: 1}), DropCheckpoints{Epoch: 1, Above: 150}, nil},
+		{"drop checkpoints unsealed", running, DropCheckpoints{Epoch: 1, Above: 150}, ErrDropNotSealed},
+		{"drop checkpoints of another epoch", append(append([]Command{}, running...), SealEpoch{Epoch: 1}), DropCheckpoints{Epoch: 2, Above: 150}, ErrStaleEpoch},
+		{"drop checkpoints below the start", append(append([]Command{}, epoch2...), SealEpoch{Epoch: 2}), DropCheckpoints{Epoch: 2, Above: 249}, ErrCheckpointBeforeCut},
+		{"begin epoch below a dropped checkpoint", append(append([]Command{}, running...), SealEpoch{Epoch: 1}, DropCheckpoints{Epoch: 1, Above: 150}), BeginEpoch{Epoch: 2, Primary: 2, PrevCut: 150}, nil},
 		{"begin epoch demoted primary", append(append([]Command{}, running...), SetRole{ID: 2, Role: Nonvoter}), BeginEpoch{Epoch: 2, Primary: 2, PrevCut: 250}, ErrPrimaryNotVoter},
 	}
 	for _, tt := range tests {

@@ -67,7 +67,9 @@ type Config struct {
 	// RepairSources is how many sources besides the sequencer the shell
 	// can send NAKs to (Source 1..RepairSources). NAKs go to
 	// PreferredSource first; a Gone from the source asked moves to the
-	// next one (cyclically); a Gone from the last untried one is fatal.
+	// next one that has not said Gone for the gap (cyclically); only a
+	// Gone from every distinct source is fatal, so a source that is
+	// silent for a while (a replayer restarting) is asked again.
 	RepairSources   int
 	PreferredSource Source
 	// RepairSourceTimeout: a repair source asked for a gap that brings

@@ -34,7 +34,8 @@ func (r *Receiver) updateGap(now int64) {
 	from, ok := r.openGap()
 	if !ok {
 		if r.nakArmed || r.asked || r.tried > 0 {
-			r.nakArmed, r.asked, r.askedWait, r.tried = false, false, false, 0
+			r.nakArmed, r.asked, r.askedWait = false, false, false
+			r.clearGone()
 			r.src = r.cfg.PreferredSource
 		}
 		return
@@ -51,7 +52,7 @@ func (r *Receiver) updateGap(now int64) {
 		return
 	}
 	if from != r.nakFrom {
-		r.tried = 0
+		r.clearGone()
 	}
 	r.askedWait = false // progress (or a new gap): the deadline starts at the next NAK
 	d := int64(r.cfg.NakDelay)
@@ -81,9 +82,10 @@ func (r *Receiver) sendNak(now int64) {
 	if r.asked && r.askedWait && r.cfg.RepairSources > 0 && now-r.askedAt >= int64(r.cfg.RepairSourceTimeout) &&
 		r.askedNaks >= sourceTimeoutNaks {
 		// The source asked sent neither repair nor Gone: it is dead,
-		// cut off or lost the requests. Ask the next one (cyclically,
-		// so a source that recovers is asked again in its turn).
-		r.src = Source((int(r.src) + 1) % (r.cfg.RepairSources + 1))
+		// cut off or lost the requests. Ask the next one that has not
+		// said Gone (cyclically, so a source that recovers is asked
+		// again in its turn; when every other said Gone, this one again).
+		r.src = r.nextSource()
 		r.asked, r.askedWait = false, false
 		r.stats.SourceTimeouts++
 		r.stats.SourceSwitches++
@@ -134,11 +136,31 @@ func (r *Receiver) sendNak(now int64) {
 	r.nakBackoff = min(2*r.nakBackoff, int64(r.cfg.NakMaxDelay))
 }
 
+// clearGone forgets which sources said Gone (a new gap).
+func (r *Receiver) clearGone() {
+	r.tried = 0
+	r.goneSrcs = [4]uint64{}
+}
+
+// nextSource is the source after src (cyclically) that has not said Gone
+// for this gap; src itself when every other did.
+func (r *Receiver) nextSource() Source {
+	n := r.cfg.RepairSources + 1
+	for i := 1; i < n; i++ {
+		s := Source((int(r.src) + i) % n)
+		if r.goneSrcs[s/64]&(uint64(1)<<(s%64)) == 0 {
+			return s
+		}
+	}
+	return r.src
+}
+
 // onGone handles a source's answer that it no longer holds what was
 // asked. It is honoured only from the source asked, in the current epoch
 // and session, for a range this receiver asked; then the next repair
-// source is asked at once, and when every source said Gone the receiver
-// stops with ErrUnrecoverable naming the whole missing range.
+// source that has not said Gone is asked at once, and when every distinct
+// source said Gone the receiver stops with ErrUnrecoverable naming the
+// whole missing range.
 func (r *Receiver) onGone(now int64, from Source) {
 	g := &r.gone
 	if !r.started || g.Session != r.session || g.Epoch != r.epoch || from != r.src ||
@@ -150,9 +172,15 @@ func (r *Receiver) onGone(now int64, from Source) {
 	if !ok || g.Oldest != 0 && first >= g.Oldest {
 		return // stale: nothing needed is lost
 	}
-	r.tried++
+	if w, b := r.src/64, uint64(1)<<(r.src%64); r.goneSrcs[w]&b == 0 {
+		r.goneSrcs[w] |= b
+		r.tried++
+	}
+	// Only a Gone from every distinct source is fatal: a source that
+	// timed out (a replayer down for a while) may come back, and asking
+	// the sequencer again after its Gone proves nothing new.
 	if r.tried <= r.cfg.RepairSources {
-		r.src = Source((int(r.src) + 1) % (r.cfg.RepairSources + 1))
+		r.src = r.nextSource()
 		r.asked, r.askedWait = false, false
 		r.stats.SourceSwitches++
 		r.nakArmed = true

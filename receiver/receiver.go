@@ -24,7 +24,7 @@ type Receiver struct {
 	heard          int64  // local time of the last packet of this session
 	released       uint64 // lowest seq whose ring slot the current Ready may still view
 	settled        int    // messages of Ready.Deliver that settle has seen
-	tried          int    // sources that answered Gone for nakFrom
+	tried          int    // distinct sources that answered Gone for nakFrom (goneSrcs)
 	epoch          uint32 // newest valid epoch
 	deliveredEpoch uint32 // epoch of the last message delivered (or the starting epoch)
 	started        bool
@@ -36,6 +36,7 @@ type Receiver struct {
 	rewinding      bool // SetRewinding: gaps are not NAKed
 	nakArmed       bool
 	asked          bool         // askedFrom..askedTo were asked of src
+	goneSrcs       [4]uint64    // the sources (bits 0..RepairSources) that answered Gone for nakFrom
 	err            error        // sticky fatal error
 	warn           error        // non-fatal error of the running Step (a packet dropped for a reason the shell should log)
 	epochHeard     int64        // local time of the last valid packet of the current epoch
@@ -585,7 +586,8 @@ func (r *Receiver) otherSession(now int64, p *wire.Packet) bool {
 func (r *Receiver) resetStream() {
 	r.resetRing()
 	r.resetHold()
-	r.nakArmed, r.asked, r.askedWait, r.tried = false, false, false, 0
+	r.nakArmed, r.asked, r.askedWait = false, false, false
+	r.clearGone()
 	r.src = r.cfg.PreferredSource
 	r.maxStored = 0
 	r.now = 0
@@ -640,7 +642,8 @@ func (r *Receiver) newEpoch(now int64, p *wire.Packet) bool {
 	r.contig = max(r.next-1, min(r.contig, start-1))
 	r.tail = max(r.next-1, min(r.tail, start-1))
 	r.sealed = min(r.sealed, r.tail)
-	r.nakArmed, r.asked, r.askedWait, r.tried = false, false, false, 0
+	r.nakArmed, r.asked, r.askedWait = false, false, false
+	r.clearGone()
 	r.src = r.cfg.PreferredSource
 	return true
 }
@@ -712,7 +715,8 @@ func (r *Receiver) revertEpoch(now int64, p *wire.Packet) {
 	r.stats.EpochReverted++
 	r.epoch, r.epochStart, r.epochHeard = p.Epoch, p.EpochStart, now
 	r.back, r.jump, r.below = otherSession{}, otherSession{}, otherSession{}
-	r.nakArmed, r.asked, r.askedWait, r.tried = false, false, false, 0
+	r.nakArmed, r.asked, r.askedWait = false, false, false
+	r.clearGone()
 }
 
 // belowStable handles a header of epoch e starting at start, at or below

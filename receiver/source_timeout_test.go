@@ -184,3 +184,61 @@ func TestReceiver_SilentSourceIsLeftAfterTwoNaksPastItsDeadline(t *testing.T) {
 		t.Fatalf("stats %+v, want one source timeout", st)
 	}
 }
+
+// TestReceiver_ReplayerDownForTenSecondsIsWaitedFor: the gap is gone
+// from the sequencer's ring, and the replayer (source 1), the only one
+// that holds it, is down for 10 s. The receiver leaves the silent
+// replayer at its deadline, the sequencer says Gone again, and the
+// receiver must keep asking the replayer (the one source that may come
+// back) rather than stop: only a Gone from every distinct source is
+// fatal. It then repairs from the replayer when it is back. Before,
+// `tried` counted Gone answers, so the sequencer's second Gone (about 2 s
+// in) stopped it with ErrUnrecoverable though no replayer had said Gone.
+func TestReceiver_ReplayerDownForTenSecondsIsWaitedFor(t *testing.T) {
+	s := newStream(t)
+	cfg := testConfig()
+	cfg.RepairSources = 1
+	cfg.PreferredSource = 1
+	d := &drive{t: t, r: newTest(t, cfg)}
+	d.step(0, Sequencer, s.msgs(1, 2), s.msgs(10, 1))
+	down := 10 * time.Second
+	gones, seen := 0, 0
+	for at := time.Millisecond; at <= down; at += time.Millisecond {
+		d.tick(int64(at))
+		// The sequencer answers every NAK sent to it with Gone at once;
+		// the replayer answers nothing.
+		for n := d.naks(); seen < len(n); seen++ {
+			if k := n[seen]; k.to == Sequencer {
+				d.step(int64(at), Sequencer, s.gone(k.nak.FromSeq, k.nak.ToSeq, 10))
+				gones++
+			}
+		}
+		if err := d.r.Err(); err != nil {
+			t.Fatalf("stopped at %v after %d Gone answers from the sequencer, with the replayer down: %v", at, gones, err)
+		}
+	}
+	if gones < 1 {
+		t.Fatalf("the sequencer was asked %d times in %v", gones, down)
+	}
+	if st := d.r.Stats(); st.SourceTimeouts < 2 {
+		t.Fatalf("stats %+v, want the silent replayer timed out more than once", st)
+	}
+	// The replayer is back: a NAK goes to it within its timeout, and it
+	// repairs.
+	at := int64(down)
+	for end := at + 2*int64(DefaultConfig().RepairSourceTimeout); at < end; at += int64(time.Millisecond) {
+		d.tick(at)
+		if n := d.naks(); len(n) > seen && n[len(n)-1].to == 1 {
+			break
+		}
+	}
+	if n := d.naks(); len(n) == seen || n[len(n)-1].to != 1 {
+		t.Fatalf("no NAK to the replayer after it came back: %+v", n[seen:])
+	}
+	if err := d.step(at+int64(time.Millisecond), 1, s.msgs(3, 7)); err != nil {
+		t.Fatal(err)
+	}
+	if got := d.seqs(); len(got) != 10 || d.r.Err() != nil {
+		t.Fatalf("delivered %v, err %v", got, d.r.Err())
+	}
+}

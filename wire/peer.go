@@ -15,7 +15,8 @@ package wire
 // Request, PeerRequestBytes (32):
 //
 //	 0 magic    [4]byte "SQPR"
-//	 4 version  u8   PeerVersion (1)
+//	 4 version  u8   1 or PeerVersion (2): the version of the answer the
+//	                 client reads (a version 1 seal gets the 24-byte answer)
 //	 5 kind     u8   PeerFetch, PeerSeal or PeerStatus
 //	 6 hdrLen   u16  32
 //	 8 from     u64  fetch: first seq wanted (>= 1); otherwise 0
@@ -37,25 +38,35 @@ package wire
 //	                server holds whole; the last frame of a whole fetch
 //	PeerError (3)   the server's error text (at most PeerMaxErrorBytes);
 //	                the last frame of any answer
-//	PeerSealed (4)  PeerSealReplyBytes (24), the answer to a seal: member
-//	                u64 @0, contiguous u64 @8, heldEpoch u32 @16, flags u32
-//	                @20 (PeerHoldsOwn)
-//	PeerState (5)   PeerStatusReplyBytes (32), the answer to a status:
-//	                member u64 @0, epoch u64 @8, startedAt i64 @16 (wall ns
-//	                of the epoch's first record, 0: none), role u8 @24,
-//	                reserved [7]byte @25 (0)
+//	PeerSealed (4)  the answer to a seal: member u64 @0, contiguous u64 @8,
+//	                heldEpoch u32 @16, reserved u32 @20 (0); to a version 2
+//	                request also lastStamp i64 @24, the newest sequencer
+//	                time the member saw (heartbeats included; 0: none):
+//	                PeerSealReplyBytes (32), or PeerSealReplyV1Bytes (24)
+//	                to a version 1 request
+//	PeerState (5)   the answer to a status: member u64 @0, epoch u64 @8,
+//	                startedAt i64 @16 (wall ns of the epoch's first record,
+//	                0: none), role u8 @24, reserved [7]byte @25 (0); to a
+//	                version 2 request also contiguous u64 @32, the highest
+//	                seq its store holds with no gap (what a checkpoint may
+//	                count): PeerStatusReplyBytes (40), or
+//	                PeerStatusReplyV1Bytes (32) to a version 1 request
 //
 // All integers are little-endian. A frame header declaring more than its
 // kind may hold is refused before its body is read, so a peer cannot make
 // the reader reserve more. Encoders and decoders allocate nothing.
 const (
-	PeerRequestBytes     = 32
-	PeerFrameHeaderBytes = 8
-	PeerEndBytes         = 8
-	PeerSealReplyBytes   = 24
-	PeerStatusReplyBytes = 32
-	// PeerVersion is the peer protocol's version; another is refused.
-	PeerVersion = 1
+	PeerRequestBytes       = 32
+	PeerFrameHeaderBytes   = 8
+	PeerEndBytes           = 8
+	PeerSealReplyBytes     = 32
+	PeerSealReplyV1Bytes   = 24
+	PeerStatusReplyBytes   = 40
+	PeerStatusReplyV1Bytes = 32
+	// PeerVersion is the peer protocol's version: requests of it or of
+	// PeerMinVersion are served, others refused.
+	PeerVersion    = 2
+	PeerMinVersion = 1
 	// PeerMaxPacketBytes bounds the packet of one PeerPacket frame (the
 	// largest packet a store frame holds).
 	PeerMaxPacketBytes = 1 << 20
@@ -81,12 +92,11 @@ const (
 	PeerState  uint8 = 5
 )
 
-// PeerHoldsOwn (PeerSealReply.Flags): the sealed member was the sealed
-// epoch's primary and its store holds everything it published then.
-const PeerHoldsOwn uint32 = 1 << 0
-
 // PeerRequest is one request of the peer protocol.
 type PeerRequest struct {
+	// Version is the request's (and its answer's) version: 0 encodes as
+	// PeerVersion; DecodePeerRequest sets it.
+	Version  uint8
 	Kind     uint8
 	From, To uint64 // PeerFetch
 	Epoch    uint32 // PeerSeal
@@ -99,7 +109,10 @@ type PeerSealReply struct {
 	// HeldEpoch is the epoch of the newest record Contiguous counts (0:
 	// none, or a member that cannot tell).
 	HeldEpoch uint32
-	Flags     uint32 // PeerHoldsOwn
+	// LastStamp is the newest sequencer time the member saw, records and
+	// heartbeats (0: none, or a version 1 answer): the new epoch's clock
+	// floor counts the old primary's last heartbeat any member saw.
+	LastStamp int64
 }
 
 // PeerStatusReply is a member's answer to a status request.
@@ -108,6 +121,10 @@ type PeerStatusReply struct {
 	Epoch     uint64 // the epoch of its failover state
 	StartedAt int64  // wall ns of the first record of its current or last epoch as primary
 	Role      uint8  // the member's role (cluster.Role)
+	// Contiguous is the highest seq its store holds with no gap (0 in a
+	// version 1 answer): the primary records a checkpoint only at or below
+	// what a quorum holds by these answers, not by the stream's acks.
+	Contiguous uint64
 }
 
 // AppendPeerRequest appends the encoded request to buf. It does not check
@@ -115,7 +132,10 @@ type PeerStatusReply struct {
 func AppendPeerRequest(buf []byte, q *PeerRequest) []byte {
 	var b [PeerRequestBytes]byte
 	copy(b[:], peerMagic)
-	b[4] = PeerVersion
+	b[4] = q.Version
+	if b[4] == 0 {
+		b[4] = PeerVersion
+	}
 	b[5] = q.Kind
 	le.PutUint16(b[6:], PeerRequestBytes)
 	le.PutUint64(b[8:], q.From)
@@ -135,14 +155,14 @@ func DecodePeerRequest(b []byte, q *PeerRequest) error {
 		return ErrPeer
 	case string(b[:4]) != peerMagic:
 		return ErrMagic
-	case b[4] != PeerVersion:
+	case b[4] < PeerMinVersion || b[4] > PeerVersion:
 		return ErrVersion
 	case le.Uint16(b[6:]) != PeerRequestBytes:
 		return ErrHeader
 	case le.Uint32(b[28:]) != 0:
 		return ErrPeer
 	}
-	*q = PeerRequest{Kind: b[5], From: le.Uint64(b[8:]), To: le.Uint64(b[16:]), Epoch: le.Uint32(b[24:])}
+	*q = PeerRequest{Version: b[4], Kind: b[5], From: le.Uint64(b[8:]), To: le.Uint64(b[16:]), Epoch: le.Uint32(b[24:])}
 	switch q.Kind {
 	case PeerFetch:
 		if q.Epoch != 0 {
@@ -193,9 +213,9 @@ func DecodePeerFrameHeader(b []byte) (kind uint8, n int, err error) {
 	case PeerError:
 		ok = n64 <= PeerMaxErrorBytes
 	case PeerSealed:
-		ok = n64 == PeerSealReplyBytes
+		ok = n64 == PeerSealReplyBytes || n64 == PeerSealReplyV1Bytes
 	case PeerState:
-		ok = n64 == PeerStatusReplyBytes
+		ok = n64 == PeerStatusReplyBytes || n64 == PeerStatusReplyV1Bytes
 	default:
 		return 0, 0, ErrKind
 	}
@@ -239,56 +259,98 @@ func AppendPeerError(buf []byte, msg string) []byte {
 	return append(append(buf, h[:]...), msg...)
 }
 
-// AppendPeerSealReply appends a PeerSealed frame of r.
+// AppendPeerSealReply appends a PeerSealed frame of r, of version
+// PeerVersion (PeerSealReplyBytes).
 func AppendPeerSealReply(buf []byte, r *PeerSealReply) []byte {
+	return AppendPeerSealReplyVersion(buf, r, PeerVersion)
+}
+
+// AppendPeerSealReplyVersion appends a PeerSealed frame of r for a request
+// of version v: a version 1 client reads PeerSealReplyV1Bytes, without
+// LastStamp.
+func AppendPeerSealReplyVersion(buf []byte, r *PeerSealReply, v uint8) []byte {
 	var b [PeerFrameHeaderBytes + PeerSealReplyBytes]byte
-	PutPeerFrameHeader(b[:], PeerSealed, PeerSealReplyBytes)
+	n := PeerSealReplyBytes
+	if v < 2 {
+		n = PeerSealReplyV1Bytes
+	}
+	PutPeerFrameHeader(b[:], PeerSealed, n)
 	p := b[PeerFrameHeaderBytes:]
 	le.PutUint64(p[0:], r.Member)
 	le.PutUint64(p[8:], r.Contiguous)
 	le.PutUint32(p[16:], r.HeldEpoch)
-	le.PutUint32(p[20:], r.Flags)
-	return append(buf, b[:]...)
+	if n == PeerSealReplyBytes {
+		le.PutUint64(p[24:], uint64(r.LastStamp))
+	}
+	return append(buf, b[:PeerFrameHeaderBytes+n]...)
 }
 
-// DecodePeerSealReply decodes a PeerSealed frame's body into r.
+// DecodePeerSealReply decodes a PeerSealed frame's body (of either
+// version) into r.
 func DecodePeerSealReply(body []byte, r *PeerSealReply) error {
-	if len(body) != PeerSealReplyBytes {
+	if len(body) != PeerSealReplyBytes && len(body) != PeerSealReplyV1Bytes {
 		return ErrPeer
 	}
-	*r = PeerSealReply{Member: le.Uint64(body[0:]), Contiguous: le.Uint64(body[8:]), HeldEpoch: le.Uint32(body[16:]), Flags: le.Uint32(body[20:])}
+	*r = PeerSealReply{Member: le.Uint64(body[0:]), Contiguous: le.Uint64(body[8:]), HeldEpoch: le.Uint32(body[16:])}
+	if len(body) == PeerSealReplyBytes {
+		r.LastStamp = int64(le.Uint64(body[24:]))
+	}
 	if r.Member == 0 {
 		return ErrPeer
 	}
-	if r.Flags&^PeerHoldsOwn != 0 {
+	if le.Uint32(body[20:]) != 0 {
+		// Once the PeerHoldsOwn flag, never sent (a primary now counts
+		// only what it wrote): reserved.
 		return ErrFlags
+	}
+	if r.LastStamp < 0 {
+		return ErrPeer
 	}
 	return nil
 }
 
-// AppendPeerStatusReply appends a PeerState frame of r.
+// AppendPeerStatusReply appends a PeerState frame of r, of version
+// PeerVersion (PeerStatusReplyBytes).
 func AppendPeerStatusReply(buf []byte, r *PeerStatusReply) []byte {
+	return AppendPeerStatusReplyVersion(buf, r, PeerVersion)
+}
+
+// AppendPeerStatusReplyVersion appends a PeerState frame of r for a
+// request of version v: a version 1 client reads PeerStatusReplyV1Bytes,
+// without Contiguous.
+func AppendPeerStatusReplyVersion(buf []byte, r *PeerStatusReply, v uint8) []byte {
 	var b [PeerFrameHeaderBytes + PeerStatusReplyBytes]byte
-	PutPeerFrameHeader(b[:], PeerState, PeerStatusReplyBytes)
+	n := PeerStatusReplyBytes
+	if v < 2 {
+		n = PeerStatusReplyV1Bytes
+	}
+	PutPeerFrameHeader(b[:], PeerState, n)
 	p := b[PeerFrameHeaderBytes:]
 	le.PutUint64(p[0:], r.Member)
 	le.PutUint64(p[8:], r.Epoch)
 	le.PutUint64(p[16:], uint64(r.StartedAt))
 	p[24] = r.Role
-	return append(buf, b[:]...)
+	if n == PeerStatusReplyBytes {
+		le.PutUint64(p[32:], r.Contiguous)
+	}
+	return append(buf, b[:PeerFrameHeaderBytes+n]...)
 }
 
-// DecodePeerStatusReply decodes a PeerState frame's body into r.
+// DecodePeerStatusReply decodes a PeerState frame's body (of either
+// version) into r.
 func DecodePeerStatusReply(body []byte, r *PeerStatusReply) error {
-	if len(body) != PeerStatusReplyBytes {
+	if len(body) != PeerStatusReplyBytes && len(body) != PeerStatusReplyV1Bytes {
 		return ErrPeer
 	}
-	for _, c := range body[25:] {
+	for _, c := range body[25:32] {
 		if c != 0 {
 			return ErrPeer
 		}
 	}
 	*r = PeerStatusReply{Member: le.Uint64(body[0:]), Epoch: le.Uint64(body[8:]), StartedAt: int64(le.Uint64(body[16:])), Role: body[24]}
+	if len(body) == PeerStatusReplyBytes {
+		r.Contiguous = le.Uint64(body[32:])
+	}
 	if r.Member == 0 {
 		return ErrPeer
 	}

@@ -12,10 +12,11 @@ import (
 // encoded.
 func TestPeer_RoundTrip(t *testing.T) {
 	for _, q := range []wire.PeerRequest{
-		{Kind: wire.PeerFetch, From: 1, To: 1},
-		{Kind: wire.PeerFetch, From: 7, To: 1 << 40},
-		{Kind: wire.PeerSeal, Epoch: 3},
-		{Kind: wire.PeerStatus},
+		{Version: wire.PeerVersion, Kind: wire.PeerFetch, From: 1, To: 1},
+		{Version: wire.PeerVersion, Kind: wire.PeerFetch, From: 7, To: 1 << 40},
+		{Version: wire.PeerVersion, Kind: wire.PeerSeal, Epoch: 3},
+		{Version: wire.PeerMinVersion, Kind: wire.PeerSeal, Epoch: 3},
+		{Version: wire.PeerVersion, Kind: wire.PeerStatus},
 	} {
 		b := wire.AppendPeerRequest(nil, &q)
 		var got wire.PeerRequest
@@ -25,8 +26,8 @@ func TestPeer_RoundTrip(t *testing.T) {
 	}
 
 	pkt := bytes.Repeat([]byte{0xab}, 100)
-	s := wire.PeerSealReply{Member: 2, Contiguous: 99, HeldEpoch: 4, Flags: wire.PeerHoldsOwn}
-	st := wire.PeerStatusReply{Member: 3, Epoch: 5, StartedAt: -1, Role: 2}
+	s := wire.PeerSealReply{Member: 2, Contiguous: 99, HeldEpoch: 4, LastStamp: 1_700_000_000_123_456_789}
+	st := wire.PeerStatusReply{Member: 3, Epoch: 5, StartedAt: -1, Role: 2, Contiguous: 1 << 50}
 	var b []byte
 	b = wire.AppendPeerPacket(b, pkt)
 	b = wire.AppendPeerSealReply(b, &s)
@@ -89,6 +90,8 @@ func TestPeer_Malformed(t *testing.T) {
 		{"long", append(fetch(func([]byte) {}), 0), wire.ErrPeer},
 		{"magic", fetch(func(b []byte) { b[0] = 'X' }), wire.ErrMagic},
 		{"version", fetch(func(b []byte) { b[4] = 9 }), wire.ErrVersion},
+		{"version 0", fetch(func(b []byte) { b[4] = 0 }), wire.ErrVersion},
+		{"version 3", fetch(func(b []byte) { b[4] = 3 }), wire.ErrVersion},
 		{"kind", fetch(func(b []byte) { b[5] = 9 }), wire.ErrKind},
 		{"hdrLen", fetch(func(b []byte) { b[6] = 33 }), wire.ErrHeader},
 		{"reserved", fetch(func(b []byte) { b[30] = 1 }), wire.ErrPeer},
@@ -132,9 +135,17 @@ func TestPeer_Malformed(t *testing.T) {
 	if err := wire.DecodePeerSealReply(make([]byte, wire.PeerSealReplyBytes), &s); !errors.Is(err, wire.ErrPeer) {
 		t.Errorf("seal reply of member 0: %v, want ErrPeer", err)
 	}
-	bad := wire.AppendPeerSealReply(nil, &wire.PeerSealReply{Member: 1, Flags: 2})[wire.PeerFrameHeaderBytes:]
+	bad := wire.AppendPeerSealReply(nil, &wire.PeerSealReply{Member: 1})[wire.PeerFrameHeaderBytes:]
+	bad[20] = 1 // the PeerHoldsOwn flag of old, never sent: reserved
 	if err := wire.DecodePeerSealReply(bad, &s); !errors.Is(err, wire.ErrFlags) {
-		t.Errorf("seal reply with unknown flags: %v, want ErrFlags", err)
+		t.Errorf("seal reply with the reserved word set: %v, want ErrFlags", err)
+	}
+	neg := wire.AppendPeerSealReply(nil, &wire.PeerSealReply{Member: 1, LastStamp: -1})[wire.PeerFrameHeaderBytes:]
+	if err := wire.DecodePeerSealReply(neg, &s); !errors.Is(err, wire.ErrPeer) {
+		t.Errorf("seal reply with a negative stamp: %v, want ErrPeer", err)
+	}
+	if err := wire.DecodePeerSealReply(make([]byte, wire.PeerSealReplyV1Bytes+1), &s); !errors.Is(err, wire.ErrPeer) {
+		t.Errorf("seal reply of 25 bytes: %v, want ErrPeer", err)
 	}
 	st := wire.AppendPeerStatusReply(nil, &wire.PeerStatusReply{Member: 1})[wire.PeerFrameHeaderBytes:]
 	st[30] = 1
@@ -144,6 +155,31 @@ func TestPeer_Malformed(t *testing.T) {
 	}
 	if _, err := wire.DecodePeerEnd(make([]byte, 9)); !errors.Is(err, wire.ErrPeer) {
 		t.Errorf("end of 9 bytes: %v, want ErrPeer", err)
+	}
+}
+
+// TestPeer_SealReplyVersions: a version 2 request gets the stamp, a
+// version 1 request (an older member) the 24-byte answer it reads, which
+// decodes with no stamp.
+func TestPeer_SealReplyVersions(t *testing.T) {
+	s := wire.PeerSealReply{Member: 2, Contiguous: 99, HeldEpoch: 4, LastStamp: 77}
+	for _, tc := range []struct {
+		v    uint8
+		n    int
+		want wire.PeerSealReply
+	}{
+		{wire.PeerVersion, wire.PeerSealReplyBytes, s},
+		{wire.PeerMinVersion, wire.PeerSealReplyV1Bytes, wire.PeerSealReply{Member: 2, Contiguous: 99, HeldEpoch: 4}},
+	} {
+		b := wire.AppendPeerSealReplyVersion(nil, &s, tc.v)
+		kind, n, err := wire.DecodePeerFrameHeader(b[:wire.PeerFrameHeaderBytes])
+		if err != nil || kind != wire.PeerSealed || n != tc.n || len(b) != wire.PeerFrameHeaderBytes+tc.n {
+			t.Fatalf("version %d: kind %d, %d bytes (frame %d), %v; want %d", tc.v, kind, n, len(b), err, tc.n)
+		}
+		var got wire.PeerSealReply
+		if err := wire.DecodePeerSealReply(b[wire.PeerFrameHeaderBytes:], &got); err != nil || got != tc.want {
+			t.Fatalf("version %d: %+v, %v; want %+v", tc.v, got, err, tc.want)
+		}
 	}
 }
 

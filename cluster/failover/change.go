@@ -69,6 +69,7 @@ const (
 	PhaseProposing                   // a bootstrap member or the session being committed
 	PhaseRecordSeal                  // the seal being made durable (Ready.RecordSeal)
 	PhaseSealing                     // seals sent, answers arriving
+	PhaseDropping                    // checkpoints above the cut being dropped (fsm.DropCheckpoints)
 	PhaseFetching                    // catching up to the cut (Ready.Fetch)
 	PhaseTakeover                    // the standby handing over (Ready.TakeOver)
 	PhaseCommitting                  // BeginEpoch proposed
@@ -86,6 +87,8 @@ func (p Phase) String() string {
 		return "record-seal"
 	case PhaseSealing:
 		return "sealing"
+	case PhaseDropping:
+		return "dropping"
 	case PhaseFetching:
 		return "fetching"
 	case PhaseTakeover:
@@ -177,6 +180,9 @@ type Fetch struct {
 type TakeOver struct {
 	Epoch uint64
 	Cut   uint64
+	// StartTime is the clock floor known so far (Start.StartTime): the
+	// last checkpoint's time and every counted seal answer's LastStamp.
+	StartTime int64
 }
 
 // Start: this member is the primary of Epoch from FirstSeq, with a clock
@@ -221,6 +227,9 @@ type Stats struct {
 	StaleReplies int // a seal answer of another epoch, or of no attempt
 	Strangers    int // an answer from a member that is not a voter
 	Capped       int // answers capped at their epoch's cut (capStale)
+	// Dropped counts the DropCheckpoints proposed: a checkpoint above
+	// every answer (issues 14 and 16).
+	Dropped int
 }
 
 // answer is one counted seal answer.
@@ -517,16 +526,41 @@ func (c *Change) noQuorum() error {
 // stable seq), never below the epoch's start - 1.
 func (c *Change) sealed() {
 	cut := c.st.EpochStart() - 1
-	self := uint64(0)
-	selfOK := false
 	for _, a := range c.answers {
 		cut = max(cut, a.c)
 		c.stamp = max(c.stamp, a.stamp)
+	}
+	c.cut = cut
+	if cp, ok := c.st.LastCheckpoint(); ok && cp.Seq > cut {
+		if c.answered() < len(c.voters) && c.now < c.deadline {
+			// A checkpoint above every answer so far: a voter that
+			// holds it may still answer. Wait for each one, or the
+			// seal's timeout, rather than the grace.
+			c.graceAt = c.deadline
+			return
+		}
+		// A quorum of answers meets every quorum, so no quorum held the
+		// checkpoint (forged standby acks raised stable, or a power cut
+		// took the writes): no cut can reach it, and BeginEpoch refuses a
+		// cut below it. Drop it in Raft, or every leader fails forever.
+		c.phase = PhaseDropping
+		c.stats.Dropped++
+		c.rd.Propose = fsm.DropCheckpoints{Epoch: c.epoch, Above: cut}
+		return
+	}
+	c.catchUp()
+}
+
+// catchUp fetches what this member lacks up to the cut (or takes over at
+// once if it holds it).
+func (c *Change) catchUp() {
+	cut := c.cut
+	self, selfOK := uint64(0), false
+	for _, a := range c.answers {
 		if a.m.ID == c.cfg.Self && !a.stale {
 			self, selfOK = a.c, true
 		}
 	}
-	c.cut = cut
 	if selfOK && self >= cut {
 		c.takeOver()
 		return
@@ -553,7 +587,7 @@ func (c *Change) sealed() {
 
 func (c *Change) takeOver() {
 	c.phase = PhaseTakeover
-	c.rd.TakeOver = &TakeOver{Epoch: c.st.Epoch() + 1, Cut: c.cut}
+	c.rd.TakeOver = &TakeOver{Epoch: c.st.Epoch() + 1, Cut: c.cut, StartTime: c.stamp}
 }
 
 func (c *Change) committed(st *fsm.State) {
@@ -561,6 +595,13 @@ func (c *Change) committed(st *fsm.State) {
 	case PhaseBarrier, PhaseProposing:
 		c.st = st
 		c.decide()
+	case PhaseDropping:
+		if cp, ok := st.LastCheckpoint(); (ok && cp.Seq > c.cut) || st.Epoch() != c.epoch {
+			c.fail(fmt.Errorf("%w: checkpoints above %d not dropped, have %v", ErrCommit, c.cut, st))
+			return
+		}
+		c.st = st
+		c.catchUp()
 	case PhaseCommitting:
 		want := c.st.Epoch() + 1
 		if st.Epoch() != want || st.Primary() != c.cfg.Self || st.EpochStart() != c.cut+1 {
@@ -581,7 +622,7 @@ func (c *Change) committed(st *fsm.State) {
 
 func (c *Change) rejected(m Rejected) {
 	switch c.phase {
-	case PhaseBarrier, PhaseProposing, PhaseRecordSeal, PhaseCommitting:
+	case PhaseBarrier, PhaseProposing, PhaseRecordSeal, PhaseDropping, PhaseCommitting:
 	default:
 		return
 	}
@@ -657,6 +698,30 @@ func checkpointStamp(st *fsm.State) int64 {
 		return cp.UnixNano
 	}
 	return 0
+}
+
+// CheckpointBound is the highest seq a checkpoint may record: the highest
+// that a majority of voters hold, by what each said it holds over the
+// peer port (held: one entry per voter that answered, the primary's own
+// written position among them), never by the stream's acks, which a host
+// on the LAN can forge (issues 14 and 16). 0 when fewer than a majority
+// answered: no checkpoint.
+func CheckpointBound(voters int, held []uint64) uint64 {
+	need := voters/2 + 1
+	if voters <= 0 || len(held) < need {
+		return 0
+	}
+	s := slices.Clone(held)
+	slices.SortFunc(s, func(a, b uint64) int {
+		switch {
+		case a > b:
+			return -1
+		case a < b:
+			return 1
+		}
+		return 0
+	})
+	return s[need-1]
 }
 
 // CheckSeal is the sealed member's side: it refuses a seal of an epoch its

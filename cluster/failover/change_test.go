@@ -147,7 +147,12 @@ func (h *harness) run(t *testing.T, d *datadriven.TestData) (string, error) {
 		}
 		h.c = c
 	case "recorded":
-		h.c.Step(h.now, SealRecorded{Epoch: u64(d, "epoch", 0)})
+		// The shells record the seal in Raft (fsm.SealEpoch).
+		e := u64(d, "epoch", 0)
+		if err := h.apply(fsm.SealEpoch{Epoch: e}); err != nil {
+			return "", err
+		}
+		h.c.Step(h.now, SealRecorded{Epoch: e})
 	case "reply":
 		// reply from=ID epoch=E c=SEQ [held=E] [stamp=NS] [err=TEXT]
 		r := SealReply{From: u64(d, "from", 0), Epoch: u64(d, "epoch", 0), Contiguous: u64(d, "c", 0),
@@ -232,6 +237,8 @@ func (h *harness) ready() string {
 			fmt.Fprintf(&b, "propose new-session prev=%d\n", p.Prev)
 		case fsm.BeginEpoch:
 			fmt.Fprintf(&b, "propose begin-epoch epoch=%d primary=%d cut=%d\n", p.Epoch, p.Primary, p.PrevCut)
+		case fsm.DropCheckpoints:
+			fmt.Fprintf(&b, "propose drop-checkpoints epoch=%d above=%d\n", p.Epoch, p.Above)
 		default:
 			fmt.Fprintf(&b, "propose %v\n", p.Kind())
 		}

@@ -10,7 +10,7 @@
 // Change is one leadership: New(cfg, state, now), then Step(now, msg) for
 // each answer (Committed, Rejected, SealRecorded, SealReply, Fetched,
 // TookOver) and Tick(now) for time; after each, Ready says what to do:
-// a Barrier or one proposal, RecordSeal, the Seals to send, a Fetch, the
+// a Barrier or one proposal (DropCheckpoints among them), RecordSeal, the Seals to send, a Fetch, the
 // TakeOver, Start, StepAside. CheckSeal is the sealed member's side.
 //
 // # Decisions the core owns
@@ -39,9 +39,16 @@
 //     epoch's start - 1); the new epoch starts at cut + 1, after a fetch
 //     of what this member lacks (peers best first) and a takeover, and
 //     only then is BeginEpoch{e+1, self, cut} proposed.
+//   - A checkpoint above the cut: a quorum of answers meets every
+//     quorum, so no quorum held it (forged standby acks raised stable, or
+//     a power cut took the writes), and BeginEpoch refuses a cut below
+//     it. The core waits for every voter's answer or the seal's timeout
+//     (not the grace: one that holds it may be slow), then proposes
+//     fsm.DropCheckpoints above the cut, so no leader is stuck on it.
 //   - Clock floor: the new epoch's StartTime is the latest of the last
 //     checkpoint's time and every counted answer's LastStamp (which
-//     includes the old primary's last heartbeat a member saw).
+//     includes the old primary's last heartbeat a member saw); it is
+//     in TakeOver.StartTime too, as the shell opens the sequencer there.
 //   - Failure: the next attempt reads through a barrier after RetryNS; a
 //     proposal rejected on a state read without a barrier is retried at
 //     once; MaxFailures in a row ask the shell to step aside.

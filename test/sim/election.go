@@ -244,7 +244,11 @@ func (c *simCluster) act() bool {
 			// Recorded in the failover state: a standby (re)started from
 			// now on seals it before it follows the stream.
 			c.sealed = max(c.sealed, e)
-			c.deliver(c.commitDelay(), failover.SealRecorded{Epoch: e})
+			if _, err := c.applyFSM(fsm.SealEpoch{Epoch: e}); err != nil {
+				c.deliver(c.commitDelay(), failover.Rejected{Err: err, Refused: true})
+			} else {
+				c.deliver(c.commitDelay(), failover.SealRecorded{Epoch: e})
+			}
 		}
 		for _, s := range rd.Seal {
 			c.seal(s)
