@@ -65,8 +65,10 @@ type simPair struct {
 	w     *world
 	nodes [2]*pairNode
 	// The checker's position in w.log and what it learnt so far (rebuilt
-	// from scratch when an epoch change cut the log below it).
+	// from scratch when an epoch change cut the log below it), and how
+	// many of w.cuts it has seen.
 	checked  int
+	cuts     int
 	active   int // instance active at that point of the log; -1: none
 	answered map[uint64]bool
 	// Faults done, for Result.
@@ -263,10 +265,16 @@ func (p *simPair) receive() {
 // twice, or from an instance not active at that point.
 func (p *simPair) check() {
 	w := p.w
-	if len(w.log) < p.checked {
-		// An epoch change cut what was checked: read it again.
-		p.checked, p.active = 0, -1
-		clear(p.answered)
+	// An epoch change that cut what was checked: read the log again from
+	// the start. The log may have grown back past the checked position
+	// in the same step (the new primary published before this check), so
+	// the cut is read from w.cuts, not guessed from the log's length: a
+	// command the cut lost is sequenced again in the new epoch, once.
+	for ; p.cuts < len(w.cuts); p.cuts++ {
+		if w.cuts[p.cuts].last < uint64(p.checked) {
+			p.checked, p.active = 0, -1
+			clear(p.answered)
+		}
 	}
 	for ; p.checked < len(w.log); p.checked++ {
 		seq := uint64(p.checked + 1)
