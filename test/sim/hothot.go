@@ -2,6 +2,7 @@ package sim
 
 import (
 	"fmt"
+	"slices"
 	"strconv"
 	"time"
 
@@ -362,7 +363,17 @@ func (p *simPair) done() bool {
 }
 
 func (p *simPair) progress() string {
-	s := fmt.Sprintf("pair{active=%d answered=%d", p.active, len(p.answered))
+	s := fmt.Sprintf("pair{active=%d orders=%d unanswered=%d", p.active, len(p.answered), p.open)
+	if p.open > 0 {
+		var open []uint64
+		for seq, a := range p.answered {
+			if !a && len(open) < 10 {
+				open = append(open, seq)
+			}
+		}
+		slices.Sort(open)
+		s += fmt.Sprintf(" open=%v", open)
+	}
 	for _, n := range p.nodes {
 		st := n.core.Stats()
 		s += fmt.Sprintf(" %d:{active=%v delivered=%d stable=%d inflight=%d backlog=%d dead=%v paused=%v cut=%v naks=%d gaps=%d src=%d err=%v}", n.inst, n.core.Active(), n.core.Delivered(), n.core.Stable(), n.core.InFlight(), n.core.Backlog(), n.dead, n.w.now < n.pausedUntil, n.cut, st.NaksSent, st.Gaps, st.SourceSwitches, n.core.Err())
