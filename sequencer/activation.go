@@ -74,9 +74,20 @@ func (t *accountTable) remove(s *State, i int32) {
 // silent for ActiveTimeout to the most recently heard other instance, if
 // that one was heard within ActiveTimeout. It decides; the records it
 // emits make the switch (State.Apply).
+//
+// Silence counts only while the core runs. When the last check is a
+// whole ActiveTimeout ago (the process was stopped or starved, the host
+// suspended: the shells tick at least every ActiveTimeout/8 otherwise),
+// the frames of that span are still queued unread, and the first one
+// read after it may well be the passive's: a switch then would fence a
+// healthy active. The timeout restarts instead, as after a failover.
 func (c *Core) checkActivity() {
 	timeout := int64(c.cfg.ActiveTimeout)
 	st := &c.state
+	if c.activitySet && c.mono-c.activityAt > timeout {
+		c.restartActivity()
+	}
+	c.activityAt, c.activitySet = c.mono, true
 	for ai := range st.accounts.list {
 		a := &st.accounts.list[ai]
 		if a.active < 0 || c.mono-c.heard(a.active) < timeout {
@@ -89,6 +100,19 @@ func (c *Core) checkActivity() {
 		c.switchActive(a.active, best)
 		c.stats.ActivationSwitch++
 	}
+}
+
+// restartActivity counts every instance of a hot-hot account as heard
+// now: ActiveTimeout runs afresh from this reading.
+func (c *Core) restartActivity() {
+	st := &c.state
+	for ai := range st.accounts.list {
+		for _, idx := range st.accounts.list[ai].instances {
+			c.heard(idx) // a stale live entry takes its key first
+			c.live[idx].heard = c.mono
+		}
+	}
+	c.stats.ActivityRestarts++
 }
 
 // livePartner is the instance of account ai other than not heard most

@@ -81,6 +81,7 @@ type Stats struct {
 	TimersFired             uint64 // InternalTimer messages emitted
 	TimerSkipped            uint64 // periods of periodic timers skipped (sequencer time jumped past them)
 	ActivationSwitch        uint64 // hot-hot switches by ActiveTimeout (or a restart of the active instance)
+	ActivityRestarts        uint64 // hot-hot timeouts restarted: the core itself had not run for ActiveTimeout
 	RejectedNotActive       uint64 // hot-hot commands of an instance that is not active (fenced)
 	RejectedDuplicateID     uint64 // hot-hot commands whose id the account already had sequenced
 	HotHotMismatch          uint64 // frames dropped: hot-hot flag differs from the incarnation's
@@ -138,7 +139,13 @@ type Core struct {
 	// every record the core emits is applied to it at once.
 	state State
 	live  []liveSender // per State sender index: last frame heard
-	asm   reassemblies
+	// activityAt is the mono time of the last hot-hot activity check
+	// (checkActivity; activitySet once there was one): a gap of a whole
+	// ActiveTimeout since says this core did not run, not that the
+	// instances were silent.
+	activityAt  int64
+	activitySet bool
+	asm         reassemblies
 	// asmExpireAt: the next Tick at or after it drops reassemblies silent
 	// for ReassemblyTimeout.
 	asmExpireAt int64

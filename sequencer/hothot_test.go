@@ -177,6 +177,57 @@ func TestCore_HotHotTimeoutAcrossFailover(t *testing.T) {
 	checkFenced(t, decodeStream(t, nsink.published, cfg.MaxPacketBytes), acctA)
 }
 
+// TestCore_HotHotNoSwitchAfterCoreStall: the core itself did not run
+// for longer than ActiveTimeout (the process stopped, the host
+// suspended); the first frame read after that is the passive's
+// heartbeat. Both instances were silent only to a core that was not
+// listening: no switch, the timeout restarts, and a switch comes only
+// when the active stays silent for ActiveTimeout of the core's running
+// time. (Before the fix the passive took over at once: "switched after
+// the core's own stall: active 2"; the simulator's idle hours, ticking
+// once a second, switched the pair thousands of times a run.)
+func TestCore_HotHotNoSwitchAfterCoreStall(t *testing.T) {
+	const ms = int64(time.Millisecond)
+	cfg := testConfig()
+	cfg.ActiveTimeout = 20 * time.Millisecond
+	c, sink := newCore(t, cfg)
+	for now := int64(0); now <= 10*ms; now += ms {
+		mustStep(t, c, now, hotFrame(t, acctA, 1, 10))
+		mustStep(t, c, now, hotFrame(t, acctA, 2, 20))
+		c.Tick(at(now))
+	}
+	stall := 10*ms + int64(time.Second)
+	mustStep(t, c, stall, hotFrame(t, acctA, 2, 20)) // the passive's frame is read first
+	c.Tick(at(stall))
+	if inst, _ := c.State().Active(acctA); inst != 1 {
+		t.Fatalf("switched after the core's own stall: active %d", inst)
+	}
+	mustStep(t, c, stall, hotFrame(t, acctA, 1, 10))
+	if got := c.Stats().ActivityRestarts; got != 1 {
+		t.Fatalf("ActivityRestarts %d, want 1", got)
+	}
+	// Now instance 1 is really gone: only the passive heartbeats.
+	for now := stall + ms; now < stall+20*ms; now += ms {
+		mustStep(t, c, now, hotFrame(t, acctA, 2, 20))
+		c.Tick(at(now))
+	}
+	if inst, _ := c.State().Active(acctA); inst != 1 {
+		t.Fatalf("switched before ActiveTimeout of running time: active %d", inst)
+	}
+	for now := stall + 20*ms; now <= stall+22*ms; now += ms {
+		mustStep(t, c, now, hotFrame(t, acctA, 2, 20))
+		c.Tick(at(now))
+	}
+	if inst, _ := c.State().Active(acctA); inst != 2 {
+		t.Fatalf("active %d after ActiveTimeout of silence while running, want 2", inst)
+	}
+	if st := c.Stats(); st.ActivationSwitch != 1 || st.ActivityRestarts != 1 {
+		t.Fatalf("switches %d restarts %d, want 1 and 1", st.ActivationSwitch, st.ActivityRestarts)
+	}
+	c.Flush(at(stall + 23*ms))
+	checkFenced(t, decodeStream(t, sink.published, cfg.MaxPacketBytes), acctA)
+}
+
 // TestCore_HotHotRestartOfActive: a new incarnation of the active
 // instance (the process restarted, losing what it had in flight) hands
 // activation to its live partner at once; a restart with no live partner

@@ -162,7 +162,8 @@ func seedAddr(s string) (string, error) {
 }
 
 // MetaFunc returns this member's current Meta (Name is set by the
-// Agent). The Agent calls it every MetaInterval from its own goroutine.
+// Agent). The Agent calls it every MetaInterval, and on Refresh, from its
+// own goroutine.
 type MetaFunc func() Meta
 
 // Member is a live member as gossip describes it. Err is set (and Meta
@@ -199,8 +200,10 @@ type Agent struct {
 	// under its lock, so they are never read outside those callbacks).
 	members map[string]Member
 
-	stop chan struct{}
-	done chan struct{}
+	// nudge asks run for a refresh now (Refresh), one pending at most.
+	nudge chan struct{}
+	stop  chan struct{}
+	done  chan struct{}
 }
 
 // NewAgent validates cfg, starts gossip on BindAddr:BindPort, announces
@@ -226,7 +229,7 @@ func NewAgent(cfg Config, meta MetaFunc) (*Agent, error) {
 		return nil, fmt.Errorf("%w: MetaFunc is nil", ErrConfig)
 	}
 	a := &Agent{cfg: cfg, meta: meta, log: cfg.Logger, stop: make(chan struct{}), done: make(chan struct{}),
-		members: map[string]Member{}}
+		nudge: make(chan struct{}, 1), members: map[string]Member{}}
 	if a.log == nil {
 		a.log = slog.New(slog.NewTextHandler(io.Discard, nil))
 	}
@@ -300,22 +303,39 @@ func (a *Agent) run() {
 		case <-a.stop:
 			return
 		case <-meta.C:
-			changed, err := a.refresh()
-			if err != nil {
-				a.log.Warn("gossip: meta not updated", "err", err)
-			} else if changed {
-				// UpdateNode gossips the new meta; a failure here is
-				// retried at the next tick's change, or healed by the
-				// periodic push-pull.
-				if err := a.ml.UpdateNode(a.cfg.MetaInterval); err != nil {
-					a.log.Debug("gossip: meta update not acknowledged", "err", err)
-				}
-			}
+			a.announce()
+		case <-a.nudge:
+			a.announce()
 		case <-rejoin.C:
 			if !a.Joined() {
 				a.join()
 			}
 		}
+	}
+}
+
+// announce refreshes the Meta and, when it changed, gossips it.
+func (a *Agent) announce() {
+	changed, err := a.refresh()
+	if err != nil {
+		a.log.Warn("gossip: meta not updated", "err", err)
+	} else if changed {
+		// UpdateNode gossips the new meta; a failure here is retried at
+		// the next tick's change, or healed by the periodic push-pull.
+		if err := a.ml.UpdateNode(a.cfg.MetaInterval); err != nil {
+			a.log.Debug("gossip: meta update not acknowledged", "err", err)
+		}
+	}
+}
+
+// Refresh asks for the Meta to be read and, if it changed, gossiped now
+// rather than at the next MetaInterval: for a change the others should
+// learn at once (a hot-hot instance that became active or passive). It
+// does not wait; refreshes asked while one is pending are one.
+func (a *Agent) Refresh() {
+	select {
+	case a.nudge <- struct{}{}:
+	default:
 	}
 }
 

@@ -201,3 +201,34 @@ func TestConfig_Validate(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// TestAgent_RefreshAnnouncesAtOnce: a node instance whose activation
+// changed calls Refresh, and the others see the new Meta without waiting
+// for MetaInterval (an hour here: without Refresh they would not see it
+// within the test's deadline).
+func TestAgent_RefreshAnnouncesAtOnce(t *testing.T) {
+	var active atomic.Bool
+	cfg := TestConfig()
+	cfg.Name, cfg.MetaInterval = "inst", time.Hour
+	inst, err := NewAgent(cfg, func() Meta {
+		return Meta{Role: RoleNode, Account: "SHOP", Instance: 1, Active: active.Load(), Applied: 5}
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { inst.Close() })
+	obs := startAgent(t, "observer", []string{inst.Addr()}, func() Meta { return Meta{Role: RoleNode} })
+	seen := func() (Meta, bool) {
+		for _, m := range obs.Members() {
+			if m.Name == "inst" {
+				return m.Meta, true
+			}
+		}
+		return Meta{}, false
+	}
+	state := func() string { m, ok := seen(); return fmt.Sprintf("inst listed %v as %+v", ok, m) }
+	eventually(t, "the instance listed, passive", func() bool { m, ok := seen(); return ok && m.Account == "SHOP" && !m.Active }, state)
+	active.Store(true)
+	inst.Refresh()
+	eventually(t, "the instance listed active after Refresh", func() bool { m, _ := seen(); return m.Active }, state)
+}

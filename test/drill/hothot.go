@@ -442,9 +442,11 @@ func (h *hotDrill) finish(ctx context.Context, cfg HotHotConfig, times []float64
 	}
 	// The operator's view: seqd admin status lists the pair and its
 	// active instance, as the primary holds them, and, through gossip,
-	// both instances with one of them active. Gossip refreshes each
-	// instance's announcement about once a second, and an idle pair's
-	// activation may still move (the sequencer's silence switch): a few
+	// both instances with one of them active. Each instance re-announces
+	// its Meta at once when its activation changes (tiered.Agent.Refresh;
+	// before, up to a MetaInterval of a second later), but an idle pair's
+	// activation may still move (the sequencer's silence switch) and a
+	// killed instance stays listed until gossip declares it dead: a few
 	// tries, each reported.
 	for try := 1; ; try++ {
 		msg, err := h.adminStatus(ctx)

@@ -48,7 +48,10 @@ type HotNodeConfig struct {
 	Out   io.Writer
 	// Announce, if set, starts this process's gossip announcement; state
 	// reports, from any goroutine, whether it is the active instance and
-	// the last seq it applied. What it returns is closed at the end.
+	// the last seq it applied. What it returns is closed at the end; if
+	// it has a Refresh method (a tiered.Agent), that is called at each
+	// activation change, so that gossip carries it at once rather than
+	// at the next MetaInterval.
 	Announce func(state func() (active bool, applied uint64)) (io.Closer, error)
 }
 
@@ -257,18 +260,22 @@ func RunHotNode(ctx context.Context, cfg HotNodeConfig, client transport.Client)
 		run = inst.Run
 		state = func() (bool, uint64) { return inst.Node.Active(), inst.Service.Status().Applied }
 	}
+	refresh := func() {}
 	if cfg.Announce != nil {
 		closer, err := cfg.Announce(state)
 		if err != nil {
 			return err
 		}
 		defer closer.Close()
+		if r, ok := closer.(interface{ Refresh() }); ok {
+			refresh = r.Refresh // re-announce an activation change at once
+		}
 	}
 	runErr := make(chan error, 1)
 	go func() { runErr <- run(ctx) }()
 	if inst != nil {
 		out.printf("hotnode: ready account=%s instance=%d resume=%d\n", ncfg.Account, ncfg.Instance, inst.Service.Resume())
-		go watchInstance(ctx, inst, out)
+		go watchInstance(ctx, inst, out, refresh)
 	} else {
 		out.printf("hotnode: ready account=%s instance=%d\n", orDash(cfg.Node.Account), ncfg.Instance)
 	}
@@ -303,8 +310,9 @@ func RunHotNode(ctx context.Context, cfg HotNodeConfig, client transport.Client)
 }
 
 // watchInstance prints an instance's lines: live once it caught up, its
-// activation changes afterwards, and every checkpoint of its service.
-func watchInstance(ctx context.Context, in *inventory.Instance, out *lockedWriter) {
+// activation changes afterwards, and every checkpoint of its service;
+// refresh re-announces the instance's gossip Meta on a change.
+func watchInstance(ctx context.Context, in *inventory.Instance, out *lockedWriter, refresh func()) {
 	t := time.NewTicker(2 * time.Millisecond)
 	defer t.Stop()
 	live, active := false, false
@@ -326,11 +334,13 @@ func watchInstance(ctx context.Context, in *inventory.Instance, out *lockedWrite
 				continue
 			}
 			live, active = true, in.Node.Active()
+			refresh()
 			out.printf("hotnode: live seq=%d active=%v\n", in.Service.Status().Applied, active)
 			continue
 		}
 		if a := in.Node.Active(); a != active {
 			active = a
+			refresh()
 			word := "passive"
 			if a {
 				word = "active"
