@@ -244,16 +244,12 @@ func (s *SendEnd) forward(run []byte) {
 		if n > len(run) {
 			return
 		}
-		f, err := wire.AppendBridgeFrame(s.out, wire.BridgeData, run[replayer.FrameHeaderBytes:n])
+		f, err := DataFrame(s.out, run[replayer.FrameHeaderBytes:n])
 		run = run[n:]
 		if err != nil {
 			s.dropped.Add(1)
 			continue
 		}
-		// A stored packet keeps the retransmit flag of the repair that
-		// brought it; on the link it is the stream itself.
-		pkt := f[wire.BridgeHeaderBytes:]
-		wire.SetPacketFlags(pkt, wire.PacketFlags(pkt)&^wire.PacketRetransmit)
 		s.send(f)
 		s.udpPackets.Add(1)
 	}
@@ -281,12 +277,8 @@ func (s *SendEnd) commandsIn() {
 			}
 			continue // a refused datagram (ICMP) is loss
 		}
-		k, body, err := wire.DecodeBridge(buf[:n])
-		if err != nil || k != wire.BridgeCommand {
-			s.dropped.Add(1)
-			continue
-		}
-		if pk, err := wire.PeekKind(body); err != nil || pk != wire.KindCommand {
+		body, ok := CommandOf(buf[:n])
+		if !ok {
 			s.dropped.Add(1)
 			continue
 		}
