@@ -99,6 +99,12 @@ type Config struct {
 	// minutes. (Seed 5 at 3000 commands, which stalled with a standby at
 	// seq 705, converges since the receiver's repair-source fixes.)
 	HotHot bool
+	// Bridge runs a second site with its own mem network, joined to the
+	// origin by a bridge (bridge.go): the real ends' cores on the
+	// simulator's clock, a TCP-like channel that is cut and a lossy
+	// UDP-like one, and two nodes of the far site, one sending commands
+	// back through the bridge; checked after every step.
+	Bridge bool
 }
 
 // DefaultConfig is what `make sim` runs: 5% loss, 1% duplication and
@@ -154,7 +160,11 @@ type Result struct {
 	ReplayerCrashes int
 	// The pair (HotHot): faults of its active instance.
 	PairKills, PairPauses, PairPartitions int
-	Err                                   error
+	// The bridge (Bridge): TCP channel cuts, UDP partitions, restarts of
+	// the TCP channel after a hole outlived GapTimeout, commands carried
+	// back, crashes of either end.
+	BridgeCuts, BridgeUDPCuts, BridgeGapRestarts, BridgeCommands, BridgeEndCrashes int
+	Err                                                                            error
 }
 
 // Replay is the one command that reruns this seed exactly.
@@ -169,6 +179,9 @@ func (r Result) Replay() string {
 	if r.Config.HotHot {
 		s += " -with hothot"
 	}
+	if r.Config.Bridge {
+		s += " -with bridge"
+	}
 	return s
 }
 
@@ -178,7 +191,7 @@ func (c *Config) scenarios() map[string]*bool {
 		"partitions": &c.Partitions, "safelag": &c.SafeLag, "restarts": &c.Restarts, "timers": &c.Timers,
 		"latejoiner": &c.LateJoiner, "clocksteps": &c.ClockSteps, "idlehours": &c.IdleHours,
 		"epochs": &c.EpochChanges, "cluster": &c.Cluster, "primarystore": &c.PrimaryStore, "replayer": &c.Replayer,
-		"powerloss": &c.PowerLoss, "hothot": &c.HotHot,
+		"powerloss": &c.PowerLoss, "hothot": &c.HotHot, "bridge": &c.Bridge,
 	}
 }
 
@@ -218,7 +231,7 @@ func (c *Config) set(list string, on bool) error {
 func (c Config) off() string {
 	var off []string
 	for _, name := range Scenarios() {
-		if !*c.scenarios()[name] && name != "powerloss" && name != "hothot" { // off by default
+		if !*c.scenarios()[name] && name != "powerloss" && name != "hothot" && name != "bridge" { // off by default
 			off = append(off, name)
 		}
 	}
@@ -299,6 +312,7 @@ type world struct {
 	cl           *simCluster  // Config.Cluster: the sequencer group
 	rep          *simReplayer // Config.Replayer
 	pair         *simPair     // Config.HotHot
+	br           *simBridge   // Config.Bridge
 	rewindJoined bool         // the rewinding late joiner joined
 }
 
@@ -333,7 +347,14 @@ func Run(cfg Config) (res Result) {
 			res.ReplayerRepairs, res.ReplayerCrashes = w.rep.repairs, w.rep.crashes
 		}()
 	}
+	if w.br != nil {
+		defer w.br.close()
+	}
 	res.Steps, res.Err = w.run()
+	if w.br != nil {
+		res.BridgeCuts, res.BridgeUDPCuts, res.BridgeGapRestarts, res.BridgeCommands = w.br.cuts, w.br.udpCuts, w.br.gapRestarts, w.br.commandsBack
+		res.BridgeEndCrashes = w.br.endCrashes
+	}
 	if w.pair != nil {
 		res.PairKills, res.PairPauses, res.PairPartitions = w.pair.kills, w.pair.pauses, w.pair.partitions
 	}
@@ -413,6 +434,11 @@ func newWorld(cfg Config) (*world, error) {
 	}
 	if cfg.Cluster {
 		if w.cl, err = newSimCluster(w); err != nil {
+			return nil, err
+		}
+	}
+	if cfg.Bridge {
+		if w.br, err = newSimBridge(w); err != nil {
 			return nil, err
 		}
 	}
@@ -583,10 +609,17 @@ func (w *world) run() (int, error) {
 				next = at
 			}
 		}
+		if w.br != nil {
+			next = w.br.nextAt(w.now, next)
+		}
 		w.now = next
 		w.net.SetNow(w.now)
 		if w.rep != nil {
 			w.rep.net.SetNow(w.now)
+		}
+		if w.br != nil {
+			w.br.setNow(w.now)
+			w.br.faults()
 		}
 
 		// The sequencer's wall clock wanders and sometimes steps back; now
@@ -650,8 +683,14 @@ func (w *world) run() (int, error) {
 		if w.rep != nil {
 			w.rep.work()
 		}
+		if w.br != nil {
+			w.br.work()
+		}
 		for _, n := range w.nodes {
 			n.receive()
+		}
+		if w.br != nil {
+			w.br.receive()
 		}
 		if w.pair != nil {
 			w.pair.receive()
@@ -684,10 +723,19 @@ func (w *world) idle() {
 
 func (w *world) activeTimers() int {
 	k := 0
-	for _, n := range w.nodes {
+	for _, n := range w.senders() {
 		k += n.activeTimers()
 	}
 	return k
+}
+
+// senders are the nodes whose commands every node must deliver: the
+// origin's and, with the bridge, the far site's.
+func (w *world) senders() []*simNode {
+	if w.br == nil {
+		return w.nodes
+	}
+	return append(w.nodes[:len(w.nodes):len(w.nodes)], w.br.far...)
 }
 
 // lateJoin adds a read-only node that starts from the live tail, once,
@@ -717,7 +765,7 @@ func (w *world) lateJoin() {
 }
 
 func (w *world) done() bool {
-	if w.cl != nil && !w.cl.done() || w.rep != nil && !w.rep.done() || w.pair != nil && !w.pair.done() {
+	if w.cl != nil && !w.cl.done() || w.rep != nil && !w.rep.done() || w.pair != nil && !w.pair.done() || w.br != nil && !w.br.done() {
 		return false
 	}
 	last := uint64(len(w.log))
@@ -754,6 +802,12 @@ func (w *world) done() bool {
 			return false
 		}
 	}
+	if w.br != nil {
+		if err := w.br.check(); err != nil {
+			w.fail("%v", err)
+			return false
+		}
+	}
 	return true
 }
 
@@ -767,6 +821,9 @@ func (w *world) progress() string {
 	}
 	if w.pair != nil {
 		s += " " + w.pair.progress()
+	}
+	if w.br != nil {
+		s += " " + w.br.progress()
 	}
 	return s
 }
