@@ -6,11 +6,12 @@ import (
 	"testing"
 )
 
-// The bridge's seed that once failed: 7 republished a gap (a newer
-// epoch's first packet let through over a hole by Merge; seeds 3 and 11
-// too, in make sim).
+// A bridge seed that failed before Merge held a newer epoch's first
+// packet ahead of a hole: without that fix, seed 2 fails "bridge
+// republished seq 509 (offset 0) after 486: a gap" (and seeds 3, 4, 5, 8
+// and 10 of 1..16 likewise).
 func TestSim_Bridge(t *testing.T) {
-	for _, s := range []uint64{7} {
+	for _, s := range []uint64{2} {
 		cfg := DefaultConfig()
 		cfg.Seed, cfg.Commands, cfg.Bridge = s, 2000, true
 		r := Run(cfg)
