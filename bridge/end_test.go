@@ -138,7 +138,11 @@ func TestSendEnd_ForwardAllocatesNothing(t *testing.T) {
 // The receiving end's path from a chunk to the Service's handler and the
 // site (merge, persist, republish) allocates nothing per packet.
 func TestReceiveEnd_MergeAndRepublishAllocatesNothing(t *testing.T) {
-	r := &ReceiveEnd{site: tcpSite(t), merge: NewMerge(2, 1, 1<<20), start: time.Now()}
+	cfg := DefaultConfig()
+	cfg.MaxHeldBytes = 1 << 20
+	r := &ReceiveEnd{site: tcpSite(t), core: NewReceiveCore(cfg, 2, 0, 1), start: time.Now()}
+	r.merge = r.core.Merge()
+	r.emitF = r.emit
 	handled := 0
 	r.handler = func([]byte, transport.Peer) { handled++ }
 	r.onPacket = r.packet

@@ -85,7 +85,8 @@ type firstArrival struct {
 // reach past the next place is delivered even if it begins before it (a
 // channel resumed at a record boundary); the receiver drops the records
 // it had. A newer epoch's first packet (its first seq at the epoch's
-// start) is delivered even below the next place: the failover cut there.
+// start) is delivered even below the next place: the failover cut there;
+// ahead of a hole it is held like any packet.
 //
 // It has no clock (now is passed in), no goroutine, and allocates nothing
 // once warm. Not safe for concurrent use.
@@ -199,7 +200,10 @@ func (m *Merge) Offer(ch int, pkt []byte, now int64) Verdict {
 	case !m.next.less(end) && !m.restarts(restart, epoch):
 		m.dup(c, first.seq, now)
 		return Duplicate
-	case !m.next.less(first) || m.restarts(restart, epoch):
+	case !m.next.less(first):
+		// At the next place, or reaching past it (a newer epoch's start
+		// among them). A newer epoch's start ahead of a hole waits for
+		// it below: the seqs before it are stable records it kept.
 		m.deliver(ch, first.seq, end, epoch, now)
 		return Deliver
 	}
@@ -274,8 +278,8 @@ func (m *Merge) Next() ([]byte, bool) {
 		case !ok || !m.next.less(end) && !m.restarts(restart, epoch):
 			m.hold.Drop() // covered meanwhile
 			continue
-		case m.next.less(first) && !m.restarts(restart, epoch):
-			return nil, false // the hole is still open
+		case m.next.less(first):
+			return nil, false // the hole is still open (a newer epoch's start too)
 		}
 		m.next, m.epoch = end, max(m.epoch, epoch)
 		m.delivers++

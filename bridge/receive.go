@@ -49,8 +49,9 @@ type ReceiveEnd struct {
 	site  transport.Server
 	pipe  *pipe
 	udps  []*udpChannel
-	ctls  []*control // one per TCP channel
-	merge *Merge     // the Service's goroutine
+	ctls  []*control   // one per TCP channel
+	core  *ReceiveCore // the Service's goroutine
+	merge *Merge       // core's
 	names []string
 	from  uint64 // where the TCP channels start
 
@@ -70,12 +71,9 @@ type ReceiveEnd struct {
 	onPacket func(ch int, pkt []byte)
 	nakH     transport.Handler
 	onSite   transport.Handler
-	hb       []byte
+	emitF    func([]byte)
 	cmd      []byte
 	far      []netip.AddrPort // forward's scratch
-	lastHB   int64
-	lastGap  int64
-	stable   uint64
 
 	published, heartbeats, commands atomic.Uint64
 	unheld                          atomic.Uint64 // site NAKs not answered: nothing held yet
@@ -146,7 +144,7 @@ func NewReceiveEnd(cfg Config, site transport.Server) (*ReceiveEnd, error) {
 		return nil, fmt.Errorf("%w: Role = %v, want receive", ErrConfig, cfg.Role)
 	}
 	r := &ReceiveEnd{cfg: cfg, log: cfg.logger(), site: site, pipe: newPipe(cfg.MaxPacketBytes), start: time.Now(),
-		hb: make([]byte, wire.PacketHeaderBytes), cmd: make([]byte, 0, 65536)}
+		cmd: make([]byte, 0, 65536)}
 	for _, a := range cfg.TCP {
 		r.names = append(r.names, "tcp "+a)
 	}
@@ -183,10 +181,9 @@ func NewReceiveEnd(cfg Config, site transport.Server) (*ReceiveEnd, error) {
 	if c := svc.Store().Contiguous(); c > 0 {
 		r.from = c + 1
 	}
-	r.merge = NewMerge(len(r.names), r.from, cfg.MaxHeldBytes)
-	for i := range cfg.TCP {
-		r.merge.SetReliable(i)
-	}
+	r.core = NewReceiveCore(cfg, len(r.names), len(cfg.TCP), r.from)
+	r.merge = r.core.Merge()
+	r.emitF = r.emit
 	r.next.Store(max(r.from, 1))
 	r.snap = make([]ChannelStats, len(r.names))
 	r.repairs = make([]atomic.Uint64, len(r.names))
@@ -547,12 +544,11 @@ func (m *mergeClient) Poll(h transport.Handler, wait time.Duration) (int, error)
 	}
 	now := r.mono()
 	st := r.svc.Store()
-	if c := st.Contiguous(); c > r.stable || now-r.lastHB >= int64(r.cfg.HelloInterval) {
-		r.heartbeat(c, now)
+	if hb := r.core.Heartbeat(st.Contiguous(), now); hb != nil {
+		r.heartbeat(hb)
 	}
 	r.next.Store(r.merge.NextSeq())
-	if at, hole := r.merge.HoleSince(); hole && now-at > int64(r.cfg.GapTimeout) && now-r.lastGap > int64(r.cfg.GapTimeout) {
-		r.lastGap = now
+	if r.core.GapRestart(now) {
 		r.restart.Add(1)
 	}
 	r.snapshot()
@@ -561,17 +557,7 @@ func (m *mergeClient) Poll(h transport.Handler, wait time.Duration) (int, error)
 
 // packet merges one packet (the Service's goroutine).
 func (r *ReceiveEnd) packet(ch int, pkt []byte) {
-	if r.merge.Offer(ch, pkt, r.mono()) != Deliver {
-		return
-	}
-	r.emit(pkt)
-	for {
-		b, ok := r.merge.Next()
-		if !ok {
-			return
-		}
-		r.emit(b)
-	}
+	r.core.Packet(ch, pkt, r.mono(), r.emitF)
 }
 
 // emit persists (through the Service's handler) and republishes pkt.
@@ -581,19 +567,9 @@ func (r *ReceiveEnd) emit(pkt []byte) {
 	r.published.Add(1)
 }
 
-// heartbeat publishes the tail and stable: every record held was stable
-// at the origin (the sending end stores only stable records), so the
+// heartbeat publishes the tail and stable (ReceiveCore.Heartbeat): the
 // site's safe-mode nodes deliver all of it.
-func (r *ReceiveEnd) heartbeat(held uint64, now int64) {
-	p, ok := r.merge.Last()
-	if !ok || held == 0 {
-		return
-	}
-	r.stable, r.lastHB = held, now
-	hb, err := wire.AppendHeartbeat(r.hb, p.Epoch, p.Session, held+1, held, p.BaseTime, p.EpochStart)
-	if err != nil {
-		return
-	}
+func (r *ReceiveEnd) heartbeat(hb []byte) {
 	_ = r.site.Publish(hb)
 	_ = r.site.Flush()
 	r.heartbeats.Add(1)

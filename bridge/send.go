@@ -228,15 +228,11 @@ func (s *SendEnd) sayHello(ctx context.Context, tip *replayer.Tip) {
 // file: the far end hears it one wake-up sooner than from a Reader at
 // the tip. It allocates nothing.
 func (s *SendEnd) forwardPacket(pkt []byte) {
-	f, err := wire.AppendBridgeFrame(s.out, wire.BridgeData, pkt)
+	f, err := DataFrame(s.out, pkt)
 	if err != nil {
 		s.dropped.Add(1) // too large for a datagram: the TCP channels carry it
 		return
 	}
-	// A stored packet keeps the retransmit flag of the repair that
-	// brought it; on the link it is the stream itself.
-	p := f[wire.BridgeHeaderBytes:]
-	wire.SetPacketFlags(p, wire.PacketFlags(p)&^wire.PacketRetransmit)
 	s.send(f)
 	s.udpPackets.Add(1)
 }
@@ -263,12 +259,8 @@ func (s *SendEnd) commandsIn() {
 			}
 			continue // a refused datagram (ICMP) is loss
 		}
-		k, body, err := wire.DecodeBridge(buf[:n])
-		if err != nil || k != wire.BridgeCommand {
-			s.dropped.Add(1)
-			continue
-		}
-		if pk, err := wire.PeekKind(body); err != nil || pk != wire.KindCommand {
+		body, ok := CommandOf(buf[:n])
+		if !ok {
 			s.dropped.Add(1)
 			continue
 		}

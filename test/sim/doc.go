@@ -46,6 +46,21 @@
 // through it once the ring evicted. It crashes and restarts; at the end
 // its store must hold the stream, record by record, with each epoch.
 //
+// With Bridge (`simrun -with bridge`; see Config.Bridge for when make sim
+// runs it) a second site with its own mem network is joined to the origin
+// by a bridge (bridge.go): the sending end a real replayer.Service on a
+// MemFS store, the receiving end a real replayer.Service fed through
+// bridge.ReceiveCore (the receiving end's Merge, heartbeat and gap timer),
+// a TCP-like channel (ordered, reliable, cut for spells, reconnecting
+// from the merged position) and a UDP-like one each way (seeded loss,
+// duplication, reordering, delay and partitions), and two nodes on the
+// far site, one of which sends commands back through the bridge. Checked
+// after every step: what the receiving end republishes is the origin's
+// stream from seq 1, no gap, no packet that brings nothing new, nothing
+// of a cut epoch; the far nodes' deliveries are checked like every
+// node's; each far command is sequenced at most once. At the end each is
+// sequenced exactly once and both ends' stores hold the stream.
+//
 // Everything random comes from the seed, so a failure replays exactly with
 // the command that Result.Replay prints.
 package sim

@@ -30,6 +30,7 @@ type simNode struct {
 	mayLose bool
 	lost    error
 	fast    bool // delivers on arrival (node.Fast)
+	far     bool // a node of the bridge's far site (bridge.go)
 	client  transport.Client
 	peer    transport.Peer
 	core    *node.Core
@@ -130,7 +131,7 @@ func (n *simNode) start() error {
 	cfg.Window = 64 + 64*(n.idx%3)
 	cfg.ResendInterval = 5 * time.Millisecond
 	cfg.MinResendInterval = time.Millisecond
-	if w.rep != nil {
+	if w.rep != nil && !n.far {
 		cfg.Replayers = []string{"replayer"} // source 1: rclient
 	}
 	if n.idx%2 == 1 {
@@ -413,7 +414,7 @@ func (n *simNode) checkInternal(m *node.Message, e *entry) {
 // finalCheck: every command of every sender's current incarnation was
 // delivered exactly once.
 func (n *simNode) finalCheck() error {
-	for _, s := range n.w.nodes {
+	for _, s := range n.w.senders() {
 		if s.readOnly {
 			continue
 		}

@@ -13,7 +13,6 @@ import (
 	"github.com/seqd/seqd/transport"
 	"github.com/seqd/seqd/transport/fault"
 	"github.com/seqd/seqd/transport/mem"
-	"github.com/seqd/seqd/wire"
 )
 
 // The replayer member (Config.Replayer): a real replayer.Service driven
@@ -136,33 +135,7 @@ func (r *simReplayer) done() bool {
 // check compares what the store holds with the stream, record by record
 // (a fragmented message at its first fragment).
 func (r *simReplayer) check() error {
-	w := r.w
-	st := r.svc.Store()
-	var err error
-	next := uint64(1)
-	st.Records(1, uint64(len(w.log)), func(rec *wire.Record, epoch uint32) bool {
-		if rec.Seq != next {
-			if rec.Seq == next-1 && rec.Fragment() && rec.Offset > 0 {
-				return true
-			}
-			err = fmt.Errorf("%w: the replayer's store holds seq %d after %d", ErrInvariant, rec.Seq, next-1)
-			return false
-		}
-		e := &w.log[rec.Seq-1]
-		if e.account != rec.Account || e.cmdSeq != rec.CmdSeq || e.time != rec.Time || e.epoch != epoch {
-			err = fmt.Errorf("%w: the replayer's store differs from the stream at seq %d (epoch %d, want %d)", ErrInvariant, rec.Seq, epoch, e.epoch)
-			return false
-		}
-		next++
-		return true
-	})
-	if err == nil && next != uint64(len(w.log))+1 {
-		err = fmt.Errorf("%w: the replayer's store serves up to %d, the stream is at %d", ErrInvariant, next-1, len(w.log))
-	}
-	if err == nil {
-		err = st.Err()
-	}
-	return err
+	return storeHolds(r.w, r.svc.Store(), "the replayer")
 }
 
 func (r *simReplayer) close() {
