@@ -82,13 +82,17 @@ type senderKey struct {
 	instance uint8
 }
 
-func newSimNode(w *world, i int, readOnly bool) (*simNode, error) {
+// late: a read-only node that joins from the live tail; it must be set
+// before the core starts, since it chooses the core's Rewind and the
+// stream check.
+func newSimNode(w *world, i int, readOnly, late bool) (*simNode, error) {
 	n := &simNode{
 		w:           w,
 		idx:         i,
 		name:        fmt.Sprintf("n%d", i),
 		instance:    1,
 		readOnly:    readOnly,
+		late:        late,
 		incarnation: 1,
 	}
 	if !readOnly {
@@ -423,7 +427,7 @@ func (n *simNode) finalCheck() error {
 			return fmt.Errorf("%w: %s last saw incarnation %d of %s, which is at %d", ErrInvariant, n.name, inc, s.name, s.incarnation)
 		}
 		got := n.stream.LastCmd(check.Sender{Account: s.account, Instance: s.instance})
-		if got == 0 && n.late && !n.w.commandSince(s, n.first) {
+		if got == 0 && n.late && !n.w.commandSince(s, n.joinedAt()) {
 			continue // the sender was done before the late joiner's start
 		}
 		if got != s.cmds {
@@ -431,6 +435,15 @@ func (n *simNode) finalCheck() error {
 		}
 	}
 	return nil
+}
+
+// joinedAt is the first seq this core delivered; for a late joiner that
+// joined an idle tail and delivered nothing yet, the seq after that tail.
+func (n *simNode) joinedAt() uint64 {
+	if n.first != 0 {
+		return n.first
+	}
+	return n.core.Delivered() + 1
 }
 
 // commandSince reports whether the stream holds a command of sender s

@@ -440,7 +440,7 @@ func newWorld(cfg Config) (*world, error) {
 	w.sc, w.epoch, w.epochStart = sc, sc.Epoch, sc.FirstSeq
 	w.standby = sequencer.NewState(sc.MaxSenders, sc.FirstSeq)
 	for i := 0; i < cfg.Senders+cfg.ReadOnly; i++ {
-		n, err := newSimNode(w, i, i >= cfg.Senders)
+		n, err := newSimNode(w, i, i >= cfg.Senders, false)
 		if err != nil {
 			return nil, err
 		}
@@ -763,7 +763,7 @@ func (w *world) senders() []*simNode {
 func (w *world) lateJoin() {
 	if w.rep != nil && !w.rewindJoined && len(w.log) >= 2000 && w.rng.IntN(3000) == 0 {
 		w.rewindJoined = true
-		n, err := newSimNode(w, len(w.nodes), true)
+		n, err := newSimNode(w, len(w.nodes), true, false)
 		if err != nil {
 			w.fail("rewinding late joiner: %v", err)
 			return
@@ -774,12 +774,11 @@ func (w *world) lateJoin() {
 		return
 	}
 	w.late = true
-	n, err := newSimNode(w, len(w.nodes), true)
+	n, err := newSimNode(w, len(w.nodes), true, true)
 	if err != nil {
 		w.fail("late joiner: %v", err)
 		return
 	}
-	n.late = true
 	w.nodes = append(w.nodes, n)
 }
 
