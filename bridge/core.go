@@ -1,6 +1,8 @@
 package bridge
 
 import (
+	"github.com/seqd/seqd/replayer"
+	"github.com/seqd/seqd/sequencer"
 	"github.com/seqd/seqd/wire"
 )
 
@@ -32,6 +34,26 @@ func NewReceiveCore(cfg Config, channels, reliable int, from uint64) *ReceiveCor
 		c.merge.SetReliable(i)
 	}
 	return c
+}
+
+// Resume takes the header of the packet that holds st's last contiguous
+// seq (a restart on a store that holds the stream) as the last one
+// delivered, so that Heartbeat carries the stored tail and stable to
+// the site before any channel brings a packet. Without it a restarted
+// end stays silent while the origin has nothing new, and the site's
+// nodes, whose resend timers run only on what they hear, never send
+// again a command lost while the end was down: the origin then has
+// nothing new for good. Call it before the first Packet, from the
+// store's goroutine; a store that holds nothing changes nothing.
+func (c *ReceiveCore) Resume(st *replayer.Store) {
+	held := st.Contiguous()
+	if held == 0 {
+		return
+	}
+	st.Range(held, held, func(pkt []byte, _ sequencer.PacketInfo) bool {
+		c.merge.resume(pkt)
+		return false
+	})
 }
 
 // Merge is the core's merge (its counters, NextSeq, HoleSince).

@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/seqd/seqd/replayer"
 	"github.com/seqd/seqd/transport"
 	"github.com/seqd/seqd/transport/tcp"
 	"github.com/seqd/seqd/wire"
@@ -202,5 +203,59 @@ func TestReceiveEnd_FaultsOnChoosesTheChannels(t *testing.T) {
 		if got := r.inject(1) != nil; got != tc.udp {
 			t.Errorf("FaultsOn %q: udp channel faulty %v, want %v", tc.on, got, tc.udp)
 		}
+	}
+}
+
+// A receiving end restarted on a store that holds the stream, with no
+// channel bringing anything new (the origin waits for a command of the
+// far site that was lost while the end was down), still heartbeats the
+// site with the stored tail and stable: the far nodes' resend timers
+// run only on what they hear, so without it their lost commands were
+// never sent again (the simulator's bridge seed 27 stalled so, with 103
+// commands in flight forever).
+func TestReceiveEnd_HeartbeatsAfterARestartOnItsStore(t *testing.T) {
+	cfg := receiveConfig(t, "B")
+	st, _, err := replayer.Open(cfg.Service.Dir, cfg.Service.Store)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, s := range []spec{{epoch: 2, first: 1, count: 3}, {epoch: 2, first: 4, count: 2}} {
+		if err := st.Append(build(t, s)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := st.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(cfg.Service.Dir, originFile), []byte("A\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	site := tcpSite(t)
+	r, err := NewReceiveEnd(cfg, site)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	errc := runEnd(t, ctx, r.Run)
+	c := tcpClient(t, site.(*tcp.Server).Addr().String())
+	var got wire.Packet
+	for ctx.Err() == nil {
+		select {
+		case err := <-errc:
+			t.Fatalf("the receiving end stopped: %v", err)
+		default:
+		}
+		_, _ = c.Poll(func(f []byte, _ transport.Peer) {
+			if k, err := wire.PeekKind(f); err == nil && k == wire.KindHeartbeat {
+				_ = wire.DecodePacket(f, &got)
+			}
+		}, 20*time.Millisecond)
+		if got.Session != 0 {
+			break
+		}
+	}
+	if got.Session != 7 || got.Epoch != 2 || got.Stable != 5 {
+		t.Fatalf("heartbeat on the site: session %d epoch %d stable %d, want session 7 epoch 2 stable 5 (none: %v)", got.Session, got.Epoch, got.Stable, got.Session == 0)
 	}
 }

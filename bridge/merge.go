@@ -245,7 +245,17 @@ func (m *Merge) noteLast() {
 	m.last, m.haveLast = Header{Epoch: p.Epoch, Session: p.Session, EpochStart: p.EpochStart, BaseTime: p.BaseTime}, true
 }
 
-// Last is the header of the last packet delivered, false before any.
+// resume takes stored's header as the last delivered (ReceiveCore.Resume),
+// unless a packet was delivered already.
+func (m *Merge) resume(stored []byte) {
+	if m.haveLast || wire.DecodePacket(stored, &m.pkt) != nil {
+		return
+	}
+	m.noteLast()
+}
+
+// Last is the header of the last packet delivered, false before any
+// (or the stored one ReceiveCore.Resume took).
 func (m *Merge) Last() (Header, bool) { return m.last, m.haveLast }
 
 func (m *Merge) dup(c *ChannelStats, seq uint64, now int64) {

@@ -182,6 +182,7 @@ func NewReceiveEnd(cfg Config, site transport.Server) (*ReceiveEnd, error) {
 		r.from = c + 1
 	}
 	r.core = NewReceiveCore(cfg, len(r.names), len(cfg.TCP), r.from)
+	r.core.Resume(svc.Store())
 	r.merge = r.core.Merge()
 	r.emitF = r.emit
 	r.next.Store(max(r.from, 1))

@@ -247,6 +247,9 @@ func (b *simBridge) startReceive() error {
 		from = c + 1
 	}
 	b.core = bridge.NewReceiveCore(b.cfg, 3, 1, from) // tcp, udp, (the command channel is not merged)
+	// The site hears the stored tail until a channel brings more (as
+	// NewReceiveEnd): B's nodes resend only while they hear the stream.
+	b.core.Resume(svc.Store())
 	// A restart republishes from the seq after what the store holds
 	// (the site's receivers drop what they had), at once: the origin
 	// file names the origin.
