@@ -102,6 +102,7 @@ type simBridge struct {
 	tamperDup int
 	emitted   int
 	scanned   int // w.log entries scanned for B's commands
+	cutsSeen  int // len(w.cuts) when they were scanned
 	farCmd    map[wire.Account]uint64
 	pkt       wire.Packet
 	rec       wire.Record
@@ -670,9 +671,11 @@ func (b *simBridge) checkRepublished(pkt []byte) {
 // 3, ... per sender: none sequenced twice, none skipped.
 func (b *simBridge) checkCommands() {
 	w := b.w
-	if len(w.log) < b.scanned {
-		// An epoch change cut the log: count again from the start.
-		b.scanned = 0
+	if len(w.log) < b.scanned || len(w.cuts) != b.cutsSeen {
+		// An epoch change cut the log: count again from the start. (The
+		// log may have grown past the scanned length again before this
+		// runs: the new epoch's primary publishing in the same step.)
+		b.scanned, b.cutsSeen = 0, len(w.cuts)
 		clear(b.farCmd)
 	}
 	for i := b.scanned; i < len(w.log); i++ {

@@ -4,6 +4,8 @@ import (
 	"errors"
 	"strings"
 	"testing"
+
+	"github.com/seqd/seqd/wire"
 )
 
 // A bridge seed that failed before Merge held a newer epoch's first
@@ -44,5 +46,43 @@ func TestSim_BridgeCheckerCatchesADuplicate(t *testing.T) {
 	_, err = w.run()
 	if !errors.Is(err, ErrInvariant) || !strings.Contains(err.Error(), "republished a duplicate") {
 		t.Fatalf("run: %v, want the duplicate caught", err)
+	}
+}
+
+// TestSim_BridgeCutCommandSequencedAgain: an epoch change cuts a far
+// sender's command (seq 2, not yet stable) and the new primary publishes
+// in the same step (the log back at the scanned length); later the
+// resent command is sequenced once. The checker must count only that
+// copy. (Before the fix it counted the cut one: `simrun -seed 40
+// -commands 2000 -with bridge` failed "f0's command 69 sequenced at seq
+// 2062 after its command 69 (twice, or one skipped)", its first copy
+// seq 1004, cut at 1003.)
+func TestSim_BridgeCutCommandSequencedAgain(t *testing.T) {
+	w := &world{}
+	f0 := wire.MustAccount("f0")
+	b := &simBridge{w: w, farCmd: map[wire.Account]uint64{}, far: []*simNode{{name: "f0", account: f0}}}
+	w.log = []entry{{account: f0, instance: 1, cmdSeq: 1, epoch: 1}, {account: f0, instance: 1, cmdSeq: 2, epoch: 1}}
+	b.checkCommands()
+	if w.err != nil {
+		t.Fatalf("before the cut: %v", w.err)
+	}
+	// The epoch change: seq 2 cut, and the new primary's first record.
+	w.cuts = append(w.cuts, epochCut{epoch: 1, last: 1, lost: append([]entry(nil), w.log[1:]...)})
+	es := entry{flags: wire.FlagInternal, epoch: 2}
+	es.internal.Type = wire.InternalEpochStart
+	w.log = append(w.log[:1], es)
+	b.checkCommands()
+	w.log = append(w.log, entry{account: f0, instance: 1, cmdSeq: 2, epoch: 2})
+	b.checkCommands()
+	if w.err != nil {
+		t.Fatalf("the resent command after the cut: %v", w.err)
+	}
+	if b.farCmd[f0] != 2 {
+		t.Fatalf("f0's commands counted up to %d, want 2", b.farCmd[f0])
+	}
+	// A real second copy is still caught.
+	w.log = append(w.log, entry{account: f0, instance: 1, cmdSeq: 2, epoch: 2})
+	if b.checkCommands(); w.err == nil || !strings.Contains(w.err.Error(), "twice") {
+		t.Fatalf("a command sequenced twice: %v, want it caught", w.err)
 	}
 }
