@@ -246,21 +246,27 @@ func hotExtra(hot bool) int64 {
 }
 
 // checkHotHot fences and dedupes command cmd of hot-hot sender idx: only
-// the account's active instance is sequenced, and an id already
+// the account's active instance is sequenced (and not an incarnation of
+// it that was fenced since it last became one), and an id already
 // sequenced for the account (the partner's copy) is not sequenced again.
 // Either way the command's seq is used up in the stream (a rejection
 // record), so a standby's table agrees and the sender's later commands
 // are not held.
 func (c *Core) checkHotHot(idx int32, cmd *wire.Command) wire.RejectReason {
 	st := &c.state
-	a := &st.accounts.list[st.senders.list[idx].acct]
+	e := &st.senders.list[idx]
+	a := &st.accounts.list[e.acct]
 	switch {
 	case cmd.Flags&wire.CmdControl != 0:
 		return 0 // a request about activation: any instance may ask
 	case cmd.Flags&wire.CmdTimer != 0:
 		// Timer keys name the instance: the partner's would differ.
 		return wire.RejectTimerRequest
-	case a.active != idx:
+	case a.active != idx || e.fenced:
+		// Not active, or active again but with an incarnation that was
+		// fenced (sender.fenced): an account's ids enter the stream in
+		// order only if no command of an incarnation is sequenced after
+		// one of it was rejected.
 		return wire.RejectNotActive
 	case cmd.ID <= a.lastID:
 		return wire.RejectDuplicateID

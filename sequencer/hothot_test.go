@@ -73,10 +73,12 @@ func rejections(ms []msg) []string {
 
 // TestCore_HotHotFencedAndDeduped: the first instance heard is active;
 // the passive's commands are rejected (RejectNotActive, each in the
-// stream), a force-passive switches to the live partner, the old active's
-// later commands are fenced, and the new active's copies of ids already
-// sequenced are rejected as duplicates: each id enters the stream once,
-// and never from an instance that is not active.
+// stream) and fence its incarnation (it comes back under a new one, as
+// a node does when it reads that it is passive), a force-passive
+// switches to the live partner, the old active's later commands are
+// fenced, and the new active's copies of ids already sequenced are
+// rejected as duplicates: each id enters the stream once, and never from
+// an instance that is not active.
 func TestCore_HotHotFencedAndDeduped(t *testing.T) {
 	cfg := testConfig()
 	cfg.ActiveTimeout = 50 * time.Millisecond
@@ -88,6 +90,7 @@ func TestCore_HotHotFencedAndDeduped(t *testing.T) {
 	}
 	mustStep(t, c, 3, hotFrame(t, acctA, 1, 10, hotCmd(1, 100<<16, "a"), hotCmd(2, 100<<16|1, "b")))
 	mustStep(t, c, 4, hotFrame(t, acctA, 2, 20, hotCmd(1, 100<<16, "a"))) // a passive that sent: fenced
+	mustStep(t, c, 4, hotFrame(t, acctA, 2, 21))                          // its next incarnation
 	if _, err := c.ForcePassive(at(5), acctA, 2); !errors.Is(err, ErrNotActive) {
 		t.Fatalf("force-passive of the passive: %v, want ErrNotActive", err)
 	}
@@ -95,14 +98,14 @@ func TestCore_HotHotFencedAndDeduped(t *testing.T) {
 		t.Fatalf("force-passive: %v", err)
 	}
 	mustStep(t, c, 6, hotFrame(t, acctA, 1, 10, hotCmd(3, 101<<16, "c"))) // the old active, still sending
-	mustStep(t, c, 7, hotFrame(t, acctA, 2, 20, hotCmd(2, 100<<16|1, "b"), hotCmd(3, 101<<16, "c")))
+	mustStep(t, c, 7, hotFrame(t, acctA, 2, 21, hotCmd(1, 100<<16|1, "b"), hotCmd(2, 101<<16, "c")))
 	c.Flush(at(8))
 	ms := decodeStream(t, sink.published, cfg.MaxPacketBytes)
 	ids := checkFenced(t, ms, acctA)
 	if want := []uint64{100 << 16, 100<<16 | 1, 101 << 16}; !slices.Equal(ids, want) {
 		t.Fatalf("ids %v, want %v", ids, want)
 	}
-	want := []string{"2/1:8", "1/3:8", "2/2:9"}
+	want := []string{"2/1:8", "1/3:8", "2/1:9"}
 	if got := rejections(ms); !slices.Equal(got, want) {
 		t.Fatalf("rejections %q, want %q (instance/cmdSeq:reason)", got, want)
 	}

@@ -17,7 +17,17 @@ type sender struct {
 	lastCmdSeq  uint64
 	// hotHot: an instance of a hot-hot account (its last InternalIncarnation
 	// said so): its commands are fenced by activation and deduped by id.
-	hotHot   bool
+	hotHot bool
+	// fenced: a command of this incarnation was rejected NotActive
+	// (State.Apply). Every later command of it is rejected too, even once
+	// the instance is active again: the node learns from the stream that
+	// it was passive and resends the rejected ones under a new
+	// incarnation, which clears the mark. Without it the incarnation's
+	// later commands, sent before its node read of the switch, could be
+	// sequenced ahead of the rejected ones, and the account's id
+	// high-water mark (accountState.lastID) would then drop those as the
+	// partner's copies although nobody sequenced them.
+	fenced   bool
 	lastSeq  uint64 // seq of its latest record
 	lastTime int64  // time of its latest record
 }

@@ -6,20 +6,24 @@ import (
 	"github.com/seqd/seqd/wire"
 )
 
-// Snapshot layout, version 2 (little-endian; this is the sequencer's own
+// Snapshot layout, version 3 (little-endian; this is the sequencer's own
 // format, for the cluster's state transfer, not a network frame):
 //
-//	header (48 bytes): magic u32 "SQST", version u16 = 2, reserved u16,
+//	header (56 bytes): magic u32 "SQST", version u16 = 3, reserved u16,
 //	  maxSenders u32, senders u32, accounts u32, timers u32,
 //	  lastSeq u64, lastTime i64, epoch u32, reserved u32, epochStart u64
 //	senders, in index order (48 bytes each): account u64, instance u8,
-//	  hot-hot u8 (0 or 1), reserved [6]u8, incarnation u64, lastCmdSeq
+//	  flags u8 (bit 0 hot-hot, bit 1 fenced), reserved [6]u8,
+//	  incarnation u64, lastCmdSeq
 //	  u64, lastSeq u64, lastTime i64
 //	accounts, in table order: account u64, active i32 (-1: none),
 //	  instances u32, lastID u64 (hot-hot), then that many sender
 //	  indexes u32
 //
-// Version 1 (before hot-hot pairs) had no hot-hot byte and no lastID; it
+// Version 2 had no fenced bit (its flags byte is 0 or 1); it is still
+// read (no incarnation fenced: a new primary restoring one may sequence
+// a fenced incarnation's later commands, as a version 2 primary did).
+// Version 1 (before hot-hot pairs) had no flags byte and no lastID; it
 // is still read (no sender hot-hot, every lastID 0).
 //
 //	timers, in heap order (40 bytes each): account u64, instance u8,
@@ -32,10 +36,14 @@ import (
 // would. Per-sender timer counts and account links are derived on Restore.
 const (
 	snapshotMagic   = 0x54535153 // "SQST"
-	snapshotVersion = 2
-	snapHeaderBytes = 48
+	snapshotVersion = 3
+	snapHeaderBytes = 56
 	snapSenderBytes = 48
 	snapTimerBytes  = 40
+
+	// A sender's flags byte (version 2: snapHotHot only).
+	snapHotHot = 1
+	snapFenced = 2
 )
 
 // AppendSnapshot appends the State's encoding to b and returns the
@@ -59,7 +67,10 @@ func (s *State) AppendSnapshot(b []byte) []byte {
 		b = le.AppendUint64(b, uint64(e.account))
 		inst := uint64(e.instance)
 		if e.hotHot {
-			inst |= 1 << 8
+			inst |= snapHotHot << 8
+		}
+		if e.fenced {
+			inst |= snapFenced << 8
 		}
 		b = le.AppendUint64(b, inst)
 		b = le.AppendUint64(b, e.incarnation)
@@ -146,7 +157,7 @@ func (s *State) decode(b []byte) error {
 		return ErrSnapshot
 	}
 	version := r.u16()
-	if version != 1 && version != snapshotVersion || r.u16() != 0 {
+	if version < 1 || version > snapshotVersion || r.u16() != 0 {
 		return ErrSnapshot
 	}
 	acctBytes := 12
@@ -166,13 +177,18 @@ func (s *State) decode(b []byte) error {
 	s.lastSeq, s.lastTime, s.epoch, s.epochStart = lastSeq, lastTime, epoch, epochStart
 	for i := 0; i < nS; i++ {
 		a, inst := wire.Account(r.u64()), r.u64()
-		hot := false
-		if version >= 2 && inst>>8 == 1 {
-			hot, inst = true, inst&0xFF
+		flags := inst >> 8
+		known := uint64(0)
+		switch version {
+		case 2:
+			known = snapHotHot
+		case 3:
+			known = snapHotHot | snapFenced
 		}
-		if inst > 0xFF {
-			return ErrSnapshot
+		if flags&^known != 0 || flags&snapFenced != 0 && flags&snapHotHot == 0 {
+			return ErrSnapshot // an unknown flag, or a fenced sender that is not hot-hot
 		}
+		inst &= 0xFF
 		idx, slot := s.senders.lookup(a, uint8(inst))
 		if idx >= 0 {
 			return ErrSnapshot // twice the same sender
@@ -181,7 +197,7 @@ func (s *State) decode(b []byte) error {
 		e := &s.senders.list[idx]
 		e.acct = -1
 		e.incarnation, e.lastCmdSeq, e.lastSeq, e.lastTime = r.u64(), r.u64(), r.u64(), int64(r.u64())
-		e.hotHot = hot
+		e.hotHot, e.fenced = flags&snapHotHot != 0, flags&snapFenced != 0
 	}
 	for ai := 0; ai < nA; ai++ {
 		a, active, k := wire.Account(r.u64()), int32(r.u32()), int(r.u32())

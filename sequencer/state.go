@@ -118,6 +118,9 @@ type HotHotInstance struct {
 	Instance    uint8
 	Incarnation uint64
 	LastSeq     uint64
+	// Fenced: a command of this incarnation was rejected NotActive, so
+	// every later one is too (State.Apply).
+	Fenced bool
 }
 
 // HotHotPairs lists the accounts with a hot-hot instance, in table order
@@ -131,7 +134,7 @@ func (s *State) HotHotPairs() []HotHotPair {
 		for _, idx := range a.instances {
 			e := &s.senders.list[idx]
 			hot = hot || e.hotHot
-			p.Instances = append(p.Instances, HotHotInstance{Instance: e.instance, Incarnation: e.incarnation, LastSeq: e.lastSeq})
+			p.Instances = append(p.Instances, HotHotInstance{Instance: e.instance, Incarnation: e.incarnation, LastSeq: e.lastSeq, Fenced: e.fenced})
 		}
 		if !hot {
 			continue
@@ -161,14 +164,16 @@ func (s *State) HotHotPairs() []HotHotPair {
 //     so): its last command seq moves up by one, and CmdSeq, the
 //     command's id, raises its account's last id;
 //   - InternalIncarnation: the sender's incarnation becomes Value, its
-//     last command seq 0, and it is hot-hot when Extra's bit 0 is set;
+//     last command seq 0, it is hot-hot when Extra's bit 0 is set, and
+//     not fenced;
 //   - InternalActivate / InternalForcePassive: the requester's command
 //     seq (a node's control command) is used up;
 //   - InternalTimerSet / InternalTimerCancel (the requester's CmdSeq in
 //     the record): the timer is set or cancelled (and the sender's timer
 //     rate follows), and the command seq used up;
 //   - InternalRejected: the command seq (ID) is used up, except for
-//     RejectSenderTableFull, which leaves no entry;
+//     RejectSenderTableFull, which leaves no entry; RejectNotActive
+//     fences the sender's incarnation (sender.fenced);
 //   - InternalSenderForgotten: the sender's entry and timers are removed;
 //   - InternalNodeActivated / InternalNodeDeactivated: the account's
 //     active instance;
@@ -239,6 +244,7 @@ func (s *State) Apply(r *wire.Record) error {
 		e.incarnation = in.Value
 		e.lastCmdSeq = 0
 		e.hotHot = in.Extra&1 != 0
+		e.fenced = false
 	case wire.InternalActivate, wire.InternalForcePassive:
 		if r.CmdSeq != 0 {
 			s.senders.list[i].lastCmdSeq = r.CmdSeq
@@ -257,7 +263,13 @@ func (s *State) Apply(r *wire.Record) error {
 			e.timers--
 		}
 	case wire.InternalRejected:
-		if wire.RejectReason(in.Value) != wire.RejectSenderTableFull {
+		switch wire.RejectReason(in.Value) {
+		case wire.RejectSenderTableFull:
+		case wire.RejectNotActive:
+			e := &s.senders.list[i]
+			e.lastCmdSeq = in.ID
+			e.fenced = e.hotHot // only a hot-hot command is rejected so
+		default:
 			s.senders.list[i].lastCmdSeq = in.ID
 		}
 	case wire.InternalSenderForgotten:

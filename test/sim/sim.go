@@ -97,9 +97,10 @@ type Config struct {
 	// it missed; fixed), the slow seeds were idle hours switching the
 	// pair every second (a core stall now restarts ActiveTimeout) and a
 	// per-step walk of the orders, and seed 69 a late-joiner check. Seed
-	// 12 at 2000 commands still ends "no convergence" with 8 orders
-	// (seqs 4856..4863) never answered: a real loss in the sequencer's
-	// fencing. Instance 1, cut off, is deactivated; its resent window
+	// 12 at 2000 commands ended "no convergence" with 8 orders (seqs
+	// 4856..4863) never answered: a real loss in the sequencer's
+	// fencing (fixed; TestCore_HotHotFencedIncarnationStaysFenced).
+	// Instance 1, cut off, is deactivated; its resent window
 	// (incarnation 7) is rejected NotActive, using cmdSeqs 750..757 up;
 	// the partner, far behind in the stream, sends nothing and is
 	// deactivated in turn; instance 1 is active again before it read of
@@ -108,11 +109,12 @@ type Config struct {
 	// 4856..4863 under a new incarnation, their ids are below the
 	// account's lastID and they are dropped as the partner's copies
 	// (RejectDuplicateID, or acked by the node with the later ids). Ids
-	// entered the stream out of order; the dedupe assumes they never do. A fix: fence the incarnation in State at its
-	// first NotActive rejection (every later command of it NotActive
-	// too, even once active again; a new incarnation clears it), so
-	// that the ids only ever enter in order. Seed 143 runs for
-	// minutes too (not traced; likely the same).
+	// entered the stream out of order; the dedupe assumes they never
+	// do. The fix: the State fences the incarnation at its first
+	// NotActive rejection (every later command of it NotActive too,
+	// even once active again; a new incarnation clears it), so that the
+	// ids only ever enter in order. Seed 143 runs for minutes too (not
+	// traced; likely the same).
 	HotHot bool
 	// Bridge runs a second site with its own mem network, joined to the
 	// origin by a bridge (bridge.go): the real ends' cores on the
