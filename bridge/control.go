@@ -177,6 +177,14 @@ func (s *SendEnd) serveControl(ctx context.Context, c net.Conn) {
 	rec := make([]byte, 0, wire.BridgeRecordHeaderBytes+wire.BridgeHelloBytes)
 	t := time.NewTicker(s.cfg.HelloInterval)
 	defer t.Stop()
+	// Until the session is known, the tip's first move wakes the loop
+	// too (as sayHello does): the first hello is not a HelloInterval late.
+	var wake <-chan struct{}
+	stop := func() {}
+	if tip != nil {
+		wake, stop = tip.Wake()
+	}
+	defer func() { stop() }()
 	for {
 		if tip != nil && tip.Session() != 0 {
 			h.Session, h.Tip = tip.Session(), tip.Seq()
@@ -189,9 +197,14 @@ func (s *SendEnd) serveControl(ctx context.Context, c net.Conn) {
 				}
 				s.hellos.Add(1)
 			}
+			if wake != nil {
+				stop()
+				wake, stop = nil, func() {}
+			}
 		}
 		select {
 		case <-t.C:
+		case <-wake:
 		case <-read:
 			return
 		case <-ctx.Done():

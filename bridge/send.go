@@ -203,9 +203,16 @@ func (s *SendEnd) Run(ctx context.Context) error {
 // sayHello is the UDP channels' goroutine: a hello on every flow each
 // HelloInterval. The stream itself goes out from the Service's goroutine
 // (forwardPacket), so it waits for no wake-up of this one.
+//
+// Until the session is known it also waits on the tip, so the first
+// hello goes out as soon as the store takes the stream's first packet,
+// not up to a HelloInterval later: the far end learns the origin (and
+// can refuse a loop, or answer its site's NAKs) one interval sooner.
 func (s *SendEnd) sayHello(ctx context.Context, tip *replayer.Tip) {
 	t := time.NewTicker(s.cfg.HelloInterval)
 	defer t.Stop()
+	wake, stop := tip.Wake()
+	defer func() { stop() }()
 	hb := make([]byte, 0, wire.BridgeHelloBytes)
 	for {
 		if tip.Session() != 0 {
@@ -214,9 +221,14 @@ func (s *SendEnd) sayHello(ctx context.Context, tip *replayer.Tip) {
 				s.send(f)
 				s.hellos.Add(1)
 			}
+			if wake != nil { // the session is known: the ticker alone paces hellos
+				stop()
+				wake, stop = nil, func() {}
+			}
 		}
 		select {
 		case <-t.C:
+		case <-wake:
 		case <-ctx.Done():
 			return
 		}
