@@ -44,6 +44,10 @@ type simReplayer struct {
 	// repairs counts the records the replayer retransmitted (all its
 	// incarnations).
 	repairs uint64
+	// Store faults (storefaults.go): the bit flipped while it is down,
+	// the flips, the restarts refused for one.
+	flip            *storeFlip
+	flips, refusals int
 }
 
 func newSimReplayer(w *world) (*simReplayer, error) {
@@ -103,6 +107,7 @@ func (r *simReplayer) crash(downFor int64) {
 	_ = r.follow.Close()
 	r.upAt = r.w.now + downFor
 	r.crashes++
+	r.corruptStore()
 }
 
 // work runs one turn of the replayer (or restarts it).
@@ -112,7 +117,7 @@ func (r *simReplayer) work() {
 		// Down: what reaches its NAK endpoint is lost.
 		_, _ = r.srv.Poll(r.drop, 0)
 		if w.now >= r.upAt {
-			if err := r.start(); err != nil {
+			if err := r.restartStore(); err != nil {
 				w.fail("%v", err)
 			}
 		}

@@ -127,6 +127,9 @@ type Config struct {
 	// the far sender keeps 42 commands in flight after everything else
 	// converged (not yet traced).
 	Bridge bool
+	// StoreFaults (`simrun -with store`; off by default): bits flipped in
+	// the replayer's segment files while it is down (storefaults.go).
+	StoreFaults bool
 }
 
 // DefaultConfig is what `make sim` runs: 5% loss, 1% duplication and
@@ -186,7 +189,9 @@ type Result struct {
 	// the TCP channel after a hole outlived GapTimeout, commands carried
 	// back, crashes of either end.
 	BridgeCuts, BridgeUDPCuts, BridgeGapRestarts, BridgeCommands, BridgeEndCrashes int
-	Err                                                                            error
+	// Store faults (StoreFaults): bits flipped, restarts refused for one.
+	StoreFlips, StoreRefusals int
+	Err                       error
 }
 
 // Replay is the one command that reruns this seed exactly.
@@ -204,6 +209,9 @@ func (r Result) Replay() string {
 	if r.Config.Bridge {
 		s += " -with bridge"
 	}
+	if r.Config.StoreFaults {
+		s += " -with store"
+	}
 	return s
 }
 
@@ -213,7 +221,7 @@ func (c *Config) scenarios() map[string]*bool {
 		"partitions": &c.Partitions, "safelag": &c.SafeLag, "restarts": &c.Restarts, "timers": &c.Timers,
 		"latejoiner": &c.LateJoiner, "clocksteps": &c.ClockSteps, "idlehours": &c.IdleHours,
 		"epochs": &c.EpochChanges, "cluster": &c.Cluster, "primarystore": &c.PrimaryStore, "replayer": &c.Replayer,
-		"powerloss": &c.PowerLoss, "hothot": &c.HotHot, "bridge": &c.Bridge,
+		"powerloss": &c.PowerLoss, "hothot": &c.HotHot, "bridge": &c.Bridge, "store": &c.StoreFaults,
 	}
 }
 
@@ -253,7 +261,7 @@ func (c *Config) set(list string, on bool) error {
 func (c Config) off() string {
 	var off []string
 	for _, name := range Scenarios() {
-		if !*c.scenarios()[name] && name != "powerloss" && name != "hothot" && name != "bridge" { // off by default
+		if !*c.scenarios()[name] && name != "powerloss" && name != "hothot" && name != "bridge" && name != "store" { // off by default
 			off = append(off, name)
 		}
 	}
@@ -367,6 +375,7 @@ func Run(cfg Config) (res Result) {
 		defer func() {
 			w.rep.close()
 			res.ReplayerRepairs, res.ReplayerCrashes = w.rep.repairs, w.rep.crashes
+			res.StoreFlips, res.StoreRefusals = w.rep.flips, w.rep.refusals
 		}()
 	}
 	if w.br != nil {

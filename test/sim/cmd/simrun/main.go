@@ -71,6 +71,9 @@ func main() {
 					fmt.Printf("seed %d ok: steps=%d virtual=%v sequenced=%d commands=%d naks=%d retransmitted=%d multicast_repairs=%d throttled=%d gones=%d clock_steps=%d epoch_changes=%d divergences=%d kills=%d restarts=%d standby_faults=%d replayer_repairs=%d replayer_crashes=%d power_losses=%d pair_kills=%d pair_pauses=%d pair_partitions=%d pair_switches=%d pair_fenced=%d\n",
 						s, r.Steps, r.Virtual, r.Sequenced, r.Commands, st.Naks, st.Retransmitted, st.RepairsMulticast, st.Throttled, st.Gones, r.ClockSteps, r.EpochChanges, r.Divergences, r.Kills, r.Restarts, r.StandbyFaults, r.ReplayerRepairs, r.ReplayerCrashes, r.PowerLosses,
 						r.PairKills, r.PairPauses, r.PairPartitions, st.ActivationSwitch, st.RejectedNotActive)
+					if r.Config.StoreFaults {
+						fmt.Printf("  store: flips=%d refused=%d replayer_crashes=%d\n", r.StoreFlips, r.StoreRefusals, r.ReplayerCrashes)
+					}
 					if r.Config.Bridge {
 						fmt.Printf("  bridge: tcp_cuts=%d udp_cuts=%d gap_restarts=%d commands_back=%d end_crashes=%d\n", r.BridgeCuts, r.BridgeUDPCuts, r.BridgeGapRestarts, r.BridgeCommands, r.BridgeEndCrashes)
 					}
