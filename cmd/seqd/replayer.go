@@ -237,7 +237,8 @@ func openNakServer(c *cli.Context, addr string) (transport.Server, error) {
 		if err != nil {
 			return nil, err
 		}
-		tc.TLS = id // the nodes' repair sources dial it with theirs
+		tc.TLS = id              // the nodes' repair sources dial it with theirs
+		tc.Auth = processAuth(c) // answers signed with the stream key, NAKs verified
 		s, err := tcp.NewServer(tc)
 		if err != nil {
 			return nil, fmt.Errorf("nak-addr: %w", err)

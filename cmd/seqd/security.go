@@ -99,9 +99,6 @@ func loadKeys(c *cli.Context, process string) ([]wire.Key, error) {
 			return nil, fmt.Errorf("%w: seqd %s with authentication on needs --%s too", ErrKeys, process, f)
 		}
 	}
-	if t := c.String("transport"); t != "" && t != "udp" {
-		return nil, fmt.Errorf("%w: authenticated frames are built for --transport udp only (not yet %q: docs/security.md)", ErrKeys, t)
-	}
 	return keys, nil
 }
 

@@ -101,6 +101,7 @@ func tcpConfig(c *cli.Context, faults fault.Config, log *slog.Logger) tcp.Config
 	}
 	tc.Faults = faults
 	tc.Logger = log
+	tc.Auth = processAuth(c)
 	// An identity that fails to load is reported by validateTransport,
 	// openServer and openClient (tlsIdentity), before anything opens.
 	tc.TLS, _ = tlsIdentity(c)

@@ -270,6 +270,7 @@ func (s *Server) Counters() transport.Counters {
 			c.BytesReceived += ic.BytesReceived
 			c.Dropped += ic.Dropped
 			c.Refused += ic.Refused
+			c.AuthFailed += ic.AuthFailed
 		}
 	}
 	return c

@@ -272,10 +272,13 @@ func (c *Client) Send(frame []byte) error {
 	if c.closed.Load() {
 		return transport.ErrClosed
 	}
-	if len(frame) > c.cfg.MaxFrameBytes {
+	if len(frame) > c.cfg.maxUnsigned() {
 		return transport.ErrFrameTooLarge
 	}
-	c.out = appendFrame(c.out, frame)
+	var err error
+	if c.out, err = appendSigned(c.out, frame, c.cfg.Auth); err != nil {
+		return err
+	}
 	c.outFrames++
 	c.ep.framesSent.Add(1)
 	c.ep.bytesSent.Add(uint64(len(frame)))
@@ -376,6 +379,20 @@ func (c *Client) Counters() transport.Counters {
 		t.BytesSent += sc.BytesSent
 		t.Dropped += sc.Dropped
 		t.Refused += sc.Refused
+		t.AuthFailed += sc.AuthFailed
+	}
+	return t
+}
+
+// AuthFailures returns the received frames that failed authentication
+// (Config.Auth), by the kind their prefix claims (wire.Kind; junk counts
+// under 0), its sources' included.
+func (c *Client) AuthFailures() [8]uint64 {
+	t := c.ep.authFailuresByKind()
+	for _, src := range c.sources {
+		for k, n := range src.ep.authFailuresByKind() {
+			t[k] += n
+		}
 	}
 	return t
 }

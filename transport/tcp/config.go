@@ -9,6 +9,7 @@ import (
 	"github.com/seqd/seqd/internal/config"
 	"github.com/seqd/seqd/internal/tlsconf"
 	"github.com/seqd/seqd/transport/fault"
+	"github.com/seqd/seqd/wire"
 )
 
 // Config shapes a Server or a Client. The zero value is not valid: start
@@ -85,6 +86,16 @@ type Config struct {
 	// TLSPeers restricts the peers' certificate names (nil: any the CA
 	// signed).
 	TLSPeers tlsconf.Allow
+	// Auth, when set, signs every frame the endpoint sends and verifies
+	// every one it receives (issue 16, wire.Auth, the trailer of the UDP
+	// datagrams): a frame that fails (unsigned, unknown key, a key that
+	// may not sign its kind, a bad tag) is counted in Counters().AuthFailed
+	// and by kind in AuthFailures, never handed to the Handler, and its
+	// connection is closed (the reason logged): a byte stream cannot be
+	// trusted past a forged frame. A signed frame is wire.AuthTrailerBytes
+	// longer than the frame given to Publish, SendTo or Send; MaxFrameBytes
+	// bounds the signed frame.
+	Auth *wire.Auth
 	// Logger receives the warnings about connections closed for cause
 	// (with the reason) and refused, at most one line per
 	// transport.DefaultLogInterval with the count. nil means
@@ -216,3 +227,12 @@ func (s *Server) MaxFrameBytes() int { return s.cfg.MaxFrameBytes }
 
 // MaxFrameBytes is the largest frame the client sends and accepts.
 func (c *Client) MaxFrameBytes() int { return c.cfg.MaxFrameBytes }
+
+// maxUnsigned is the largest frame Publish, SendTo and Send take: the
+// signed frame must fit MaxFrameBytes.
+func (c Config) maxUnsigned() int {
+	if c.Auth != nil {
+		return c.MaxFrameBytes - wire.AuthTrailerBytes
+	}
+	return c.MaxFrameBytes
+}

@@ -425,6 +425,15 @@ func (c *conn) readLoop(q *inbox, fr *frameReader) {
 			if frame == nil {
 				break
 			}
+			if e.auth != nil {
+				n, ok := e.verify(c, frame)
+				if !ok {
+					q.mu.Unlock()
+					q.signal()
+					return
+				}
+				frame = frame[:n]
+			}
 			if !q.pushLocked(c.peer, frame) {
 				q.mu.Unlock()
 				c.kill(transport.ErrClosed)

@@ -10,6 +10,7 @@ import (
 	"github.com/seqd/seqd/internal/epoll"
 	"github.com/seqd/seqd/transport"
 	"github.com/seqd/seqd/transport/fault"
+	"github.com/seqd/seqd/wire"
 )
 
 // endpoint is the receive half shared by Server and Client: the poller
@@ -63,6 +64,12 @@ type endpoint struct {
 
 	// closes logs connections closed for cause or refused, rate-limited.
 	closes transport.RateLog
+
+	// auth verifies every frame received (Config.Auth), nil: none.
+	// authFailed counts those that failed, by the kind their prefix
+	// claims (written by Poll and by reader goroutines).
+	auth       *wire.Auth
+	authFailed [8]atomic.Uint64
 }
 
 // maxReadsPerConn bounds the reads of one connection in one Poll (each
@@ -76,6 +83,7 @@ func (e *endpoint) init(cfg Config, faultStream uint64, role string, p *epoll.Se
 		Attrs: []any{"role", role, "addr", cfg.Addr},
 	}
 	e.poller = p
+	e.auth = cfg.Auth
 	e.inboxBytes = cfg.InboxBytes
 	e.closing = make(chan struct{})
 	if cfg.Faults.Enabled() {
@@ -206,6 +214,13 @@ func (e *endpoint) readConn(c *conn) {
 			if rec == nil {
 				break
 			}
+			if e.auth != nil {
+				n, ok := e.verify(c, rec[lenPrefixBytes:])
+				if !ok {
+					return
+				}
+				rec = rec[:lenPrefixBytes+n]
+			}
 			binary.LittleEndian.PutUint32(rec, uint32(c.peer))
 			e.offer(rec)
 		}
@@ -213,6 +228,38 @@ func (e *endpoint) readConn(c *conn) {
 			return
 		}
 	}
+}
+
+// verify checks the signed frame f of c in place (e.auth set) and
+// returns the length of the frame without its trailer. A frame that
+// fails is counted and c is closed (the reason logged): the rest of its
+// byte stream cannot be trusted.
+func (e *endpoint) verify(c *conn, f []byte) (int, bool) {
+	n, err := e.auth.Verify(f)
+	if err != nil {
+		k, _ := wire.PeekKind(f)
+		e.authFailed[k&7].Add(1)
+		c.kill(fmt.Errorf("%w: %s frame: %w", ErrAuth, k, err))
+		return 0, false
+	}
+	return n, true
+}
+
+// authFailures sums authFailed.
+func (e *endpoint) authFailures() uint64 {
+	var n uint64
+	for i := range e.authFailed {
+		n += e.authFailed[i].Load()
+	}
+	return n
+}
+
+func (e *endpoint) authFailuresByKind() [8]uint64 {
+	var out [8]uint64
+	for i := range e.authFailed {
+		out[i] = e.authFailed[i].Load()
+	}
+	return out
 }
 
 // offer delivers a record (the sender's Peer, then the frame) through the
@@ -256,6 +303,7 @@ func (e *endpoint) counters() transport.Counters {
 		BytesReceived:  e.bytesReceived.Load(),
 		Dropped:        e.dropped.Load() + e.faultDropped.Load(),
 		Refused:        e.writeFailed.Load(),
+		AuthFailed:     e.authFailures(),
 	}
 }
 

@@ -28,4 +28,8 @@ var (
 	// ErrHandshake is why a connection whose TLS handshake failed was
 	// closed (Config.TLS): the error wrapped says why (tlsconf.Explain).
 	ErrHandshake = errors.New("tcp: TLS handshake")
+	// ErrAuth is why a connection that delivered a frame failing
+	// authentication (Config.Auth) was closed; the error wrapped says
+	// why (wire.ErrMAC, wire.ErrUnsigned...).
+	ErrAuth = errors.New("tcp: received frame failed authentication")
 )

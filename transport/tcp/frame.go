@@ -3,6 +3,8 @@ package tcp
 import (
 	"encoding/binary"
 	"io"
+
+	"github.com/seqd/seqd/wire"
 )
 
 // On the stream every frame is preceded by its length, a u32 little endian.
@@ -13,6 +15,25 @@ func appendFrame(dst, frame []byte) []byte {
 	dst = binary.LittleEndian.AppendUint32(dst, uint32(len(frame)))
 	return append(dst, frame...)
 }
+
+// appendSigned appends frame with its length prefix to dst, signed by
+// auth (wire.Auth.Sign: the trailer after it, counted in the prefix); with
+// no auth it is appendFrame. On an error dst is returned unchanged.
+func appendSigned(dst, frame []byte, auth *wire.Auth) ([]byte, error) {
+	if auth == nil {
+		return appendFrame(dst, frame), nil
+	}
+	start := len(dst)
+	dst = binary.LittleEndian.AppendUint32(dst, uint32(len(frame)+wire.AuthTrailerBytes))
+	dst = append(dst, frame...)
+	dst = append(dst, zeroTrailer[:]...)
+	if _, err := auth.Sign(dst[start+lenPrefixBytes:], len(frame)); err != nil {
+		return dst[:start], err
+	}
+	return dst, nil
+}
+
+var zeroTrailer [wire.AuthTrailerBytes]byte
 
 // frameReader splits a byte stream into length-prefixed frames. One fill
 // (one read syscall) usually yields many frames; next hands them out as

@@ -270,11 +270,15 @@ func (s *Server) Publish(frame []byte) error {
 	if s.closed.Load() {
 		return transport.ErrClosed
 	}
-	if len(frame) > s.cfg.MaxFrameBytes {
+	if len(frame) > s.cfg.maxUnsigned() {
 		return transport.ErrFrameTooLarge
 	}
 	s.refresh()
-	s.pub = appendFrame(s.pub, frame)
+	before := len(s.pub)
+	var err error
+	if s.pub, err = appendSigned(s.pub, frame, s.cfg.Auth); err != nil {
+		return err
+	}
 	n := 0
 	for _, c := range s.conns {
 		if c.dead.Load() {
@@ -288,7 +292,7 @@ func (s *Server) Publish(frame []byte) error {
 	if n == 0 {
 		// Nobody to write it to: pub holds only what a live connection
 		// will be written.
-		s.pub = s.pub[:len(s.pub)-lenPrefixBytes-len(frame)]
+		s.pub = s.pub[:before]
 		return nil
 	}
 	s.ep.framesSent.Add(uint64(n))
@@ -303,14 +307,13 @@ func (s *Server) SendTo(to transport.Peer, frame []byte) error {
 	if s.closed.Load() {
 		return transport.ErrClosed
 	}
-	if len(frame) > s.cfg.MaxFrameBytes {
+	if len(frame) > s.cfg.maxUnsigned() {
 		return transport.ErrFrameTooLarge
 	}
 	s.refresh()
 	if slot := int(uint32(to)&(1<<s.slotBits-1)) - 1; slot >= 0 && slot < len(s.bySlot) {
 		if c := s.bySlot[slot]; c != nil && c.peer == to && !c.dead.Load() {
-			s.queue(c, frame)
-			return nil
+			return s.queue(c, frame)
 		}
 	}
 	s.ep.dropped.Add(1)
@@ -318,20 +321,24 @@ func (s *Server) SendTo(to transport.Peer, frame []byte) error {
 }
 
 // queue queues frame for c alone, after c's share of pub so far.
-func (s *Server) queue(c *conn, frame []byte) {
+func (s *Server) queue(c *conn, frame []byte) error {
 	if c.dead.Load() {
-		return
+		return nil
 	}
 	if c.pubFrom < len(s.pub) {
 		c.out = append(c.out, s.pub[c.pubFrom:]...)
 		c.pubFrom = len(s.pub)
 	}
-	c.out = appendFrame(c.out, frame)
+	var err error
+	if c.out, err = appendSigned(c.out, frame, s.cfg.Auth); err != nil {
+		return err
+	}
 	s.ep.framesSent.Add(1)
 	s.ep.bytesSent.Add(uint64(len(frame)))
 	if len(c.out) > s.cfg.MaxQueueBytes {
 		s.dropSlow(c)
 	}
+	return nil
 }
 
 func (s *Server) dropSlow(c *conn) {
@@ -490,6 +497,11 @@ func (s *Server) Close() error {
 // Counters returns the server's totals. FramesSent counts one per frame
 // per connection it was queued for.
 func (s *Server) Counters() transport.Counters { return s.ep.counters() }
+
+// AuthFailures returns the received frames that failed authentication
+// (Config.Auth), by the kind their prefix claims (wire.Kind; junk counts
+// under 0).
+func (s *Server) AuthFailures() [8]uint64 { return s.ep.authFailuresByKind() }
 
 // Drops counts connections the server closed for cause.
 func (s *Server) Drops() Drops { return s.ep.drops() }
