@@ -12,6 +12,7 @@ import (
 
 	"github.com/seqd/seqd/internal/epoll"
 	"github.com/seqd/seqd/transport"
+	"github.com/seqd/seqd/wire"
 )
 
 // maxRounds bounds the batches read from each socket in one Poll, so a
@@ -55,7 +56,7 @@ type endpoint struct {
 	framesSent, bytesSent, framesRecv, bytesRecv, dropped, refused atomic.Uint64
 	// authFailed counts received datagrams that failed authentication,
 	// by the kind their prefix claims (AuthFailures).
-	authFailed [8]atomic.Uint64
+	authFailed wire.AuthFailureCounts
 
 	// refusals logs refused datagrams, at most one line per interval.
 	refusals transport.RateLog
@@ -225,7 +226,7 @@ func (e *endpoint) drain(h transport.Handler, onlyReady bool) (int, error) {
 			if r.auth != nil {
 				for k, n := range r.authFailed {
 					if n != 0 {
-						e.authFailed[k].Add(n)
+						e.authFailed.Add(k, n)
 						r.authFailed[k] = 0
 					}
 				}
@@ -259,29 +260,14 @@ func (e *endpoint) Counters() transport.Counters {
 		BytesReceived:  e.bytesRecv.Load(),
 		Dropped:        e.dropped.Load(),
 		Refused:        e.refused.Load(),
-		AuthFailed:     e.authFailures(),
+		AuthFailed:     e.authFailed.Total(),
 	}
-}
-
-func (e *endpoint) authFailures() uint64 {
-	var n uint64
-	for i := range e.authFailed {
-		n += e.authFailed[i].Load()
-	}
-	return n
 }
 
 // AuthFailures returns the received datagrams that failed authentication
-// and were dropped, by the kind their prefix claims: index wire.Kind
-// (KindData, KindCommand...), index 0 for frames with no valid prefix.
+// and were dropped, by the kind their prefix claims (wire.AuthFailureCounts).
 // Safe from any goroutine.
-func (e *endpoint) AuthFailures() [8]uint64 {
-	var out [8]uint64
-	for i := range e.authFailed {
-		out[i] = e.authFailed[i].Load()
-	}
-	return out
-}
+func (e *endpoint) AuthFailures() [8]uint64 { return e.authFailed.ByKind() }
 
 // MaxFrameBytes is the largest frame carried (MaxDatagramBytes).
 func (e *endpoint) MaxFrameBytes() int { return e.cfg.MaxDatagramBytes }

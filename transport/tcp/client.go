@@ -388,9 +388,9 @@ func (c *Client) Counters() transport.Counters {
 // (Config.Auth), by the kind their prefix claims (wire.Kind; junk counts
 // under 0), its sources' included.
 func (c *Client) AuthFailures() [8]uint64 {
-	t := c.ep.authFailuresByKind()
+	t := c.ep.authFailed.ByKind()
 	for _, src := range c.sources {
-		for k, n := range src.ep.authFailuresByKind() {
+		for k, n := range src.ep.authFailed.ByKind() {
 			t[k] += n
 		}
 	}

@@ -69,7 +69,7 @@ type endpoint struct {
 	// authFailed counts those that failed, by the kind their prefix
 	// claims (written by Poll and by reader goroutines).
 	auth       *wire.Auth
-	authFailed [8]atomic.Uint64
+	authFailed wire.AuthFailureCounts
 }
 
 // maxReadsPerConn bounds the reads of one connection in one Poll (each
@@ -238,28 +238,11 @@ func (e *endpoint) verify(c *conn, f []byte) (int, bool) {
 	n, err := e.auth.Verify(f)
 	if err != nil {
 		k, _ := wire.PeekKind(f)
-		e.authFailed[k&7].Add(1)
+		e.authFailed.Add(int(k), 1)
 		c.kill(fmt.Errorf("%w: %s frame: %w", ErrAuth, k, err))
 		return 0, false
 	}
 	return n, true
-}
-
-// authFailures sums authFailed.
-func (e *endpoint) authFailures() uint64 {
-	var n uint64
-	for i := range e.authFailed {
-		n += e.authFailed[i].Load()
-	}
-	return n
-}
-
-func (e *endpoint) authFailuresByKind() [8]uint64 {
-	var out [8]uint64
-	for i := range e.authFailed {
-		out[i] = e.authFailed[i].Load()
-	}
-	return out
 }
 
 // offer delivers a record (the sender's Peer, then the frame) through the
@@ -303,7 +286,7 @@ func (e *endpoint) counters() transport.Counters {
 		BytesReceived:  e.bytesReceived.Load(),
 		Dropped:        e.dropped.Load() + e.faultDropped.Load(),
 		Refused:        e.writeFailed.Load(),
-		AuthFailed:     e.authFailures(),
+		AuthFailed:     e.authFailed.Total(),
 	}
 }
 

@@ -501,7 +501,7 @@ func (s *Server) Counters() transport.Counters { return s.ep.counters() }
 // AuthFailures returns the received frames that failed authentication
 // (Config.Auth), by the kind their prefix claims (wire.Kind; junk counts
 // under 0).
-func (s *Server) AuthFailures() [8]uint64 { return s.ep.authFailuresByKind() }
+func (s *Server) AuthFailures() [8]uint64 { return s.ep.authFailed.ByKind() }
 
 // Drops counts connections the server closed for cause.
 func (s *Server) Drops() Drops { return s.ep.drops() }
