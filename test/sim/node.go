@@ -25,6 +25,7 @@ type simNode struct {
 	// mustDiverge: it delivered past an epoch change's cut, so it must
 	// stop with ErrDiverged (fast mode) before it delivers anything else.
 	mustDiverge bool
+	lastEpoch   uint32 // epoch of the last delivery (fence.go)
 	// mayLose: a read-only node the test cut off for longer than the ring
 	// holds; it must stop with ErrUnrecoverable (lost), nothing else.
 	mayLose bool
@@ -147,7 +148,7 @@ func (n *simNode) start() error {
 		return err
 	}
 	n.core = core
-	n.delivered, n.first = 0, 0
+	n.delivered, n.first, n.mustDiverge = 0, 0, false // a new process owes nothing
 	n.inc = map[senderKey]uint64{}
 	n.stream = check.New(check.Config{FirstSeq: 1})
 	if n.late {
@@ -331,6 +332,9 @@ func (n *simNode) check(m *node.Message) {
 		w.fail("%s delivered seq %d after %d (gap or repeat)", n.name, m.Seq, n.delivered)
 		return
 	}
+	if !n.fence(m) {
+		return
+	}
 	if n.first == 0 {
 		n.first = m.Seq
 	}
@@ -418,6 +422,9 @@ func (n *simNode) checkInternal(m *node.Message, e *entry) {
 // finalCheck: every command of every sender's current incarnation was
 // delivered exactly once.
 func (n *simNode) finalCheck() error {
+	if err := n.fenceDone(); err != nil {
+		return err
+	}
 	for _, s := range n.w.senders() {
 		if s.readOnly {
 			continue
