@@ -5,13 +5,11 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"net"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/seqd/seqd/multicast"
 	"github.com/seqd/seqd/node"
-	"github.com/seqd/seqd/sequencer"
 	"github.com/seqd/seqd/transport"
 )
 
@@ -37,17 +35,8 @@ func startSequencer(t *testing.T, ctx context.Context, session uint64) multicast
 	if err != nil {
 		t.Skipf("no multicast here: %v", err)
 	}
-	scfg := sequencer.DefaultConfig()
-	scfg.Session, scfg.Epoch = session, 1
-	scfg.MaxPacketBytes = 1472
-	agent, err := sequencer.NewAgent(scfg, srv, sequencer.SystemClock())
-	if err != nil {
-		t.Fatal(err)
-	}
-	var wg sync.WaitGroup
-	wg.Add(1)
-	go func() { defer wg.Done(); _ = agent.Run(ctx) }()
-	t.Cleanup(func() { wg.Wait(); srv.Close() })
+	t.Cleanup(func() { srv.Close() }) // runs after runSequencer's wait
+	runSequencer(t, ctx, srv, session)
 	return mc
 }
 

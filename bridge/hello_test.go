@@ -3,11 +3,9 @@ package bridge
 import (
 	"context"
 	"net"
-	"sync"
 	"testing"
 	"time"
 
-	"github.com/seqd/seqd/sequencer"
 	"github.com/seqd/seqd/transport/tcp"
 	"github.com/seqd/seqd/wire"
 )
@@ -34,17 +32,7 @@ func TestSendEnd_FirstHelloWhenTheSessionIsKnown(t *testing.T) {
 		c.HelloInterval = time.Minute
 	})
 	time.Sleep(300 * time.Millisecond)
-	scfg := sequencer.DefaultConfig()
-	scfg.Session, scfg.Epoch = 77, 1
-	scfg.MaxPacketBytes = 1472
-	agent, err := sequencer.NewAgent(scfg, srv, sequencer.SystemClock())
-	if err != nil {
-		t.Fatal(err)
-	}
-	var wg sync.WaitGroup
-	wg.Add(1)
-	go func() { defer wg.Done(); _ = agent.Run(ctx) }()
-	t.Cleanup(wg.Wait)
+	runSequencer(t, ctx, srv, 77)
 	sendNode(t, ctx, seqAddr, "ALICE", 1)
 
 	buf := make([]byte, 65536)

@@ -52,6 +52,14 @@ func tcpClient(t *testing.T, addr string) *tcp.Client {
 func tcpSequencer(t *testing.T, ctx context.Context, session uint64) string {
 	t.Helper()
 	srv := tcpSite(t)
+	runSequencer(t, ctx, srv, session)
+	return srv.(*tcp.Server).Addr().String()
+}
+
+// runSequencer runs a sequencer of session on srv until ctx ends; the
+// test's cleanup waits for it.
+func runSequencer(t *testing.T, ctx context.Context, srv transport.Server, session uint64) {
+	t.Helper()
 	scfg := sequencer.DefaultConfig()
 	scfg.Session, scfg.Epoch = session, 1
 	scfg.MaxPacketBytes = 1472
@@ -63,7 +71,6 @@ func tcpSequencer(t *testing.T, ctx context.Context, session uint64) string {
 	wg.Add(1)
 	go func() { defer wg.Done(); _ = agent.Run(ctx) }()
 	t.Cleanup(wg.Wait)
-	return srv.(*tcp.Server).Addr().String()
 }
 
 // runEnd runs an end until the test ends (or it fails) and returns its
