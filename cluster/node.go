@@ -516,9 +516,14 @@ func (n *Member) sequence(ctx context.Context, core *sequencer.Core, out teeSink
 	n.log.Info("primary", "epoch", ch.Epoch, "first_seq", ch.Cut+1, "barrier_us", ch.BarrierUS, "seal_us", ch.SealUS, "catchup_us", ch.CatchUpUS,
 		"commit_us", ch.CommitUS, "takeover_us", ch.TakeoverUS, "open_us", ch.OpenUS, "started_us", ch.StartedUS)
 	defer func() {
-		n.setSequencerStats(core.Stats())
+		st := core.Stats()
+		n.setSequencerStats(st)
 		n.stoppedAt.Store(time.Now().UnixNano())
-		n.log.Info("primary stopped", "epoch", ch.Epoch, "published", core.Published(), "stable", core.Stable())
+		// The command path's drops say why nodes resent (flow_paused: stable
+		// lagged a flow window; out_of_order: frames after a dropped one).
+		n.log.Info("primary stopped", "epoch", ch.Epoch, "published", core.Published(), "stable", core.Stable(),
+			"commands", st.Commands, "duplicates", st.Duplicates, "flow_paused", st.FlowPaused, "out_of_order", st.OutOfOrder,
+			"standby_acks", st.StandbyAcks)
 	}()
 
 	ckpt := newCheckpointer(n, ch.Epoch)

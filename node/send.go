@@ -654,7 +654,7 @@ func (c *Core) resend(now int64) {
 	}
 	delivered, tail := c.streamDelivered(), c.streamTail()
 	head := c.slot(c.acked + 1)
-	if behind(delivered, tail, head.after) {
+	if behind(delivered, tail, c.waitsFor(c.acked+1, head)) {
 		c.behindAt = now
 		return
 	}
@@ -669,7 +669,7 @@ func (c *Core) resend(now int64) {
 	fired, oldest := false, false
 	for q := c.acked + 1; q < c.nextCmd; q++ {
 		s := c.slot(q)
-		if heard-max(s.lastAt, from) < rto || behind(delivered, tail, s.after) {
+		if heard-max(s.lastAt, from) < rto || behind(delivered, tail, c.waitsFor(q, s)) {
 			continue
 		}
 		if !fired {
@@ -709,6 +709,20 @@ func behind(delivered, tail, after uint64) bool {
 	return delivered < after && after <= tail
 }
 
+// waitsFor is the stream seq command q (in slot s) cannot be acked
+// before: the tail when it was last sent or, when the receiver already
+// took a record of this node's with cmdSeq q or a later one in the
+// current epoch (waiting for stable, receiver/own.go), that record's seq:
+// q lies in the stream at or below it, so its timer waits until the node
+// delivers up to there. A new epoch may have cut the record: then only
+// the tail at the send counts.
+func (c *Core) waitsFor(q uint64, s *cmdSlot) uint64 {
+	if cmd, at, ep, ok := c.r.OwnSeen(); ok && q <= cmd && ep == c.r.Epoch() {
+		return max(s.after, at)
+	}
+	return s.after
+}
+
 // resendDue tells when resend will next find a command to send again, as
 // it decides; false when nothing is in flight, the node is behind the
 // stream or no packet came since a deadline (then a frame, not a timer,
@@ -719,7 +733,7 @@ func (c *Core) resendDue() (int64, bool) {
 	}
 	delivered, tail := c.streamDelivered(), c.streamTail()
 	head := c.slot(c.acked + 1)
-	if behind(delivered, tail, head.after) {
+	if behind(delivered, tail, c.waitsFor(c.acked+1, head)) {
 		return 0, false
 	}
 	rto := c.rto + int64(c.inflightB)*nsPerByteInFlight
@@ -727,7 +741,7 @@ func (c *Core) resendDue() (int64, bool) {
 	last := head.lastAt
 	if c.resentInFlight > 0 { // rare (a stall): look at each
 		for q := c.acked + 2; q < c.nextCmd; q++ {
-			if s := c.slot(q); !behind(delivered, tail, s.after) {
+			if s := c.slot(q); !behind(delivered, tail, c.waitsFor(q, s)) {
 				last = min(last, s.lastAt)
 			}
 		}

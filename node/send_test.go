@@ -746,3 +746,75 @@ func TestCore_ArenaKeepsEveryPayloadUnderBurstyAcks(t *testing.T) {
 		}
 	}
 }
+
+// TestCore_NoResendWhileItsCommandWaitsForStable: behind a sequencer
+// group a safe node acks its command only when stable covers it, which
+// under load comes after the resend timeout; the command is in the stream
+// (the node holds the packet), so no resend can help and none is sent.
+// `seqd bench --sequencers 3` resent one command in a hundred so, each a
+// duplicate the primary dropped.
+func TestCore_NoResendWhileItsCommandWaitsForStable(t *testing.T) {
+	s := newStream(t)
+	cfg := testConfig()
+	cfg.ResendInterval = 10 * time.Millisecond
+	c, h, o := newTestCore(t, cfg)
+	ms := int64(time.Millisecond)
+	me := wire.MustAccount("me")
+	step(t, c, 0, s.msgs(1, 5))
+	q, err := c.Send(0, []byte("mine"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	c.Flush(0)
+	// Sequenced at 7, stable still 5: held, not delivered.
+	step(t, c, ms, s.packet(6, 5, 0, s.internal(wire.Internal{Type: wire.InternalIncarnation, Account: me, Value: 5}),
+		rec{payload: []byte("mine"), account: me, cmdSeq: q}))
+	o.frames = nil
+	for now := 2 * ms; now <= 200*ms; now += ms {
+		step(t, c, now, s.heartbeat(8, 5, now))
+		c.Tick(now)
+	}
+	if cs := o.commands(t); len(cs) != 0 {
+		t.Fatalf("resent %v while the command waited in the stream for stable", cmdSeqsOf(cs))
+	}
+	step(t, c, 201*ms, s.heartbeat(8, 7, 201*ms))
+	c.Tick(201 * ms)
+	if got := h.seqs(); !slices.Contains(got, 7) {
+		t.Fatalf("delivered %v, want 7 once stable", got)
+	}
+	if c.InFlight() != 0 {
+		t.Fatalf("%d commands in flight after the ack", c.InFlight())
+	}
+	for now := 202 * ms; now <= 300*ms; now += ms {
+		beatAndTick(t, c, s, now)
+	}
+	if cs := o.commands(t); len(cs) != 0 {
+		t.Fatalf("resent %v after the ack", cmdSeqsOf(cs))
+	}
+}
+
+// TestCore_ResendWhenAnEpochCutsItsHeldCommand: the command the node saw
+// in the stream, not yet stable, is cut by a failover: the wait ends with
+// the epoch, and the command is sent again.
+func TestCore_ResendWhenAnEpochCutsItsHeldCommand(t *testing.T) {
+	s := newStream(t)
+	cfg := testConfig()
+	cfg.ResendInterval = 10 * time.Millisecond
+	c, _, o := newTestCore(t, cfg)
+	ms := int64(time.Millisecond)
+	me := wire.MustAccount("me")
+	step(t, c, 0, s.msgs(1, 5))
+	q, _ := c.Send(0, []byte("mine"))
+	c.Flush(0)
+	step(t, c, ms, s.packet(6, 5, 0, s.internal(wire.Internal{Type: wire.InternalIncarnation, Account: me, Value: 5}),
+		rec{payload: []byte("mine"), account: me, cmdSeq: q}))
+	o.frames = nil
+	s.epoch, s.epochStart = 2, 6 // the failover cut 6..7
+	for now := 2 * ms; now <= 100*ms; now += ms {
+		step(t, c, now, s.heartbeat(6, 5, now))
+		c.Tick(now)
+	}
+	if cs := o.commands(t); len(cs) == 0 || cs[0].cmdSeq != q {
+		t.Fatalf("resent %v after the cut, want %d", cmdSeqsOf(cs), q)
+	}
+}

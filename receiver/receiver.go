@@ -41,6 +41,7 @@ type Receiver struct {
 	warn           error        // non-fatal error of the running Step (a packet dropped for a reason the shell should log)
 	epochHeard     int64        // local time of the last valid packet of the current epoch
 	below          otherSession // a newer epoch starting at or below stable (id: the epoch)
+	own            ownSeen      // this receiver's own newest command taken but not delivered
 	jump           otherSession // an epoch beyond epoch+MaxEpochJump (id: the epoch)
 	back           otherSession // an older epoch live while the current one is silent (id: the epoch)
 	ready          Ready
@@ -437,10 +438,14 @@ func (r *Receiver) onPacket(now int64, frame []byte) {
 		if holdOK && rec.Seq > r.stable && rec.Seq == r.holdNext() && rec.Seq > r.maxStored &&
 			rec.Flags&wire.FlagFragment == 0 && rec.Seq >= p.EpochStart && r.holdRecord(frame, rec, p.Epoch) {
 			fresh = true
+			r.sawOwn(rec, p.Epoch)
 			continue
 		}
 		if !r.slowRecord(p, rec, current, limit, maxRecv) {
 			break
+		}
+		if r.stored && current {
+			r.sawOwn(rec, p.Epoch)
 		}
 		fresh = fresh || r.stored
 	}
@@ -591,6 +596,7 @@ func (r *Receiver) resetStream() {
 	r.src = r.cfg.PreferredSource
 	r.maxStored = 0
 	r.now = 0
+	r.own = ownSeen{}
 }
 
 // newEpoch validates a header of a newer epoch and moves to it. A valid
