@@ -299,9 +299,9 @@ func (c *LoadNode) Run(ctx context.Context) (string, error) {
 		allocs = float64(ms.Mallocs-c.allocs0.Load()) / float64(delivered)
 	}
 	st := c.n.Stats()
-	fields := fmt.Sprintf("account=%s sent=%d acked=%d delivered=%d others=%d last_seq=%d span_s=%.3f rate=%.0f allocs_per_msg=%.4f elapsed_s=%.3f resends=%d resend_events=%d srtt_us=%d rto_us=%d",
+	fields := fmt.Sprintf("account=%s sent=%d acked=%d delivered=%d others=%d last_seq=%d span_s=%.3f rate=%.0f allocs_per_msg=%.4f elapsed_s=%.3f resends=%d resend_events=%d srtt_us=%d rto_us=%d command_frames=%d held_packets=%d turns=%d",
 		OrDash(c.cfg.Node.Account), c.count, c.mine, delivered, c.others, c.check.last, span.Seconds(), rate, allocs, time.Since(start).Seconds(),
-		st.Resends, st.ResendScans, st.SmoothedRTT.Microseconds(), st.ResendTimeout.Microseconds())
+		st.Resends, st.ResendScans, st.SmoothedRTT.Microseconds(), st.ResendTimeout.Microseconds(), st.CommandFrames, st.HeldPackets, st.Turns)
 	if c.rtt {
 		fields += " " + Summarize(c.samples).Fields()
 		if p := c.cfg.SamplesPath; p != "" {

@@ -305,6 +305,11 @@ func benchRunIn(ctx context.Context, o Config, outDir string, set *children, pri
 		if err != nil {
 			return "", err
 		}
+		if os.Getenv("SEQD_BENCH_NODES") != "" {
+			// Each sender's own figures (frames, held packets, turns), to
+			// see where a mode's CPU goes.
+			fmt.Fprintf(os.Stderr, "sender%d: %s\n", i, l)
+		}
 		r, err := field(l, "rate")
 		if err != nil {
 			return "", err
