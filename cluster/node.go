@@ -157,7 +157,10 @@ type Member struct {
 
 	admin   *http.Server
 	adminLn net.Listener
-	surface *ops.Surface
+	// adminClient asks other members' admin endpoints (the status page's
+	// pairs) with this member's token and certificate.
+	adminClient *ops.Client
+	surface     *ops.Surface
 	// pageReplayers lists the replayers the status page shows (set by
 	// SetPageReplayers once gossip runs; nil: none).
 	pageReplayers atomic.Pointer[func() []page.Replayer]
@@ -255,7 +258,8 @@ func NewMember(cfg MemberConfig, deps Deps) (*Member, error) {
 	n.fsm.Notify(n.applied)
 	n.fr = newFollowers(n)
 	// The status page (ops/page), served beside the REST endpoint.
-	pg, err := page.New(page.DefaultConfig(), &page.Cluster{Name: fmt.Sprintf("member %d", cfg.ID), Local: n.Status, Replayers: n.replayersOnPage, Pairs: n.pairsOnPage})
+	n.adminClient = cfg.AdminAuth.Client()
+	pg, err := page.New(page.DefaultConfig(), &page.Cluster{Name: fmt.Sprintf("member %d", cfg.ID), Local: n.Status, Client: n.adminClient, Replayers: n.replayersOnPage, Pairs: n.pairsOnPage})
 	if err != nil {
 		return fail(err)
 	}
@@ -278,7 +282,7 @@ func NewMember(cfg MemberConfig, deps Deps) (*Member, error) {
 	n.admin = ops.NewHTTPServer(mux)
 	go func() {
 		// Serve returns when the endpoint is closed (Close).
-		_ = n.admin.Serve(ops.NewLimitListener(ln, ops.AdminMaxConns))
+		_ = n.admin.Serve(cfg.AdminAuth.Listen(ops.NewLimitListener(ln, ops.AdminMaxConns)))
 	}()
 	return n, nil
 }
@@ -833,7 +837,7 @@ func (n *Member) checkpointBound() uint64 {
 			defer wg.Done()
 			ctx, cancel := context.WithTimeout(context.Background(), n.cfg.Timeouts.Seal)
 			defer cancel()
-			if r, err := RequestPeerStatus(ctx, m.StreamAddr); err == nil && r.Member == m.ID {
+			if r, err := n.peers.RequestPeerStatus(ctx, m.StreamAddr); err == nil && r.Member == m.ID {
 				held[i], ok[i] = r.Contiguous, true
 			}
 		}()

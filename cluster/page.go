@@ -45,7 +45,7 @@ func (n *Member) pairsOnPage() []page.Pair {
 		if addr == "" {
 			return nil
 		}
-		ps, err = (&ops.Client{Token: n.cfg.AdminAuth.Token}).FetchPairs(ctx, addr)
+		ps, err = n.adminClient.FetchPairs(ctx, addr)
 	}
 	if err != nil {
 		return nil

@@ -3,6 +3,7 @@ package ops
 import (
 	"bytes"
 	"context"
+	"crypto/tls"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -16,14 +17,45 @@ import (
 	"syscall"
 
 	"github.com/seqd/seqd/fsm"
+	"github.com/seqd/seqd/internal/tlsconf"
 )
 
 // Client talks to admin surfaces, for `seqd admin`, drills and tests.
 // Each call is bounded by its ctx. Its errors say what was asked of
 // which address in words a user acts on, never a raw `Get "http://..."`.
 type Client struct {
-	HTTP  *http.Client // nil: a plain one
+	HTTP  *http.Client // nil: a plain one (or one of TLS)
 	Token string       // sent as a bearer token (needed off loopback)
+	// TLS: the surfaces speak TLS (Auth.TLS); this is the client's
+	// certificate and the CA (tlsconf.Identity.Client). Nil: plain HTTP.
+	TLS *tls.Config
+
+	once  sync.Once
+	tlsHC *http.Client
+}
+
+// httpClient is the HTTP client requests go through.
+func (c *Client) httpClient() *http.Client {
+	if c.HTTP != nil {
+		return c.HTTP
+	}
+	if c.TLS == nil {
+		return http.DefaultClient
+	}
+	c.once.Do(func() {
+		tr := http.DefaultTransport.(*http.Transport).Clone()
+		tr.TLSClientConfig = c.TLS
+		c.tlsHC = &http.Client{Transport: tr}
+	})
+	return c.tlsHC
+}
+
+// scheme is the URL scheme of c's requests.
+func (c *Client) scheme() string {
+	if c.TLS != nil {
+		return "https://"
+	}
+	return "http://"
 }
 
 // DefaultClient has no token: enough on loopback.
@@ -237,7 +269,7 @@ func (c *Client) do(ctx context.Context, method, addr, path string, body any, re
 		}
 		rd = bytes.NewReader(b)
 	}
-	req, err := http.NewRequestWithContext(ctx, method, "http://"+addr+path, rd)
+	req, err := http.NewRequestWithContext(ctx, method, c.scheme()+addr+path, rd)
 	if err != nil {
 		return fmt.Errorf("%w: %q: %v", ErrBadAddr, addr, err)
 	}
@@ -247,11 +279,7 @@ func (c *Client) do(ctx context.Context, method, addr, path string, body any, re
 	if body != nil {
 		req.Header.Set("Content-Type", "application/json")
 	}
-	hc := c.HTTP
-	if hc == nil {
-		hc = http.DefaultClient
-	}
-	resp, err := hc.Do(req)
+	resp, err := c.httpClient().Do(req)
 	if err != nil {
 		return reachError(addr, err)
 	}
@@ -271,8 +299,15 @@ func reachError(addr string, err error) error {
 	if errors.As(err, &ue) {
 		err = ue.Err
 	}
-	var dns *net.DNSError
+	var (
+		dns *net.DNSError
+		rec tls.RecordHeaderError
+		cve *tls.CertificateVerificationError
+	)
 	switch {
+	case tlsconf.IsRemoteAlert(err), errors.As(err, &rec), errors.As(err, &cve),
+		errors.Is(err, tlsconf.ErrUnknownCA), errors.Is(err, tlsconf.ErrIdentity), errors.Is(err, tlsconf.ErrNoCertificate):
+		why = tlsconf.Explain(addr, err).Error()
 	case errors.Is(err, context.DeadlineExceeded):
 		why = "no answer before the timeout"
 	case errors.Is(err, context.Canceled):

@@ -3,6 +3,7 @@ package ops
 import (
 	"bufio"
 	"context"
+	"crypto/tls"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -11,13 +12,17 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/seqd/seqd/internal/tlsconf"
 )
 
 // The console: the command language over a plain TCP connection (telnet
 // or nc), one command a line. Each answer is the result's text (or its
 // JSON, indented), or "error: " and the error, followed by a prompt line
 // "> ". A caller off loopback first says `auth TOKEN`; `quit` ends the
-// connection.
+// connection. With TLS (Auth.TLS) the console speaks only TLS (openssl
+// s_client with the caller's certificate) and the certificate decides
+// the role, as on HTTP.
 
 // Console bounds: a line, the connections served at once, the silence
 // after which a connection is closed.
@@ -25,6 +30,8 @@ const (
 	consoleMaxLine  = 4096
 	consoleMaxConns = 16
 	consoleIdle     = 10 * time.Minute
+	// consoleHandshake bounds a TLS console's handshake.
+	consoleHandshake = 5 * time.Second
 )
 
 // ServeConsole serves the console on ln until ctx ends or ln is closed;
@@ -81,7 +88,18 @@ func (s *Surface) ServeConsole(ctx context.Context, ln net.Listener) error {
 
 func (s *Surface) console(ctx context.Context, c net.Conn) {
 	remote := c.RemoteAddr().String()
-	who, authErr := s.guard.allow(remote, "", "console")
+	if tc, ok := c.(*tls.Conn); ok {
+		// The handshake before the greeting, within a bound: the
+		// certificate decides the caller's role.
+		_ = c.SetDeadline(time.Now().Add(consoleHandshake))
+		if err := tc.HandshakeContext(ctx); err != nil {
+			s.log.Warn("admin console: tls handshake failed", "remote", remote, "err", tlsconf.Explain(remote, err))
+			return
+		}
+		_ = c.SetDeadline(time.Time{})
+	}
+	cert := tlsconf.PeerName(c)
+	who, authErr := s.guard.allow(remote, cert, "", "console")
 	w := bufio.NewWriter(c)
 	st := s.rawStatus()
 	name := st.Name
@@ -90,7 +108,11 @@ func (s *Surface) console(ctx context.Context, c net.Conn) {
 	}
 	fmt.Fprintf(w, "seqd %s: admin console (help lists the commands, quit ends)\n", name)
 	if authErr != nil {
-		fmt.Fprintln(w, "auth TOKEN first: this connection is not from loopback")
+		if s.guard.tls {
+			fmt.Fprintln(w, "auth TOKEN first: this connection presented no client certificate")
+		} else {
+			fmt.Fprintln(w, "auth TOKEN first: this connection is not from loopback")
+		}
 	}
 	sc := bufio.NewScanner(c)
 	sc.Buffer(make([]byte, 512), consoleMaxLine)
@@ -124,7 +146,7 @@ func (s *Surface) console(ctx context.Context, c net.Conn) {
 				break
 			}
 			var got Caller
-			if got, err = s.guard.allow(remote, words[1], "console"); err == nil {
+			if got, err = s.guard.allow(remote, cert, words[1], "console"); err == nil {
 				who, authErr = got, nil
 				fmt.Fprintf(w, "authenticated as %s\n", who.TokenID)
 				continue

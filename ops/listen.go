@@ -1,6 +1,7 @@
 package ops
 
 import (
+	"log/slog"
 	"net"
 	"net/http"
 	"sync"
@@ -33,6 +34,9 @@ func NewHTTPServer(h http.Handler) *http.Server {
 		WriteTimeout:      AdminWriteTimeout,
 		IdleTimeout:       AdminIdleTimeout,
 		MaxHeaderBytes:    64 << 10,
+		// The server's own complaints (a refused TLS handshake, a
+		// plain request to a TLS port) in the process's log format.
+		ErrorLog: slog.NewLogLogger(slog.Default().Handler(), slog.LevelWarn),
 	}
 }
 

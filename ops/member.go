@@ -28,8 +28,9 @@ const memberReadyTimeout = time.Second
 // metrics (MemberCollector) and the routes older clients use (Handler).
 func MemberSurface(m Member, auth Auth) *Surface {
 	// A standby's readiness asks the primary with this member's token
-	// (the members of a deployment share one when off loopback).
-	ms := &memberSurface{m: m, started: time.Now().UnixNano(), client: &Client{Token: auth.Token}}
+	// (the members of a deployment share one when off loopback) and its
+	// certificate (with TLS).
+	ms := &memberSurface{m: m, started: time.Now().UnixNano(), client: auth.Client()}
 	s := NewSurface(auth, ms, HealthFuncs{LiveFunc: ms.live, ReadyFunc: ms.ready})
 	s.member = m
 	s.Table.MustAdd(

@@ -25,7 +25,8 @@ type Server struct {
 
 // Serve listens on httpAddr and consoleAddr ("" for none) and serves s
 // there until ctx ends or Close; each address off loopback needs a token
-// in auth (Auth.CheckListen, keys named by httpKey and consoleKey).
+// or TLS in auth (Auth.CheckListen, keys named by httpKey and
+// consoleKey). With auth.TLS both listeners speak only TLS.
 func Serve(ctx context.Context, s *Surface, auth Auth, httpKey, httpAddr, consoleKey, consoleAddr string) (*Server, error) {
 	if err := auth.CheckListen(httpKey, httpAddr); err != nil {
 		return nil, err
@@ -41,7 +42,7 @@ func Serve(ctx context.Context, s *Surface, auth Auth, httpKey, httpAddr, consol
 			cancel()
 			return nil, fmt.Errorf("--%s %s: %w", httpKey, httpAddr, err)
 		}
-		ln = NewLimitListener(ln, AdminMaxConns)
+		ln = auth.Listen(NewLimitListener(ln, AdminMaxConns))
 		sv.httpLn = ln
 		sv.http = NewHTTPServer(s.Handler())
 		sv.wg.Add(1)
@@ -56,6 +57,7 @@ func Serve(ctx context.Context, s *Surface, auth Auth, httpKey, httpAddr, consol
 			sv.Close()
 			return nil, fmt.Errorf("--%s %s: %w", consoleKey, consoleAddr, err)
 		}
+		ln = auth.Listen(ln)
 		sv.conLn = ln
 		sv.wg.Add(1)
 		go func() {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/sha256"
 	"crypto/subtle"
+	"crypto/tls"
 	"encoding/hex"
 	"encoding/json"
 	"errors"
@@ -18,6 +19,8 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
+
+	"github.com/seqd/seqd/internal/tlsconf"
 )
 
 // Surface is one process's admin surface: its command table, status,
@@ -151,24 +154,56 @@ func (s *Surface) run(ctx context.Context, words []string, caller Caller) (any, 
 // ReadToken is read-only (status, metrics, lists: a command that changes
 // something is refused with ErrForbidden before it runs), for monitoring
 // that must not be able to move the primary or remove a member.
+//
+// With TLS set the listeners speak only TLS 1.3 (tlsconf.AdminServer)
+// and the caller's certificate decides instead of its address: a
+// certificate of the CA named admin-* or member-* is an operator, any
+// other of the CA read-only (a Prometheus scraper's monitor-*, a node's),
+// no certificate nothing but the probes (/healthz, /readyz) unless a
+// token is presented. Loopback gives nothing: on a shared host any local
+// user could otherwise act as the operator.
 type Auth struct {
 	Token     string
 	TokenID   string
 	ReadToken string
+	TLS       *tlsconf.Identity
 	Logger    *slog.Logger
 }
+
+// OperatorNames are the certificate name prefixes an admin surface with
+// TLS treats as operators (docs/security.md).
+var OperatorNames = []string{"admin-", "member-"}
 
 // TokenEnv is the environment variable the seqd subcommands read the
 // admin token from when no --admin-token is given.
 const TokenEnv = "SEQD_ADMIN_TOKEN"
 
 // CheckListen refuses a listening address off loopback when auth has no
-// token: key names the flag in the error.
+// token and no TLS: key names the flag in the error.
 func (a Auth) CheckListen(key, addr string) error {
-	if addr == "" || a.Token != "" || a.ReadToken != "" || IsLoopback(addr) {
+	if addr == "" || a.Token != "" || a.ReadToken != "" || a.TLS != nil || IsLoopback(addr) {
 		return nil
 	}
-	return fmt.Errorf("--%s %s is not a loopback address: set --admin-token (or %s) so that callers from elsewhere must present it, or listen on 127.0.0.1", key, addr, TokenEnv)
+	return fmt.Errorf("--%s %s is not a loopback address: set --admin-token (or %s) or the security.tls-* keys so that callers from elsewhere must prove who they are, or listen on 127.0.0.1", key, addr, TokenEnv)
+}
+
+// Client is a client of other surfaces with this auth's credentials: its
+// token and, with TLS, its certificate.
+func (a Auth) Client() *Client {
+	c := &Client{Token: a.Token}
+	if a.TLS != nil {
+		c.TLS = a.TLS.Client(nil)
+	}
+	return c
+}
+
+// Listen wraps ln with the auth's TLS, if any (Serve does; a process
+// with its own HTTP listener calls it).
+func (a Auth) Listen(ln net.Listener) net.Listener {
+	if a.TLS == nil {
+		return ln
+	}
+	return tls.NewListener(ln, a.TLS.AdminServer())
 }
 
 // IsLoopback says whether a host:port (or a host) is on loopback;
@@ -189,10 +224,11 @@ type guard struct {
 	token []byte
 	id    string
 	read  []byte // the read-only token
+	tls   bool   // roles by certificate, not by address
 }
 
 func newGuard(a Auth) guard {
-	g := guard{token: []byte(a.Token), id: a.TokenID, read: []byte(a.ReadToken)}
+	g := guard{token: []byte(a.Token), id: a.TokenID, read: []byte(a.ReadToken), tls: a.TLS != nil}
 	if a.Token != "" && g.id == "" {
 		h := sha256.Sum256([]byte(a.Token))
 		g.id = "sha256:" + hex.EncodeToString(h[:4])
@@ -200,9 +236,10 @@ func newGuard(a Auth) guard {
 	return g
 }
 
-// allow decides for a caller at remote presenting token: who it is and
-// whether it is an operator.
-func (g guard) allow(remote, token, via string) (Caller, error) {
+// allow decides for a caller at remote, with the certificate name cert
+// ("" for none: TLS verified it against the CA), presenting token: who it
+// is and whether it is an operator.
+func (g guard) allow(remote, cert, token, via string) (Caller, error) {
 	c := Caller{Remote: remote, Via: via}
 	match := func(t []byte) bool {
 		return token != "" && len(t) > 0 && subtle.ConstantTimeCompare([]byte(token), t) == 1
@@ -211,12 +248,22 @@ func (g guard) allow(remote, token, via string) (Caller, error) {
 	case match(g.token):
 		c.TokenID, c.Operator = g.id, true
 		return c, nil
-	case IsLoopback(remote):
+	case g.tls && cert != "":
+		c.TokenID = "cert:" + cert
+		for _, p := range OperatorNames {
+			if strings.HasPrefix(cert, p) {
+				c.Operator = true
+			}
+		}
+		return c, nil
+	case !g.tls && IsLoopback(remote):
 		c.TokenID, c.Operator = "loopback", true
 		return c, nil
 	case match(g.read):
 		c.TokenID = "read-only"
 		return c, nil
+	case g.tls && token == "":
+		return c, fmt.Errorf("%w: %s presented no client certificate of the CA and no token", ErrUnauthorized, remote)
 	case len(g.token) == 0 && len(g.read) == 0:
 		return c, fmt.Errorf("%w: %s is not on loopback and this process has no admin token", ErrUnauthorized, remote)
 	}
@@ -319,7 +366,11 @@ func (s *Surface) mount(mux *http.ServeMux) {
 func (s *Surface) authed(h func(http.ResponseWriter, *http.Request, Caller)) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		tok, _ := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
-		who, err := s.guard.allow(r.RemoteAddr, tok, "http")
+		cert := ""
+		if r.TLS != nil && len(r.TLS.PeerCertificates) > 0 {
+			cert = tlsconf.NameOf(r.TLS.PeerCertificates[0])
+		}
+		who, err := s.guard.allow(r.RemoteAddr, cert, tok, "http")
 		if err != nil {
 			s.log.Warn("admin: refused", "remote", r.RemoteAddr, "path", r.URL.Path, "err", err)
 			http.Error(w, err.Error(), http.StatusUnauthorized)

@@ -37,7 +37,7 @@ func adminCommand() *cli.Command {
 	addr := &cli.StringFlag{Name: "addr", Value: defaultAdminAddrs, Usage: "admin endpoint(s) to ask, comma-separated, the first that answers is used (a member's --admin-addr, or any process's)", EnvVars: []string{"SEQD_ADMIN_ADDR"}}
 	timeout := &cli.DurationFlag{Name: "timeout", Value: 10 * time.Second, Usage: "give up after this long"}
 	token := &cli.StringFlag{Name: "token", Usage: "admin token, needed for an endpoint off loopback", EnvVars: []string{ops.TokenEnv}}
-	flags := []cli.Flag{addr, timeout, token}
+	flags := append([]cli.Flag{addr, timeout, token}, tlsFlags()...)
 	return &cli.Command{
 		Name:  "admin",
 		Usage: "administer seqd processes: status, wait-ready, exec, transfer-primary, add-member, remove-member, activate, force-passive",
@@ -123,7 +123,19 @@ func adminCtx(c *cli.Context) (context.Context, context.CancelFunc) {
 	return context.WithTimeout(c.Context, c.Duration("timeout"))
 }
 
-func adminClient(c *cli.Context) *ops.Client { return &ops.Client{Token: c.String("token")} }
+// adminClient asks with --token and, given the security.tls-* keys, over
+// TLS with that certificate (an admin-* one is an operator's).
+func adminClient(c *cli.Context) (*ops.Client, error) {
+	cl := &ops.Client{Token: c.String("token")}
+	id, err := tlsIdentity(c)
+	if err != nil {
+		return nil, err
+	}
+	if id != nil {
+		cl.TLS = id.Client(nil)
+	}
+	return cl, nil
+}
 
 // adminAddrs are the addresses --addr lists.
 func adminAddrs(c *cli.Context) []string {
@@ -258,7 +270,10 @@ func runAdminStatus(c *cli.Context) error {
 	}
 	ctx, cancel := adminCtx(c)
 	defer cancel()
-	cl := adminClient(c)
+	cl, err := adminClient(c)
+	if err != nil {
+		return err
+	}
 	addr, ps, err := firstProcess(ctx, cl, adminAddrs(c))
 	if err != nil {
 		return err
@@ -364,7 +379,10 @@ func runAdminWaitReady(c *cli.Context) error {
 	}
 	ctx, cancel := adminCtx(c)
 	defer cancel()
-	cl := adminClient(c)
+	cl, err := adminClient(c)
+	if err != nil {
+		return err
+	}
 	addrs := adminAddrs(c)
 	if len(addrs) != 1 {
 		return fmt.Errorf("admin wait-ready: give one --addr (the process to wait for), got %q", c.String("addr"))
@@ -391,7 +409,10 @@ func runAdminExec(c *cli.Context) error {
 	}
 	ctx, cancel := adminCtx(c)
 	defer cancel()
-	cl := adminClient(c)
+	cl, err := adminClient(c)
+	if err != nil {
+		return err
+	}
 	line := strings.Join(quoteWords(c.Args().Slice()), " ")
 	var errs []string
 	for _, a := range adminAddrs(c) {
@@ -436,7 +457,10 @@ func runAdminTransfer(c *cli.Context) error {
 	}
 	ctx, cancel := adminCtx(c)
 	defer cancel()
-	cl := adminClient(c)
+	cl, err := adminClient(c)
+	if err != nil {
+		return err
+	}
 	addr, st, err := primaryAddr(ctx, cl, adminAddrs(c))
 	if err != nil {
 		return err
@@ -489,7 +513,10 @@ func runAdminAddMember(c *cli.Context) error {
 	}
 	ctx, cancel := adminCtx(c)
 	defer cancel()
-	cl := adminClient(c)
+	cl, err := adminClient(c)
+	if err != nil {
+		return err
+	}
 	addr, _, err := primaryAddr(ctx, cl, adminAddrs(c))
 	if err != nil {
 		return err
@@ -511,7 +538,10 @@ func runAdminRemoveMember(c *cli.Context) error {
 	}
 	ctx, cancel := adminCtx(c)
 	defer cancel()
-	cl := adminClient(c)
+	cl, err := adminClient(c)
+	if err != nil {
+		return err
+	}
 	addr, _, err := primaryAddr(ctx, cl, adminAddrs(c))
 	if err != nil {
 		return err

@@ -43,7 +43,10 @@ func runAdminActivation(c *cli.Context, op string) error {
 	}
 	ctx, cancel := adminCtx(c)
 	defer cancel()
-	cl := adminClient(c)
+	cl, err := adminClient(c)
+	if err != nil {
+		return err
+	}
 	p, _, err := primaryAddr(ctx, cl, adminAddrs(c))
 	if err != nil {
 		return err
@@ -63,7 +66,10 @@ func printPairs(ctx context.Context, c *cli.Context) error {
 	if err := printGossipNodes(c); err != nil {
 		return err
 	}
-	cl := adminClient(c)
+	cl, err := adminClient(c)
+	if err != nil {
+		return err
+	}
 	p, _, err := primaryAddr(ctx, cl, adminAddrs(c))
 	if err != nil {
 		return nil // no primary now: the members' table said so

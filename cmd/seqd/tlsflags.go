@@ -17,7 +17,7 @@ import (
 // Raft and the peer port.
 func tlsFlags() []cli.Flag {
 	return []cli.Flag{
-		options.String("security.tls-cert", "", "this process's TLS certificate (PEM; identity = URI SAN seqd://NAME or CN: member-ID for a sequencer cluster member); with security.tls-key and security.tls-ca: mutual TLS 1.3 on the TCP stream and commands, Raft and the peer port"),
+		options.String("security.tls-cert", "", "this process's TLS certificate (PEM; identity = URI SAN seqd://NAME or CN: member-ID for a sequencer cluster member); with security.tls-key and security.tls-ca: mutual TLS 1.3 on the TCP stream and commands, Raft, the peer port, rewinds and (unless security.admin-tls=false) the admin endpoint and console; for seqd admin: the caller's certificate (admin-*: operator)"),
 		options.String("security.tls-key", "", "the private key of security.tls-cert (PEM)"),
 		options.String("security.tls-ca", "", "the CA certificates every peer's certificate must chain to (PEM)"),
 	}

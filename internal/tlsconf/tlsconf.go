@@ -234,6 +234,24 @@ func (id *Identity) Server(allow Allow) *tls.Config {
 	return c
 }
 
+// AdminServer is the configuration of an admin listener (HTTP, metrics,
+// console): TLS 1.3, a client certificate asked for and, when one is
+// given, chained to the CA. A caller may come without one: health probes
+// (a kubelet, a load balancer) present none, and the admin surface gives
+// such a caller nothing but the probes unless it has a token; the roles
+// of a certificate's name are the surface's to decide.
+func (id *Identity) AdminServer() *tls.Config {
+	c := id.base()
+	c.ClientAuth = tls.RequestClientCert
+	c.VerifyConnection = func(cs tls.ConnectionState) error {
+		if len(cs.PeerCertificates) == 0 {
+			return nil
+		}
+		return id.check(cs, nil)
+	}
+	return c
+}
+
 // Client is the configuration of a dialler: TLS 1.3, this process's
 // certificate offered, the server's chained to the CA and named as allow
 // accepts.

@@ -34,12 +34,22 @@ type Cluster struct {
 	// Seeds are admin addresses to ask when there is no Local: the
 	// first that answers names the rest (its Members).
 	Seeds func() []string
+	// Client asks the members (nil: ops.DefaultClient, no token, plain
+	// HTTP).
+	Client *ops.Client
 	// Replayers are the replayers gossip shows.
 	Replayers func() []Replayer
 	// Pairs are the hot-hot accounts the primary holds.
 	Pairs func() []Pair
 	// Extra are more tables to show.
 	Extra func() []KeyValues
+}
+
+func (c *Cluster) client() *ops.Client {
+	if c.Client == nil {
+		return ops.DefaultClient
+	}
+	return c.Client
 }
 
 // Gather reads every member's status in parallel; a member that does
@@ -52,7 +62,7 @@ func (c *Cluster) Gather(ctx context.Context) Status {
 		from, found = c.Local(), true
 	} else if c.Seeds != nil {
 		for _, a := range c.Seeds() {
-			st, err := ops.FetchStatus(ctx, a)
+			st, err := c.client().FetchStatus(ctx, a)
 			if err != nil {
 				s.Errors = append(s.Errors, fmt.Sprintf("%s: %v", a, err))
 				continue
@@ -62,7 +72,7 @@ func (c *Cluster) Gather(ctx context.Context) Status {
 		}
 	}
 	if found {
-		answers := ops.FetchAll(ctx, from)
+		answers := c.client().FetchAll(ctx, from)
 		if c.Local != nil {
 			// This member answers for itself without a round trip.
 			for i := range answers {
