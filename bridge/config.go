@@ -1,12 +1,14 @@
 package bridge
 
 import (
+	"crypto/tls"
 	"fmt"
 	"log/slog"
 	"net/netip"
 	"time"
 
 	"github.com/seqd/seqd/internal/config"
+	"github.com/seqd/seqd/internal/tlsconf"
 	"github.com/seqd/seqd/replayer"
 	"github.com/seqd/seqd/tiered"
 	"github.com/seqd/seqd/transport/fault"
@@ -81,6 +83,11 @@ type Config struct {
 	MaxHeldBytes int
 	// MaxPacketBytes is the largest stream packet carried.
 	MaxPacketBytes int
+	// TLS: mutual TLS 1.3 on the TCP channels, both ways, where the far
+	// end must hold a certificate of the CA named bridge-* (BridgeNames),
+	// and on a receiving end's RewindAddr, where any certificate of the
+	// CA may rewind (the site's nodes). Nil: plain TCP.
+	TLS *tlsconf.Identity
 	// Faults are seeded faults on every channel (loss, dup, reorder) at
 	// the receiving side of each, for tests and drills.
 	Faults fault.Config
@@ -89,6 +96,27 @@ type Config struct {
 	// channel: `seqd bench --mode bridge --faults`).
 	FaultsOn string
 	Logger   *slog.Logger
+}
+
+// BridgeNames are the certificate names a bridge end accepts at the far
+// end of a TCP channel (Config.TLS).
+var BridgeNames = tlsconf.Prefixes("bridge-")
+
+// channelServerTLS is the TLS of a sending end's channel listeners (nil
+// without TLS).
+func (c Config) channelServerTLS() *tls.Config {
+	if c.TLS == nil {
+		return nil
+	}
+	return c.TLS.Server(BridgeNames)
+}
+
+// channelClientTLS is the TLS a receiving end dials its channels with.
+func (c Config) channelClientTLS() *tls.Config {
+	if c.TLS == nil {
+		return nil
+	}
+	return c.TLS.Client(BridgeNames)
 }
 
 // DefaultConfig is a LAN link: hellos every 100 ms, a hole repaired

@@ -3,13 +3,16 @@ package bridge
 import (
 	"bufio"
 	"context"
+	"crypto/tls"
 	"errors"
 	"io"
+	"log/slog"
 	"net"
 	"sync"
 	"syscall"
 	"time"
 
+	"github.com/seqd/seqd/internal/tlsconf"
 	"github.com/seqd/seqd/wire"
 )
 
@@ -36,6 +39,8 @@ const (
 // connections that open with a bridge record go to control instead.
 type demux struct {
 	l       net.Listener
+	tls     *tls.Config // nil: plain TCP (the first bytes peeked in the socket)
+	log     *slog.Logger
 	conns   chan net.Conn
 	done    chan struct{}
 	once    sync.Once
@@ -44,8 +49,8 @@ type demux struct {
 	control func(net.Conn)
 }
 
-func newDemux(l net.Listener, timeout time.Duration, control func(net.Conn)) *demux {
-	d := &demux{l: l, conns: make(chan net.Conn), done: make(chan struct{}), sorting: make(chan struct{}, maxSorting),
+func newDemux(l net.Listener, tc *tls.Config, log *slog.Logger, timeout time.Duration, control func(net.Conn)) *demux {
+	d := &demux{l: l, tls: tc, log: log, conns: make(chan net.Conn), done: make(chan struct{}), sorting: make(chan struct{}, maxSorting),
 		timeout: timeout, control: control}
 	go d.run()
 	return d
@@ -91,12 +96,22 @@ func (d *demux) run() {
 // hands c to the rewind server or to control.
 func (d *demux) sort(c net.Conn) {
 	defer func() { <-d.sorting }()
-	magic, err := peek2(c, time.Now().Add(d.timeout))
+	var (
+		magic [2]byte
+		err   error
+	)
+	if d.tls != nil {
+		c, magic, err = d.handshake(c)
+	} else {
+		magic, err = peek2(c, time.Now().Add(d.timeout))
+	}
 	if err != nil {
 		c.Close()
 		return
 	}
-	_ = c.SetReadDeadline(time.Time{})
+	if d.tls == nil {
+		_ = c.SetReadDeadline(time.Time{})
+	}
 	if magic == [2]byte{byte(wire.BridgeMagic & 0xff), byte(wire.BridgeMagic >> 8)} {
 		d.control(c)
 		return
@@ -106,6 +121,43 @@ func (d *demux) sort(c net.Conn) {
 	case <-d.done:
 		c.Close()
 	}
+}
+
+// handshake is sort's TLS path: the handshake and the first two bytes
+// within the timeout; the connection handed on gives those bytes back
+// first (TLS records cannot be peeked in the socket).
+func (d *demux) handshake(raw net.Conn) (net.Conn, [2]byte, error) {
+	var b [2]byte
+	if tc, ok := raw.(*net.TCPConn); ok {
+		_ = tc.SetNoDelay(true)
+		_ = tc.SetWriteBuffer(4 << 20)
+	}
+	c := tls.Server(raw, d.tls)
+	_ = c.SetDeadline(time.Now().Add(d.timeout))
+	if err := c.Handshake(); err != nil {
+		d.log.Warn("bridge: tcp channel: tls handshake refused", "remote", raw.RemoteAddr().String(), "err", tlsconf.Explain(raw.RemoteAddr().String(), err))
+		return c, b, err
+	}
+	if _, err := io.ReadFull(c, b[:]); err != nil {
+		return c, b, err
+	}
+	_ = c.SetDeadline(time.Time{})
+	return &prefixConn{Conn: c, pre: b[:]}, b, nil
+}
+
+// prefixConn gives back bytes already read from its Conn before the rest.
+type prefixConn struct {
+	net.Conn
+	pre []byte
+}
+
+func (p *prefixConn) Read(b []byte) (int, error) {
+	if len(p.pre) > 0 {
+		n := copy(b, p.pre)
+		p.pre = p.pre[n:]
+		return n, nil
+	}
+	return p.Conn.Read(b)
 }
 
 // peek2 reads c's first two bytes without taking them (MSG_PEEK), so
@@ -300,10 +352,23 @@ func (c *control) setUp(up bool) {
 // controlChannel keeps the control connection to addr (TCP channel ch)
 // until ctx ends, dialling again after a cut.
 func (r *ReceiveEnd) controlChannel(ctx context.Context, ch int, addr string, c *control) {
-	d := net.Dialer{Timeout: r.cfg.Upstream.DialTimeout}
+	nd := &net.Dialer{Timeout: r.cfg.Upstream.DialTimeout}
+	dial := nd.DialContext
+	if tc := r.cfg.channelClientTLS(); tc != nil {
+		dial = (&tls.Dialer{NetDialer: nd, Config: tc}).DialContext
+	}
 	idle := 0
+	said := ""
 	for ctx.Err() == nil {
-		conn, err := d.DialContext(ctx, "tcp", addr)
+		conn, err := dial(ctx, "tcp", addr)
+		if err != nil && r.cfg.TLS != nil && ctx.Err() == nil {
+			// A refused certificate does not mend by itself: say why,
+			// once per reason.
+			if why := tlsconf.Explain(addr, err).Error(); why != said {
+				said = why
+				r.log.Warn("bridge: control channel", "addr", addr, "err", why)
+			}
+		}
 		if err == nil {
 			if r.controlConn(ctx, ch, conn, c) {
 				idle = 0

@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/seqd/seqd/internal/tlsconf"
 	"github.com/seqd/seqd/node"
 	"github.com/seqd/seqd/sequencer"
 	"github.com/seqd/seqd/transport"
@@ -349,11 +350,14 @@ func (r *recorder) messages() []string {
 // own messages in the stream, once each, in order. So does a link whose
 // UDP channel hears nothing (cut: its flow goes elsewhere).
 func TestLink_CommandsBackOverTCP(t *testing.T) {
-	t.Run("tcp only", func(t *testing.T) { commandsBack(t, false) })
-	t.Run("udp silent", func(t *testing.T) { commandsBack(t, true) })
+	t.Run("tcp only", func(t *testing.T) { commandsBack(t, false, nil, nil) })
+	t.Run("udp silent", func(t *testing.T) { commandsBack(t, true, nil, nil) })
 }
 
-func commandsBack(t *testing.T, silentUDP bool) {
+// commandsBack runs a link A -> B (TLS on the TCP channels with sendTLS
+// and recvTLS when set) and a node at B whose commands go back over the
+// link to A's sequencer and come back to it in the stream.
+func commandsBack(t *testing.T, silentUDP bool, sendTLS, recvTLS *tlsconf.Identity) {
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
 	seqAddr := tcpSequencer(t, ctx, 83)
@@ -365,6 +369,7 @@ func commandsBack(t *testing.T, silentUDP bool) {
 	defer nowhere.Close()
 	startSend(t, ctx, seqAddr, func(c *Config) {
 		c.TCP = []string{tcpAddr}
+		c.TLS = sendTLS
 		if silentUDP {
 			c.UDP = []string{nowhere.LocalAddr().String()}
 		}
@@ -372,6 +377,7 @@ func commandsBack(t *testing.T, silentUDP bool) {
 	sendNode(t, ctx, seqAddr, "ORIGIN", 3) // the stream exists before B's node
 	rc := receiveConfig(t, "B")
 	rc.TCP = []string{tcpAddr}
+	rc.TLS = recvTLS
 	if !silentUDP {
 		rc.UDP = nil
 	}

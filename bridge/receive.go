@@ -2,6 +2,7 @@ package bridge
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -294,6 +295,10 @@ func (r *ReceiveEnd) serveRewinds(ctx context.Context) (*replayer.RewindServer, 
 	if err != nil {
 		return nil, err
 	}
+	if r.cfg.TLS != nil {
+		// The site's nodes: any certificate of the CA.
+		l = tls.NewListener(l, r.cfg.TLS.Server(nil))
+	}
 	r.rewind.Store(rs)
 	go func() {
 		// Rewinds are served once the end holds part of the stream (as
@@ -383,6 +388,7 @@ func (r *ReceiveEnd) tcpChannel(ctx context.Context, ch int, addr string) {
 		uc := r.cfg.Upstream
 		uc.Addrs = []string{addr}
 		uc.Logger = r.log
+		uc.TLS = r.cfg.channelClientTLS()
 		uc.Session = r.svc.Store().Tip().Session()
 		uc.FromOldest = r.from == 0
 		up, err := tiered.NewUpstream(uc)

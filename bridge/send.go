@@ -179,7 +179,7 @@ func (s *SendEnd) Run(ctx context.Context) error {
 		go func() {
 			defer wg.Done()
 			// The control connections share the channel's address.
-			d := newDemux(l, s.cfg.Rewind.RequestTimeout, func(c net.Conn) { go s.serveControl(ctx, c) })
+			d := newDemux(l, s.cfg.channelServerTLS(), s.log, s.cfg.Rewind.RequestTimeout, func(c net.Conn) { go s.serveControl(ctx, c) })
 			if err := rs.Serve(d); err != nil && ctx.Err() == nil {
 				s.log.Error("bridge: tcp channel stopped", "addr", l.Addr().String(), "err", err)
 			}

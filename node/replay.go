@@ -1,6 +1,7 @@
 package node
 
 import (
+	"crypto/tls"
 	"fmt"
 	"math"
 
@@ -80,6 +81,7 @@ type replayOptions struct {
 	every      uint64
 	progress   func(delivered uint64)
 	until      func() bool
+	tls        *tls.Config
 }
 
 // ReplayAccount makes Message.Mine (and the OnActivated, OnDeactivated
@@ -110,6 +112,12 @@ func ReplayConfig(fn func(*Config)) ReplayOption {
 // `every` messages, and once at the end: for a progress display.
 func ReplayProgress(every uint64, fn func(delivered uint64)) ReplayOption {
 	return func(o *replayOptions) { o.every, o.progress = max(every, 1), fn }
+}
+
+// ReplayTLS makes ReplayRemote dial the replayer over TLS with c (a
+// replayer that serves rewinds with the security.tls-* keys).
+func ReplayTLS(c *tls.Config) ReplayOption {
+	return func(o *replayOptions) { o.tls = c }
 }
 
 // ReplayUntil ends the replay early, without error, once done reports

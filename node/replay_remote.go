@@ -9,6 +9,7 @@ import (
 	"net"
 	"time"
 
+	"github.com/seqd/seqd/internal/tlsconf"
 	"github.com/seqd/seqd/sequencer"
 	"github.com/seqd/seqd/wire"
 )
@@ -38,7 +39,7 @@ func ReplayRemote(addr string, from, to uint64, h Handler, opts ...ReplayOption)
 	if from > to {
 		return ReplayStats{}, fmt.Errorf("%w: from %d is past to %d", ErrArchiveRange, from, to)
 	}
-	c, err := net.DialTimeout("tcp", addr, rewindDialWait)
+	c, err := tlsconf.Dial(addr, o.tls, rewindDialWait)
 	if err != nil {
 		return ReplayStats{}, fmt.Errorf("%w: replayer %s: %w", ErrRewind, addr, err)
 	}
@@ -50,7 +51,7 @@ func ReplayRemote(addr string, from, to uint64, h Handler, opts ...ReplayOption)
 	if rep.Status == wire.RewindGone && from == 0 && rep.Oldest > 1 {
 		// From the replayer's oldest seq: ask again from there.
 		c.Close()
-		if c, err = net.DialTimeout("tcp", addr, rewindDialWait); err != nil {
+		if c, err = tlsconf.Dial(addr, o.tls, rewindDialWait); err != nil {
 			return ReplayStats{}, fmt.Errorf("%w: replayer %s: %w", ErrRewind, addr, err)
 		}
 		defer c.Close()

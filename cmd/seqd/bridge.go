@@ -90,6 +90,12 @@ func bridgeConfig(c *cli.Context, log *slog.Logger) (bridge.Config, error) {
 		return cfg, options.KeyError("faults", fmt.Sprintf("%q", c.String("faults")), err.Error())
 	}
 	cfg.FaultsOn = c.String("faults-on")
+	// The security.tls-* identity (bridge-SITE): mutual TLS on the TCP
+	// channels and the receiving end's rewind port as well as on the
+	// site's TCP stream.
+	if cfg.TLS, err = tlsIdentity(c); err != nil {
+		return cfg, err
+	}
 	return cfg, options.Keyed(cfg.Validate(), map[string]string{
 		"FaultsOn": "faults-on", "Role": "role", "Site": "site", "Origin": "origin", "TCP": "tcp", "UDP": "udp", "Service.Dir": "dir",
 	})

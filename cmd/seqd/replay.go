@@ -20,7 +20,7 @@ import (
 // replay.
 
 func replayCommand() *cli.Command {
-	flags, before := options.WithConfig([]cli.Flag{
+	flags, before := options.WithConfig(append([]cli.Flag{
 		options.Uint("from", 0, "first seq to replay (0: the archive's first, 1 unless its replayer started from the live tail)"),
 		options.Uint("to", 0, "last seq to replay (0: to the end of the archive)"),
 		options.String("account", "", "replay as a node of this account: messages it sent are Mine (shown with --format json as \"mine\")"),
@@ -30,7 +30,7 @@ func replayCommand() *cli.Command {
 		options.Bool("quiet", false, "print no messages, only the summary line (on stdout)"),
 		options.Bool("stable-only", false, "stop at the highest seq the stored packets say was stable (for the directory of a live session, whose newest records a failover may still cut)"),
 		options.Bool("progress", true, "show a progress bar on stderr when it is a terminal (and the messages do not go to that terminal)"),
-	})
+	}, tlsFlags()...))
 	return &cli.Command{
 		Name:      "replay",
 		Usage:     "run a session archive (a directory, or a remote replayer) through a read-only node, offline, at full speed",
@@ -89,6 +89,15 @@ func runReplay(cc *cli.Context) error {
 		Progress: cc.Bool("progress") && isTerminal(os.Stderr) && (quiet || !isTerminal(os.Stdout))}
 	src := cc.Args().First()
 	if tail.IsReplayerAddr(src) {
+		// A replayer that serves rewinds over TLS: the security.tls-*
+		// keys are this process's certificate.
+		id, err := tlsIdentity(cc)
+		if err != nil {
+			return err
+		}
+		if id != nil {
+			r.Options = append(r.Options, node.ReplayTLS(id.Client(nil)))
+		}
 		return tail.ReplayRemote(src, p, r)
 	}
 	r.Log = options.NewLogger(cc)

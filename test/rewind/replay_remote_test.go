@@ -1,12 +1,16 @@
 package rewind
 
 import (
+	"crypto/tls"
 	"errors"
 	"hash/crc32"
+	"net"
 	"runtime"
 	"testing"
 
+	"github.com/seqd/seqd/internal/tlsconf/tlstest"
 	"github.com/seqd/seqd/node"
+	"github.com/seqd/seqd/replayer"
 )
 
 // delivered records what a Handler got: seq, time and a CRC of the
@@ -77,5 +81,37 @@ func TestReplayRemote_EqualsArchiveReplay(t *testing.T) {
 	}
 	if _, err := node.ReplayRemote(freeAddr(t), 1, 0, &delivered{}); !errors.Is(err, node.ErrRewind) {
 		t.Fatalf("no replayer: %v, want ErrRewind", err)
+	}
+}
+
+// TestReplayRemote_TLS: a replayer that serves rewinds over TLS replays
+// to a client with a certificate of the CA (node.ReplayTLS) exactly what
+// the archive holds; a plain client gets ErrRewind.
+func TestReplayRemote_TLS(t *testing.T) {
+	pkts := streamPackets(t, 2_000)
+	dir := t.TempDir()
+	s := openStore(t, dir)
+	appendPackets(t, s, pkts)
+	ca := tlstest.New(t, "site")
+	srv := ca.Identity(t, "replayer-1")
+	cfg := replayer.DefaultRewindConfig()
+	_, addr := serveRewind(t, s, cfg, func(l net.Listener) net.Listener { return tls.NewListener(l, srv.Server(nil)) })
+	var local, remote delivered
+	if err := node.Replay(dir, 0, 0, &local); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := node.ReplayRemote(addr, 0, 0, &remote, node.ReplayTLS(ca.Identity(t, "admin-ops").Client(nil))); err != nil {
+		t.Fatalf("ReplayRemote over TLS: %v", err)
+	}
+	if len(remote.got) == 0 || len(remote.got) != len(local.got) {
+		t.Fatalf("over TLS: %d messages, the archive %d", len(remote.got)/3, len(local.got)/3)
+	}
+	for i := range local.got {
+		if remote.got[i] != local.got[i] {
+			t.Fatalf("message %d differs", i/3)
+		}
+	}
+	if _, err := node.ReplayRemote(addr, 0, 0, &delivered{}); !errors.Is(err, node.ErrRewind) {
+		t.Fatalf("plain client of a TLS replayer: %v, want ErrRewind", err)
 	}
 }
