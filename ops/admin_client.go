@@ -242,6 +242,9 @@ func (c *Client) call(ctx context.Context, method, addr, path string, body any, 
 			return nil
 		}
 		msg := string(bytes.TrimSpace(b))
+		if status == http.StatusBadRequest && c.TLS == nil && strings.Contains(msg, "HTTP request to an HTTPS server") {
+			return fmt.Errorf("%w: %s speaks only TLS: give this process the security.tls-* keys (a certificate of its CA)", ErrUnauthorized, addr)
+		}
 		var a Answer
 		if json.Unmarshal(b, &a) == nil && a.Error != "" {
 			msg = a.Error

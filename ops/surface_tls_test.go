@@ -42,8 +42,8 @@ func TestSurface_TLSRolesByCertificate(t *testing.T) {
 	anon := &Client{TLS: noCert}
 	other := &Client{TLS: tlstest.New(t, "other-ca").Identity(t, "admin-mallory").Client(nil)}
 
-	if _, err := DefaultClient.FetchStatus(ctx, addr); err == nil {
-		t.Fatal("plain HTTP to a TLS admin endpoint answered")
+	if _, err := DefaultClient.FetchStatus(ctx, addr); !errors.Is(err, ErrUnauthorized) || !strings.Contains(err.Error(), "speaks only TLS") {
+		t.Fatalf("plain HTTP to a TLS admin endpoint: %v, want ErrUnauthorized saying it speaks only TLS", err)
 	}
 	if _, err := DefaultClient.RequestTransfer(ctx, addr, 3); err == nil {
 		t.Fatal("a plain HTTP transfer was accepted")

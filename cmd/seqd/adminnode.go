@@ -19,7 +19,8 @@ func adminNodeCommand() *cli.Command {
 		options.String("members", "", "admin addresses (host:port, comma-separated) of sequencer members to ask besides those gossip shows (members started without --gossip)"),
 		options.Duration("refresh", def.Page.RefreshInterval, "how often the page is brought up to date"),
 		options.Bool("verbose", false, "debug logging"),
-	}, memberGossipFlags()...))
+		options.String("token", "", "the members' admin token (needed for members off loopback)"),
+	}, append(memberGossipFlags(), tlsFlags()...)...))
 	return &cli.Command{
 		Name:  "admin-node",
 		Usage: "serve the console and the status page for a whole deployment, found by gossip",
@@ -74,7 +75,14 @@ func runAdminNode(c *cli.Context) error {
 	} else if len(static) == 0 {
 		return options.KeyError("gossip", `""`, "gossip seeds (or --gossip.bind), or --members: the admin node needs one way to find the deployment")
 	}
-	srv, err := adminnode.NewServer(cfg, adminnode.NewDeployment(dir, static))
+	// The members are asked with --token and, with the security.tls-*
+	// keys, over TLS with that certificate (admin-*: an operator's, for
+	// transfer-primary).
+	cl, err := adminClient(c)
+	if err != nil {
+		return err
+	}
+	srv, err := adminnode.NewServer(cfg, adminnode.NewDeployment(dir, static).WithClient(cl))
 	if err != nil {
 		return options.Keyed(err, map[string]string{"HTTPAddr": "http-addr"})
 	}

@@ -7,7 +7,6 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/seqd/seqd/ops"
 	"github.com/seqd/seqd/ops/page"
 )
 
@@ -115,7 +114,7 @@ func (c *Console) Exec(ctx context.Context, line string) (string, error) {
 				addr = m.AdminAddr
 			}
 		}
-		h, err := ops.RequestTransfer(ctx, addr, to)
+		h, err := c.d.client().RequestTransfer(ctx, addr, to)
 		if err != nil {
 			return "", fmt.Errorf("transfer-primary: member %d (%s): %w", s.Primary, addr, err)
 		}

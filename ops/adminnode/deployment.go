@@ -5,6 +5,7 @@ import (
 	"slices"
 	"strconv"
 
+	"github.com/seqd/seqd/ops"
 	"github.com/seqd/seqd/ops/page"
 	"github.com/seqd/seqd/tiered"
 )
@@ -30,6 +31,21 @@ func NewDeployment(dir Directory, static []string) *Deployment {
 	d := &Deployment{dir: dir, static: static}
 	d.cl = page.Cluster{Name: "admin node", Seeds: d.AdminAddrs, Replayers: d.Replayers, Extra: d.extra}
 	return d
+}
+
+// WithClient makes d ask the members with c (a token, a certificate)
+// instead of ops.DefaultClient; it returns d.
+func (d *Deployment) WithClient(c *ops.Client) *Deployment {
+	d.cl.Client = c
+	return d
+}
+
+// client is what d asks the members with.
+func (d *Deployment) client() *ops.Client {
+	if d.cl.Client == nil {
+		return ops.DefaultClient
+	}
+	return d.cl.Client
 }
 
 // AdminAddrs are the admin endpoints of the sequencer members gossip

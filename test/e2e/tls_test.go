@@ -2,7 +2,9 @@ package e2e
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
+	"net/http"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -12,6 +14,7 @@ import (
 
 	"github.com/seqd/seqd/internal/tlsconf"
 	"github.com/seqd/seqd/internal/tlsconf/tlstest"
+	"github.com/seqd/seqd/ops/page"
 )
 
 // tlsArgs are the flags of identity cfg.
@@ -146,9 +149,34 @@ func TestCluster_TLSAdmin(t *testing.T) {
 	if !strings.Contains(out, fmt.Sprintf("primary=%d", old.id)) || strings.Count(out, " standby ") != 2 {
 		t.Fatalf("admin status over TLS does not show primary %d and two standbys:\n%s", old.id, out)
 	}
-	if out, err = admin("", "status"); err == nil || !strings.Contains(out, "HTTPS") {
+	if out, err = admin("", "status"); err == nil || !strings.Contains(out, "speaks only TLS") {
 		t.Fatalf("admin status without TLS: %v, want a refusal that says the endpoint speaks TLS\n%s", err, out)
 	}
+	// The admin node asks the members over TLS with its certificate.
+	anHTTP := freeTCPAddr(t)
+	an := startLineProc(t, ctx, bin, append([]string{"admin-node", "--members", addrs, "--http-addr", anHTTP, "--console-addr", "", "--refresh", "200ms"},
+		tlsArgs(ca.Config(t, "admin-node"))...), "admin node", false)
+	an.await(t, ctx, regexp.MustCompile(`^admin-node: ready http=`), 0, "the admin node's ready line")
+	var dep page.Status
+	for deadline := time.Now().Add(30 * time.Second); time.Now().Before(deadline); time.Sleep(100 * time.Millisecond) {
+		dep = page.Status{}
+		if resp, err := http.Get("http://" + anHTTP + "/v1/deployment"); err == nil {
+			_ = json.NewDecoder(resp.Body).Decode(&dep)
+			resp.Body.Close()
+		}
+		if len(dep.Members) == 3 && dep.Primary == uint64(old.id) && dep.Members[0].Error == "" && dep.Members[1].Error == "" && dep.Members[2].Error == "" {
+			break
+		}
+	}
+	if len(dep.Members) != 3 || dep.Primary != uint64(old.id) {
+		t.Fatalf("the admin node over TLS shows %+v, want 3 members and primary %d", dep, old.id)
+	}
+	for _, m := range dep.Members {
+		if m.Error != "" || m.Role == "unreachable" {
+			t.Fatalf("the admin node could not ask member %d over TLS: %s %s", m.ID, m.Role, m.Error)
+		}
+	}
+
 	to := old.id%3 + 1
 	if out, err = admin("monitor-prom", "transfer-primary", fmt.Sprint(to)); err == nil || !strings.Contains(out, "forbidden") {
 		t.Fatalf("transfer with a monitor certificate: %v, want forbidden\n%s", err, out)
