@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"net"
 	"sync/atomic"
 	"time"
@@ -68,6 +69,7 @@ type Process struct {
 	peers      PeerClient
 	data       DataConfig
 	openClient func() (transport.Client, error)
+	log        *slog.Logger
 	cur        atomic.Pointer[standbyHandle]
 	peer       *PeerServer
 }
@@ -143,7 +145,10 @@ func NewProcess(cfg MemberConfig, data DataConfig, open Opens) (*Process, error)
 			return nil, err
 		}
 	}
-	d := &Process{member: cfg.ID, members: cfg.Members, join: cfg.Join, raftAddr: cfg.RaftAddr, maxSenders: cfg.Sequencer.MaxSenders, peers: peerClientOf(cfg.TLS), data: data, openClient: open.Client}
+	d := &Process{member: cfg.ID, members: cfg.Members, join: cfg.Join, raftAddr: cfg.RaftAddr, maxSenders: cfg.Sequencer.MaxSenders, peers: peerClientOf(cfg.TLS), data: data, openClient: open.Client, log: cfg.Logger}
+	if d.log == nil {
+		d.log = slog.Default()
+	}
 	if data.PeerAddr != "" {
 		ln, err := net.Listen("tcp", data.PeerAddr)
 		if err != nil {
@@ -200,10 +205,18 @@ func (d *Process) newFollower() (Follower, error) {
 	sc.AckWritten = d.data.AckWritten
 	sc.IdleSpin = d.data.IdleSpin
 	sc.Fetch = d.peers.Fetch
+	opened := time.Now()
 	s, err := standby.New(sc, cl)
 	if err != nil {
 		cl.Close()
 		return nil, err
+	}
+	o := s.Opened()
+	for _, why := range o.Rejected {
+		d.log.Warn("standby: a state snapshot file is not believed; rebuilding from an older point", "member", d.member, "err", why)
+	}
+	if o.RestoredFrom > 0 || o.Applied > 0 {
+		d.log.Info("standby: state rebuilt", "member", d.member, "snapshot_seq", o.RestoredFrom, "applied", o.Applied, "ms", time.Since(opened).Milliseconds())
 	}
 	h := &standbyHandle{Agent: s, client: cl}
 	d.cur.Store(h)

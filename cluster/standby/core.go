@@ -3,6 +3,7 @@ package standby
 import (
 	"errors"
 	"fmt"
+	"path/filepath"
 
 	"github.com/seqd/seqd/receiver"
 	"github.com/seqd/seqd/replayer"
@@ -38,9 +39,15 @@ type Core struct {
 	takenCut uint64 // the cut of the Takeover: nothing above it is served
 	// ownPut: the new primary put a packet of its own epoch (PutOwn):
 	// what the store holds above the cut is the primary's, served too.
-	ownPut   bool
-	err      error // sticky: why the standby stopped for good
-	snaps    []stateSnap
+	ownPut bool
+	err    error // sticky: why the standby stopped for good
+	snaps  []stateSnap
+	// diskSeq: the seq of each snapshot file (snapfile.go) as written or
+	// loaded, 0 for none; diskNext the file the next write replaces.
+	diskSeq  [2]uint64
+	diskNext int
+	// opened: how NewCore rebuilt the State (Opened).
+	opened   Opened
 	p        replayer.Persister // the stream into the store, in order
 	stats    Stats
 	rec      wire.Record
@@ -104,6 +111,7 @@ func NewCore(cfg Config) (*Core, error) {
 		return nil, fmt.Errorf("standby: member %d: the store in %s starts at seq %d, not 1: the State cannot be rebuilt", cfg.Member, cfg.Dir, old.FirstSeq)
 	}
 	c.snaps = append(c.snaps, stateSnap{seq: 0, snap: c.state.Snapshot()})
+	c.restoreDiskSnap()
 	if err := c.applyStore(c.state, store.Contiguous()); err != nil {
 		store.Close()
 		return nil, fmt.Errorf("standby: member %d: rebuild the state from %s: %w", cfg.Member, cfg.Dir, err)
@@ -124,7 +132,52 @@ func NewCore(cfg Config) (*Core, error) {
 		FromSeqOne: true, WaitForGaps: true, GuardCutTail: true})
 	c.cont = store.Contiguous()
 	c.stats.Contiguous, c.stats.Durable = store.Contiguous(), store.Durable()
+	c.opened.Applied = c.stats.Applied
 	return c, nil
+}
+
+// Opened says how a Core rebuilt its State when it opened the store.
+type Opened struct {
+	// RestoredFrom is the seq of the snapshot file the State started
+	// from (0: none, rebuilt from seq 1).
+	RestoredFrom uint64
+	// Applied is the records applied from the store after it.
+	Applied uint64
+	// Rejected are the snapshot files not believed, and why.
+	Rejected []error
+}
+
+// Opened is how NewCore rebuilt the State.
+func (c *Core) Opened() Opened { return c.opened }
+
+// restoreDiskSnap starts the State from the newest snapshot file that
+// describes the store's prefix, if any (snapfile.go); a file not
+// believed is removed.
+func (c *Core) restoreDiskSnap() {
+	d, ok, rejected := c.loadDiskSnap()
+	if ok {
+		st := sequencer.NewState(c.cfg.MaxSenders, 1)
+		switch err := st.Restore(d.snap); {
+		case err != nil:
+			rejected = append(rejected, fmt.Errorf("%w: at seq %d: %w", errSnapFile, d.seq, err))
+		case st.LastSeq() != d.seq:
+			rejected = append(rejected, fmt.Errorf("%w: names seq %d, its State is at %d", errSnapFile, d.seq, st.LastSeq()))
+		default:
+			c.state = st
+			c.snaps = append(c.snaps, stateSnap{seq: d.seq, snap: d.snap})
+			c.opened.RestoredFrom = d.seq
+		}
+		if c.opened.RestoredFrom == 0 {
+			c.dropDiskSnapsAbove(0)
+		}
+	}
+	c.opened.Rejected = rejected
+	fsys := c.snapFS()
+	for i, name := range snapFileNames {
+		if c.diskSeq[i] == 0 {
+			_ = fsys.Remove(filepath.Join(c.cfg.Dir, name)) // rejected (or none)
+		}
+	}
 }
 
 // CheckSession refuses a store of another session than session (the
@@ -267,6 +320,7 @@ func (c *Core) heal(now int64, f []byte) bool {
 			return false
 		}
 		c.snaps = c.snaps[:i+1]
+		c.dropDiskSnapsAbove(start - 1)
 	}
 	if c.applyStore(st, start-1) != nil || st.LastSeq() != start-1 {
 		return false
@@ -387,6 +441,7 @@ func (c *Core) KnowEpoch(epoch uint32, start uint64) {
 		return
 	}
 	c.snaps = c.snaps[:i+1]
+	c.dropDiskSnapsAbove(held)
 	if err := c.applyStore(st, held); err != nil {
 		c.fail(fmt.Errorf("standby: member %d: rebuild the state at %d: %w", c.cfg.Member, held, err))
 		return
@@ -496,6 +551,7 @@ func (c *Core) keepSnap() {
 		c.snaps = c.snaps[:len(c.snaps)-1]
 	}
 	c.snaps = append(c.snaps, sn)
+	c.writeDiskSnap(sn)
 }
 
 // persist appends a packet the receiver took, in stream order (the
@@ -690,6 +746,9 @@ func (c *Core) Takeover(cut uint64) (*sequencer.State, error) {
 		}
 	}
 	c.taken, c.takenCut = true, cut
+	// What the store holds above the cut is never the stream's: no file
+	// may describe it at the next open.
+	c.dropDiskSnapsAbove(cut)
 	return st, nil
 }
 

@@ -23,6 +23,15 @@
 //     KnowEpoch, HeldEpoch, Takeover, and FetchRange for a fetch server.
 //   - Config (DefaultConfig, Validate), Stats, the sentinels in errors.go.
 //
+// A reopened standby does not apply the whole session again: every
+// SnapshotEveryRecords the State's snapshot is also written beside the
+// store (two files in turn, CRC-checked, snapfile.go), and NewCore starts
+// from the newest one that still describes the store's prefix (its
+// session, a seq the store holds, the epoch of the store's record there)
+// and applies only the records after it (Opened says which, and why a
+// file was not believed). A rebuild of the State below a file (a heal, a
+// late KnowEpoch, a Takeover at a lower cut) removes it.
+//
 // An ack is a wire.Status with StatusStandby and the member id: by
 // default (AckWritten) the seq written (it survives the process, not the
 // machine), without AckWritten the seq fsynced (durable). Nothing of a sealed epoch

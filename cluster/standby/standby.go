@@ -154,6 +154,11 @@ type Stats struct {
 	Acked        uint64 // last seq acked
 	ReceiverErrs uint64 // malformed frames counted by the receiver
 	Healed       uint64 // divergences recovered: records past a cut dropped (see Core.heal)
+	// SnapshotsWritten and SnapshotWriteErrs count the State's snapshot
+	// files (snapfile.go; a failed write costs a longer rebuild at the
+	// next open, nothing else).
+	SnapshotsWritten  uint64
+	SnapshotWriteErrs uint64
 }
 
 // Agent follows the stream as a standby sequencer (see the package
@@ -203,6 +208,14 @@ func New(cfg Config, client transport.Client) (*Agent, error) {
 	s.contiguous.Store(core.Contiguous())
 	s.onFrame = s.frame
 	return s, nil
+}
+
+// Opened is how the Agent's Core rebuilt the State from the store
+// (a snapshot file, the records applied after it, files not believed).
+func (s *Agent) Opened() Opened {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.core.Opened()
 }
 
 // Run follows the stream until ctx ends (it returns ctx.Err()), Takeover

@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"path/filepath"
+	"slices"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -40,6 +42,9 @@ func newStandby(t testing.TB, cfg Config, c transport.Client) *Agent {
 func storeHolding(t testing.TB, member uint64, pkts [][]byte) Config {
 	t.Helper()
 	cfg := standbyConfig(t, member)
+	// State snapshot files every few records: a reopen starts from one
+	// (and must drop those a later cut makes stale).
+	cfg.SnapshotEveryRecords = 4
 	s, err := New(cfg, &standbytest.Client{})
 	if err != nil {
 		t.Fatal(err)
@@ -681,8 +686,17 @@ func TestStandby_MissedTwoEpochsHealsWithKnowEpoch(t *testing.T) {
 		t.Fatalf("epoch 3 starts at %d, within the stale tail (to %d): the test needs it above", cut2+1, src.Core.Published())
 	}
 
-	s := newStandby(t, storeHolding(t, 2, pkts), &standbytest.Client{})
+	held := storeHolding(t, 2, pkts)
+	if seqs := diskSnapSeqs(t, held); len(seqs) == 0 || slices.Max(seqs) <= cut {
+		t.Fatalf("snapshot files at %v: the test needs one above the cut %d", seqs, cut)
+	}
+	s := newStandby(t, held, &standbytest.Client{})
 	s.KnowEpoch(2, cut+1)
+	// The State went back to the cut: no snapshot file may describe the
+	// cut records at the next open.
+	if seqs := diskSnapSeqs(t, held); len(seqs) > 0 && slices.Max(seqs) > cut {
+		t.Fatalf("after the State went back to the cut %d, snapshot files at %v remain", cut, seqs)
+	}
 	if got := s.Contiguous(); got != cut {
 		t.Fatalf("told epoch 2 began at %d, Contiguous = %d, want %d", cut+1, got, cut)
 	}
@@ -703,6 +717,27 @@ func TestStandby_MissedTwoEpochsHealsWithKnowEpoch(t *testing.T) {
 	if _, snap := s.Snapshot(); !bytes.Equal(snap, c3.State().Snapshot()) {
 		t.Fatal("State differs from the epoch 3 primary's")
 	}
+	// Reopened on the healed store (from a snapshot file, if one is
+	// left): the same State.
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	r := newStandby(t, held, &standbytest.Client{})
+	if _, snap := r.Snapshot(); !bytes.Equal(snap, c3.State().Snapshot()) || len(r.Opened().Rejected) != 0 {
+		t.Fatalf("reopened on the healed store: %+v, State differs from the epoch 3 primary's: %v", r.Opened(), !bytes.Equal(snap, c3.State().Snapshot()))
+	}
+}
+
+// diskSnapSeqs are the seqs of the State snapshot files in cfg's directory.
+func diskSnapSeqs(t *testing.T, cfg Config) []uint64 {
+	t.Helper()
+	var out []uint64
+	for _, n := range snapFileNames {
+		if d, err := readSnapFile(snapFSOf(cfg), filepath.Join(cfg.Dir, n)); err == nil {
+			out = append(out, d.seq)
+		}
+	}
+	return out
 }
 
 // TestStandby_HealedLateRecordsTheEpochStart: a standby reopened on a

@@ -231,6 +231,9 @@ func (c *simCluster) startStandby(m *member) error {
 	cfg.Store.WriteBufferBytes = 128 << 10
 	cfg.Store.ReadBufferBytes = 128 << 10
 	cfg.AckKeepalive = 10 * time.Millisecond
+	// State snapshot files every few records (seeded), so that restarts
+	// start from one, and heals and takeovers below them drop them.
+	cfg.SnapshotEveryRecords = 8 + w.cfg.Seed%57
 	cfg.Clock = func() int64 { return w.now }
 	cfg.Receiver.Seed = w.cfg.Seed*7 + m.id + uint64(c.restarts)<<16
 	if m.client != nil {
