@@ -212,6 +212,9 @@ func (d *Process) newFollower() (Follower, error) {
 		return nil, err
 	}
 	o := s.Opened()
+	for _, c := range o.Cuts {
+		d.log.Warn("standby: cut a torn tail of the store (a write cut short by a crash)", "member", d.member, "file", c.File, "offset", c.Offset, "bytes", c.Bytes, "after_seq", c.AfterSeq, "reason", c.Reason)
+	}
 	for _, why := range o.Rejected {
 		d.log.Warn("standby: a state snapshot file is not believed; rebuilding from an older point", "member", d.member, "err", why)
 	}

@@ -101,9 +101,16 @@ func NewCore(cfg Config) (*Core, error) {
 	if cfg.Store.Session == 0 {
 		cfg.Store.Session = cfg.Session
 	}
-	store, _, err := replayer.Open(cfg.Dir, cfg.Store)
+	store, rec, err := replayer.Open(cfg.Dir, cfg.Store)
 	if err != nil {
 		return nil, fmt.Errorf("standby: member %d: open store: %w", cfg.Member, err)
+	}
+	if rec.Corrupt != nil {
+		// Found at open, not at the first append after the standby has
+		// answered seals and acked: the operator's way out is named
+		// (the store is a replica; the others hold the stream).
+		store.Close()
+		return nil, fmt.Errorf("standby: member %d: %w: the other members hold the stream: stop this member, move %s aside (keep it for a post-mortem) and start it again on an empty directory with --join: it fetches the stream from them", cfg.Member, rec.Corrupt, cfg.Dir)
 	}
 	c := &Core{cfg: cfg, store: store, state: sequencer.NewState(cfg.MaxSenders, 1)}
 	if old, ok := store.Oldest(); ok && old.FirstSeq != 1 {
@@ -132,7 +139,7 @@ func NewCore(cfg Config) (*Core, error) {
 		FromSeqOne: true, WaitForGaps: true, GuardCutTail: true})
 	c.cont = store.Contiguous()
 	c.stats.Contiguous, c.stats.Durable = store.Contiguous(), store.Durable()
-	c.opened.Applied = c.stats.Applied
+	c.opened.Applied, c.opened.Cuts = c.stats.Applied, rec.Cuts
 	return c, nil
 }
 
@@ -145,6 +152,9 @@ type Opened struct {
 	Applied uint64
 	// Rejected are the snapshot files not believed, and why.
 	Rejected []error
+	// Cuts are the torn tails the store cut (a write cut short by a
+	// crash; replayer.Recovery).
+	Cuts []replayer.Cut
 }
 
 // Opened is how NewCore rebuilt the State.

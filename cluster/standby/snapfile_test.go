@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/seqd/seqd/cluster/standby/standbytest"
+	"github.com/seqd/seqd/replayer"
 )
 
 // TestStandby_ReopenRestoresTheStateSnapshot: a standby reopened on its
@@ -160,5 +161,31 @@ func BenchmarkStandby_Reopen(b *testing.B) {
 				r.Close()
 			}
 		})
+	}
+}
+
+// TestStandby_CorruptStoreRefusedAtOpen: a byte flipped inside the
+// store's segment stops the standby when it opens, with an error that
+// names the segment and the way out, not at its first append after it
+// answered seals and acked.
+func TestStandby_CorruptStoreRefusedAtOpen(t *testing.T) {
+	src := standbytest.NewStream(t)
+	cfg := storeHolding(t, 2, src.Commands(t, 40))
+	seg := filepath.Join(cfg.Dir, "0000000001.seg")
+	b, err := os.ReadFile(seg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b[len(b)/2] ^= 0xff
+	if err := os.WriteFile(seg, b, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	s, err := New(cfg, &standbytest.Client{})
+	if err == nil {
+		s.Close()
+		t.Fatal("a corrupt store opened")
+	}
+	if !errors.Is(err, replayer.ErrCorrupt) || !strings.Contains(err.Error(), "0000000001.seg") || !strings.Contains(err.Error(), "move "+cfg.Dir+" aside") {
+		t.Fatalf("corrupt store: %v, want ErrCorrupt naming the segment and the way out", err)
 	}
 }
