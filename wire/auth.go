@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
+	"sync"
 	"sync/atomic"
 )
 
@@ -77,6 +78,10 @@ type Key struct {
 	// account (a shared command key, written "command:*").
 	Account Account
 	Secret  [AuthKeyBytes]byte
+	// VerifyOnly: the key verifies and never signs ("verify-only" after
+	// the secret in a keys file): the first step of a rotation, when
+	// every process must accept the new key before any signs with it.
+	VerifyOnly bool
 }
 
 // Name is the key's class as a keys file writes it: "stream",
@@ -93,12 +98,19 @@ func (k Key) Name() string {
 
 // FormatKey is k as one line of a keys file (with its newline).
 func FormatKey(k Key) string {
+	if k.VerifyOnly {
+		return fmt.Sprintf("%d %s %s %s\n", k.ID, k.Name(), hex.EncodeToString(k.Secret[:]), verifyOnlyWord)
+	}
 	return fmt.Sprintf("%d %s %s\n", k.ID, k.Name(), hex.EncodeToString(k.Secret[:]))
 }
 
+// verifyOnlyWord marks a key that verifies and never signs.
+const verifyOnlyWord = "verify-only"
+
 // ParseKeys reads a keys file: one key a line, "ID CLASS SECRET", where
 // ID is a decimal key id (1 to 2^32-1), CLASS is stream, member,
-// command:ACCOUNT or command:*, and SECRET is 32 hex digits. Blank lines
+// command:ACCOUNT or command:*, and SECRET is 32 hex digits; a fourth
+// word "verify-only" makes a key that verifies and never signs. Blank lines
 // and lines starting with # are skipped. Two keys with one id are an
 // error. The error names the line.
 func ParseKeys(text string) ([]Key, error) {
@@ -124,14 +136,15 @@ func ParseKeys(text string) ([]Key, error) {
 
 func parseKey(line string) (Key, error) {
 	f := strings.Fields(line)
-	if len(f) != 3 {
-		return Key{}, fmt.Errorf("%w: want \"ID CLASS SECRET\", got %d fields", ErrKeyFile, len(f))
+	verifyOnly := len(f) == 4 && f[3] == verifyOnlyWord
+	if len(f) != 3 && !verifyOnly {
+		return Key{}, fmt.Errorf("%w: want \"ID CLASS SECRET\" or \"ID CLASS SECRET %s\", got %q", ErrKeyFile, verifyOnlyWord, strings.Join(f[min(len(f), 3):], " "))
 	}
 	id, err := strconv.ParseUint(f[0], 10, 32)
 	if err != nil || id == 0 {
 		return Key{}, fmt.Errorf("%w: key id %q is not a number from 1 to 4294967295", ErrKeyFile, f[0])
 	}
-	k := Key{ID: uint32(id)}
+	k := Key{ID: uint32(id), VerifyOnly: verifyOnly}
 	switch cls, acct, _ := strings.Cut(f[1], ":"); cls {
 	case "stream":
 		k.Class = KeyStream
@@ -176,35 +189,53 @@ type ringKey struct {
 }
 
 // Auth signs and verifies frames with the keys of a keyring. It is safe
-// for concurrent use: its ciphers are built once and never change, the
-// nonce counter is atomic, and the signing keys are atomic pointers
-// (Rotate). Sign and Verify allocate nothing.
+// for concurrent use: the keyring (its ciphers built once, the signing
+// key of each class) is one immutable value behind an atomic pointer,
+// swapped whole by Rotate and Reload; the nonce counter is atomic. Sign
+// and Verify load the keyring once per frame and allocate nothing.
 type Auth struct {
-	keys []*ringKey // every key, verified against; a few, scanned
-	// The keys Sign uses, by class: the highest id of each (the newest),
-	// or what Rotate chose.
-	stream, command, member atomic.Pointer[ringKey]
-	nonceHi                 [4]byte
-	nonceLo                 atomic.Uint64
+	ring    atomic.Pointer[keyring]
+	account Account
+	nonceHi [4]byte
+	nonceLo atomic.Uint64
+	mu      sync.Mutex // serialises Rotate and Reload (readers never take it)
+}
+
+// keyring is an Auth's keys: every key, verified against (a few,
+// scanned), and the key Sign uses for each class (the highest id of each,
+// the newest of a rotation, or what Rotate chose).
+type keyring struct {
+	keys                    []*ringKey
+	stream, command, member *ringKey
 }
 
 // NewAuth builds an Auth from keys. account is the account of the
 // process's commands: its command key is the one for account, or else
 // the shared one (command:*); 0 signs no command. The key of each class
-// Sign uses is the one with the highest id (the newest of a rotation);
-// every key verifies.
+// Sign uses is the one with the highest id (the newest of a rotation)
+// that is not VerifyOnly; every key verifies.
 func NewAuth(keys []Key, account Account) (*Auth, error) {
-	a := &Auth{}
+	a := &Auth{account: account}
 	rand.Read(a.nonceHi[:])
 	var lo [8]byte
 	rand.Read(lo[:])
 	a.nonceLo.Store(le.Uint64(lo[:]))
+	r, err := newKeyring(keys, account)
+	if err != nil {
+		return nil, err
+	}
+	a.ring.Store(r)
+	return a, nil
+}
+
+func newKeyring(keys []Key, account Account) (*keyring, error) {
+	r := &keyring{}
 	var cmdShared *ringKey
 	for _, k := range keys {
 		if k.ID == 0 {
 			return nil, fmt.Errorf("%w: key id 0", ErrKeyFile)
 		}
-		for _, o := range a.keys {
+		for _, o := range r.keys {
 			if o.ID == k.ID {
 				return nil, fmt.Errorf("key id %d: %w", k.ID, ErrKeyDuplicate)
 			}
@@ -218,59 +249,105 @@ func NewAuth(keys []Key, account Account) (*Auth, error) {
 			return nil, err
 		}
 		rk := &ringKey{Key: k, aead: g}
-		a.keys = append(a.keys, rk)
-		newest := func(p *atomic.Pointer[ringKey]) {
-			if cur := p.Load(); cur == nil || rk.ID > cur.ID {
-				p.Store(rk)
+		r.keys = append(r.keys, rk)
+		if k.VerifyOnly {
+			continue
+		}
+		newest := func(p **ringKey) {
+			if *p == nil || rk.ID > (*p).ID {
+				*p = rk
 			}
 		}
 		switch k.Class {
 		case KeyStream:
-			newest(&a.stream)
+			newest(&r.stream)
 		case KeyMember:
-			newest(&a.member)
+			newest(&r.member)
 		case KeyCommand:
 			if account != 0 && k.Account == account {
-				newest(&a.command)
+				newest(&r.command)
 			} else if k.Account == 0 && (cmdShared == nil || rk.ID > cmdShared.ID) {
 				cmdShared = rk
 			}
 		}
 	}
-	if a.command.Load() == nil && cmdShared != nil && account != 0 {
-		a.command.Store(cmdShared)
+	if r.command == nil && cmdShared != nil && account != 0 {
+		r.command = cmdShared
 	}
-	return a, nil
+	return r, nil
+}
+
+// Reload replaces every key with keys (a keys file read again, e.g. on
+// SIGHUP), built as NewAuth builds them: Sign uses the newest key of
+// each class from the next frame on, Verify accepts exactly keys. A
+// frame being signed or verified meanwhile uses the old keyring whole.
+// On an error the Auth keeps its keys. A class the old keyring signed
+// with and keys lack is an error (ErrKeyMissing): a reload must not
+// silently stop a signer.
+func (a *Auth) Reload(keys []Key) error {
+	r, err := newKeyring(keys, a.account)
+	if err != nil {
+		return err
+	}
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	old := a.ring.Load()
+	for _, c := range []struct {
+		class    KeyClass
+		had, has *ringKey
+	}{{KeyStream, old.stream, r.stream}, {KeyCommand, old.command, r.command}, {KeyMember, old.member, r.member}} {
+		if c.had != nil && c.has == nil {
+			return fmt.Errorf("%w: the reloaded keys have no %s key to sign with (this process signed with key %d)", ErrKeyMissing, c.class, c.had.ID)
+		}
+	}
+	a.ring.Store(r)
+	return nil
+}
+
+// KeyIDs are the ids of every key the Auth verifies with, in its order.
+func (a *Auth) KeyIDs() []uint32 {
+	r := a.ring.Load()
+	out := make([]uint32, len(r.keys))
+	for i, k := range r.keys {
+		out[i] = k.ID
+	}
+	return out
 }
 
 // Rotate makes Sign use key id for that key's class from now on (the
 // key must be in the Auth). Safe while other goroutines sign.
 func (a *Auth) Rotate(id uint32) error {
-	k := a.find(id)
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	old := a.ring.Load()
+	k := old.find(id)
 	if k == nil {
 		return fmt.Errorf("key id %d: %w", id, ErrKeyUnknown)
 	}
+	r := *old
 	switch k.Class {
 	case KeyStream:
-		a.stream.Store(k)
+		r.stream = k
 	case KeyMember:
-		a.member.Store(k)
+		r.member = k
 	case KeyCommand:
-		a.command.Store(k)
+		r.command = k
 	}
+	a.ring.Store(&r)
 	return nil
 }
 
 // SigningKey is the id of the key Sign uses for class c, or 0.
 func (a *Auth) SigningKey(c KeyClass) uint32 {
+	r := a.ring.Load()
 	var k *ringKey
 	switch c {
 	case KeyStream:
-		k = a.stream.Load()
+		k = r.stream
 	case KeyMember:
-		k = a.member.Load()
+		k = r.member
 	case KeyCommand:
-		k = a.command.Load()
+		k = r.command
 	}
 	if k == nil {
 		return 0
@@ -278,8 +355,8 @@ func (a *Auth) SigningKey(c KeyClass) uint32 {
 	return k.ID
 }
 
-func (a *Auth) find(id uint32) *ringKey {
-	for _, k := range a.keys {
+func (r *keyring) find(id uint32) *ringKey {
+	for _, k := range r.keys {
 		if k.ID == id {
 			return k
 		}
@@ -291,32 +368,32 @@ func (a *Auth) find(id uint32) *ringKey {
 // the stream key for stream frames and NAKs, the command key for
 // commands, the member key for a standby's ack, a sending node's
 // command key for its status. nil when the Auth has no key for it.
-func (a *Auth) signer(f []byte) *ringKey {
+func (r *keyring) signer(f []byte) *ringKey {
 	switch Kind(f[3]) {
 	case KindCommand:
-		return a.command.Load()
+		return r.command
 	case KindStatus:
 		if len(f) >= StatusBytes {
 			if le.Uint16(f[20:])&StatusStandby != 0 {
-				return a.member.Load()
+				return r.member
 			}
 			if le.Uint64(f[24:]) != 0 {
-				if k := a.command.Load(); k != nil {
+				if k := r.command; k != nil {
 					return k
 				}
 			}
 		}
-		if k := a.stream.Load(); k != nil {
+		if k := r.stream; k != nil {
 			return k
 		}
-		return a.member.Load()
+		return r.member
 	case KindNak:
-		if k := a.stream.Load(); k != nil {
+		if k := r.stream; k != nil {
 			return k
 		}
-		return a.member.Load()
+		return r.member
 	}
-	return a.stream.Load()
+	return r.stream
 }
 
 // Sign appends the trailer to the frame buf[:n] in place and returns the
@@ -331,7 +408,7 @@ func (a *Auth) Sign(buf []byte, n int) (int, error) {
 	if len(buf) < n+AuthTrailerBytes {
 		return 0, ErrNoRoom
 	}
-	k := a.signer(f)
+	k := a.ring.Load().signer(f)
 	if k == nil {
 		return 0, ErrKeyMissing
 	}
@@ -364,7 +441,7 @@ func (a *Auth) Verify(f []byte) (int, error) {
 		return 0, ErrShort
 	}
 	t := f[n:]
-	k := a.find(le.Uint32(t[AuthNonceBytes:]))
+	k := a.ring.Load().find(le.Uint32(t[AuthNonceBytes:]))
 	if k == nil {
 		return 0, ErrKeyUnknown
 	}

@@ -3,7 +3,10 @@ package wire
 import (
 	"bytes"
 	"errors"
+	"slices"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"testing"
 )
 
@@ -304,4 +307,119 @@ func FuzzAuthVerify(f *testing.F) {
 		_ = DecodeStatus(b[:n], &s)
 		_ = DecodeNak(b[:n], &k)
 	})
+}
+
+// TestAuth_Reload: Reload swaps every key at once, while other
+// goroutines sign and verify (go test -race): a frame is signed with the
+// old keyring or the new one whole, never a mix; after the reload the
+// newest key signs and a dropped key no longer verifies; keys that leave
+// a class the Auth signed with without a key, or that do not build, are
+// refused and the old keys kept.
+func TestAuth_Reload(t *testing.T) {
+	k1, k2, k3 := NewKey(1, KeyStream, 0), NewKey(2, KeyStream, 0), NewKey(3, KeyStream, 0)
+	signer := testAuth(t, []Key{k1}, 0)
+	verifier := testAuth(t, []Key{k1, k2}, 0)
+	hb := testHeartbeat(t)
+	stop := make(chan struct{})
+	var wg sync.WaitGroup
+	var bad atomic.Int64
+	for range 2 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			buf := make([]byte, len(hb)+AuthTrailerBytes)
+			for {
+				select {
+				case <-stop:
+					return
+				default:
+				}
+				copy(buf, hb)
+				n, err := signer.Sign(buf, len(hb))
+				if err != nil {
+					bad.Add(1)
+					continue
+				}
+				if _, err := verifier.Verify(buf[:n]); err != nil {
+					bad.Add(1)
+				}
+			}
+		}()
+	}
+	for range 200 {
+		if err := signer.Reload([]Key{k1, k2}); err != nil {
+			t.Fatal(err)
+		}
+		if err := signer.Reload([]Key{k1}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := signer.Reload([]Key{k1, k2}); err != nil {
+		t.Fatal(err)
+	}
+	close(stop)
+	wg.Wait()
+	if bad.Load() != 0 {
+		t.Fatalf("%d frames failed to sign or verify across reloads", bad.Load())
+	}
+	if id := signer.SigningKey(KeyStream); id != 2 {
+		t.Fatalf("after reloading keys 1 and 2 the signing key is %d, want 2", id)
+	}
+	// The verifier drops key 1: a frame under it no longer verifies.
+	old := testAuth(t, []Key{k1}, 0)
+	if err := verifier.Reload([]Key{k2, k3}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := verifier.Verify(signed(t, old, hb)); !errors.Is(err, ErrKeyUnknown) {
+		t.Fatalf("key 1 after a reload without it: %v, want ErrKeyUnknown", err)
+	}
+	if got := verifier.KeyIDs(); !slices.Equal(got, []uint32{2, 3}) {
+		t.Fatalf("key ids after the reload: %v", got)
+	}
+	// Refused: no stream key left for a stream signer; a duplicate id.
+	if err := signer.Reload([]Key{NewKey(9, KeyMember, 0)}); !errors.Is(err, ErrKeyMissing) {
+		t.Fatalf("a reload without a stream key: %v, want ErrKeyMissing", err)
+	}
+	if err := signer.Reload([]Key{k1, k1}); !errors.Is(err, ErrKeyDuplicate) {
+		t.Fatalf("a reload with key 1 twice: %v, want ErrKeyDuplicate", err)
+	}
+	if id := signer.SigningKey(KeyStream); id != 2 {
+		t.Fatalf("a refused reload changed the signing key to %d", id)
+	}
+	// Still no allocation per frame.
+	buf := make([]byte, len(hb)+AuthTrailerBytes)
+	if n := testing.AllocsPerRun(100, func() {
+		copy(buf, hb)
+		m, _ := signer.Sign(buf, len(hb))
+		_, _ = verifier.Verify(buf[:m])
+	}); n != 0 {
+		t.Fatalf("Sign+Verify after reloads: %v allocations", n)
+	}
+}
+
+// TestAuth_VerifyOnlyKey: a key marked verify-only in a keys file
+// verifies and never signs, though its id is the highest; the mark
+// survives FormatKey and ParseKeys.
+func TestAuth_VerifyOnlyKey(t *testing.T) {
+	k2 := NewKey(2, KeyStream, 0)
+	k2.VerifyOnly = true
+	text := FormatKey(NewKey(1, KeyStream, 0)) + FormatKey(k2)
+	keys, err := ParseKeys(text)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !keys[1].VerifyOnly || keys[0].VerifyOnly || !strings.HasSuffix(strings.TrimSpace(text), "verify-only") {
+		t.Fatalf("parsed %+v from %q", keys, text)
+	}
+	a := testAuth(t, keys, 0)
+	if id := a.SigningKey(KeyStream); id != 1 {
+		t.Fatalf("signing key %d, want 1 (2 is verify-only)", id)
+	}
+	signer := testAuth(t, []Key{{ID: 2, Class: KeyStream, Secret: k2.Secret}}, 0)
+	if _, err := a.Verify(signed(t, signer, testHeartbeat(t))); err != nil {
+		t.Fatalf("a frame under the verify-only key: %v", err)
+	}
+	if _, err := ParseKeys("1 stream " + strings.Repeat("ab", 16) + " sign-only\n"); !errors.Is(err, ErrKeyFile) {
+		t.Fatalf("an unknown fourth word: %v, want ErrKeyFile", err)
+	}
 }

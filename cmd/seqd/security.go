@@ -5,7 +5,9 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
+	"os/signal"
 	"strings"
+	"syscall"
 
 	"github.com/urfave/cli/v2"
 
@@ -173,12 +175,47 @@ func withSecurity(cmd *cli.Command) {
 					c.App.Metadata = map[string]any{}
 				}
 				c.App.Metadata[authKey] = auth
+				if !c.Bool("dry-run") {
+					go reloadKeysOnHangup(c, cmd.Name, auth)
+				}
 			}
 		}
 		if auth == nil && unauthenticated[cmd.Name] && !c.Bool("dry-run") {
 			warnLogger(c).Warn(noAuthWarning, "process", cmd.Name)
 		}
 		return nil
+	}
+}
+
+// reloadKeysOnHangup reads the keys files again on every SIGHUP, until
+// the process's context ends, and swaps them into auth (wire.Auth.Reload):
+// a rotation without a restart. Keys that do not load, or that leave a
+// class the process signs with without a key, are refused with an ERROR
+// and the old keys stay.
+func reloadKeysOnHangup(c *cli.Context, process string, auth *wire.Auth) {
+	hup := make(chan os.Signal, 1)
+	signal.Notify(hup, syscall.SIGHUP)
+	defer signal.Stop(hup)
+	log := warnLogger(c)
+	for {
+		select {
+		case <-c.Context.Done():
+			return
+		case <-hup:
+		}
+		keys, err := loadKeys(c, process)
+		if err == nil && keys == nil {
+			err = errors.New("no keys file is set any more")
+		}
+		if err == nil {
+			err = auth.Reload(keys)
+		}
+		if err != nil {
+			log.Error("security: keys NOT reloaded (SIGHUP); the old keys stay", "process", process, "err", err)
+			continue
+		}
+		log.Info("security: keys reloaded (SIGHUP)", "process", process, "key_ids", fmt.Sprint(auth.KeyIDs()),
+			"signs_stream", auth.SigningKey(wire.KeyStream), "signs_commands", auth.SigningKey(wire.KeyCommand), "signs_acks", auth.SigningKey(wire.KeyMember))
 	}
 }
 
@@ -193,6 +230,7 @@ func keygenCommand() *cli.Command {
 			&cli.UintFlag{Name: "id", Value: 1, Usage: "the key id (1..4294967295): unique among every key a process holds; a rotation adds a key with a higher id, which signers use"},
 			&cli.BoolFlag{Name: "append", Usage: "add the key to an existing file (a rotation: the old key still verifies)"},
 			&cli.BoolFlag{Name: "force", Usage: "overwrite an existing file"},
+			&cli.BoolFlag{Name: "verify-only", Usage: "mark the key verify-only: it is accepted and never signs (step 1 of a rotation: add it everywhere and SIGHUP; then drop the mark everywhere and SIGHUP; then remove the old key)"},
 		},
 		Action: keygen,
 	}
@@ -208,6 +246,7 @@ func keygen(c *cli.Context) error {
 		return fmt.Errorf("keygen: --class %q: %w", c.String("class"), err)
 	}
 	k := wire.NewKey(uint32(id), probe[0].Class, probe[0].Account)
+	k.VerifyOnly = c.Bool("verify-only")
 	out := c.String("out")
 	flags := os.O_WRONLY | os.O_CREATE | os.O_EXCL
 	switch {
