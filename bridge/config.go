@@ -88,6 +88,13 @@ type Config struct {
 	// and on a receiving end's RewindAddr, where any certificate of the
 	// CA may rewind (the site's nodes). Nil: plain TCP.
 	TLS *tlsconf.Identity
+	// Standby starts the end as a warm standby of a pair (Activate makes
+	// it active): a sending end follows the stream into its store but
+	// neither listens on its TCP channels nor sends on its UDP flows; a
+	// receiving end merges the channels and persists the stream but
+	// neither republishes it, nor answers its site's NAKs, nor carries
+	// commands back. Taking over needs no catch-up: its store is current.
+	Standby bool
 	// Faults are seeded faults on every channel (loss, dup, reorder) at
 	// the receiving side of each, for tests and drills.
 	Faults fault.Config

@@ -44,17 +44,18 @@ type ReceiveStats struct {
 
 // ReceiveEnd is a link's receiving end (see the package comment).
 type ReceiveEnd struct {
-	cfg   Config
-	log   *slog.Logger
-	svc   *replayer.Service
-	site  transport.Server
-	pipe  *pipe
-	udps  []*udpChannel
-	ctls  []*control   // one per TCP channel
-	core  *ReceiveCore // the Service's goroutine
-	merge *Merge       // core's
-	names []string
-	from  uint64 // where the TCP channels start
+	cfg     Config
+	log     *slog.Logger
+	standby atomic.Bool // a Standby not yet activated: persists only (the zero value is active)
+	svc     *replayer.Service
+	site    transport.Server
+	pipe    *pipe
+	udps    []*udpChannel
+	ctls    []*control   // one per TCP channel
+	core    *ReceiveCore // the Service's goroutine
+	merge   *Merge       // core's
+	names   []string
+	from    uint64 // where the TCP channels start
 
 	// identified: a hello named the stream's origin (not this site), or
 	// the store's origin file did; until then nothing is republished
@@ -146,6 +147,7 @@ func NewReceiveEnd(cfg Config, site transport.Server) (*ReceiveEnd, error) {
 	}
 	r := &ReceiveEnd{cfg: cfg, log: cfg.logger(), site: site, pipe: newPipe(cfg.MaxPacketBytes), start: time.Now(),
 		cmd: make([]byte, 0, 65536)}
+	r.standby.Store(cfg.Standby)
 	for _, a := range cfg.TCP {
 		r.names = append(r.names, "tcp "+a)
 	}
@@ -567,16 +569,36 @@ func (r *ReceiveEnd) packet(ch int, pkt []byte) {
 	r.core.Packet(ch, pkt, r.mono(), r.emitF)
 }
 
-// emit persists (through the Service's handler) and republishes pkt.
+// emit persists (through the Service's handler) and republishes pkt
+// (a standby only persists).
 func (r *ReceiveEnd) emit(pkt []byte) {
 	r.handler(pkt, transport.NoPeer)
+	if r.standby.Load() {
+		return
+	}
 	_ = r.site.Publish(pkt) // loss on the site is repaired by its NAKs
 	r.published.Add(1)
 }
 
+// Activate makes a Standby end active: from now on it republishes what
+// it merges, answers its site's NAKs (what the site missed between the
+// active end's death and now) and carries the site's commands back.
+// Safe from any goroutine; idempotent.
+func (r *ReceiveEnd) Activate() {
+	if r.standby.CompareAndSwap(true, false) {
+		r.log.Warn("bridge: standby ACTIVE: republishing on the site", "site", r.cfg.Site, "next_seq", r.Stats().NextSeq)
+	}
+}
+
+// Active reports whether the end republishes on its site.
+func (r *ReceiveEnd) Active() bool { return !r.standby.Load() }
+
 // heartbeat publishes the tail and stable (ReceiveCore.Heartbeat): the
 // site's safe-mode nodes deliver all of it.
 func (r *ReceiveEnd) heartbeat(hb []byte) {
+	if r.standby.Load() {
+		return
+	}
 	_ = r.site.Publish(hb)
 	_ = r.site.Flush()
 	r.heartbeats.Add(1)
@@ -610,6 +632,9 @@ func (s *siteServer) Poll(h transport.Handler, wait time.Duration) (int, error) 
 }
 
 func (r *ReceiveEnd) siteFrame(frame []byte, from transport.Peer) {
+	if r.standby.Load() {
+		return // the active end answers the site and carries its commands
+	}
 	k, err := wire.PeekKind(frame)
 	switch {
 	case err != nil:

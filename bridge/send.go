@@ -40,6 +40,15 @@ type SendEnd struct {
 	dests  []netip.AddrPort
 	hello  wire.BridgeHelloFrame
 
+	// active: the end serves its channels (not a Standby, or
+	// activated); activate is closed by Activate.
+	active       atomic.Bool
+	activate     chan struct{}
+	activateOnce sync.Once
+	lsMu         sync.Mutex // guards ls and lsClosed once Run may bind them (Activate)
+	lsClosed     bool
+	takeoverErr  atomic.Pointer[error]
+
 	rewind atomic.Pointer[replayer.RewindServer]
 	tip    atomic.Pointer[replayer.Tip]
 	out    []byte // the forwarding path's datagram (the Service's goroutine)
@@ -66,7 +75,7 @@ func NewSendEnd(cfg Config, follow transport.Client, nak transport.Server) (*Sen
 		return nil, fmt.Errorf("%w: Role = %v, want send", ErrConfig, cfg.Role)
 	}
 	s := &SendEnd{cfg: cfg, log: cfg.logger(), follow: newInjector(follow), out: make([]byte, 0, wire.BridgeHeaderBytes+cfg.MaxPacketBytes),
-		ctl: make(map[net.Conn]struct{})}
+		ctl: make(map[net.Conn]struct{}), activate: make(chan struct{})}
 	if err := s.hello.SetSite(cfg.origin()); err != nil {
 		return nil, fmt.Errorf("%w: Origin %q", ErrConfig, cfg.origin())
 	}
@@ -77,12 +86,12 @@ func NewSendEnd(cfg Config, follow transport.Client, nak transport.Server) (*Sen
 		s.closeSockets()
 		return nil, err
 	}
-	for _, a := range cfg.TCP {
-		l, err := net.Listen("tcp", a)
-		if err != nil {
-			return fail(fmt.Errorf("bridge: tcp channel %s: %w", a, err))
+	if !cfg.Standby {
+		if err := s.listen(); err != nil {
+			return fail(err)
 		}
-		s.ls = append(s.ls, l)
+		s.active.Store(true)
+		s.activateOnce.Do(func() { close(s.activate) })
 	}
 	if len(cfg.UDP) > 0 {
 		bind := cfg.UDPBind
@@ -111,8 +120,45 @@ func NewSendEnd(cfg Config, follow transport.Client, nak transport.Server) (*Sen
 	return s, nil
 }
 
-// TCPAddrs are the addresses the TCP channels are served on.
+// listen binds the TCP channels' addresses.
+func (s *SendEnd) listen() error {
+	s.lsMu.Lock()
+	defer s.lsMu.Unlock()
+	if s.lsClosed {
+		return net.ErrClosed
+	}
+	for _, a := range s.cfg.TCP {
+		l, err := net.Listen("tcp", a)
+		if err != nil {
+			for _, o := range s.ls {
+				o.Close()
+			}
+			s.ls = nil
+			return fmt.Errorf("bridge: tcp channel %s: %w", a, err)
+		}
+		s.ls = append(s.ls, l)
+	}
+	return nil
+}
+
+// Activate makes a Standby end active: from now on it listens on its
+// TCP channels and sends on its UDP flows (Run binds the listeners; a
+// failure to bind stops Run). Safe from any goroutine; idempotent.
+func (s *SendEnd) Activate() {
+	s.activateOnce.Do(func() { close(s.activate) })
+}
+
+// Active reports whether the end serves its channels.
+func (s *SendEnd) Active() bool { return s.active.Load() }
+
+// TCPAddrs are the addresses the TCP channels are served on (a standby
+// not yet active: the configured ones).
 func (s *SendEnd) TCPAddrs() []string {
+	s.lsMu.Lock()
+	defer s.lsMu.Unlock()
+	if len(s.ls) == 0 {
+		return append([]string(nil), s.cfg.TCP...)
+	}
 	var out []string
 	for _, l := range s.ls {
 		out = append(out, l.Addr().String())
@@ -144,9 +190,12 @@ func (s *SendEnd) Stats() SendStats {
 
 func (s *SendEnd) closeSockets() {
 	s.stopOnce.Do(func() {
+		s.lsMu.Lock()
 		for _, l := range s.ls {
 			l.Close()
 		}
+		s.lsClosed = true
+		s.lsMu.Unlock()
 		if s.udp != nil {
 			s.udp.Close()
 		}
@@ -174,29 +223,62 @@ func (s *SendEnd) Run(ctx context.Context) error {
 	s.rewind.Store(rs)
 	s.tip.Store(tip)
 	var wg sync.WaitGroup
-	for _, l := range s.ls {
+	serve := func() {
+		s.lsMu.Lock()
+		ls := append([]net.Listener(nil), s.ls...)
+		s.lsMu.Unlock()
+		for _, l := range ls {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				// The control connections share the channel's address.
+				d := newDemux(l, s.cfg.channelServerTLS(), s.log, s.cfg.Rewind.RequestTimeout, func(c net.Conn) { go s.serveControl(ctx, c) })
+				if err := rs.Serve(d); err != nil && ctx.Err() == nil {
+					s.log.Error("bridge: tcp channel stopped", "addr", l.Addr().String(), "err", err)
+				}
+			}()
+		}
+		if s.udp != nil {
+			wg.Add(2)
+			go func() { defer wg.Done(); s.sayHello(ctx, tip) }()
+			go func() { defer wg.Done(); s.commandsIn() }()
+		}
+	}
+	if s.active.Load() {
+		serve()
+		s.log.Info("bridge: sending", "site", s.cfg.Site, "origin", s.cfg.origin(), "tcp", s.TCPAddrs(), "udp", s.cfg.UDP, "udp_local", s.UDPAddr())
+	} else {
+		s.log.Info("bridge: standby (following the stream into the store; channels off until activated)", "site", s.cfg.Site, "origin", s.cfg.origin())
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			// The control connections share the channel's address.
-			d := newDemux(l, s.cfg.channelServerTLS(), s.log, s.cfg.Rewind.RequestTimeout, func(c net.Conn) { go s.serveControl(ctx, c) })
-			if err := rs.Serve(d); err != nil && ctx.Err() == nil {
-				s.log.Error("bridge: tcp channel stopped", "addr", l.Addr().String(), "err", err)
+			select {
+			case <-ctx.Done():
+				return
+			case <-s.activate:
 			}
+			if err := s.listen(); err != nil {
+				if ctx.Err() == nil {
+					err = fmt.Errorf("bridge: the standby cannot take over: %w", err)
+					s.takeoverErr.Store(&err)
+					cancel()
+				}
+				return
+			}
+			s.active.Store(true)
+			serve()
+			s.log.Warn("bridge: standby ACTIVE: serving the channels", "site", s.cfg.Site, "tcp", s.TCPAddrs(), "udp", s.cfg.UDP, "tip", tip.Seq())
 		}()
 	}
-	if s.udp != nil {
-		wg.Add(2)
-		go func() { defer wg.Done(); s.sayHello(ctx, tip) }()
-		go func() { defer wg.Done(); s.commandsIn() }()
-	}
-	s.log.Info("bridge: sending", "site", s.cfg.Site, "origin", s.cfg.origin(), "tcp", s.TCPAddrs(), "udp", s.cfg.UDP, "udp_local", s.UDPAddr())
 	err = <-svcErr
 	cancel()
 	rs.Close()
 	s.closeSockets()
 	s.closeControl()
 	wg.Wait()
+	if e := s.takeoverErr.Load(); e != nil {
+		return *e
+	}
 	return err
 }
 
@@ -250,6 +332,9 @@ func (s *SendEnd) forwardPacket(pkt []byte) {
 }
 
 func (s *SendEnd) send(f []byte) {
+	if !s.active.Load() {
+		return // a standby sends nothing
+	}
 	for _, d := range s.dests {
 		if _, err := s.udp.WriteToUDPAddrPort(f, d); err != nil {
 			s.udpRefused.Add(1) // loss: the TCP channel carries it
