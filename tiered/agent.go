@@ -58,6 +58,13 @@ type Config struct {
 	// ProbeInterval, when non-zero, overrides the profile's failure
 	// detection period (a dead member is noticed within a few of them).
 	ProbeInterval time.Duration
+	// DeadAfter, when non-zero, is how long a member that stopped
+	// answering probes stays suspect before it is declared dead
+	// (memberlist's suspicion timeout, which by default grows to 6x when
+	// no other member confirms it: with two members, seconds). A bridge
+	// pair sets it short: a false death makes both ends active, which
+	// the far end tolerates.
+	DeadAfter time.Duration
 	// Logger receives memberlist's log (warnings and errors); nil: none.
 	Logger *slog.Logger
 	// Keys, when set, encrypt and authenticate every gossip message
@@ -244,6 +251,10 @@ func NewAgent(cfg Config, meta MetaFunc) (*Agent, error) {
 		mc.ProbeInterval = cfg.ProbeInterval
 		mc.ProbeTimeout = min(mc.ProbeTimeout, cfg.ProbeInterval/2)
 		mc.GossipInterval = min(mc.GossipInterval, cfg.ProbeInterval)
+	}
+	if cfg.DeadAfter > 0 {
+		mc.SuspicionMult = max(1, int((cfg.DeadAfter+mc.ProbeInterval-1)/mc.ProbeInterval))
+		mc.SuspicionMaxTimeoutMult = 1
 	}
 	if len(cfg.Keys) > 0 {
 		kr, err := memberlist.NewKeyring(cfg.Keys, cfg.Keys[0])

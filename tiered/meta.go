@@ -13,7 +13,8 @@ const (
 	RoleReplayer  Role = 1 // persists the stream, answers NAKs and rewinds
 	RoleSequencer Role = 2 // a sequencer group member
 	RoleNode      Role = 3 // an application node (or tail)
-	maxRole            = RoleNode
+	RoleBridge    Role = 4 // a bridge end (Meta version 4)
+	maxRole            = RoleBridge
 )
 
 func (r Role) String() string {
@@ -24,6 +25,8 @@ func (r Role) String() string {
 		return "sequencer"
 	case RoleNode:
 		return "node"
+	case RoleBridge:
+		return "bridge"
 	}
 	return fmt.Sprintf("Role(%d)", uint8(r))
 }
@@ -35,7 +38,7 @@ func ParseRole(s string) (Role, error) {
 			return r, nil
 		}
 	}
-	return 0, fmt.Errorf("%w: role %q (want replayer, sequencer or node)", ErrConfig, s)
+	return 0, fmt.Errorf("%w: role %q (want replayer, sequencer, node or bridge)", ErrConfig, s)
 }
 
 // Meta is what a member announces in gossip (memberlist node meta): who
@@ -66,13 +69,17 @@ type Meta struct {
 	Instance uint8
 	Active   bool
 	Applied  uint64
+	// Pair (version 4) names a pair of bridge ends that stand in for one
+	// another ("" for none): of the live members announcing the same
+	// Pair, the one with Active set serves, the others are warm standbys.
+	Pair string
 }
 
 // Encoding limits. A Meta rides in every memberlist alive message, whose
 // meta is at most 512 bytes (memberlist.MetaMaxSize).
 const (
 	// MetaVersion is the encoding this package writes.
-	MetaVersion = 3
+	MetaVersion = 4
 	// MaxMetaBytes bounds an encoded Meta (memberlist.MetaMaxSize).
 	MaxMetaBytes = 512
 	// MaxNameBytes and MaxAddrBytes bound the string fields.
@@ -107,6 +114,10 @@ const (
 //	active   byte     0 or 1
 //	applied  uvarint
 //
+// Version 4 appends:
+//
+//	pair     uvarint length (0..MaxNameBytes), bytes
+//
 // Versioning: a later version only appends fields after these and bumps
 // the version byte, so a reader of version 1 reads the fields it knows
 // from any version >= 1 and ignores the rest (members of mixed versions
@@ -135,6 +146,8 @@ func AppendMeta(b []byte, m *Meta) ([]byte, error) {
 	}
 	b = append(b, m.Instance, active)
 	b = binary.AppendUvarint(b, m.Applied)
+	b = binary.AppendUvarint(b, uint64(len(m.Pair)))
+	b = append(b, m.Pair...)
 	if len(b)-start > MaxMetaBytes {
 		return b[:start], fmt.Errorf("%w: %d bytes encoded, at most %d", ErrMetaTooLarge, len(b)-start, MaxMetaBytes)
 	}
@@ -148,6 +161,8 @@ func (m *Meta) check() error {
 		return fmt.Errorf("%w: role %d", ErrMeta, m.Role)
 	case len(m.Name) == 0 || len(m.Name) > MaxNameBytes || !utf8.ValidString(m.Name):
 		return fmt.Errorf("%w: name of %d bytes (want 1..%d of UTF-8)", ErrMetaTooLarge, len(m.Name), MaxNameBytes)
+	case len(m.Pair) > MaxNameBytes || !utf8.ValidString(m.Pair):
+		return fmt.Errorf("%w: a pair name of %d bytes (at most %d of UTF-8)", ErrMetaTooLarge, len(m.Pair), MaxNameBytes)
 	case len(m.Account) > maxAccountBytes:
 		return fmt.Errorf("%w: an account of %d bytes (at most %d)", ErrMetaTooLarge, len(m.Account), maxAccountBytes)
 	case len(m.NAKAddr) > MaxAddrBytes || len(m.RewindAddr) > MaxAddrBytes || len(m.AdminAddr) > MaxAddrBytes:
@@ -196,6 +211,9 @@ func DecodeMeta(b []byte, m *Meta) error {
 			}
 		}
 		m.Applied = d.uvarint()
+	}
+	if b[0] >= 4 {
+		m.Pair = d.str(MaxNameBytes)
 	}
 	if d.err != nil {
 		return d.err
@@ -253,4 +271,22 @@ func (d *metaDecoder) str(limit int) string {
 	s := string(d.b[:n])
 	d.b = d.b[n:]
 	return s
+}
+
+// PairTakeover reports whether the bridge end self, of pair, should take
+// over: no live member announces pair as active, and self has the lowest
+// name among the live standbys of the pair (so that two standbys that
+// lose their active end at once, or start together, do not both take
+// over; if they did, the far end would drop the copies by seq). ms are
+// the live members as gossip shows them, self included or not.
+func PairTakeover(ms []Member, pair, self string) bool {
+	for _, m := range ms {
+		if m.Err != nil || m.Meta.Role != RoleBridge || m.Meta.Pair != pair || m.Name == self {
+			continue
+		}
+		if m.Meta.Active || m.Name < self {
+			return false
+		}
+	}
+	return true
 }

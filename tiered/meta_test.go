@@ -92,11 +92,15 @@ func TestMeta_Refused(t *testing.T) {
 	if err := DecodeMeta(later, &m); err != nil || m != replayerMeta() {
 		t.Fatalf("a later version with appended fields: %+v %v", m, err)
 	}
-	// Versions 1 (no admin address) and 2 (no node fields), as members
+	// Versions 1 (no admin address), 2 (no node fields) and 3 (no pair), as members
 	// of before them send, still decode. The node fields of a Meta with
 	// none set take 4 bytes (account length, instance, active, applied).
 	seq := Meta{Name: "seq-1", Role: RoleSequencer, Session: 9, AdminAddr: "10.0.0.1:7401"}
-	v3 := enc(seq)
+	v4 := enc(seq)
+	v3 := append([]byte{3}, v4[1:len(v4)-1]...) // no pair: its length byte
+	if err := DecodeMeta(v3, &m); err != nil || m != seq {
+		t.Fatalf("version 3: %+v %v, want %+v", m, err, seq)
+	}
 	v2 := append([]byte{2}, v3[1:len(v3)-4]...)
 	if err := DecodeMeta(v2, &m); err != nil || m != seq {
 		t.Fatalf("version 2: %+v %v, want %+v", m, err, seq)

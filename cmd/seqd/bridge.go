@@ -17,6 +17,7 @@ import (
 	"github.com/seqd/seqd/ops"
 	"github.com/seqd/seqd/ops/options"
 	"github.com/seqd/seqd/test/drill"
+	"github.com/seqd/seqd/tiered"
 	"github.com/seqd/seqd/transport/fault"
 )
 
@@ -24,7 +25,7 @@ import (
 
 func bridgeCommand() *cli.Command {
 	d := bridge.DefaultConfig()
-	flags, before := options.WithConfig(append(append(transportFlags(false), adminServeFlags(true)...),
+	flags, before := options.WithConfig(append(append(append(transportFlags(false), adminServeFlags(true)...),
 		options.String("role", "", "send (follow this site's stream and send it over the channels) | receive (merge the channels and republish on this site)"),
 		options.String("site", "", "this end's site name (1..32 bytes)"),
 		options.String("origin", "", "send: the site whose sequencer published the followed stream (default: --site; set it when the stream came by bridge)"),
@@ -42,7 +43,10 @@ func bridgeCommand() *cli.Command {
 		options.String("faults", "", "seeded faults on every channel's receiving side, e.g. loss=0.05,seed=7 (tests, drills)"),
 		options.String("faults-on", "all", "the channels --faults apply to: all | udp | tcp"),
 		options.Duration("stats-interval", 0, "print a stats line per channel this often (0: only at the end)"),
-	))
+		options.String("pair", "", "run as one of a pair of ends (same --role and --site) that stand in for each other, found by gossip (--gossip or --gossip.bind): the first is active, the other a warm standby (its store current, its channels off) that takes over when gossip loses the active one"),
+		options.Duration("pair.probe-interval", 50*time.Millisecond, "with --pair: gossip's failure-detection probe interval"),
+		options.Duration("pair.dead-after", 150*time.Millisecond, "with --pair: how long the active end stays suspect after it stopped answering probes before the standby takes over (takeover = a probe interval or two + this; too short on a loaded host makes both ends active, which the far end tolerates: it drops copies by seq)"),
+	), memberGossipFlags()...))
 	return &cli.Command{
 		Name:  "bridge",
 		Usage: "one end of a link carrying a stream to another site (and its commands back) over redundant TCP and UDP channels",
@@ -90,6 +94,9 @@ func bridgeConfig(c *cli.Context, log *slog.Logger) (bridge.Config, error) {
 		return cfg, options.KeyError("faults", fmt.Sprintf("%q", c.String("faults")), err.Error())
 	}
 	cfg.FaultsOn = c.String("faults-on")
+	if cfg.Standby = c.String("pair") != ""; cfg.Standby && !gossipOn(c) {
+		return cfg, options.KeyError("pair", fmt.Sprintf("%q", c.String("pair")), "with --gossip SEEDS or --gossip.bind: the pair's ends find each other by gossip")
+	}
 	// The security.tls-* identity (bridge-SITE): mutual TLS on the TCP
 	// channels and the receiving end's rewind port as well as on the
 	// site's TCP stream.
@@ -142,6 +149,11 @@ func runBridge(c *cli.Context) error {
 		if err != nil {
 			return err
 		}
+		stopPair, err := joinPair(c, log, "send", s)
+		if err != nil {
+			return err
+		}
+		defer stopPair()
 		fmt.Printf("bridge: ready role=send site=%s origin=%s tcp=%s udp=%s udp_local=%s\n", cfg.Site, orDefault(cfg.Origin, cfg.Site),
 			strings.Join(s.TCPAddrs(), ","), strings.Join(cfg.UDP, ","), s.UDPAddr())
 		go printEvery(ctx, every, func() { fmt.Println(bridge.FormatSendStats(s.Stats())) })
@@ -169,6 +181,11 @@ func runBridge(c *cli.Context) error {
 	if err != nil {
 		return err
 	}
+	stopPair, err := joinPair(c, log, "receive", r)
+	if err != nil {
+		return err
+	}
+	defer stopPair()
 	fmt.Printf("bridge: ready role=receive site=%s tcp=%s udp=%s rewind=%s\n", cfg.Site, strings.Join(cfg.TCP, ","), strings.Join(r.UDPAddrs(), ","), cfg.RewindAddr)
 	go printEvery(ctx, every, func() { fmt.Println(bridge.FormatReceiveStats(r.Stats())) })
 	asv, err := serveAdmin(c, ops.BridgeSurface(adminAuth(c, log), "receive", cfg.Site, "", r.Stats().Names,
@@ -182,6 +199,62 @@ func runBridge(c *cli.Context) error {
 	err = r.Run(ctx)
 	fmt.Println(bridge.FormatReceiveStats(r.Stats()))
 	return stopped(err)
+}
+
+// pairEnd is a bridge end of a pair: active, or a standby to activate.
+type pairEnd interface {
+	Active() bool
+	Activate()
+}
+
+// joinPair is --pair: gossip announces this end (role bridge, the pair,
+// active or not) and a watcher activates it once no live member of the
+// pair is active and it is the first standby by name
+// (tiered.PairTakeover). Without --pair it does nothing. stop ends the
+// watcher and leaves gossip.
+func joinPair(c *cli.Context, log *slog.Logger, role string, end pairEnd) (stop func(), err error) {
+	pair := c.String("pair")
+	if pair == "" {
+		return func() {}, nil
+	}
+	probe := c.Duration("pair.probe-interval")
+	agent, err := startGossipProbing(c, log, func() tiered.Meta {
+		return tiered.Meta{Role: tiered.RoleBridge, Pair: pair, Active: end.Active()}
+	}, probe, c.Duration("pair.dead-after"))
+	if err != nil {
+		return nil, err
+	}
+	ctx, cancel := context.WithCancel(c.Context)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		// Time to hear of an active end before deciding there is none.
+		settle := time.Now().Add(max(5*probe, 300*time.Millisecond))
+		t := time.NewTicker(20 * time.Millisecond)
+		defer t.Stop()
+		for !end.Active() {
+			select {
+			case <-ctx.Done():
+				return
+			case <-t.C:
+			}
+			if time.Now().Before(settle) || !tiered.PairTakeover(agent.Members(), pair, agent.Name()) {
+				continue
+			}
+			end.Activate()
+			log.Warn("bridge: no active end of the pair in gossip: this end takes over", "pair", pair, "role", role, "name", agent.Name())
+			fmt.Printf("bridge: active pair=%s role=%s\n", pair, role)
+			// Announced once the end serves (a sending end binds its
+			// listeners first).
+			for !end.Active() && ctx.Err() == nil {
+				time.Sleep(time.Millisecond)
+			}
+			agent.Refresh()
+			return
+		}
+	}()
+	log.Info("bridge: pair", "pair", pair, "role", role, "name", agent.Name(), "gossip", agent.Addr())
+	return func() { cancel(); <-done; agent.Close() }, nil
 }
 
 func orDefault(s, d string) string {
@@ -247,6 +320,7 @@ exiting 1 on any violation or when a child dies on its own.`,
 			&cli.IntFlag{Name: "sequencers", Value: d.Sequencers, Usage: "site A's sequencers: 1 or 3 (a group; adds a SIGKILL of its primary to the rounds)"},
 			&cli.StringFlag{Name: "faults", Usage: "seeded faults on every channel at the receiving end, e.g. loss=0.05,seed=7"},
 			&cli.BoolFlag{Name: "redundant", Usage: "two sending and two receiving ends (each receiving end follows both sending ends); a kill round kills one of a pair"},
+			&cli.BoolFlag{Name: "pair", Usage: "two ends per site as a --pair (found by gossip): one active, one warm standby; a kill round SIGKILLs the active end and the standby takes over"},
 			&cli.Uint64Flag{Name: "seed", Usage: "seed of the groups and ports (0: from the clock; printed)"},
 			&cli.BoolFlag{Name: "keep", Usage: "keep the directories and logs (printed at the end)"},
 		},
@@ -257,7 +331,7 @@ exiting 1 on any violation or when a child dies on its own.`,
 			cfg := drill.DefaultBridgeConfig()
 			cfg.Rounds, cfg.RatePerSecond, cfg.Cut, cfg.Pause = c.Int("rounds"), c.Int("rate"), c.Duration("cut"), c.Duration("pause")
 			cfg.Sequencers, cfg.Faults, cfg.Seed, cfg.Keep = c.Int("sequencers"), c.String("faults"), c.Uint64("seed"), c.Bool("keep")
-			cfg.Redundant = c.Bool("redundant")
+			cfg.Redundant, cfg.Pair = c.Bool("redundant"), c.Bool("pair")
 			return drill.RunBridge(c.Context, cfg)
 		},
 	}

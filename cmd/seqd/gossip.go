@@ -42,7 +42,15 @@ func gossipOn(c *cli.Context) bool { return c.String("gossip") != "" || c.String
 // startGossip starts this process's gossip Agent (role and meta from
 // meta) from the gossip.* keys.
 func startGossip(c *cli.Context, log *slog.Logger, meta tiered.MetaFunc) (*tiered.Agent, error) {
+	return startGossipProbing(c, log, meta, 0, 0)
+}
+
+// startGossipProbing is startGossip with memberlist's failure detection
+// probing every probe and declaring a silent member dead after deadAfter
+// (0: the profile's): a bridge pair's takeover waits for both.
+func startGossipProbing(c *cli.Context, log *slog.Logger, meta tiered.MetaFunc, probe, deadAfter time.Duration) (*tiered.Agent, error) {
 	cfg := tiered.DefaultConfig()
+	cfg.ProbeInterval, cfg.DeadAfter = probe, deadAfter
 	bind := c.String("gossip.bind")
 	if bind == "" {
 		bind = "127.0.0.1:0"

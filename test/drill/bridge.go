@@ -36,6 +36,10 @@ type BridgeConfig struct {
 	// receiving end follows both sending ends); a kill round kills one
 	// of a pair, and B must not fall behind meanwhile.
 	Redundant bool
+	// Pair makes the two ends of each site a pair (`seqd bridge --pair`,
+	// found by gossip): one active, one warm standby that takes over when
+	// the active one is SIGKILLed. A kill round kills the active end.
+	Pair bool
 	// Faults are seeded faults on every channel at the receiving end
 	// (fault.Parse: "loss=0.05,seed=7"); "" none.
 	Faults string
@@ -106,7 +110,7 @@ func RunBridge(ctx context.Context, cfg BridgeConfig) error {
 	defer st.end()
 	d, ctx, seed, dir, out := st.d, st.ctx, st.seed, st.d.dir, st.d.out
 	netA, netB := st.sites[0], st.sites[1]
-	addrs, err := freeport.Addrs(21)
+	addrs, err := freeport.Addrs(25)
 	if err != nil {
 		return err
 	}
@@ -144,8 +148,20 @@ func RunBridge(ctx context.Context, cfg BridgeConfig) error {
 	// and reads one UDP address, to which every sending end sends
 	// (through a relay).
 	ends := 1
-	if cfg.Redundant {
+	if cfg.Redundant || cfg.Pair {
 		ends = 2
+	}
+	// The pairs' gossip: each end seeds with the other's address (a
+	// restarted end finds the survivor at once).
+	gossip := func(role string, i int) []string {
+		if !cfg.Pair {
+			return nil
+		}
+		g := addrs[21:25]
+		if role == "receive" {
+			g = g[2:]
+		}
+		return []string{"--pair", "drill-" + role, "--gossip.bind", g[i], "--gossip", g[1-i], "--gossip.name", fmt.Sprintf("bridge-%s%d", role, i+1)}
 	}
 	var tls []*tcpLink
 	var uls []*udpLink
@@ -171,12 +187,14 @@ func RunBridge(ctx context.Context, cfg BridgeConfig) error {
 		if i == 0 {
 			args = append(args, "--nak-addr", nak)
 		}
+		args = append(args, gossip("send", i)...)
 		sends = append(sends, &drillProc{name: fmt.Sprintf("bridge-send%d", i+1), args: append(args, netA...)})
 		args = []string{"bridge", "--role", "receive", "--site", "B", "--tcp", strings.Join(linkTCPs, ","), "--udp", recvUDP[i],
 			"--dir", filepath.Join(dir, fmt.Sprintf("receive%d", i+1)), "--stats-interval", "500ms"}
 		if cfg.Faults != "" {
 			args = append(args, "--faults", cfg.Faults)
 		}
+		args = append(args, gossip("receive", i)...)
 		recvs = append(recvs, &drillProc{name: fmt.Sprintf("bridge-receive%d", i+1), args: append(args, netB...)})
 	}
 	for _, p := range append(append([]*drillProc(nil), sends...), recvs...) {
@@ -188,6 +206,7 @@ func RunBridge(ctx context.Context, cfg BridgeConfig) error {
 		}
 	}
 	send, recv := sends[0], recvs[0]
+	activeSend, activeRecv := 0, 0 // with Pair: the first end of each pair starts first, so it is active
 	rate := fmt.Sprint(cfg.RatePerSecond)
 	d.nodes = []*drillProc{
 		{name: "sender-a", args: append([]string{"drill", "node", "--account", "BRIDGEA", "--rate", rate, "--replayer", nak}, netA...)},
@@ -212,7 +231,7 @@ func RunBridge(ctx context.Context, cfg BridgeConfig) error {
 	if len(cfg.Kinds) > 0 {
 		kinds = cfg.Kinds
 	}
-	var times, resumes []float64
+	var times, resumes, takeovers []float64
 	for round := 1; round <= cfg.Rounds; round++ {
 		if err := d.sleep(ctx, cfg.Pause); err != nil {
 			return err
@@ -232,8 +251,20 @@ func RunBridge(ctx context.Context, cfg BridgeConfig) error {
 			if kind == "kill-send" {
 				p = send
 			}
+			if cfg.Pair {
+				// The active end of the pair; its standby takes over.
+				i := &activeRecv
+				if kind == "kill-send" {
+					i = &activeSend
+				}
+				p = recvs[*i]
+				if kind == "kill-send" {
+					p = sends[*i]
+				}
+				*i = 1 - *i
+			}
 			var resume float64
-			if cfg.Redundant {
+			if cfg.Redundant || cfg.Pair {
 				// The other end of the pair carries on: time from the
 				// SIGKILL until B delivers a seq A had not yet published
 				// when it fell (polled, so an upper bound).
@@ -242,8 +273,31 @@ func RunBridge(ctx context.Context, cfg BridgeConfig) error {
 					return err
 				}
 				mark := rs["check"].last
+				var partner *drillProc
+				before := 0
+				if cfg.Pair {
+					partner = recvs[activeRecv]
+					if kind == "kill-send" {
+						partner = sends[activeSend]
+					}
+					before = countPrefix(partner.snapshot(), "bridge: active")
+				}
 				t0 := time.Now()
 				d.kill(p)
+				if partner != nil {
+					// The standby's takeover line, then B on the live
+					// stream: a seq A delivered once the standby served.
+					if err := d.waitNewLine(ctx, partner, "bridge: active", before); err != nil {
+						return fmt.Errorf("drill bridge: round %d: the standby did not take over: %w", round, err)
+					}
+					takeover := float64(time.Since(t0).Microseconds()) / 1000
+					extra += fmt.Sprintf(" takeover_ms=%.1f", takeover)
+					takeovers = append(takeovers, takeover)
+					if rs, err = d.reports(ctx); err != nil {
+						return err
+					}
+					mark = rs["check"].last - 1
+				}
 				if err := d.caughtUpTo(ctx, "check-b", mark+1); err != nil {
 					return fmt.Errorf("drill bridge: round %d: B did not go on after the SIGKILL: %w", round, err)
 				}
@@ -269,8 +323,8 @@ func RunBridge(ctx context.Context, cfg BridgeConfig) error {
 				return fmt.Errorf("drill bridge: round %d: %w", round, err)
 			}
 			ms = float64(time.Since(t1).Microseconds()) / 1000
-			extra = fmt.Sprintf(" behind_at_restart=%d", int64(want)-int64(rs["check-b"].last))
-			if cfg.Redundant {
+			extra += fmt.Sprintf(" behind_at_restart=%d", int64(want)-int64(rs["check-b"].last))
+			if cfg.Redundant || cfg.Pair {
 				extra += fmt.Sprintf(" resume_ms=%.1f", resume)
 			}
 		default:
@@ -314,6 +368,11 @@ func RunBridge(ctx context.Context, cfg BridgeConfig) error {
 		sort.Float64s(resumes)
 		fmt.Fprintf(out, "drill bridge kills=%d resume_p50_ms=%.1f resume_max_ms=%.1f\n",
 			len(resumes), resumes[len(resumes)/2], resumes[len(resumes)-1])
+		if len(takeovers) > 0 {
+			sort.Float64s(takeovers)
+			fmt.Fprintf(out, "drill bridge takeovers=%d takeover_p50_ms=%.1f takeover_max_ms=%.1f\n",
+				len(takeovers), takeovers[len(takeovers)/2], takeovers[len(takeovers)-1])
+		}
 	}
 	return d.finishBridge(ctx, cfg.Rounds, times, recv)
 }
@@ -327,6 +386,31 @@ func (d *drill) waitLine(ctx context.Context, p *drillProc, prefix string) error
 			}
 		}
 		if err := d.sleep(ctx, 5*time.Millisecond); err != nil {
+			return err
+		}
+	}
+	return fmt.Errorf("%s did not print %q within 30s; its log: %s", p.name, prefix, d.logPath(p.name))
+}
+
+// countPrefix counts the lines that begin with prefix.
+func countPrefix(lines []string, prefix string) int {
+	n := 0
+	for _, l := range lines {
+		if strings.HasPrefix(l, prefix) {
+			n++
+		}
+	}
+	return n
+}
+
+// waitNewLine waits for p to print a line beginning with prefix beyond the
+// before it printed already.
+func (d *drill) waitNewLine(ctx context.Context, p *drillProc, prefix string, before int) error {
+	for deadline := time.Now().Add(30 * time.Second); time.Now().Before(deadline); {
+		if countPrefix(p.snapshot(), prefix) > before {
+			return nil
+		}
+		if err := d.sleep(ctx, time.Millisecond); err != nil {
 			return err
 		}
 	}

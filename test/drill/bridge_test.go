@@ -169,3 +169,30 @@ func TestRunBridge_RedundantEndsTakeOver(t *testing.T) {
 		t.Fatalf("no resume line for the two kills:\n%s", out)
 	}
 }
+
+// With each site's two ends a --pair found by gossip (one active, one
+// warm standby), a SIGKILL of the active end makes the standby take
+// over: each kill round prints the takeover (SIGKILL to the standby's
+// "bridge: active" line), B is not behind A when the killed end comes
+// back (as a standby), and the streams are equal.
+func TestRunBridge_PairStandbyTakesOver(t *testing.T) {
+	cfg := DefaultBridgeConfig()
+	cfg.Rounds, cfg.RatePerSecond, cfg.Cut, cfg.Pause, cfg.Pair = 4, 500, 600*time.Millisecond, 200*time.Millisecond, true
+	cfg.Kinds = []string{"kill-receive", "kill-send"}
+	out := runBridgeDrill(t, cfg, 3*time.Minute)
+	re := regexp.MustCompile(`cut=(kill-receive|kill-send) caught_up_ms=\S+ takeover_ms=\S+ behind_at_restart=(-?\d+)`)
+	m := re.FindAllStringSubmatch(out, -1)
+	if len(m) != 4 {
+		t.Fatalf("%d kill rounds with a takeover, want 4:\n%s", len(m), out)
+	}
+	// Two senders at 500/s for the 600 ms a killed end is away: 600 seqs
+	// behind without the standby.
+	for _, r := range m {
+		if n, _ := strconv.Atoi(r[2]); n > 200 {
+			t.Errorf("%s: B was %d seqs behind A with the standby taking over", r[1], n)
+		}
+	}
+	if !regexp.MustCompile(`drill bridge takeovers=4 takeover_p50_ms=\S+ takeover_max_ms=\S+`).MatchString(out) {
+		t.Fatalf("no takeover line for the four kills:\n%s", out)
+	}
+}

@@ -1,0 +1,27 @@
+package tiered
+
+import "testing"
+
+func TestPairTakeover(t *testing.T) {
+	br := func(name, pair string, active bool) Member {
+		return Member{Name: name, Meta: Meta{Name: name, Role: RoleBridge, Pair: pair, Active: active}}
+	}
+	cases := []struct {
+		name string
+		ms   []Member
+		want bool
+	}{
+		{"alone", nil, true},
+		{"an active peer", []Member{br("b1", "P", true)}, false},
+		{"an active peer of another pair", []Member{br("b1", "Q", true)}, true},
+		{"a standby with a lower name", []Member{br("a0", "P", false)}, false},
+		{"a standby with a higher name", []Member{br("c9", "P", false)}, true},
+		{"itself listed", []Member{br("b5", "P", false)}, true},
+		{"a node with the pair's name", []Member{{Name: "a0", Meta: Meta{Name: "a0", Role: RoleNode, Active: true}}}, true},
+	}
+	for _, c := range cases {
+		if got := PairTakeover(c.ms, "P", "b5"); got != c.want {
+			t.Errorf("%s: %v, want %v", c.name, got, c.want)
+		}
+	}
+}
