@@ -176,7 +176,7 @@ func withSecurity(cmd *cli.Command) {
 				}
 				c.App.Metadata[authKey] = auth
 				if !c.Bool("dry-run") {
-					go reloadKeysOnHangup(c, cmd.Name, auth)
+					go reloadKeysOnHangup(c, cmd.Name, auth, warnLogger(c))
 				}
 			}
 		}
@@ -192,11 +192,10 @@ func withSecurity(cmd *cli.Command) {
 // a rotation without a restart. Keys that do not load, or that leave a
 // class the process signs with without a key, are refused with an ERROR
 // and the old keys stay.
-func reloadKeysOnHangup(c *cli.Context, process string, auth *wire.Auth) {
+func reloadKeysOnHangup(c *cli.Context, process string, auth *wire.Auth, log *slog.Logger) {
 	hup := make(chan os.Signal, 1)
 	signal.Notify(hup, syscall.SIGHUP)
 	defer signal.Stop(hup)
-	log := warnLogger(c)
 	for {
 		select {
 		case <-c.Context.Done():

@@ -176,3 +176,46 @@ func reserve(p int) bool {
 	}
 	return false
 }
+
+// GroupPorts returns a port p such that p..p+n-1 are all free and
+// reserved as Port's are: the ports of multicast groups (a stream group
+// and its command group per site). Multicast sockets bind 0.0.0.0:p, so a
+// port another socket holds, e.g. an ephemeral one, fails their bind:
+// these come from outside the ephemeral range, as Port's do.
+func GroupPorts(n int) (int, error) {
+	lo, hi := pickRange(ephemeralRange())
+	span := hi - lo + 2 - n // p+n-1 must stay in range
+	if n < 1 || span < 1 {
+		return 0, ErrNone
+	}
+	start := rand.IntN(span)
+	mu.Lock()
+	defer mu.Unlock()
+next:
+	for i := range span {
+		p := lo + (start+i)%span
+		for q := p; q < p+n; q++ {
+			if issued[q] || !bindable(q) {
+				continue next
+			}
+		}
+		for q := p; q < p+n; q++ {
+			if !reserve(q) {
+				continue next // the ones taken stay reserved until stale
+			}
+		}
+		for q := p; q < p+n; q++ {
+			issued[q] = true
+		}
+		return p, nil
+	}
+	return 0, ErrNone
+}
+
+// GroupPortsOr is GroupPorts, or fallback when none is free.
+func GroupPortsOr(n, fallback int) int {
+	if p, err := GroupPorts(n); err == nil {
+		return p
+	}
+	return fallback
+}

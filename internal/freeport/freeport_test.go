@@ -1,6 +1,7 @@
 package freeport
 
 import (
+	"fmt"
 	"net"
 	"strconv"
 	"testing"
@@ -69,5 +70,32 @@ func TestReserve_OtherProcessHoldsIt(t *testing.T) {
 	// another process would try) is refused while it is fresh.
 	if reserve(p) {
 		t.Fatalf("port %d reserved twice", p)
+	}
+}
+
+// TestGroupPorts: n consecutive ports, outside the ephemeral range, free
+// for UDP, and never handed out twice.
+func TestGroupPorts(t *testing.T) {
+	elo, ehi := ephemeralRange()
+	seen := map[int]bool{}
+	for range 20 {
+		p, err := GroupPorts(6)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for q := p; q < p+6; q++ {
+			if q >= elo && q <= ehi {
+				t.Fatalf("port %d is in the ephemeral range %d-%d", q, elo, ehi)
+			}
+			if seen[q] {
+				t.Fatalf("port %d handed out twice", q)
+			}
+			seen[q] = true
+			u, err := net.ListenPacket("udp", fmt.Sprintf("0.0.0.0:%d", q))
+			if err != nil {
+				t.Fatalf("port %d: %v", q, err)
+			}
+			u.Close()
+		}
 	}
 }

@@ -46,7 +46,7 @@ func field(line, key string) (float64, error) {
 // multicast groups and ports, a free TCP port.
 func benchNet(transportName string) ([]string, error) {
 	r := rand.New(rand.NewPCG(uint64(time.Now().UnixNano()), uint64(os.Getpid())))
-	port := 20000 + r.IntN(30000)
+	port := freeport.GroupPortsOr(2, 20000+r.IntN(10000))
 	a, b := 1+r.IntN(250), 1+r.IntN(250)
 	tcpAddr, err := freeport.Addr()
 	if err != nil {

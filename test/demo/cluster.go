@@ -50,7 +50,7 @@ func runCluster(ctx context.Context, out io.Writer, nodes, count, rate int, time
 	defer os.RemoveAll(dir)
 	r := rand.New(rand.NewPCG(uint64(time.Now().UnixNano()), uint64(os.Getpid())))
 	mc := multicast.DefaultConfig()
-	port := 20000 + r.IntN(30000)
+	port := freeport.GroupPortsOr(4, 20000+r.IntN(10000))
 	a, b := 1+r.IntN(250), 1+r.IntN(250)
 	mc.StreamGroup = fmt.Sprintf("239.81.%d.%d:%d", a, b, port)
 	mc.CommandGroup = fmt.Sprintf("239.82.%d.%d:%d", a, b, port+1)

@@ -8,6 +8,7 @@ import (
 	"os"
 	"time"
 
+	"github.com/seqd/seqd/internal/freeport"
 	"github.com/seqd/seqd/test/proc"
 )
 
@@ -46,7 +47,7 @@ func begin(ctx context.Context, out io.Writer, seed uint64, exe string, keep boo
 		return nil, err
 	}
 	r := rand.New(rand.NewPCG(seed, salt))
-	port := 20000 + r.IntN(30000)
+	port := freeport.GroupPortsOr(6, 20000+r.IntN(10000))
 	a, b := 1+r.IntN(250), 1+r.IntN(250)
 	var sites [][]string
 	for i := range nSites {

@@ -34,7 +34,7 @@ func TestBridge_AdminSurface(t *testing.T) {
 	defer cancel()
 	dir := t.TempDir()
 	r := rand.New(rand.NewPCG(uint64(time.Now().UnixNano()), 19))
-	port := 20000 + r.IntN(30000)
+	port := freeport.GroupPortsOr(6, 20000+r.IntN(10000))
 	a, b := 1+r.IntN(250), 1+r.IntN(250)
 	site := func(i int) []string {
 		return []string{"--transport", "udp", "--udp.stream-group", fmt.Sprintf("239.%d.%d.%d:%d", 111+2*i, a, b, port+2*i),

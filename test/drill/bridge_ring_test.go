@@ -27,7 +27,7 @@ func TestBridge_RingOfThreeSitesOncePerSite(t *testing.T) {
 	defer cancel()
 	dir := t.TempDir()
 	r := rand.New(rand.NewPCG(uint64(time.Now().UnixNano()), 3))
-	port := 20000 + r.IntN(30000)
+	port := freeport.GroupPortsOr(6, 20000+r.IntN(10000))
 	a, b := 1+r.IntN(250), 1+r.IntN(250)
 	site := map[string][]string{}
 	for i, s := range []string{"A", "B", "C"} {

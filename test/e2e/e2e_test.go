@@ -75,7 +75,7 @@ func freeTCPAddr(t *testing.T) string {
 func groups(seed uint64) multicast.Config {
 	r := rand.New(rand.NewPCG(seed, uint64(time.Now().UnixNano())))
 	c := multicast.DefaultConfig()
-	port := 20000 + r.IntN(30000)
+	port := freeport.GroupPortsOr(2, 20000+r.IntN(10000))
 	a, b := 1+r.IntN(250), 1+r.IntN(250)
 	c.StreamGroup = fmt.Sprintf("239.79.%d.%d:%d", a, b, port)
 	c.CommandGroup = fmt.Sprintf("239.80.%d.%d:%d", a, b, port+1)

@@ -118,7 +118,7 @@ type env struct {
 func groups() multicast.Config {
 	r := rand.New(rand.NewPCG(uint64(time.Now().UnixNano()), 7))
 	c := multicast.DefaultConfig()
-	port := 20000 + r.IntN(30000)
+	port := freeport.GroupPortsOr(2, 20000+r.IntN(10000))
 	a, b := 1+r.IntN(250), 1+r.IntN(250)
 	c.StreamGroup = fmt.Sprintf("239.81.%d.%d:%d", a, b, port)
 	c.CommandGroup = fmt.Sprintf("239.82.%d.%d:%d", a, b, port+1)
