@@ -21,14 +21,8 @@ import (
 // writeKeys writes keys to dir/name (mode 0600) and returns its path.
 func writeKeys(t *testing.T, dir, name string, keys ...wire.Key) string {
 	t.Helper()
-	var b strings.Builder
-	for _, k := range keys {
-		b.WriteString(wire.FormatKey(k))
-	}
 	p := filepath.Join(dir, name)
-	if err := os.WriteFile(p, []byte(b.String()), 0o600); err != nil {
-		t.Fatal(err)
-	}
+	writeKeysTo(t, p, keys...)
 	return p
 }
 
