@@ -132,7 +132,11 @@ func DefaultConfig() Config {
 	svc := replayer.DefaultServiceConfig()
 	up := tiered.DefaultUpstreamConfig()
 	up.FailoverWait = 24 * time.Hour // a channel cut for long resumes; never fatal
-	up.RetryMax = 200 * time.Millisecond
+	// A channel whose far end is down (or a pair's standby, which
+	// listens only once it takes over) is dialled again at most this
+	// long after: on a LAN a refused dial costs nothing, and the
+	// takeover of a sending end waits for the next one.
+	up.RetryMax = 50 * time.Millisecond
 	up.DialTimeout = time.Second
 	return Config{
 		Service:        svc,
