@@ -9,9 +9,11 @@ import (
 	"log/slog"
 	"net"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 
+	"github.com/seqd/seqd/internal/logging"
 	"github.com/seqd/seqd/internal/tlsconf"
 	"github.com/seqd/seqd/wire"
 )
@@ -38,9 +40,13 @@ const (
 // demux is a TCP channel's listener as the rewind server sees it: the
 // connections that open with a bridge record go to control instead.
 type demux struct {
-	l       net.Listener
-	tls     *tls.Config // nil: plain TCP (the first bytes peeked in the socket)
-	log     *slog.Logger
+	l   net.Listener
+	tls *tls.Config // nil: plain TCP (the first bytes peeked in the socket)
+	log *slog.Logger
+	// refused counts the TLS handshakes refused (SendStats.TLSRefused);
+	// lim bounds their log lines: a scanner must not flood the log.
+	refused *atomic.Uint64
+	lim     *logging.Limiter
 	conns   chan net.Conn
 	done    chan struct{}
 	once    sync.Once
@@ -49,8 +55,8 @@ type demux struct {
 	control func(net.Conn)
 }
 
-func newDemux(l net.Listener, tc *tls.Config, log *slog.Logger, timeout time.Duration, control func(net.Conn)) *demux {
-	d := &demux{l: l, tls: tc, log: log, conns: make(chan net.Conn), done: make(chan struct{}), sorting: make(chan struct{}, maxSorting),
+func newDemux(l net.Listener, tc *tls.Config, log *slog.Logger, refused *atomic.Uint64, timeout time.Duration, control func(net.Conn)) *demux {
+	d := &demux{l: l, tls: tc, log: log, refused: refused, lim: logging.NewLimiter(10*time.Second, nil), conns: make(chan net.Conn), done: make(chan struct{}), sorting: make(chan struct{}, maxSorting),
 		timeout: timeout, control: control}
 	go d.run()
 	return d
@@ -135,7 +141,11 @@ func (d *demux) handshake(raw net.Conn) (net.Conn, [2]byte, error) {
 	c := tls.Server(raw, d.tls)
 	_ = c.SetDeadline(time.Now().Add(d.timeout))
 	if err := c.Handshake(); err != nil {
-		d.log.Warn("bridge: tcp channel: tls handshake refused", "remote", raw.RemoteAddr().String(), "err", tlsconf.Explain(raw.RemoteAddr().String(), err))
+		d.refused.Add(1)
+		if ok, n := d.lim.Allow("handshake"); ok {
+			d.log.Warn("bridge: tcp channel: tls handshake refused", "remote", raw.RemoteAddr().String(),
+				"err", tlsconf.Explain(raw.RemoteAddr().String(), err), "refused_total", d.refused.Load(), "not_logged", n)
+		}
 		return c, b, err
 	}
 	if _, err := io.ReadFull(c, b[:]); err != nil {

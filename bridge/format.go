@@ -7,8 +7,8 @@ import (
 
 // FormatSendStats renders a sending end's counters as one line.
 func FormatSendStats(s SendStats) string {
-	return fmt.Sprintf("bridge: stats role=send stored=%d tcp_rewinds=%d tcp_bytes=%d udp_packets=%d udp_bytes=%d udp_refused=%d hellos=%d commands=%d injected=%d dropped=%d",
-		s.Service.Contiguous, s.Rewind.Accepted, s.Rewind.Bytes, s.UDPPackets, s.UDPBytes, s.UDPRefused, s.Hellos, s.Commands, s.Injected, s.Dropped)
+	return fmt.Sprintf("bridge: stats role=send stored=%d tcp_rewinds=%d tcp_bytes=%d udp_packets=%d udp_bytes=%d udp_refused=%d hellos=%d commands=%d injected=%d dropped=%d tls_refused=%d",
+		s.Service.Contiguous, s.Rewind.Accepted, s.Rewind.Bytes, s.UDPPackets, s.UDPBytes, s.UDPRefused, s.Hellos, s.Commands, s.Injected, s.Dropped, s.TLSRefused)
 }
 
 // FormatReceiveStats renders a receiving end's counters as one line,

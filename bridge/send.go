@@ -27,6 +27,7 @@ type SendStats struct {
 	Commands   uint64 // commands received over the link
 	Injected   uint64 // commands sent into the site's command group
 	Dropped    uint64 // commands dropped (queue full, malformed)
+	TLSRefused uint64 // TCP channel connections whose TLS handshake failed
 }
 
 // SendEnd is a link's sending end (see the package comment).
@@ -59,6 +60,7 @@ type SendEnd struct {
 	ctlWG     sync.WaitGroup
 
 	udpPackets, udpBytes, udpRefused, hellos, commands, dropped atomic.Uint64
+	tlsRefused                                                  atomic.Uint64
 	stopOnce                                                    sync.Once
 }
 
@@ -181,7 +183,7 @@ func (s *SendEnd) Service() *replayer.Service { return s.svc }
 func (s *SendEnd) Stats() SendStats {
 	st := SendStats{Service: s.svc.Stats(), UDPPackets: s.udpPackets.Load(), UDPBytes: s.udpBytes.Load(),
 		UDPRefused: s.udpRefused.Load(), Hellos: s.hellos.Load(), Commands: s.commands.Load(),
-		Injected: s.follow.sent.Load(), Dropped: s.dropped.Load() + s.follow.dropped.Load()}
+		Injected: s.follow.sent.Load(), Dropped: s.dropped.Load() + s.follow.dropped.Load(), TLSRefused: s.tlsRefused.Load()}
 	if r := s.rewind.Load(); r != nil {
 		st.Rewind = r.Stats()
 	}
@@ -232,7 +234,7 @@ func (s *SendEnd) Run(ctx context.Context) error {
 			go func() {
 				defer wg.Done()
 				// The control connections share the channel's address.
-				d := newDemux(l, s.cfg.channelServerTLS(), s.log, s.cfg.Rewind.RequestTimeout, func(c net.Conn) { go s.serveControl(ctx, c) })
+				d := newDemux(l, s.cfg.channelServerTLS(), s.log, &s.tlsRefused, s.cfg.Rewind.RequestTimeout, func(c net.Conn) { go s.serveControl(ctx, c) })
 				if err := rs.Serve(d); err != nil && ctx.Err() == nil {
 					s.log.Error("bridge: tcp channel stopped", "addr", l.Addr().String(), "err", err)
 				}

@@ -60,7 +60,7 @@ func refusedLink(t *testing.T, sendTLS, recvTLS *tlsconf.Identity, want string) 
 	seqAddr := tcpSequencer(t, ctx, 85)
 	tcpAddr := freeAddr(t)
 	var log lockedBuffer
-	startSend(t, ctx, seqAddr, func(c *Config) {
+	s := startSend(t, ctx, seqAddr, func(c *Config) {
 		c.TCP = []string{tcpAddr}
 		c.TLS = sendTLS
 		c.Logger = slog.New(slog.NewTextHandler(&log, nil))
@@ -83,6 +83,9 @@ func refusedLink(t *testing.T, sendTLS, recvTLS *tlsconf.Identity, want string) 
 	}
 	if !strings.Contains(log.String(), want) {
 		t.Fatalf("the sending end did not log %q:\n%s", want, log.String())
+	}
+	if st := s.Stats(); st.TLSRefused == 0 {
+		t.Fatalf("the sending end logged a refusal but counted none: %+v", st)
 	}
 	time.Sleep(500 * time.Millisecond) // a channel that got through would deliver by now
 	if st := r.Stats(); st.Delivered != 0 || st.NextSeq > 1 || st.MaxSeq != 0 {

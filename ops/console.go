@@ -13,6 +13,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/seqd/seqd/internal/logging"
 	"github.com/seqd/seqd/internal/tlsconf"
 )
 
@@ -33,6 +34,11 @@ const (
 	// consoleHandshake bounds a TLS console's handshake.
 	consoleHandshake = 5 * time.Second
 )
+
+// consoleRefusals bounds the log of refused console handshakes (a
+// scanner must not flood the log): one line per 10 s, with the count of
+// those not logged.
+var consoleRefusals = logging.NewLimiter(10*time.Second, nil)
 
 // ServeConsole serves the console on ln until ctx ends or ln is closed;
 // it returns nil then. Each connection runs on its own goroutine; at most
@@ -93,7 +99,9 @@ func (s *Surface) console(ctx context.Context, c net.Conn) {
 		// certificate decides the caller's role.
 		_ = c.SetDeadline(time.Now().Add(consoleHandshake))
 		if err := tc.HandshakeContext(ctx); err != nil {
-			s.log.Warn("admin console: tls handshake failed", "remote", remote, "err", tlsconf.Explain(remote, err))
+			if ok, n := consoleRefusals.Allow("tls"); ok {
+				s.log.Warn("admin console: tls handshake failed", "remote", remote, "err", tlsconf.Explain(remote, err), "not_logged", n)
+			}
 			return
 		}
 		_ = c.SetDeadline(time.Time{})
