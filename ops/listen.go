@@ -66,8 +66,10 @@ func (l *LimitListener) Accept() (net.Conn, error) {
 		case l.sem <- struct{}{}:
 			return &limitConn{Conn: c, release: func() { <-l.sem }}, nil
 		default:
-			c.Close()
+			// Counted before the close: whoever sees the connection end
+			// sees it counted.
 			l.refused.Add(1)
+			c.Close()
 		}
 	}
 }
