@@ -58,7 +58,16 @@ func TestCLI_SecondSequencerRefused(t *testing.T) {
 	if !sc.Scan() || !strings.HasPrefix(sc.Text(), "sequencer: ready") {
 		t.Fatalf("forced sequencer did not start: %q\n%s", sc.Text(), stderr.String())
 	}
-	if s := stderr.String(); !strings.Contains(s, "level=WARN") || !strings.Contains(s, "--force") || !strings.Contains(s, fmt.Sprintf("live_session=%d", session)) {
+	// The warning is logged before the ready line is printed, but the two
+	// come through different pipes, each copied by its own goroutine: the
+	// stderr copy may still be on its way.
+	loud := func(s string) bool {
+		return strings.Contains(s, "level=WARN") && strings.Contains(s, "--force") && strings.Contains(s, fmt.Sprintf("live_session=%d", session))
+	}
+	for end := time.Now().Add(5 * time.Second); !loud(stderr.String()) && time.Now().Before(end); {
+		time.Sleep(10 * time.Millisecond)
+	}
+	if s := stderr.String(); !loud(s) {
 		t.Fatalf("forced sequencer started without a loud warning:\n%s", s)
 	}
 }
