@@ -46,6 +46,14 @@ type Config struct {
 	// replayers exist.
 	Rewind     bool
 	RewindFrom uint64
+	// RewindEpoch is the epoch of seq RewindFrom-1 when the shell already
+	// holds it (a replayer or standby reopened on its store; 0: unknown).
+	// A new epoch that starts at or below RewindFrom-1 cut those seqs
+	// only if it is newer than RewindEpoch: without it, such an epoch
+	// stops the receiver with ErrDiverged, which is wrong when the
+	// first packet heard after the restart was a deposed primary's,
+	// of an epoch older than what the store holds.
+	RewindEpoch uint32
 
 	// Identity, reported in Status frames. ReadOnly receivers (tails) are
 	// never waited for by flow control; Replayer marks a receiver that

@@ -507,6 +507,9 @@ func (r *Receiver) slowRecord(p *wire.Packet, rec *wire.Record, current bool, li
 		r.fail(fmt.Errorf("%w: seq %d is %d bytes, MaxReceiveMessageBytes is %d", ErrTooLarge, rec.Seq, rec.Total, maxRecv))
 		return false
 	}
+	if rec.Flags&(wire.FlagInternal|wire.FlagSeqGen|wire.FlagFragment) == wire.FlagInternal|wire.FlagSeqGen && rec.Seq > r.next {
+		r.learnEmptyEpochs(rec, ep)
+	}
 	if rec.Seq == r.next && rec.Flags&wire.FlagFragment == 0 && (r.cfg.Mode == Fast || rec.Seq <= r.stable) {
 		// In order and deliverable: zero-copy from the packet. A copy
 		// stored earlier (out of order) must not be delivered again; only
@@ -525,6 +528,23 @@ func (r *Receiver) slowRecord(p *wire.Packet, rec *wire.Record, current bool, li
 	return r.err == nil
 }
 
+// learnEmptyEpochs reads an EpochStart record of epoch ep ahead of
+// delivery: its Extra names the epoch of the record before it, so the
+// epochs in between left nothing and the one after that epoch starts
+// here too. Without this a receiver that never heard those epochs (it
+// rewinds from a replayer, or joined after them) fences every packet of
+// the earlier epoch past the stable its header carries (the cut is
+// unknown), and waits forever when the epoch right after it was cut
+// whole. Read early, not at delivery: the receiver is stuck below it.
+func (r *Receiver) learnEmptyEpochs(rec *wire.Record, ep uint32) {
+	if wire.DecodeInternal(rec.Payload, &r.ix) != nil || r.ix.Type != wire.InternalEpochStart || r.ix.Epoch != ep {
+		return
+	}
+	if prev := uint32(r.ix.Extra); r.ix.Extra > 0 && prev+1 < ep {
+		r.cuts.add(prev+1, rec.Seq)
+	}
+}
+
 // start fixes the session, the epoch and where delivery begins.
 func (r *Receiver) start(now int64, p *wire.Packet) {
 	r.started = true
@@ -541,7 +561,7 @@ func (r *Receiver) start(now int64, p *wire.Packet) {
 	r.firstLive = p.FirstSeq
 	if r.cfg.Rewind {
 		r.next = max(1, r.cfg.RewindFrom)
-		r.deliveredEpoch = 0
+		r.deliveredEpoch = r.cfg.RewindEpoch
 	} else {
 		r.next = p.FirstSeq
 		r.deliveredEpoch = p.Epoch

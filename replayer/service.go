@@ -216,6 +216,7 @@ func NewService(cfg ServiceConfig, follow transport.Client, srv transport.Server
 	switch {
 	case store.Contiguous() > 0:
 		rc.Rewind, rc.RewindFrom = true, store.Contiguous()+1
+		rc.RewindEpoch, _ = store.EpochOf(store.Contiguous())
 	case cfg.FromLive:
 		rc.Rewind = false
 	default:

@@ -281,7 +281,13 @@ func build(cfg Config, t Takeover) (*Core, error) {
 		c.in = wire.Internal{Type: wire.InternalSessionStart, Value: uint64(cfg.StartTime)}
 		c.emitInternal(wire.FlagInternal|wire.FlagSeqGen, 0, 0, 0)
 	}
-	c.in = wire.Internal{Type: wire.InternalEpochStart, Value: cfg.FirstSeq}
+	// Extra names the epoch of the record before this one (the State's,
+	// at the cut; 0 when unknown or none): epochs between it and this
+	// one left nothing, and a receiver that never heard them learns so
+	// here (receiver.learnEmptyEpochs), or it could not tell where that
+	// earlier epoch was cut.
+	prev, _ := c.state.Epoch()
+	c.in = wire.Internal{Type: wire.InternalEpochStart, Value: cfg.FirstSeq, Extra: int64(prev)}
 	c.emitInternal(wire.FlagInternal|wire.FlagSeqGen, 0, 0, 0)
 	return c, nil
 }

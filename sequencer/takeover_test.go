@@ -263,3 +263,44 @@ func TestNewPrimary_HistoryPacketIsStampedNoHigherThanItsEpochsEnd(t *testing.T)
 		}
 	}
 }
+
+// TestNewPrimary_EpochStartNamesThePreviousEpoch: the primary of epoch 3,
+// taking over at epoch 1's cut (epoch 2 was cut whole), names epoch 1 in
+// its EpochStart record (Extra), so a receiver that never heard epoch 2
+// learns that it left nothing and where epoch 1 ended
+// (receiver.learnEmptyEpochs). A fresh session's names none.
+func TestNewPrimary_EpochStartNamesThePreviousEpoch(t *testing.T) {
+	cfg := testConfig()
+	old, oldSink := newCore(t, cfg)
+	mustStep(t, old, 1000, frame(t, acctA, 1, 7, cmd(1, "a"), cmd(2, "b"), cmd(3, "c")))
+	old.Flush(at(1000))
+	first := func(published [][]byte) wire.Internal {
+		t.Helper()
+		var p wire.Packet
+		var r wire.Record
+		var x wire.Internal
+		for _, pkt := range published {
+			if wire.DecodePacket(pkt, &p) != nil {
+				continue
+			}
+			for p.Next(&r) {
+				if wire.DecodeInternal(r.Payload, &x) == nil && x.Type == wire.InternalEpochStart {
+					return x
+				}
+			}
+		}
+		t.Fatal("no EpochStart record published")
+		return x
+	}
+	if x := first(oldSink.published); x.Epoch != 1 || x.Extra != 0 {
+		t.Fatalf("a fresh session's EpochStart %+v, want epoch 1, Extra 0", x)
+	}
+	cut := seqOfCommand(t, oldSink.published, 2)
+	ncfg := cfg
+	ncfg.Epoch, ncfg.FirstSeq = 3, cut+1
+	c, sink := newCoreWith(t, ncfg, Takeover{State: stateAt(t, cfg, oldSink.published, cut)})
+	c.Flush(at(2000))
+	if x := first(sink.published); x.Epoch != 3 || x.Value != cut+1 || x.Extra != 1 {
+		t.Fatalf("epoch 3's EpochStart %+v, want epoch 3 at %d naming epoch 1 (Extra 1)", x, cut+1)
+	}
+}

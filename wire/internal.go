@@ -9,7 +9,7 @@ type InternalType uint8
 // Internal message types.
 const (
 	InternalSessionStart    InternalType = 1 // a session begins; Value = start time (ns)
-	InternalEpochStart      InternalType = 2 // Epoch begins at this record's seq
+	InternalEpochStart      InternalType = 2 // Epoch begins at this record's seq (Value); Extra = the epoch of the record before it (0: none or unknown)
 	InternalNodeActivated   InternalType = 3 // Account/Instance is now the active instance
 	InternalNodeDeactivated InternalType = 4 // Account/Instance is no longer active
 	InternalForcePassive    InternalType = 5 // operator asks Account/Instance to go passive

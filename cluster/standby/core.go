@@ -130,6 +130,7 @@ func NewCore(cfg Config) (*Core, error) {
 	rc.Mode, rc.Persist, rc.StatusInterval, rc.Replayer = receiver.Fast, true, 0, true
 	rc.Session = max(cfg.Session, store.Session())
 	rc.Rewind, rc.RewindFrom = true, store.Contiguous()+1
+	rc.RewindEpoch, _ = store.EpochOf(store.Contiguous())
 	c.rcfg = rc
 	if c.r, err = receiver.New(rc); err != nil {
 		store.Close()
@@ -888,6 +889,7 @@ func (c *Core) restartReceiver() error {
 		return nil
 	}
 	c.rcfg.RewindFrom = c.store.Contiguous() + 1
+	c.rcfg.RewindEpoch, _ = c.store.EpochOf(c.store.Contiguous())
 	r, err := receiver.New(c.rcfg)
 	if err != nil {
 		return err
