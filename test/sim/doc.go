@@ -20,7 +20,13 @@
 // and up to three epoch changes a run, each cutting the stream anywhere
 // from stable to the last seq published, with a new primary built from
 // the surviving stream's State and history (epoch.go), fast nodes that ran
-// past a cut required to stop with ErrDiverged.
+// past a cut required to stop with ErrDiverged. The last packets of each
+// ended epoch are published again after the change, at once and 0.5-50
+// ms later (a deposed primary's datagrams delayed or replayed: stale.go);
+// receivers must fence their cut-off tail. One command in 500 is larger
+// than the sequencers' MaxMessageBytes: every primary must refuse it (an
+// InternalRejected record, never the command) and its node hear of it
+// once (OnRejected).
 //
 // With Cluster (on by default) the sequencer is a group of three members
 // (cluster.go): the standbys are real standby.Agent followers (driven

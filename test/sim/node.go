@@ -52,6 +52,12 @@ type simNode struct {
 	stream *check.Stream
 	buf    []byte
 
+	// tooLarge: this incarnation's commands larger than the sequencer
+	// takes (payloadSize); each must come back OnRejected, once
+	// (rejected), and never be sequenced.
+	tooLarge map[uint64]bool
+	rejected map[uint64]bool
+
 	timerID   uint64          // last centralized timer id used
 	periodic  map[uint64]int  // this node's periodic timers: fires seen
 	cancelled map[uint64]bool // cancels issued
@@ -156,6 +162,7 @@ func (n *simNode) start() error {
 	}
 	n.periodic = map[uint64]int{}
 	n.cancelled = map[uint64]bool{}
+	n.tooLarge, n.rejected = map[uint64]bool{}, map[uint64]bool{}
 	n.gone = map[uint64]bool{}
 	return nil
 }
@@ -230,6 +237,9 @@ func (n *simNode) work() {
 		}
 		n.sent++
 		n.cmds = cmd
+		if size > simMaxMessage {
+			n.tooLarge[cmd] = true
+		}
 	}
 	n.core.Flush(w.now)
 }
@@ -375,6 +385,11 @@ func (n *simNode) check(m *node.Message) {
 	if m.Account == pairAccount {
 		return // numbered from the stream: the pair's own check (hothot.go)
 	}
+	if !m.Internal() && len(m.Payload) > simMaxMessage {
+		w.fail("%s seq %d: command %d of %v/%d (%d bytes) was sequenced; the sequencer's MaxMessageBytes is %d",
+			n.name, m.Seq, m.CmdSeq, m.Account, m.Instance, len(m.Payload), simMaxMessage)
+		return
+	}
 	if v.Fault != check.OK {
 		w.fail("%s got command %d of %v/%d after %d: not exactly once", n.name, m.CmdSeq, m.Account, m.Instance, v.PrevCmd)
 		return
@@ -416,7 +431,35 @@ func (n *simNode) checkInternal(m *node.Message, e *entry) {
 		if x.Account == n.account && x.Instance == n.instance {
 			n.gone[x.ID] = true
 		}
+	case wire.InternalRejected:
+		// The sim's senders send only what a sequencer takes, but for
+		// the commands made too large on purpose; the pair's refusals
+		// (NotActive, DuplicateID) are its own check's (hothot.go).
+		if x.Account == pairAccount {
+			break
+		}
+		size := payloadSize(w.cfg, x.Account, uint64(x.Extra), x.ID)
+		if wire.RejectReason(x.Value) != wire.RejectTooLarge || size <= simMaxMessage {
+			w.fail("%s seq %d: the sequencer refused command %d of %v/%d (incarnation %d, %d bytes, limit %d): %v",
+				n.name, m.Seq, x.ID, x.Account, x.Instance, x.Extra, size, simMaxMessage, wire.RejectReason(x.Value))
+		}
 	}
+}
+
+// OnRejected is the node's word that the sequencer refused one of its
+// commands: only one made too large on purpose, and each once.
+func (n *simNode) OnRejected(cmdSeq uint64, err error) {
+	var re *node.RejectedError
+	switch {
+	case !errors.As(err, &re) || re.Reason != wire.RejectTooLarge || re.CmdSeq != cmdSeq:
+		n.w.fail("%s: command %d refused with %v; only a command larger than MaxMessageBytes may be", n.name, cmdSeq, err)
+	case !n.tooLarge[cmdSeq]:
+		n.w.fail("%s: command %d (incarnation %d) refused as too large, but it fits (%d bytes, limit %d)",
+			n.name, cmdSeq, n.incarnation, payloadSize(n.w.cfg, n.account, n.incarnation, cmdSeq), simMaxMessage)
+	case n.rejected[cmdSeq]:
+		n.w.fail("%s: command %d refused twice (OnRejected)", n.name, cmdSeq)
+	}
+	n.rejected[cmdSeq] = true
 }
 
 // finalCheck: every command of every sender's current incarnation was
@@ -424,6 +467,12 @@ func (n *simNode) checkInternal(m *node.Message, e *entry) {
 func (n *simNode) finalCheck() error {
 	if err := n.fenceDone(); err != nil {
 		return err
+	}
+	for cmd := range n.tooLarge {
+		if !n.rejected[cmd] {
+			return fmt.Errorf("%w: %s (incarnation %d) was never told (OnRejected) that its command %d, larger than MaxMessageBytes, was refused",
+				ErrInvariant, n.name, n.incarnation, cmd)
+		}
 	}
 	for _, s := range n.w.senders() {
 		if s.readOnly {
@@ -469,11 +518,23 @@ func (w *world) commandSince(s *simNode, from uint64) bool {
 // that every receiver can check a payload without seeing the send.
 func payloadSize(cfg Config, a wire.Account, inc, cmd uint64) int {
 	h := mix(uint64(a) ^ cmd*0x9e3779b97f4a7c15 ^ cfg.Seed ^ inc<<40)
+	if cfg.TooLarge && (h>>32)%tooLargeEvery == 0 {
+		return simMaxMessage + 1 + int(h>>8)%4096 // refused
+	}
 	if cfg.LargeEvery > 0 && h%uint64(cfg.LargeEvery) == 0 {
 		return 1500 + int(h>>8)%(96<<10) // fragmented
 	}
 	return 1 + int(h>>8)%300
 }
+
+// simMaxMessage is the sim's sequencers' MaxMessageBytes: above the
+// largest fragmented command payloadSize makes (1500 + 96 KiB), below
+// the ones made too large on purpose (Config.TooLarge): one command in
+// tooLargeEvery, about four a 2000-command seed.
+const (
+	simMaxMessage = 100 << 10
+	tooLargeEvery = 500
+)
 
 func fillPayload(b []byte, a wire.Account, inst uint8, inc, cmd uint64, size int) []byte {
 	x := mix(uint64(a) ^ uint64(inst)<<56 ^ cmd ^ inc<<32)

@@ -30,6 +30,15 @@ type Config struct {
 	LargeEvery int           // every LargeEvery-th command is fragmented
 	MaxVirtual time.Duration // give up (liveness failure) after this much virtual time
 
+	// TooLarge: one command in tooLargeEvery is larger than the
+	// sequencers' MaxMessageBytes (simMaxMessage): it must be refused (an
+	// InternalRejected record, OnRejected at its node, once) and never
+	// sequenced, by every primary of the run.
+	TooLarge bool
+	// StaleEpochs (with EpochChanges): the last packets of each ended
+	// epoch are published again after the change (stale.go).
+	StaleEpochs bool
+
 	// SafeLag runs the sequencer as a cluster primary would: stable moves
 	// only when a simulated standby group acks, up to StableLag behind
 	// what was published (random per run), so safe-mode nodes hold
@@ -153,8 +162,10 @@ func DefaultConfig() Config {
 		LateJoiner: true,
 		ClockSteps: true,
 		IdleHours:  true,
+		TooLarge:   true,
 
 		EpochChanges: true,
+		StaleEpochs:  true,
 		Cluster:      true,
 		PrimaryStore: true,
 		Replayer:     true,
@@ -176,6 +187,12 @@ type Result struct {
 	// stopped with ErrDiverged because of them (and were restarted).
 	EpochChanges int
 	Divergences  int
+	// TooLarge counts the commands refused as larger than MaxMessageBytes
+	// (Config.TooLarge) in the published stream.
+	TooLarge int
+	// StaleReplayed counts the packets of ended epochs published again
+	// after the change (stale.go).
+	StaleReplayed int
 	// The sequencer group (Cluster): members killed, members restarted
 	// (as standbys), standby faults (kills, partitions, lag spells).
 	Kills, Restarts, StandbyFaults int
@@ -221,7 +238,7 @@ func (c *Config) scenarios() map[string]*bool {
 		"partitions": &c.Partitions, "safelag": &c.SafeLag, "restarts": &c.Restarts, "timers": &c.Timers,
 		"latejoiner": &c.LateJoiner, "clocksteps": &c.ClockSteps, "idlehours": &c.IdleHours,
 		"epochs": &c.EpochChanges, "cluster": &c.Cluster, "primarystore": &c.PrimaryStore, "replayer": &c.Replayer,
-		"powerloss": &c.PowerLoss, "hothot": &c.HotHot, "bridge": &c.Bridge, "store": &c.StoreFaults,
+		"toolarge": &c.TooLarge, "stale": &c.StaleEpochs, "powerloss": &c.PowerLoss, "hothot": &c.HotHot, "bridge": &c.Bridge, "store": &c.StoreFaults,
 	}
 }
 
@@ -344,6 +361,7 @@ type world struct {
 	pair         *simPair     // Config.HotHot
 	br           *simBridge   // Config.Bridge
 	rewindJoined bool         // the rewinding late joiner joined
+	stale        stale        // an ended epoch's packets, replayed (stale.go)
 }
 
 // Run simulates cfg and returns the outcome; it never panics on a
@@ -399,6 +417,12 @@ func Run(cfg Config) (res Result) {
 	res.ClockSteps = w.clockSteps
 	res.EpochChanges = len(w.cuts)
 	res.Divergences = w.divergences
+	res.StaleReplayed = w.stale.sent
+	for i := range w.log {
+		if x := &w.log[i].internal; x.Type == wire.InternalRejected && wire.RejectReason(x.Value) == wire.RejectTooLarge {
+			res.TooLarge++
+		}
+	}
 	for _, n := range w.nodes {
 		res.Commands += n.sent
 	}
@@ -421,6 +445,7 @@ func newWorld(cfg Config) (*world, error) {
 	sc.Session = 1
 	sc.Epoch = 1
 	sc.HeartbeatInterval = heartbeat
+	sc.MaxMessageBytes = simMaxMessage
 	sc.MaxHeartbeatInterval = maxHeartbeat
 	sc.RingBytes = 1 << 16 * sc.MaxPacketBytes
 	if cfg.RingBytes > 0 {
@@ -486,6 +511,7 @@ func (w *world) Publish(pkt []byte) {
 	}
 	w.published, w.lastPublish = true, w.now
 	w.record(pkt)
+	w.remember(pkt)
 	_ = w.srv.Publish(pkt)
 }
 
@@ -672,6 +698,7 @@ func (w *world) run() (int, error) {
 		}
 		w.idle()
 		w.lateJoin()
+		w.replayStale()
 		if w.cl != nil {
 			w.cl.faults()
 		} else {
