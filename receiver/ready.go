@@ -75,9 +75,13 @@ type Stats struct {
 	SourceTimeouts uint64 // repair sources left after RepairSourceTimeout without an answer
 	OtherSession   uint64 // packets of another session not (yet) followed
 	SessionSwitch  uint64 // times a receiver that delivered nothing followed a live session
-	BudgetDrops    uint64 // records dropped because the reassembly budget was full
-	AheadDrops     uint64 // fragments dropped because far beyond the bytes held of their message
-	StatusSent     uint64
-	Rewound        uint64 // packets taken from a rewind (StepRewind)
-	HeldPackets    uint64 // packets held whole until stable covered them (safe mode, hold.go)
+	// StartedOver: a live-tail joiner that had delivered nothing started
+	// over on a newer epoch that cut where it had started (its first
+	// packet was a deposed primary's, delayed or replayed).
+	StartedOver uint64
+	BudgetDrops uint64 // records dropped because the reassembly budget was full
+	AheadDrops  uint64 // fragments dropped because far beyond the bytes held of their message
+	StatusSent  uint64
+	Rewound     uint64 // packets taken from a rewind (StepRewind)
+	HeldPackets uint64 // packets held whole until stable covered them (safe mode, hold.go)
 }

@@ -323,7 +323,12 @@ func (r *Receiver) onPacket(now int64, frame []byte) {
 	}
 	r.heard = now
 
-	if p.Epoch < r.epoch && r.epochGone(now, p) {
+	// Only a live packet says an older epoch still publishes: a rewind's
+	// or a repair's is history (a rewinder that delivered nothing yet
+	// in the current epoch went back to the older one on its own
+	// rewind's packets, then refused the current epoch as starting below
+	// the stable it had heard: simulator seed 77 with the rewind stream).
+	if p.Epoch < r.epoch && !r.rewindPkt && p.Flags&wire.PacketRetransmit == 0 && r.epochGone(now, p) {
 		r.revertEpoch(now, p)
 	}
 	current := true
@@ -642,6 +647,17 @@ func (r *Receiver) newEpoch(now int64, p *wire.Packet) bool {
 	if start < r.epochStart || !r.cuts.add(p.Epoch, start) {
 		r.stats.BadEpoch++
 		return false
+	}
+	if r.next > start && r.deliveredEpoch < p.Epoch && !r.deliveredAny && !r.cfg.Rewind {
+		// A live-tail joiner that delivered nothing started on a deposed
+		// primary's packet (delayed or replayed) past the cut: it owes
+		// nothing, so it starts over on this one, as if it had come
+		// first (it stopped with ErrDiverged: seed 89 with the replayed
+		// epochs).
+		r.stats.StartedOver++
+		r.resetStream()
+		r.start(now, p)
+		return true
 	}
 	if r.next > start && r.deliveredEpoch < p.Epoch {
 		r.fail(fmt.Errorf("%w: epoch %d starts at seq %d but seqs up to %d were delivered in epoch %d",
