@@ -565,8 +565,10 @@ func (m *simMergeClient) Poll(h transport.Handler, _ time.Duration) (int, error)
 		_ = b.bsrv.Publish(hb)
 		_ = b.bsrv.Flush()
 	}
-	if b.core.GapRestart(now) && b.tcp.downUntil == 0 {
-		// A hole outlived GapTimeout: ask the sending end's store from it.
+	if b.core.GapRestart(now) && b.tcp.downUntil == 0 && b.ssvc != nil {
+		// A hole outlived GapTimeout: ask the sending end's store from it
+		// (a sending end that is down is asked once it is back: faults
+		// reconnects the channel from the merged position then).
 		b.tcp.connect(b, b.core.Merge().NextSeq())
 		b.core.Merge().AddRepair(0)
 		b.gapRestarts++

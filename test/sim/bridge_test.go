@@ -22,7 +22,7 @@ func TestSim_Bridge(t *testing.T) {
 		cfg.Seed, cfg.Commands, cfg.Bridge = s, 2000, true
 		// The trajectories these seeds were found on: before the
 		// refused commands and the replayed epochs drew on the seed.
-		cfg.TooLarge, cfg.StaleEpochs = false, false
+		cfg.TooLarge, cfg.StaleEpochs, cfg.RewindStream, cfg.Checkpoints = false, false, false, false
 		r := Run(cfg)
 		if r.Err != nil {
 			t.Fatalf("seed %d: %v\nreplay: %s", s, r.Err, r.Replay())

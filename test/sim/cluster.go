@@ -136,8 +136,9 @@ type simCluster struct {
 	spanTill  int
 	spanMax   int64
 	spans     int
-	quickAt   int64       // the primary fails again then (0: at random)
-	st        wire.Status // scratch for checkSealedAck
+	quickAt   int64         // the primary fails again then (0: at random)
+	st        wire.Status   // scratch for checkSealedAck
+	ckpt      *checkpointer // the primary's checkpointer (checkpoint.go)
 	kills     int
 	changes   int
 	restarts  int
@@ -153,6 +154,9 @@ func newSimCluster(w *world) (*simCluster, error) {
 	// crashes (a process kill keeps what was written to it).
 	root := fmt.Sprintf("/seqd-sim-%d", w.cfg.Seed)
 	c := &simCluster{w: w, root: root, primary: 0, elect: seededElection{w}, fst: fsm.Initial()}
+	if w.cfg.Checkpoints {
+		c.ckpt = newCheckpointer(w.cfg.Seed)
+	}
 	// The failover state of a bootstrapped group whose member 1 began
 	// epoch 1 (what the core does on an empty state: the bootstrap
 	// scenario of cluster/failover/testdata).
@@ -550,6 +554,9 @@ func (w *world) lastStamp() int64 {
 // the primary's State.
 func (c *simCluster) check() error {
 	w := c.w
+	if err := c.checkCheckpoints(); err != nil {
+		return err
+	}
 	last := uint64(len(w.log))
 	want := w.seq.State().Snapshot()
 	for i, m := range c.m {
@@ -640,37 +647,60 @@ func (c *simCluster) checkStable() {
 	if c.primary < 0 {
 		return
 	}
-	var held [members]uint64
-	for i, m := range c.m {
-		switch {
-		case i == c.primary:
-			if w.cfg.PrimaryStore {
-				held[i] = w.seq.Published()
-			} else {
-				held[i] = w.epochStart - 1
-			}
-		case m.dead || m.sb == nil:
-			// A dead member's store keeps what it wrote, but it is not
-			// open to read here: count it as it was when it died.
-			held[i] = m.heldAtDeath
-		default:
-			h := m.sb.Contiguous()
-			if e := m.sb.HeldEpoch(); e != 0 && e < w.epoch {
-				if last, ok := w.cutOf(e); ok {
-					h = min(h, last)
-				}
-			}
-			held[i] = h
-		}
-	}
-	s := held
-	slices.Sort(s[:])
 	// The new epoch's stable starts at its cut (sequencer.NewPrimary and
 	// cluster.Quorum take the cut as stable by the seal), though the cut
 	// may be held by the leader and the highest answer only (one member
 	// when they are the same) until the standbys fetch it: a known gap,
 	// reported, not checked here.
-	if q := max(s[len(s)-(members/2+1)], w.epochStart-1); w.seq.Stable() > q {
-		w.fail("stable %d of epoch %d is held by no majority (held %v, primary m%d)", w.seq.Stable(), w.epoch, held, c.m[c.primary].id)
+	if q := c.majorityHeld(); w.seq.Stable() > q {
+		w.fail("stable %d of epoch %d is held by no majority (held %v, primary m%d)", w.seq.Stable(), w.epoch, c.held(), c.m[c.primary].id)
 	}
+}
+
+// held is what each member's store holds of the stream, by the
+// simulator's count.
+func (c *simCluster) held() [members]uint64 {
+	var held [members]uint64
+	for i, m := range c.m {
+		switch {
+		case i == c.primary:
+			held[i] = c.primaryHeld()
+		case m.dead || m.sb == nil:
+			// A dead member's store keeps what it wrote, but it is not
+			// open to read here: count it as it was when it died.
+			held[i] = m.heldAtDeath
+		default:
+			held[i] = c.memberHeld(m)
+		}
+	}
+	return held
+}
+
+// majorityHeld is the highest seq a majority holds (the current epoch's
+// start less one at least: its cut).
+func (c *simCluster) majorityHeld() uint64 {
+	s := c.held()
+	slices.Sort(s[:])
+	return max(s[len(s)-(members/2+1)], c.w.epochStart-1)
+}
+
+// primaryHeld is what the primary wrote (with PrimaryStore, all it
+// published; else nothing of its own epoch).
+func (c *simCluster) primaryHeld() uint64 {
+	if c.w.cfg.PrimaryStore {
+		return c.w.seq.Published()
+	}
+	return c.w.epochStart - 1
+}
+
+// memberHeld is what a live standby holds: its store's contiguous seqs,
+// no further than the cut of the epoch it holds when that epoch ended.
+func (c *simCluster) memberHeld(m *member) uint64 {
+	h := m.sb.Contiguous()
+	if e := m.sb.HeldEpoch(); e != 0 && e < c.w.epoch {
+		if last, ok := c.w.cutOf(e); ok {
+			h = min(h, last)
+		}
+	}
+	return h
 }

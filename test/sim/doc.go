@@ -43,7 +43,13 @@
 // holds after every step, and every member's store and State at the end,
 // are checked. With PowerLoss (off by default: `simrun -with
 // powerloss`) the standbys ack only what they fsynced, and a standby now
-// and then loses power and restarts from MemFS.CrashClone.
+// and then loses power and restarts from MemFS.CrashClone. With
+// Checkpoints (on by default) the primary records checkpoints in the
+// failover state as cluster.Member does, bounded by what a majority
+// holds; one in twenty overshoots past anything published (as forged
+// acks once made it) and the primary fails at once, so the core must
+// drop it; every checkpoint must lie within the surviving stream and
+// carry its record's time (checkpoint.go).
 //
 // With Replayer (on by default) a replayer.Service (driven by Work, store
 // on a vfs.MemFS) follows the stream and answers NAKs on a network of its
@@ -51,6 +57,11 @@
 // late joiner that rewind from seq 1 while the stream runs are repaired
 // through it once the ring evicted. It crashes and restarts; at the end
 // its store must hold the stream, record by record, with each epoch.
+// With RewindStream (on by default) a read-only node joins at seq
+// 900-1700 and rewinds from seq 1 over the replayer's rewind stream (a
+// replayer.Reader on its store's Tip, fed to Core.StepRewind, as
+// node.Node does over TCP), which resets now and then and dies with the
+// replayer, and resumes from Core.ResumeFrom (rewind.go).
 //
 // With Bridge (`simrun -with bridge`; see Config.Bridge for when make sim
 // runs it) a second site with its own mem network is joined to the origin

@@ -123,6 +123,7 @@ func (c *simCluster) endElection() {
 		// standby on the same store, as the member's shell opens one.
 		c.reopen(c.m[c.leader])
 	}
+	c.endCore()
 	c.ch, c.taken = nil, nil
 	c.gen++
 	c.electAt = c.w.now + int64(time.Millisecond)*int64(1+c.w.rng.IntN(3))
@@ -416,6 +417,10 @@ func (c *simCluster) start(s *failover.Start) {
 	}
 	old := c.primary
 	w.startEpoch(seq, cfg.Epoch, cut)
+	if err := c.checkCheckpoints(); err != nil {
+		w.fail("epoch %d from %d: %v", cfg.Epoch, s.FirstSeq, err)
+		return
+	}
 	c.primary, c.isolated, c.deposing, c.own = c.leader, false, false, t.History
 	c.selfSealed, c.frozen = false, 0
 	c.changes++
@@ -424,6 +429,7 @@ func (c *simCluster) start(s *failover.Start) {
 		c.quickAt = w.now + int64(2*time.Millisecond) + int64(w.rng.IntN(int(6*time.Millisecond)))
 	}
 	c.acks = cluster.NewQuorumAcks(cluster.Epoch{Session: s.Session, Epoch: w.epoch, FirstSeq: s.FirstSeq, Members: s.Voters, Self: lm.id})
+	c.endCore()
 	c.ch, c.taken = nil, nil
 	c.gen++
 	c.majoritySince = 0
@@ -474,5 +480,12 @@ func (c *simCluster) electionFaults() {
 	case 1:
 		m.slowTill = w.now + int64(10*time.Millisecond)
 		c.standbyFs++
+	}
+}
+
+// endCore counts what the ending core did that the run reports.
+func (c *simCluster) endCore() {
+	if c.ch != nil && c.ckpt != nil {
+		c.ckpt.dropped += c.ch.Stats().Dropped
 	}
 }

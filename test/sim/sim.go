@@ -38,6 +38,13 @@ type Config struct {
 	// StaleEpochs (with EpochChanges): the last packets of each ended
 	// epoch are published again after the change (stale.go).
 	StaleEpochs bool
+	// Checkpoints (with Cluster): the primary records checkpoints in the
+	// failover state as cluster.Member does (checkpoint.go).
+	Checkpoints bool
+	// RewindStream (with Replayer): a node joins late and rewinds from
+	// seq 1 over the replayer's rewind stream, which fails and resumes
+	// (rewind.go).
+	RewindStream bool
 
 	// SafeLag runs the sequencer as a cluster primary would: stable moves
 	// only when a simulated standby group acks, up to StableLag behind
@@ -169,6 +176,8 @@ func DefaultConfig() Config {
 		Cluster:      true,
 		PrimaryStore: true,
 		Replayer:     true,
+		RewindStream: true,
+		Checkpoints:  true,
 	}
 }
 
@@ -193,6 +202,12 @@ type Result struct {
 	// StaleReplayed counts the packets of ended epochs published again
 	// after the change (stale.go).
 	StaleReplayed int
+	// Checkpoints recorded in the failover state, and refused (a stale
+	// epoch's, one not above the last).
+	Checkpoints, CheckpointsRefused, CheckpointsDropped int
+	// RewindOpens and RewindFails: the rewind-stream joiner's streams
+	// opened and failed (rewind.go).
+	RewindOpens, RewindFails int
 	// The sequencer group (Cluster): members killed, members restarted
 	// (as standbys), standby faults (kills, partitions, lag spells).
 	Kills, Restarts, StandbyFaults int
@@ -238,7 +253,7 @@ func (c *Config) scenarios() map[string]*bool {
 		"partitions": &c.Partitions, "safelag": &c.SafeLag, "restarts": &c.Restarts, "timers": &c.Timers,
 		"latejoiner": &c.LateJoiner, "clocksteps": &c.ClockSteps, "idlehours": &c.IdleHours,
 		"epochs": &c.EpochChanges, "cluster": &c.Cluster, "primarystore": &c.PrimaryStore, "replayer": &c.Replayer,
-		"toolarge": &c.TooLarge, "stale": &c.StaleEpochs, "powerloss": &c.PowerLoss, "hothot": &c.HotHot, "bridge": &c.Bridge, "store": &c.StoreFaults,
+		"toolarge": &c.TooLarge, "stale": &c.StaleEpochs, "rewindstream": &c.RewindStream, "checkpoints": &c.Checkpoints, "powerloss": &c.PowerLoss, "hothot": &c.HotHot, "bridge": &c.Bridge, "store": &c.StoreFaults,
 	}
 }
 
@@ -362,6 +377,8 @@ type world struct {
 	br           *simBridge   // Config.Bridge
 	rewindJoined bool         // the rewinding late joiner joined
 	stale        stale        // an ended epoch's packets, replayed (stale.go)
+	rewinder     *simRewind   // the rewind-stream joiner (rewind.go)
+	rewindAt     uint64       // it joins once the stream reaches this seq
 }
 
 // Run simulates cfg and returns the outcome; it never panics on a
@@ -418,6 +435,12 @@ func Run(cfg Config) (res Result) {
 	res.EpochChanges = len(w.cuts)
 	res.Divergences = w.divergences
 	res.StaleReplayed = w.stale.sent
+	if w.cl != nil && w.cl.ckpt != nil {
+		res.Checkpoints, res.CheckpointsRefused, res.CheckpointsDropped = w.cl.ckpt.recorded, w.cl.ckpt.refused, w.cl.ckpt.dropped
+	}
+	if rw := w.rewinder; rw != nil {
+		res.RewindOpens, res.RewindFails = rw.opens, rw.fails
+	}
 	for i := range w.log {
 		if x := &w.log[i].internal; x.Type == wire.InternalRejected && wire.RejectReason(x.Value) == wire.RejectTooLarge {
 			res.TooLarge++
@@ -698,6 +721,7 @@ func (w *world) run() (int, error) {
 		}
 		w.idle()
 		w.lateJoin()
+		w.joinRewinder()
 		w.replayStale()
 		if w.cl != nil {
 			w.cl.faults()
@@ -737,6 +761,7 @@ func (w *world) run() (int, error) {
 		}
 		if w.cl != nil {
 			w.cl.work()
+			w.cl.checkpoint()
 		}
 		if w.rep != nil {
 			w.rep.work()
@@ -746,6 +771,9 @@ func (w *world) run() (int, error) {
 		}
 		for _, n := range w.nodes {
 			n.receive()
+		}
+		if w.rewinder != nil {
+			w.rewinder.work()
 		}
 		if w.br != nil {
 			w.br.receive()
@@ -822,7 +850,7 @@ func (w *world) lateJoin() {
 }
 
 func (w *world) done() bool {
-	if w.cl != nil && !w.cl.done() || w.rep != nil && !w.rep.done() || w.pair != nil && !w.pair.done() || w.br != nil && !w.br.done() {
+	if !w.rewinder.done() || w.cl != nil && !w.cl.done() || w.rep != nil && !w.rep.done() || w.pair != nil && !w.pair.done() || w.br != nil && !w.br.done() {
 		return false
 	}
 	last := uint64(len(w.log))

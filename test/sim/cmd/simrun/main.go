@@ -68,8 +68,8 @@ func main() {
 					fmt.Printf("seed %d FAILED: %v\n  replay: %s\n", s, r.Err, r.Replay())
 				} else if *verbose {
 					st := r.Sequencer
-					fmt.Printf("seed %d ok: steps=%d virtual=%v sequenced=%d commands=%d naks=%d retransmitted=%d multicast_repairs=%d throttled=%d gones=%d clock_steps=%d epoch_changes=%d divergences=%d too_large=%d stale_replayed=%d kills=%d restarts=%d standby_faults=%d replayer_repairs=%d replayer_crashes=%d power_losses=%d pair_kills=%d pair_pauses=%d pair_partitions=%d pair_switches=%d pair_fenced=%d\n",
-						s, r.Steps, r.Virtual, r.Sequenced, r.Commands, st.Naks, st.Retransmitted, st.RepairsMulticast, st.Throttled, st.Gones, r.ClockSteps, r.EpochChanges, r.Divergences, r.TooLarge, r.StaleReplayed, r.Kills, r.Restarts, r.StandbyFaults, r.ReplayerRepairs, r.ReplayerCrashes, r.PowerLosses,
+					fmt.Printf("seed %d ok: steps=%d virtual=%v sequenced=%d commands=%d naks=%d retransmitted=%d multicast_repairs=%d throttled=%d gones=%d clock_steps=%d epoch_changes=%d divergences=%d too_large=%d stale_replayed=%d rewind_opens=%d rewind_fails=%d checkpoints=%d checkpoints_refused=%d checkpoints_dropped=%d kills=%d restarts=%d standby_faults=%d replayer_repairs=%d replayer_crashes=%d power_losses=%d pair_kills=%d pair_pauses=%d pair_partitions=%d pair_switches=%d pair_fenced=%d\n",
+						s, r.Steps, r.Virtual, r.Sequenced, r.Commands, st.Naks, st.Retransmitted, st.RepairsMulticast, st.Throttled, st.Gones, r.ClockSteps, r.EpochChanges, r.Divergences, r.TooLarge, r.StaleReplayed, r.RewindOpens, r.RewindFails, r.Checkpoints, r.CheckpointsRefused, r.CheckpointsDropped, r.Kills, r.Restarts, r.StandbyFaults, r.ReplayerRepairs, r.ReplayerCrashes, r.PowerLosses,
 						r.PairKills, r.PairPauses, r.PairPartitions, st.ActivationSwitch, st.RejectedNotActive)
 					if r.Config.StoreFaults {
 						fmt.Printf("  store: flips=%d refused=%d replayer_crashes=%d\n", r.StoreFlips, r.StoreRefusals, r.ReplayerCrashes)
