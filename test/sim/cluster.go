@@ -85,6 +85,7 @@ type member struct {
 	// slowTill: its control answers (seals) are slow until then.
 	slowTill int64
 	onFrame  transport.Handler
+	flip     *storeFlip // a bit flipped in its store while it is down (storefaults.go)
 }
 
 type simCluster struct {
@@ -132,18 +133,21 @@ type simCluster struct {
 	majoritySince int64
 	// span is a node partitioned across two epoch changes (until
 	// changes reaches spanTill, or spanMax at the latest).
-	span      *simNode
-	spanTill  int
-	spanMax   int64
-	spans     int
-	quickAt   int64         // the primary fails again then (0: at random)
-	st        wire.Status   // scratch for checkSealedAck
-	ckpt      *checkpointer // the primary's checkpointer (checkpoint.go)
-	kills     int
-	changes   int
-	restarts  int
-	standbyFs int
-	step      int
+	span     *simNode
+	spanTill int
+	spanMax  int64
+	spans    int
+	quickAt  int64         // the primary fails again then (0: at random)
+	st       wire.Status   // scratch for checkSealedAck
+	ckpt     *checkpointer // the primary's checkpointer (checkpoint.go)
+	// Store faults (storefaults.go): bits flipped in members' stores,
+	// members the operator restarted on an empty directory.
+	storeFlips, movedAside int
+	kills                  int
+	changes                int
+	restarts               int
+	standbyFs              int
+	step                   int
 
 	// powerLosses counts the standbys restarted from their CrashClone.
 	powerLosses int
@@ -298,6 +302,7 @@ func (c *simCluster) kill(m *member, downFor int64) {
 	}
 	m.dead, m.upAt, m.cutOff = true, c.w.now+downFor, false
 	c.kills++
+	c.corruptMember(m)
 }
 
 // powerLoss crashes standby m's machine (Config.PowerLoss): the process
@@ -395,7 +400,7 @@ func (c *simCluster) work() {
 		if m.dead {
 			if w.now >= m.upAt && w.err == nil {
 				c.restarts++
-				if err := c.startStandby(m); err != nil {
+				if err := c.restartMember(m); err != nil {
 					w.fail("%v", err)
 				}
 			}

@@ -78,6 +78,12 @@
 // node's; each far command is sequenced at most once. At the end each is
 // sequenced exactly once and both ends' stores hold the stream.
 //
+// With StoreFaults (`simrun -with store`) a bit is flipped in the
+// replayer's store, or a member's, while it is down; a store that opens
+// must no longer hold it, one that refuses is restored (the replayer) or
+// moved aside for an empty directory that fetches the stream from the
+// other members (a member: storefaults.go).
+//
 // Everything random comes from the seed, so a failure replays exactly with
 // the command that Result.Replay prints.
 package sim

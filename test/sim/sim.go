@@ -223,7 +223,10 @@ type Result struct {
 	BridgeCuts, BridgeUDPCuts, BridgeGapRestarts, BridgeCommands, BridgeEndCrashes int
 	// Store faults (StoreFaults): bits flipped, restarts refused for one.
 	StoreFlips, StoreRefusals int
-	Err                       error
+	// ... and in the members' stores: bits flipped, members restarted on
+	// an empty directory after their store refused to open.
+	MemberFlips, MembersMovedAside int
+	Err                            error
 }
 
 // Replay is the one command that reruns this seed exactly.
@@ -427,6 +430,7 @@ func Run(cfg Config) (res Result) {
 	if w.cl != nil {
 		res.Kills, res.Restarts, res.StandbyFaults = w.cl.kills, w.cl.restarts, w.cl.standbyFs
 		res.PowerLosses = w.cl.powerLosses
+		res.MemberFlips, res.MembersMovedAside = w.cl.storeFlips, w.cl.movedAside
 	}
 	res.Virtual = time.Duration(w.now)
 	res.Sequenced = uint64(len(w.log))

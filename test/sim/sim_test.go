@@ -209,6 +209,29 @@ func TestSim_PowerLoss(t *testing.T) {
 	}
 }
 
+// TestSim_StoreFaults runs seeds with bits flipped in the replayer's and
+// the members' stores while they are down (Config.StoreFaults): a store
+// that opens must no longer hold the byte, one that refuses is restored
+// (the replayer) or moved aside for an empty directory that fetches the
+// stream from the other members (a member), and every store ends equal to
+// the stream.
+func TestSim_StoreFaults(t *testing.T) {
+	var refused, movedAside int
+	for s := uint64(1); s <= 4; s++ {
+		cfg := DefaultConfig()
+		cfg.Seed, cfg.Commands, cfg.StoreFaults = s, 2000, true
+		r := Run(cfg)
+		if r.Err != nil {
+			t.Fatalf("seed %d: %v\nreplay: %s", s, r.Err, r.Replay())
+		}
+		refused += r.StoreRefusals
+		movedAside += r.MembersMovedAside
+	}
+	if refused == 0 || movedAside == 0 {
+		t.Fatalf("replayer restarts refused %d, members moved aside %d: a store fault is not exercised", refused, movedAside)
+	}
+}
+
 // TestSim_HotHot runs seeds with a hot-hot pair whose active instance is
 // killed, paused and cut off while the sequencer group fails over: after
 // every step the pair's sequenced commands are exactly its handler's

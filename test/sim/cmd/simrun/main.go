@@ -72,7 +72,7 @@ func main() {
 						s, r.Steps, r.Virtual, r.Sequenced, r.Commands, st.Naks, st.Retransmitted, st.RepairsMulticast, st.Throttled, st.Gones, r.ClockSteps, r.EpochChanges, r.Divergences, r.TooLarge, r.StaleReplayed, r.RewindOpens, r.RewindFails, r.Checkpoints, r.CheckpointsRefused, r.CheckpointsDropped, r.Kills, r.Restarts, r.StandbyFaults, r.ReplayerRepairs, r.ReplayerCrashes, r.PowerLosses,
 						r.PairKills, r.PairPauses, r.PairPartitions, st.ActivationSwitch, st.RejectedNotActive)
 					if r.Config.StoreFaults {
-						fmt.Printf("  store: flips=%d refused=%d replayer_crashes=%d\n", r.StoreFlips, r.StoreRefusals, r.ReplayerCrashes)
+						fmt.Printf("  store: flips=%d refused=%d replayer_crashes=%d member_flips=%d members_moved_aside=%d\n", r.StoreFlips, r.StoreRefusals, r.ReplayerCrashes, r.MemberFlips, r.MembersMovedAside)
 					}
 					if r.Config.Bridge {
 						fmt.Printf("  bridge: tcp_cuts=%d udp_cuts=%d gap_restarts=%d commands_back=%d end_crashes=%d\n", r.BridgeCuts, r.BridgeUDPCuts, r.BridgeGapRestarts, r.BridgeCommands, r.BridgeEndCrashes)
