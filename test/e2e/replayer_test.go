@@ -322,8 +322,18 @@ func TestCLI_ReplayerFailsLoudly(t *testing.T) {
 		out, err := exec.CommandContext(ctx, bin, append(args, net...)...).CombinedOutput()
 		return string(out), err
 	}
+	// A directory that surely holds this session, for the last step: a
+	// replayer from seq 1 while the ring still has it (the --from-live
+	// one below may store nothing if its node fails before sending,
+	// which left the last step's replayer following the new session for
+	// good, and the test hung until its deadline in CI).
+	oldDir := t.TempDir()
+	early := startReplayer(t, ctx, bin, append([]string{"--dir", oldDir, "--nak-addr", freeUDPAddr(t)}, net...))
 	if out, err := run("node", "--account", "EARLY", "--count", "2000", "--rate", "5000", "--size", "200"); err != nil {
 		t.Fatalf("node: %v\n%s", err, out)
+	}
+	if stopped := early.stop(t); field(t, stopped, "contiguous") == 0 {
+		t.Fatalf("the replayer of the first session stored nothing: %q", stopped)
 	}
 	dir := t.TempDir()
 	nak := freeUDPAddr(t)
@@ -357,7 +367,7 @@ func TestCLI_ReplayerFailsLoudly(t *testing.T) {
 	if out, err := run("node", "--account", "NEW", "--count", "10", "--size", "20"); err != nil {
 		t.Fatalf("node of the new session: %v\n%s", err, out)
 	}
-	cmd = exec.CommandContext(ctx, bin, append([]string{"replayer", "--dir", dir, "--nak-addr", nak}, net...)...)
+	cmd = exec.CommandContext(ctx, bin, append([]string{"replayer", "--dir", oldDir, "--nak-addr", nak}, net...)...)
 	out, err = cmd.CombinedOutput()
 	if cmd.ProcessState.ExitCode() != 1 || !strings.Contains(string(out), "holds session") {
 		t.Fatalf("replayer of another session's directory: %v\n%s", err, out)
