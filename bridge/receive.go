@@ -590,6 +590,18 @@ func (r *ReceiveEnd) Activate() {
 	}
 }
 
+// Deactivate makes an active end a standby again: it goes on merging and
+// persisting, but no longer republishes, heartbeats, answers its site's
+// NAKs or carries its commands. For two active ends of a pair (a false
+// death: a partition that healed, a paused process), the one that steps
+// back (tiered.PairStepBack); Activate makes it active again. Safe from
+// any goroutine; idempotent.
+func (r *ReceiveEnd) Deactivate() {
+	if r.standby.CompareAndSwap(false, true) {
+		r.log.Warn("bridge: active end steps back to STANDBY: another end of the pair is active", "site", r.cfg.Site, "next_seq", r.Stats().NextSeq)
+	}
+}
+
 // Active reports whether the end republishes on its site.
 func (r *ReceiveEnd) Active() bool { return !r.standby.Load() }
 

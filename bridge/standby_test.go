@@ -126,3 +126,78 @@ func (s *siteFrames) holdsRange(from, to uint64) bool {
 	}
 	return true
 }
+
+// TestReceiveEnd_DeactivateStepsBack: of two active receiving ends of one
+// pair (a false death made the standby take over while the active one
+// lived), the one that steps back (Deactivate) stops republishing on its
+// site but goes on persisting the stream, and Activate makes it publish
+// again (what its site missed meanwhile its nodes NAK, as after a
+// takeover: TestLink_StandbyEndsTakeOver).
+func TestReceiveEnd_DeactivateStepsBack(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	seqAddr := tcpSequencer(t, ctx, 88)
+	siteA := watchSite(t, ctx, tcpClient(t, seqAddr))
+	tcp1 := freeAddr(t)
+	startSend(t, ctx, seqAddr, func(c *Config) { c.TCP = []string{tcp1} })
+	startRecv := func() (*ReceiveEnd, *siteFrames) {
+		rc := receiveConfig(t, "B")
+		rc.TCP, rc.UDP = []string{tcp1}, nil
+		site := tcpSite(t)
+		r, err := NewReceiveEnd(rc, site)
+		if err != nil {
+			t.Fatal(err)
+		}
+		runEnd(t, ctx, r.Run)
+		return r, watchSite(t, ctx, tcpClient(t, site.(*tcp.Server).Addr().String()))
+	}
+	r1, b1 := startRecv()
+	r2, b2 := startRecv()
+	wait := func(what string, ok func() bool) {
+		t.Helper()
+		for deadline := time.Now().Add(20 * time.Second); !ok(); time.Sleep(10 * time.Millisecond) {
+			if time.Now().After(deadline) {
+				t.Fatalf("%s: not within 20 s", what)
+			}
+		}
+	}
+	caughtUp := func(b *siteFrames) func() bool {
+		return func() bool {
+			_, _, top := siteA.state()
+			ok, high := b.dense()
+			return top > 0 && ok && high >= top
+		}
+	}
+	sendNode(t, ctx, seqAddr, "ONE", 50)
+	wait("both active ends republish", func() bool { return caughtUp(b1)() && caughtUp(b2)() })
+
+	r2.Deactivate()
+	if r2.Active() || !r1.Active() {
+		t.Fatal("after Deactivate: the end is still active, or the other is not")
+	}
+	time.Sleep(50 * time.Millisecond) // what was in flight
+	published := r2.Stats().Published
+	_, _, before := b2.state()
+	sendNode(t, ctx, seqAddr, "TWO", 50)
+	wait("the active end republishes", caughtUp(b1))
+	_, _, top := siteA.state()
+	wait("the standby persists", func() bool { return r2.Service().Contiguous() >= top })
+	if got := r2.Stats().Published; got != published {
+		t.Fatalf("the end that stepped back republished %d packets more", got-published)
+	}
+	if _, _, high := b2.state(); high != before {
+		t.Fatalf("its site saw seqs up to %d after the step back, up to %d before", high, before)
+	}
+
+	r2.Activate()
+	_, _, from := siteA.state()
+	sendNode(t, ctx, seqAddr, "THREE", 50)
+	wait("active again, it republishes what comes", func() bool {
+		_, _, top := siteA.state()
+		_, _, high := b2.state()
+		return top > from && high >= top && b2.holdsRange(from+1, top)
+	})
+	if r2.Stats().Published == published {
+		t.Fatal("the end made active again published nothing")
+	}
+}

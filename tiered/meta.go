@@ -273,6 +273,22 @@ func (d *metaDecoder) str(limit int) string {
 	return s
 }
 
+// PairStepBack reports whether the active bridge end self, of pair,
+// should step back to standby: another live member announces pair as
+// active too and comes first by name (the one PairTakeover picks among
+// standbys). Two ends are active after a false death (a partition that
+// healed, a paused process): the far end drops the copies by seq, but
+// its site would get every packet twice and the origin every command
+// twice. Both ends see the same names, so exactly one steps back.
+func PairStepBack(ms []Member, pair, self string) bool {
+	for _, m := range ms {
+		if m.Err == nil && m.Meta.Role == RoleBridge && m.Meta.Pair == pair && m.Name != self && m.Meta.Active && m.Name < self {
+			return true
+		}
+	}
+	return false
+}
+
 // PairTakeover reports whether the bridge end self, of pair, should take
 // over: no live member announces pair as active, and self has the lowest
 // name among the live standbys of the pair (so that two standbys that

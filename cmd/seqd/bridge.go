@@ -207,11 +207,23 @@ type pairEnd interface {
 	Activate()
 }
 
+// stepsBack is a pairEnd that can be made a standby again (a receiving
+// end; a sending end cannot yet: it would have to close the listeners
+// its far ends dialled and bind them again at a later takeover, and two
+// active sending ends cost only bandwidth, the far end dropping copies
+// by seq and the sequencer the commands' copies).
+type stepsBack interface {
+	Deactivate()
+}
+
 // joinPair is --pair: gossip announces this end (role bridge, the pair,
 // active or not) and a watcher activates it once no live member of the
 // pair is active and it is the first standby by name
-// (tiered.PairTakeover). Without --pair it does nothing. stop ends the
-// watcher and leaves gossip.
+// (tiered.PairTakeover); an active receiving end that sees another active
+// end of the pair first by name steps back to standby
+// (tiered.PairStepBack: after a false death both ends are active).
+// Without --pair it does nothing. stop ends the watcher and leaves
+// gossip.
 func joinPair(c *cli.Context, log *slog.Logger, role string, end pairEnd) (stop func(), err error) {
 	pair := c.String("pair")
 	if pair == "" {
@@ -224,6 +236,7 @@ func joinPair(c *cli.Context, log *slog.Logger, role string, end pairEnd) (stop 
 	if err != nil {
 		return nil, err
 	}
+	back, canStepBack := end.(stepsBack)
 	ctx, cancel := context.WithCancel(c.Context)
 	done := make(chan struct{})
 	go func() {
@@ -232,25 +245,38 @@ func joinPair(c *cli.Context, log *slog.Logger, role string, end pairEnd) (stop 
 		settle := time.Now().Add(max(5*probe, 300*time.Millisecond))
 		t := time.NewTicker(20 * time.Millisecond)
 		defer t.Stop()
-		for !end.Active() {
+		for {
 			select {
 			case <-ctx.Done():
 				return
 			case <-t.C:
 			}
-			if time.Now().Before(settle) || !tiered.PairTakeover(agent.Members(), pair, agent.Name()) {
+			if time.Now().Before(settle) {
 				continue
 			}
-			end.Activate()
-			log.Warn("bridge: no active end of the pair in gossip: this end takes over", "pair", pair, "role", role, "name", agent.Name())
-			fmt.Printf("bridge: active pair=%s role=%s\n", pair, role)
-			// Announced once the end serves (a sending end binds its
-			// listeners first).
-			for !end.Active() && ctx.Err() == nil {
-				time.Sleep(time.Millisecond)
+			ms := agent.Members()
+			switch {
+			case !end.Active() && tiered.PairTakeover(ms, pair, agent.Name()):
+				end.Activate()
+				log.Warn("bridge: no active end of the pair in gossip: this end takes over", "pair", pair, "role", role, "name", agent.Name())
+				fmt.Printf("bridge: active pair=%s role=%s\n", pair, role)
+				// Announced once the end serves (a sending end binds its
+				// listeners first).
+				for !end.Active() && ctx.Err() == nil {
+					time.Sleep(time.Millisecond)
+				}
+				agent.Refresh()
+				if !canStepBack {
+					return // nothing more to watch for a sending end
+				}
+			case canStepBack && end.Active() && tiered.PairStepBack(ms, pair, agent.Name()):
+				back.Deactivate()
+				log.Warn("bridge: another end of the pair is active and first by name: this end steps back", "pair", pair, "role", role, "name", agent.Name())
+				fmt.Printf("bridge: standby pair=%s role=%s\n", pair, role)
+				agent.Refresh()
+			case !canStepBack && end.Active():
+				return // a sending end started active
 			}
-			agent.Refresh()
-			return
 		}
 	}()
 	log.Info("bridge: pair", "pair", pair, "role", role, "name", agent.Name(), "gossip", agent.Addr())
