@@ -43,7 +43,9 @@
 // holds after every step, and every member's store and State at the end,
 // are checked. With PowerLoss (off by default: `simrun -with
 // powerloss`) the standbys ack only what they fsynced, and a standby now
-// and then loses power and restarts from MemFS.CrashClone. With
+// and then loses power and restarts from MemFS.CrashClone; so does the
+// replayer, at one crash in two, which must reopen holding every record it
+// had fsynced and repair the rest. With
 // Checkpoints (on by default) the primary records checkpoints in the
 // failover state as cluster.Member does, bounded by what a majority
 // holds; one in twenty overshoots past anything published (as forged

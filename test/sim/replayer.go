@@ -44,6 +44,10 @@ type simReplayer struct {
 	// repairs counts the records the replayer retransmitted (all its
 	// incarnations).
 	repairs uint64
+	// Power losses (Config.PowerLoss) and what the store said was
+	// fsynced at the last one (0: checked).
+	powerLosses   int
+	durableAtLoss uint64
 	// Store faults (storefaults.go): the bit flipped while it is down,
 	// the flips, the restarts refused for one.
 	flip            *storeFlip
@@ -77,6 +81,9 @@ func (r *simReplayer) start() error {
 	cfg.Store.FS = r.fs
 	cfg.Store.SyncInShell = false
 	cfg.Store.Sync = replayer.SyncNone
+	if w.cfg.PowerLoss {
+		cfg.Store.Sync = replayer.SyncInterval // a power loss keeps what was fsynced
+	}
 	cfg.Store.SegmentBytes = 1 << 20
 	cfg.Store.WriteBufferBytes = 128 << 10
 	cfg.Store.ReadBufferBytes = 128 << 10
@@ -95,8 +102,16 @@ func (r *simReplayer) start() error {
 	return nil
 }
 
-// crash kills the replayer for downFor.
+// crash kills the replayer for downFor; with PowerLoss, one crash in
+// two is a power loss: the store keeps only what it fsynced (it must
+// reopen on that, every fsynced record still there, and repair the rest).
 func (r *simReplayer) crash(downFor int64) {
+	var disk *vfs.MemFS
+	if r.w.cfg.PowerLoss && r.svc != nil && r.w.rng.IntN(2) == 0 {
+		disk = r.fs.CrashClone()
+		r.durableAtLoss = r.svc.Store().Durable()
+		r.powerLosses++
+	}
 	if r.svc != nil {
 		r.repairs += r.svc.Stats().Naks.Retransmitted
 		if err := r.svc.Close(); err != nil {
@@ -105,6 +120,9 @@ func (r *simReplayer) crash(downFor int64) {
 		r.svc = nil
 	}
 	_ = r.follow.Close()
+	if disk != nil {
+		r.fs = disk
+	}
 	r.upAt = r.w.now + downFor
 	r.crashes++
 	r.corruptStore()
@@ -119,6 +137,13 @@ func (r *simReplayer) work() {
 		if w.now >= r.upAt {
 			if err := r.restartStore(); err != nil {
 				w.fail("%v", err)
+				return
+			}
+			if d := r.durableAtLoss; d != 0 && r.svc != nil {
+				r.durableAtLoss = 0
+				if got := r.svc.Store().Contiguous(); got < d {
+					w.fail("the replayer reopened after a power loss holding up to %d, but it had fsynced up to %d", got, d)
+				}
 			}
 		}
 		return

@@ -213,8 +213,9 @@ type Result struct {
 	Kills, Restarts, StandbyFaults int
 	PowerLosses                    int // standbys restarted from what they fsynced (Config.PowerLoss)
 	// The replayer (Replayer): records it retransmitted, its crashes.
-	ReplayerRepairs uint64
-	ReplayerCrashes int
+	ReplayerRepairs     uint64
+	ReplayerCrashes     int
+	ReplayerPowerLosses int // of its crashes, power losses (Config.PowerLoss)
 	// The pair (HotHot): faults of its active instance.
 	PairKills, PairPauses, PairPartitions int
 	// The bridge (Bridge): TCP channel cuts, UDP partitions, restarts of
@@ -412,7 +413,7 @@ func Run(cfg Config) (res Result) {
 	if w.rep != nil {
 		defer func() {
 			w.rep.close()
-			res.ReplayerRepairs, res.ReplayerCrashes = w.rep.repairs, w.rep.crashes
+			res.ReplayerRepairs, res.ReplayerCrashes, res.ReplayerPowerLosses = w.rep.repairs, w.rep.crashes, w.rep.powerLosses
 			res.StoreFlips, res.StoreRefusals = w.rep.flips, w.rep.refusals
 		}()
 	}
