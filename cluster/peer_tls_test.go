@@ -51,6 +51,11 @@ func TestPeerServer_TLSMembersOnly(t *testing.T) {
 			t.Fatalf("%s's fetch: %v, want the refusal explained", name, err)
 		}
 	}
+	// The client sees the refusal (the handshake's alert) before the
+	// server's goroutine counts it: wait for the count.
+	for end := time.Now().Add(5 * time.Second); ps.Refused() < 3 && time.Now().Before(end); {
+		time.Sleep(5 * time.Millisecond)
+	}
 	if n := ps.Refused(); n != 3 {
 		t.Fatalf("Refused = %d, want 3", n)
 	}
