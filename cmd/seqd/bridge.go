@@ -44,8 +44,8 @@ func bridgeCommand() *cli.Command {
 		options.String("faults-on", "all", "the channels --faults apply to: all | udp | tcp"),
 		options.Duration("stats-interval", 0, "print a stats line per channel this often (0: only at the end)"),
 		options.String("pair", "", "run as one of a pair of ends (same --role and --site) that stand in for each other, found by gossip (--gossip or --gossip.bind): the first is active, the other a warm standby (its store current, its channels off) that takes over when gossip loses the active one"),
-		options.Duration("pair.probe-interval", 50*time.Millisecond, "with --pair: gossip's failure-detection probe interval"),
-		options.Duration("pair.dead-after", 150*time.Millisecond, "with --pair: how long the active end stays suspect after it stopped answering probes before the standby takes over (takeover = a probe interval or two + this; too short on a loaded host makes both ends active, which the far end tolerates: it drops copies by seq)"),
+		options.Duration("pair.probe-interval", 30*time.Millisecond, "with --pair: gossip's failure-detection probe interval (30 ms and dead-after 90 ms: the far site resumes within 240 ms of a bridge end's death in seqd drill bridge --pair)"),
+		options.Duration("pair.dead-after", 90*time.Millisecond, "with --pair: how long the active end stays suspect after it stopped answering probes before the standby takes over (takeover = a probe interval or two + this; too short on a loaded host makes both ends active, which the far end tolerates: it drops copies by seq)"),
 	), memberGossipFlags()...))
 	return &cli.Command{
 		Name:  "bridge",
