@@ -2,10 +2,13 @@ package tiered
 
 import "testing"
 
+// bridgeEnd is a live bridge end of pair as gossip shows it.
+func bridgeEnd(name, pair string, active bool) Member {
+	return Member{Name: name, Meta: Meta{Name: name, Role: RoleBridge, Pair: pair, Active: active}}
+}
+
 func TestPairTakeover(t *testing.T) {
-	br := func(name, pair string, active bool) Member {
-		return Member{Name: name, Meta: Meta{Name: name, Role: RoleBridge, Pair: pair, Active: active}}
-	}
+	br := bridgeEnd
 	cases := []struct {
 		name string
 		ms   []Member
@@ -27,9 +30,7 @@ func TestPairTakeover(t *testing.T) {
 }
 
 func TestPairStepBack(t *testing.T) {
-	br := func(name, pair string, active bool) Member {
-		return Member{Name: name, Meta: Meta{Name: name, Role: RoleBridge, Pair: pair, Active: active}}
-	}
+	br := bridgeEnd
 	cases := []struct {
 		name string
 		ms   []Member
