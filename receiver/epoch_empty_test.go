@@ -56,6 +56,9 @@ func TestReceiver_EmptyEpochLearnedFromEpochStart(t *testing.T) {
 		if named {
 			want = []uint64{1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12}
 		}
+		if st := d.r.Stats(); st.BadEpoch != 0 {
+			t.Fatalf("BadEpoch %d for a consistent EpochStart record", st.BadEpoch)
+		}
 		if got := d.seqs(); !slices.Equal(got, want) {
 			t.Fatalf("EpochStart naming the previous epoch: %v: delivered %v, want %v (fenced %d)", named, got, want, d.r.Stats().Fenced)
 		}
@@ -68,5 +71,34 @@ func TestReceiver_EmptyEpochLearnedFromEpochStart(t *testing.T) {
 				t.Fatalf("seq %d delivered in epoch %d, want %d", m.Seq, m.Epoch, want)
 			}
 		}
+	}
+}
+
+// TestReceiver_EpochStartContradictingAKnownStartIsCounted: an
+// EpochStart record whose Extra would put epoch 2's start at 10 when the
+// receiver heard epoch 2 start at 5 is not believed, and not dropped in
+// silence (BadEpoch).
+func TestReceiver_EpochStartContradictingAKnownStartIsCounted(t *testing.T) {
+	d := &drive{t: t, r: newTest(t, testConfig())}
+	two := newStream(t)
+	two.epoch, two.epochStart = 2, 5
+	if err := d.step(0, Sequencer, two.heartbeat(6, 5, 5_000)); err != nil {
+		t.Fatal(err)
+	}
+	cur := newStream(t)
+	cur.epoch, cur.epochStart = 3, 10
+	var ib [wire.InternalBytes]byte
+	payload, err := wire.AppendInternal(ib[:], &wire.Internal{Type: wire.InternalEpochStart, Epoch: 3, Value: 10, Extra: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := d.step(1, Sequencer, cur.packet(10, 10, 10_000, rec{payload: payload, flags: wire.FlagInternal | wire.FlagSeqGen})); err != nil {
+		t.Fatal(err)
+	}
+	if st := d.r.Stats(); st.BadEpoch != 1 {
+		t.Fatalf("BadEpoch %d, want 1", st.BadEpoch)
+	}
+	if start, ok := d.r.cuts.startOf(2); !ok || start != 5 {
+		t.Fatalf("epoch 2 starts at %d (%v), want 5 as heard", start, ok)
 	}
 }

@@ -545,8 +545,8 @@ func (r *Receiver) learnEmptyEpochs(rec *wire.Record, ep uint32) {
 	if wire.DecodeInternal(rec.Payload, &r.ix) != nil || r.ix.Type != wire.InternalEpochStart || r.ix.Epoch != ep {
 		return
 	}
-	if prev := uint32(r.ix.Extra); r.ix.Extra > 0 && prev+1 < ep {
-		r.cuts.add(prev+1, rec.Seq)
+	if prev := uint32(r.ix.Extra); r.ix.Extra > 0 && prev+1 < ep && !r.cuts.add(prev+1, rec.Seq) {
+		r.stats.BadEpoch++ // contradicts the starts known: a forgery or a bug, never in silence
 	}
 }
 
