@@ -46,12 +46,17 @@ func TestLink_StandbyEndsTakeOver(t *testing.T) {
 		rc := receiveConfig(t, "B")
 		rc.TCP, rc.UDP, rc.Standby = []string{tcp1, tcp2}, nil, standby
 		site := tcpSite(t)
+		// The site's watcher connects before the end runs: one that
+		// came later missed the first packets republished (seqs 1-2
+		// are in the stream already), is never repaired (it NAKs only
+		// when told to) and the site looked holed (failed in CI).
+		b := watchSite(t, ctx, tcpClient(t, site.(*tcp.Server).Addr().String()))
 		r, err := NewReceiveEnd(rc, site)
 		if err != nil {
 			t.Fatal(err)
 		}
 		runEnd(t, c, r.Run)
-		return r, watchSite(t, ctx, tcpClient(t, site.(*tcp.Server).Addr().String()))
+		return r, b
 	}
 	rctx1, rstop1 := context.WithCancel(ctx)
 	r1, b1 := startRecv(rctx1, false)
@@ -144,12 +149,13 @@ func TestReceiveEnd_DeactivateStepsBack(t *testing.T) {
 		rc := receiveConfig(t, "B")
 		rc.TCP, rc.UDP = []string{tcp1}, nil
 		site := tcpSite(t)
+		b := watchSite(t, ctx, tcpClient(t, site.(*tcp.Server).Addr().String())) // before the end runs
 		r, err := NewReceiveEnd(rc, site)
 		if err != nil {
 			t.Fatal(err)
 		}
 		runEnd(t, ctx, r.Run)
-		return r, watchSite(t, ctx, tcpClient(t, site.(*tcp.Server).Addr().String()))
+		return r, b
 	}
 	r1, b1 := startRecv()
 	r2, b2 := startRecv()
